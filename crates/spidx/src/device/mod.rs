@@ -1,0 +1,99 @@
+//! The device layer: the bottom of the stack in `DESIGN.md` section 2.
+//!
+//! A [`Device`] is an array of fixed-size pages (the size is chosen when the device is
+//! opened, usually the index page size). Upper layers read and write runs of consecutive
+//! pages; the device counts its own operations ([`DeviceStats`]) and keeps a clock of the
+//! time it spent serving them: measured on real devices, modelled (a deterministic virtual
+//! clock) on simulated ones. Devices know pages, never trees.
+//!
+//! Implementations: [`memory::MemoryDevice`], [`file::FileDevice`], [`flash::SimFlash`]
+//! (raw NAND behind a page-mapping FTL), [`ssd::SimSsd`] (flash with channels, dies and a
+//! write cache), [`hdd::SimHdd`] and [`throttled::Throttled`] (cloud-disk caps). They are
+//! described by a [`DeviceConfig`], built from presets ([`preset`]) with overrides ([`spec`]).
+
+pub mod memory;
+pub mod pages;
+pub mod stats;
+
+pub use stats::{DeviceStats, FlashStats, HddStats, HostCounters, ThrottleStats};
+
+use crate::{Error, Result};
+
+/// Smallest page size and the alignment every page size must have (one disk sector).
+pub const SECTOR: usize = 512;
+
+/// A storage device addressed in pages of a fixed size.
+///
+/// `read` and `write` move a run of `buf.len() / page_size()` consecutive pages starting
+/// at page address `page`; `buf.len()` must be a non-zero multiple of the page size.
+/// Reads return what was last written (zeros for never-written pages).
+pub trait Device: Send {
+    /// Size in bytes of one page (the unit of addresses).
+    fn page_size(&self) -> usize;
+
+    /// Number of addressable pages.
+    fn capacity_pages(&self) -> u64;
+
+    /// Reads consecutive pages starting at `page` into `buf`.
+    fn read(&mut self, page: u64, buf: &mut [u8]) -> Result<()>;
+
+    /// Writes consecutive pages starting at `page` from `data`.
+    fn write(&mut self, page: u64, data: &[u8]) -> Result<()>;
+
+    /// Makes every completed write durable (fsync on files, draining a write cache on
+    /// simulated drives).
+    fn sync(&mut self) -> Result<()>;
+
+    /// Forgets cached data (device read caches, the OS page cache for files) so that the
+    /// next reads are cold, as the seeds' protocol does between query repetitions.
+    fn drop_caches(&mut self) -> Result<()>;
+
+    /// Total time in nanoseconds the device has spent on I/O so far: measured for real
+    /// devices, the virtual clock for simulated ones.
+    fn device_ns(&self) -> u64;
+
+    /// A snapshot of the device's counters.
+    fn stats(&self) -> DeviceStats;
+
+    /// Saves the simulator's state (mapping, wear, clock, data) so that another process can
+    /// reopen the device; real devices only sync. Called when an index is closed.
+    fn persist(&mut self) -> Result<()>;
+}
+
+/// Checks that a page size is usable by every device: non-zero and a multiple of 512.
+pub fn validate_page_size(page_size: usize) -> Result<()> {
+    if page_size == 0 || page_size % SECTOR != 0 {
+        return Err(Error::invalid(
+            "page size",
+            format!("{page_size} bytes; a page size must be a non-zero multiple of {SECTOR} bytes"),
+        ));
+    }
+    if page_size > 64 << 20 {
+        return Err(Error::invalid(
+            "page size",
+            format!("{page_size} bytes is larger than 64MB"),
+        ));
+    }
+    Ok(())
+}
+
+/// Validates a read or write request against a device's geometry and returns the number
+/// of pages it covers.
+pub fn check_request(page: u64, len: usize, page_size: usize, capacity_pages: u64) -> Result<u64> {
+    if len == 0 || len % page_size != 0 {
+        return Err(Error::invalid(
+            "I/O request",
+            format!("{len} bytes is not a non-zero multiple of the {page_size}-byte page size"),
+        ));
+    }
+    let n = (len / page_size) as u64;
+    let end = page.checked_add(n).unwrap_or(u64::MAX);
+    if end > capacity_pages {
+        return Err(Error::OutOfRange {
+            start: page,
+            end,
+            capacity: capacity_pages,
+        });
+    }
+    Ok(n)
+}

@@ -1,0 +1,203 @@
+//! In-memory page storage shared by the simulated devices, and the persisted-state file
+//! format that lets another process reopen a simulated device.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// A sparse, growable array of fixed-size pages. Never-written pages read as zeros and
+/// cost no memory; moving a page (as flash garbage collection does) moves a pointer.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PageArray {
+    page_size: usize,
+    pages: Vec<Option<Box<[u8]>>>,
+}
+
+impl PageArray {
+    /// An empty array of pages of `page_size` bytes.
+    pub fn new(page_size: usize) -> Self {
+        PageArray {
+            page_size,
+            pages: Vec::new(),
+        }
+    }
+
+    /// Page size in bytes.
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// Copies page `idx` into `out` (zeros if never written). `out` is one page long.
+    pub fn read(&self, idx: u64, out: &mut [u8]) {
+        match self.pages.get(idx as usize) {
+            Some(Some(p)) => out.copy_from_slice(p),
+            _ => out.fill(0),
+        }
+    }
+
+    /// Copies `data` (one page) into page `idx`.
+    pub fn write(&mut self, idx: u64, data: &[u8]) {
+        let slot = self.slot(idx);
+        match slot {
+            Some(p) => p.copy_from_slice(data),
+            None => *slot = Some(data.into()),
+        }
+    }
+
+    /// Removes page `idx` and returns its contents, if it was written.
+    pub fn take(&mut self, idx: u64) -> Option<Box<[u8]>> {
+        self.pages.get_mut(idx as usize).and_then(Option::take)
+    }
+
+    /// Stores `page` (one page long) at `idx`.
+    pub fn put(&mut self, idx: u64, page: Box<[u8]>) {
+        *self.slot(idx) = Some(page);
+    }
+
+    /// Whether page `idx` holds written data.
+    pub fn is_written(&self, idx: u64) -> bool {
+        matches!(self.pages.get(idx as usize), Some(Some(_)))
+    }
+
+    /// Number of pages holding data.
+    pub fn written_pages(&self) -> usize {
+        self.pages.iter().filter(|p| p.is_some()).count()
+    }
+
+    fn slot(&mut self, idx: u64) -> &mut Option<Box<[u8]>> {
+        let i = idx as usize;
+        if i >= self.pages.len() {
+            self.pages.resize_with(i + 1, || None);
+        }
+        &mut self.pages[i]
+    }
+}
+
+const MAGIC: &[u8; 8] = b"SPIDXDEV";
+const FORMAT_VERSION: u32 = 1;
+const HEADER: usize = 8 + 4 + 4 + 4 + 8;
+
+/// Saves a simulated device's state to `path` atomically (write a temporary file, fsync,
+/// rename), framed by a magic number, the device kind, a format version, the length and a
+/// CRC-32 of the payload so that truncation and corruption are detected on load.
+pub fn save_state<T: Serialize>(path: &Path, kind: &str, state: &T) -> Result<()> {
+    let payload = postcard::to_stdvec(state)
+        .map_err(|e| Error::invalid("device state", format!("cannot serialise: {e}")))?;
+    let mut file_bytes = Vec::with_capacity(HEADER + payload.len());
+    file_bytes.extend_from_slice(MAGIC);
+    file_bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    file_bytes.extend_from_slice(&kind_tag(kind).to_le_bytes());
+    file_bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    file_bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    file_bytes.extend_from_slice(&payload);
+    let tmp = path.with_extension("tmp");
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&file_bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|e| Error::io(path, e))
+}
+
+/// Loads a state saved by [`save_state`], checking magic, kind, version, length and CRC.
+pub fn load_state<T: DeserializeOwned>(path: &Path, kind: &str) -> Result<T> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let what = format!("device state {}", path.display());
+    if bytes.len() < HEADER || &bytes[..8] != MAGIC {
+        return Err(Error::corrupted(
+            what,
+            "not a spidx device state file (bad magic or too short)",
+        ));
+    }
+    let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
+    let version = u32_at(8);
+    if version != FORMAT_VERSION {
+        return Err(Error::corrupted(
+            what,
+            format!("format version {version}, expected {FORMAT_VERSION}"),
+        ));
+    }
+    if u32_at(12) != kind_tag(kind) {
+        return Err(Error::corrupted(
+            what,
+            format!("the state is not of a '{kind}' device"),
+        ));
+    }
+    let crc = u32_at(16);
+    let len = u64::from_le_bytes(bytes[20..28].try_into().unwrap());
+    let payload = &bytes[HEADER..];
+    if payload.len() as u64 != len {
+        return Err(Error::corrupted(
+            what,
+            format!("truncated: {} of {len} payload bytes", payload.len()),
+        ));
+    }
+    if crc32fast::hash(payload) != crc {
+        return Err(Error::corrupted(what, "checksum mismatch"));
+    }
+    postcard::from_bytes(payload).map_err(|e| Error::corrupted(what, format!("cannot decode: {e}")))
+}
+
+fn kind_tag(kind: &str) -> u32 {
+    crc32fast::hash(kind.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_array_reads_what_was_written() {
+        let mut a = PageArray::new(4);
+        let mut out = [9u8; 4];
+        a.read(7, &mut out);
+        assert_eq!(out, [0; 4]);
+        a.write(7, &[1, 2, 3, 4]);
+        a.read(7, &mut out);
+        assert_eq!(out, [1, 2, 3, 4]);
+        let p = a.take(7).unwrap();
+        assert!(!a.is_written(7));
+        a.put(2, p);
+        a.read(2, &mut out);
+        assert_eq!(out, [1, 2, 3, 4]);
+        assert_eq!(a.written_pages(), 1);
+    }
+
+    #[test]
+    fn state_round_trip_and_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dev.state");
+        let mut a = PageArray::new(512);
+        a.write(3, &[7u8; 512]);
+        save_state(&path, "memory", &a).unwrap();
+        let b: PageArray = load_state(&path, "memory").unwrap();
+        let mut out = vec![0u8; 512];
+        b.read(3, &mut out);
+        assert_eq!(out, vec![7u8; 512]);
+        assert!(load_state::<PageArray>(&path, "hdd")
+            .unwrap_err()
+            .to_string()
+            .contains("not of a 'hdd'"));
+
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x40;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(load_state::<PageArray>(&path, "memory")
+            .unwrap_err()
+            .to_string()
+            .contains("checksum"));
+        std::fs::write(&path, &bytes[..bytes.len() - 10]).unwrap();
+        assert!(load_state::<PageArray>(&path, "memory")
+            .unwrap_err()
+            .to_string()
+            .contains("truncated"));
+        std::fs::write(&path, b"garbage").unwrap();
+        assert!(load_state::<PageArray>(&path, "memory").is_err());
+    }
+}
