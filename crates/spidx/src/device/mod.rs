@@ -11,10 +11,16 @@
 //! write cache), [`hdd::SimHdd`] and [`throttled::Throttled`] (cloud-disk caps). They are
 //! described by a [`DeviceConfig`], built from presets ([`preset`]) with overrides ([`spec`]).
 
+pub mod config;
+pub mod file;
 pub mod memory;
 pub mod pages;
+pub mod preset;
+pub mod spec;
 pub mod stats;
 
+pub use config::DeviceConfig;
+pub use spec::{DeviceSpec, ResolvedDevice};
 pub use stats::{DeviceStats, FlashStats, HddStats, HostCounters, ThrottleStats};
 
 use crate::{Error, Result};
