@@ -1,5 +1,40 @@
 //! The `spidx` command: a testbed for spatial indices on real and simulated devices.
+//! Each subcommand lives in its own module; this file parses arguments and dispatches.
 
-fn main() {
-    println!("spidx {}", env!("CARGO_PKG_VERSION"));
+mod devices;
+mod iotest;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// spidx: spatial indices on real and simulated storage devices.
+#[derive(Parser)]
+#[command(name = "spidx", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the device presets, or show one preset's parameters.
+    Devices(devices::DevicesArgs),
+    /// Probe a device with an access pattern (a small fio).
+    Iotest(iotest::IotestArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Devices(a) => devices::run(a),
+        Command::Iotest(a) => iotest::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }

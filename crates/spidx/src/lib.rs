@@ -11,6 +11,7 @@
 //! real files, simulated NAND flash behind an FTL, an SSD model, a hard-disk model and
 //! throttled cloud disks), their presets, and [`iotest`], a small fio-like probe.
 
+pub mod clock;
 pub mod device;
 pub mod error;
 pub mod iotest;

@@ -158,7 +158,7 @@ impl FileDevice {
 }
 
 fn is_aligned(buf: &[u8]) -> bool {
-    (buf.as_ptr() as usize) % DIRECT_ALIGN == 0
+    (buf.as_ptr() as usize).is_multiple_of(DIRECT_ALIGN)
 }
 
 impl Device for FileDevice {

@@ -1,0 +1,67 @@
+//! `spidx devices`: lists the device presets, or prints one preset's full parameters in
+//! the device-file format so users can copy and edit it.
+
+use anyhow::{bail, Result};
+use clap::Args;
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use serde_json::json;
+use spidx::device::preset::{self, Preset};
+
+/// Arguments of `spidx devices`.
+#[derive(Args)]
+pub struct DevicesArgs {
+    /// Show this preset's parameters (as a device file you can edit).
+    name: Option<String>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: DevicesArgs) -> Result<()> {
+    match args.name {
+        Some(name) => show(&name, args.json),
+        None => list(args.json),
+    }
+}
+
+fn list(as_json: bool) -> Result<()> {
+    let presets = preset::presets();
+    if as_json {
+        let items: Vec<_> = presets.iter().map(preset_json).collect();
+        println!("{}", serde_json::to_string_pretty(&items)?);
+        return Ok(());
+    }
+    let mut table = Table::new();
+    table
+        .load_preset(UTF8_FULL_CONDENSED)
+        .set_header(["preset", "kind", "models", "source"]);
+    for p in &presets {
+        table.add_row([p.name, p.config.kind(), p.summary, p.source]);
+    }
+    println!("{table}");
+    println!("Show one preset's parameters with `spidx devices NAME`; override any of them with");
+    println!("`--device-param key=value`, or describe your own device in a TOML file (see docs/devices.md).");
+    Ok(())
+}
+
+fn show(name: &str, as_json: bool) -> Result<()> {
+    let Some(p) = preset::find(name) else {
+        bail!(
+            "unknown preset '{name}'; presets: {}",
+            preset::names().join(", ")
+        );
+    };
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&preset_json(&p))?);
+    } else {
+        println!("# {}: {}", p.name, p.summary);
+        println!("# source: {}", p.source);
+        println!("name = \"{}\"", p.name);
+        print!("{}", toml::to_string(&p.config)?);
+    }
+    Ok(())
+}
+
+fn preset_json(p: &Preset) -> serde_json::Value {
+    json!({ "name": p.name, "kind": p.config.kind(), "summary": p.summary, "source": p.source, "config": p.config })
+}

@@ -1,0 +1,252 @@
+//! End-to-end tests of `spidx devices` and `spidx iotest` through the real binary.
+
+use assert_cmd::Command;
+use predicates::str::contains;
+
+fn spidx() -> Command {
+    Command::cargo_bin("spidx").unwrap()
+}
+
+fn json_of(args: &[&str]) -> serde_json::Value {
+    let out = spidx().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn devices_lists_presets_as_table_and_json() {
+    spidx()
+        .arg("devices")
+        .assert()
+        .success()
+        .stdout(contains("memory"));
+    let v = json_of(&["devices", "--json"]);
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"memory"));
+    spidx()
+        .args(["devices", "memory"])
+        .assert()
+        .success()
+        .stdout(contains("kind = \"memory\""));
+    spidx()
+        .args(["devices", "nope"])
+        .assert()
+        .failure()
+        .stderr(contains("unknown preset 'nope'"));
+}
+
+#[test]
+fn shown_preset_is_a_valid_device_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for p in json_of(&["devices", "--json"]).as_array().unwrap() {
+        let name = p["name"].as_str().unwrap();
+        let out = spidx().args(["devices", name]).output().unwrap();
+        let file = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&file, &out.stdout).unwrap();
+        let v = json_of(&[
+            "iotest",
+            "--device",
+            file.to_str().unwrap(),
+            "--pattern",
+            "randwrite",
+            "--ops",
+            "10",
+            "--span",
+            "1MB",
+            "--json",
+        ]);
+        assert_eq!(v["device_name"], name);
+        assert_eq!(v["ops"], 10);
+    }
+}
+
+#[test]
+fn iotest_json_has_the_documented_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dev.bin");
+    let dev = format!("file:{}", path.display());
+    let v = json_of(&[
+        "iotest",
+        "--device",
+        &dev,
+        "--device-param",
+        "direct=false",
+        "--device-param",
+        "capacity=16MB",
+        "--pattern",
+        "mixed",
+        "--page-size",
+        "4KB",
+        "--ops",
+        "200",
+        "--json",
+    ]);
+    for key in [
+        "ops",
+        "bytes",
+        "device_s",
+        "iops",
+        "mb_s",
+        "host_reads",
+        "host_writes",
+        "cpu_s",
+        "elapsed_s",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}: {v}");
+    }
+    assert_eq!(v["bytes"], 200 * 4096);
+    assert_eq!(
+        v["span_pages"],
+        16 * 256,
+        "default span is the whole (small) device"
+    );
+    assert_eq!(
+        v["host_reads"].as_u64().unwrap() + v["host_writes"].as_u64().unwrap(),
+        200
+    );
+    assert!(v["device_s"].as_f64().unwrap() > 0.0, "file I/O is timed");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 16 << 20);
+}
+
+#[test]
+fn iotest_rejects_bad_input_with_clear_errors() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--device", "nope", "--pattern", "randread", "--ops", "5"],
+            "unknown device 'nope'",
+        ),
+        (
+            &["--device", "memory", "--pattern", "sideways", "--ops", "5"],
+            "unknown pattern 'sideways'",
+        ),
+        (
+            &[
+                "--device",
+                "memory",
+                "--pattern",
+                "randread",
+                "--ops",
+                "5",
+                "--page-size",
+                "0",
+            ],
+            "page size",
+        ),
+        (
+            &[
+                "--device",
+                "memory",
+                "--pattern",
+                "randread",
+                "--ops",
+                "5",
+                "--page-size",
+                "1000",
+            ],
+            "multiple of 512",
+        ),
+        (
+            &[
+                "--device",
+                "memory",
+                "--pattern",
+                "randread",
+                "--ops",
+                "5",
+                "--page-size",
+                "4QB",
+            ],
+            "4QB",
+        ),
+        (
+            &["--device", "memory", "--pattern", "randread", "--ops", "0"],
+            "ops",
+        ),
+        (
+            &[
+                "--device",
+                "memory",
+                "--device-param",
+                "capacity=1MB",
+                "--pattern",
+                "randread",
+                "--ops",
+                "5",
+                "--span",
+                "2MB",
+            ],
+            "span",
+        ),
+        (
+            &[
+                "--device",
+                "memory",
+                "--pattern",
+                "randread",
+                "--ops",
+                "5",
+                "--span",
+                "5000",
+            ],
+            "whole number",
+        ),
+        (
+            &[
+                "--device",
+                "memory",
+                "--device-param",
+                "speed=9",
+                "--pattern",
+                "randread",
+                "--ops",
+                "5",
+            ],
+            "unknown parameter 'speed'",
+        ),
+        (
+            &[
+                "--device",
+                "memory",
+                "--pattern",
+                "mixed",
+                "--ops",
+                "5",
+                "--read-pct",
+                "120",
+            ],
+            "outside 0-100",
+        ),
+        (
+            &[
+                "--device",
+                "file:/nonexistent-dir/x.bin",
+                "--pattern",
+                "randread",
+                "--ops",
+                "5",
+            ],
+            "nonexistent-dir",
+        ),
+    ];
+    for (args, needle) in cases {
+        let mut full = vec!["iotest"];
+        full.extend_from_slice(args);
+        let out = spidx().args(&full).output().unwrap();
+        assert!(!out.status.success(), "{full:?} should fail");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(needle),
+            "{full:?}: expected '{needle}' in: {err}"
+        );
+        assert!(!err.contains("panicked"), "{full:?} panicked: {err}");
+    }
+}
