@@ -14,7 +14,9 @@
 pub mod clock;
 pub mod device;
 pub mod error;
+pub mod geom;
 pub mod iotest;
+pub mod node;
 pub mod units;
 
 pub use error::{Error, Result};
