@@ -11,6 +11,8 @@
 //! real files, simulated NAND flash behind an FTL, an SSD model, a hard-disk model and
 //! throttled cloud disks), their presets, and [`iotest`], a small fio-like probe.
 
+#![allow(clippy::needless_range_loop)] // geometry code indexes several arrays by axis
+
 pub mod clock;
 pub mod device;
 pub mod error;
