@@ -17,8 +17,10 @@ pub mod clock;
 pub mod device;
 pub mod error;
 pub mod geom;
+pub mod index;
 pub mod iotest;
 pub mod node;
+pub mod store;
 pub mod units;
 
 pub use error::{Error, Result};

@@ -125,7 +125,7 @@ impl NodeLayout {
 
     /// Byte offset of entry `i` in a page.
     #[inline]
-    fn offset(&self, i: usize) -> usize {
+    pub fn entry_offset(&self, i: usize) -> usize {
         self.header + i * self.entry
     }
 
@@ -159,7 +159,7 @@ impl NodeLayout {
 
     /// Writes entry `i` of a page (the header is not updated; call [`Self::seal`] after).
     pub fn put_entry<const D: usize>(&self, page: &mut [u8], i: usize, e: &Entry<D>) -> Result<()> {
-        let mut o = self.offset(i);
+        let mut o = self.entry_offset(i);
         for v in e.mbr.min.iter().chain(e.mbr.max.iter()) {
             page[o..o + 8].copy_from_slice(&v.to_le_bytes());
             o += 8;
@@ -300,7 +300,7 @@ impl<'a, const D: usize> NodeView<'a, D> {
     /// MBR of entry `i`.
     #[inline]
     pub fn mbr(&self, i: usize) -> Rect<D> {
-        let o = self.layout.offset(i);
+        let o = self.layout.entry_offset(i);
         let mut r = Rect {
             min: [0.0; D],
             max: [0.0; D],
@@ -315,7 +315,7 @@ impl<'a, const D: usize> NodeView<'a, D> {
     /// Pointer of entry `i`.
     #[inline]
     pub fn ptr(&self, i: usize) -> u64 {
-        let o = self.layout.offset(i) + 16 * D;
+        let o = self.layout.entry_offset(i) + 16 * D;
         if self.layout.ptr_bytes == 8 {
             u64::from_le_bytes(self.page[o..o + 8].try_into().unwrap())
         } else {

@@ -1,0 +1,210 @@
+//! The invariant checker and shape report of a tree (`spidx check`).
+//!
+//! Invariants: every page verifies (checksum, level), every node's MBR in its parent is
+//! exactly the union of its entries, non-root nodes hold between min and max entries, an
+//! internal root has at least two children, all leaves are at level 0, no page is reached
+//! twice, and every object is reachable exactly once (leaf entries = the object count,
+//! distinct ids). The shape: height, nodes and entries per level, coverage (sum of node
+//! areas), overlap (between sibling nodes) and dead space (node area covered by none of
+//! its children; computed exactly in 2-D).
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+
+use super::Tree;
+use crate::geom::Rect;
+use crate::node::PageId;
+use crate::store::NodeStore;
+use crate::Result;
+
+/// Shape of one level of the tree.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LevelShape {
+    /// Level (0 = leaves).
+    pub level: u32,
+    /// Nodes at this level.
+    pub nodes: u64,
+    /// Entries held by those nodes.
+    pub entries: u64,
+    /// Mean fill (entries / (nodes × max entries)).
+    pub fill: f64,
+    /// Sum of the nodes' MBR areas.
+    pub coverage: f64,
+    /// Sum over parents of the pairwise overlap areas of their children at this level.
+    pub overlap: f64,
+    /// Sum of node area covered by none of the node's entries (2-D only).
+    pub dead_space: Option<f64>,
+}
+
+/// Result of checking a tree.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckReport {
+    /// Levels of the tree.
+    pub height: u32,
+    /// Objects recorded in the metadata.
+    pub objects: u64,
+    /// Leaf entries found.
+    pub leaf_entries: u64,
+    /// Total nodes.
+    pub nodes: u64,
+    /// Per-level shape, leaves first.
+    pub levels: Vec<LevelShape>,
+    /// Every invariant violation found (empty when the tree is sound).
+    pub violations: Vec<String>,
+}
+
+impl CheckReport {
+    /// Whether no invariant failed.
+    pub fn ok(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+const MAX_REPORTED: usize = 100;
+
+impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
+    /// Checks every invariant and measures the shape. Unreadable pages are reported as
+    /// violations (the check goes on with the rest of the tree).
+    pub fn check(&mut self) -> Result<CheckReport> {
+        let meta = self.meta;
+        let mut rep = CheckReport { height: meta.height, objects: meta.objects, ..Default::default() };
+        rep.levels = (0..meta.height).map(|level| LevelShape { level, ..Default::default() }).collect();
+        let mut seen_pages = HashSet::new();
+        let mut seen_ids = HashSet::new();
+        let fail = |rep: &mut CheckReport, msg: String| {
+            if rep.violations.len() < MAX_REPORTED {
+                rep.violations.push(msg);
+            }
+        };
+        // (page, level, MBR recorded in the parent)
+        let mut stack: Vec<(PageId, u32, Option<Rect<D>>)> = vec![(meta.root, meta.height - 1, None)];
+        while let Some((id, level, parent_mbr)) = stack.pop() {
+            if !seen_pages.insert(id) {
+                fail(&mut rep, format!("page {id} is reached more than once"));
+                continue;
+            }
+            let node = match self.read_node(id, level) {
+                Ok(n) => n,
+                Err(e) => {
+                    fail(&mut rep, e.to_string());
+                    continue;
+                }
+            };
+            let mbr = node.mbr();
+            let n = node.entries.len();
+            let is_root = id == meta.root;
+            if let Some(pm) = parent_mbr {
+                if pm != mbr {
+                    fail(&mut rep, format!("node {id} (level {level}): parent entry {pm:?} is not the union of its entries {mbr:?}"));
+                }
+            }
+            let (min, max) = (self.cap.min(level), self.cap.max(level));
+            if n > max || (!is_root && n < min) {
+                fail(&mut rep, format!("node {id} (level {level}) holds {n} entries, allowed {min}..={max}"));
+            }
+            if is_root && level > 0 && n < 2 {
+                fail(&mut rep, format!("internal root {id} has {n} children"));
+            }
+            let shape = &mut rep.levels[level as usize];
+            shape.nodes += 1;
+            shape.entries += n as u64;
+            if n > 0 {
+                shape.coverage += mbr.area();
+            }
+            if D == 2 && n > 0 {
+                let covered = union_area_2d(node.entries.iter().map(|e| (e.mbr.min, e.mbr.max)));
+                *shape.dead_space.get_or_insert(0.0) += (mbr.area() - covered).max(0.0);
+            }
+            if level == 0 {
+                rep.leaf_entries += n as u64;
+                for e in &node.entries {
+                    if e.mbr.validate().is_err() {
+                        fail(&mut rep, format!("leaf {id}: malformed box {:?} for object {}", e.mbr, e.ptr));
+                    }
+                    if !seen_ids.insert(e.ptr) {
+                        fail(&mut rep, format!("object {} is indexed more than once", e.ptr));
+                    }
+                }
+            } else {
+                let child = &mut rep.levels[level as usize - 1];
+                for i in 0..n {
+                    for j in i + 1..n {
+                        child.overlap += node.entries[i].mbr.overlap(&node.entries[j].mbr);
+                    }
+                }
+                for e in &node.entries {
+                    stack.push((e.ptr, level - 1, Some(e.mbr)));
+                }
+            }
+        }
+        if rep.leaf_entries != meta.objects {
+            let msg = format!("{} leaf entries but the metadata records {} objects", rep.leaf_entries, meta.objects);
+            fail(&mut rep, msg);
+        }
+        let mut empty_levels = Vec::new();
+        for l in &mut rep.levels {
+            let cap = self.cap.max(l.level) as f64;
+            l.fill = if l.nodes == 0 { 0.0 } else { l.entries as f64 / (l.nodes as f64 * cap) };
+            if l.nodes == 0 {
+                empty_levels.push(format!("level {} has no nodes", l.level));
+            }
+        }
+        for msg in empty_levels {
+            fail(&mut rep, msg);
+        }
+        rep.nodes = rep.levels.iter().map(|l| l.nodes).sum();
+        Ok(rep)
+    }
+}
+
+/// Area of the union of 2-D boxes (coordinate compression; boxes given as min/max arrays
+/// of any dimension, only the first two axes used).
+fn union_area_2d<const D: usize>(boxes: impl Iterator<Item = ([f64; D], [f64; D])>) -> f64 {
+    let boxes: Vec<(f64, f64, f64, f64)> = boxes.map(|(a, b)| (a[0], a[1], b[0], b[1])).collect();
+    let mut xs: Vec<f64> = boxes.iter().flat_map(|b| [b.0, b.2]).collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    let mut area = 0.0;
+    let mut spans: Vec<(f64, f64)> = Vec::with_capacity(boxes.len());
+    for w in xs.windows(2) {
+        let (x0, x1) = (w[0], w[1]);
+        if x1 <= x0 {
+            continue;
+        }
+        spans.clear();
+        spans.extend(boxes.iter().filter(|b| b.0 <= x0 && b.2 >= x1).map(|b| (b.1, b.3)));
+        spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut covered = 0.0;
+        let mut cur: Option<(f64, f64)> = None;
+        for &(lo, hi) in &spans {
+            match cur {
+                Some((a, b)) if lo <= b => cur = Some((a, b.max(hi))),
+                Some((a, b)) => {
+                    covered += b - a;
+                    cur = Some((lo, hi));
+                }
+                None => cur = Some((lo, hi)),
+            }
+        }
+        if let Some((a, b)) = cur {
+            covered += b - a;
+        }
+        area += covered * (x1 - x0);
+    }
+    area
+}
+
+#[cfg(test)]
+mod tests {
+    use super::union_area_2d;
+
+    #[test]
+    fn union_area() {
+        let b = |x0: f64, y0: f64, x1: f64, y1: f64| ([x0, y0], [x1, y1]);
+        assert_eq!(union_area_2d([b(0., 0., 2., 2.), b(1., 1., 3., 3.)].into_iter()), 7.0);
+        assert_eq!(union_area_2d([b(0., 0., 1., 1.), b(5., 5., 6., 6.)].into_iter()), 2.0);
+        assert_eq!(union_area_2d([b(0., 0., 4., 4.), b(1., 1., 2., 2.)].into_iter()), 16.0);
+        assert_eq!(union_area_2d(std::iter::empty::<([f64; 2], [f64; 2])>()), 0.0);
+    }
+}

@@ -1,0 +1,115 @@
+//! Deletion (Guttman 1984): find the leaf holding the entry, remove it, condense the tree
+//! (underfull nodes leave the tree and their entries are reinserted at their own level),
+//! and shorten the tree while the root is an internal node with a single child.
+
+use super::insert::InsertCtx;
+use super::Tree;
+use crate::geom::Rect;
+use crate::node::{Entry, PageId};
+use crate::store::{NodeChange, NodeStore, TreeMeta};
+use crate::Result;
+
+/// What a deletion did to a subtree.
+enum Removal<const D: usize> {
+    /// The subtree's MBR is now this.
+    Shrunk(Rect<D>),
+    /// The node became underfull and left the tree; its entries are pending reinsertion.
+    Dissolved,
+}
+
+impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
+    /// Deletes object `id` whose bounding box is `mbr`; returns whether it was found.
+    pub fn delete(&mut self, mbr: &Rect<D>, id: u64) -> Result<bool> {
+        Self::check_box(mbr)?;
+        let mut ctx = InsertCtx::new();
+        let (root, root_level) = (self.meta.root, self.root_level());
+        if self.delete_rec(root, root_level, mbr, id, &mut ctx)?.is_none() {
+            return Ok(false);
+        }
+        self.drain(&mut ctx)?;
+        self.shorten()?;
+        let meta = TreeMeta { objects: self.meta.objects.saturating_sub(1), ..self.meta };
+        self.set_meta(meta)?;
+        Ok(true)
+    }
+
+    /// Replaces object `id`'s box `old` by `new`; returns whether the object was found.
+    pub fn update(&mut self, old: &Rect<D>, new: Rect<D>, id: u64) -> Result<bool> {
+        Self::check_box(&new)?;
+        if !self.delete(old, id)? {
+            return Ok(false);
+        }
+        self.insert(new, id)?;
+        Ok(true)
+    }
+
+    fn delete_rec(
+        &mut self,
+        id: PageId,
+        level: u32,
+        mbr: &Rect<D>,
+        obj: u64,
+        ctx: &mut InsertCtx<D>,
+    ) -> Result<Option<Removal<D>>> {
+        let mut node = self.read_node(id, level)?;
+        let change = if level == 0 {
+            match node.entries.iter().position(|e| e.ptr == obj && e.mbr == *mbr) {
+                Some(pos) => {
+                    node.entries.remove(pos);
+                    NodeChange::Remove { pos }
+                }
+                None => return Ok(None),
+            }
+        } else {
+            let mut found = None;
+            for i in 0..node.entries.len() {
+                let child = node.entries[i];
+                if !child.mbr.contains(mbr) {
+                    continue;
+                }
+                if let Some(r) = self.delete_rec(child.ptr, level - 1, mbr, obj, ctx)? {
+                    found = Some((i, r));
+                    break;
+                }
+            }
+            match found {
+                None => return Ok(None),
+                Some((i, Removal::Dissolved)) => {
+                    node.entries.remove(i);
+                    NodeChange::Remove { pos: i }
+                }
+                Some((i, Removal::Shrunk(m))) => {
+                    if m == node.entries[i].mbr {
+                        return Ok(Some(Removal::Shrunk(node.mbr())));
+                    }
+                    node.entries[i].mbr = m;
+                    NodeChange::Set { pos: i, entry: node.entries[i] }
+                }
+            }
+        };
+        if id != self.meta.root && node.entries.len() < self.cap.min(level) {
+            self.stats.condensed_nodes += 1;
+            ctx.pending.extend(node.entries.iter().map(|e: &Entry<D>| (*e, level)));
+            self.store.delete(id, level)?;
+            return Ok(Some(Removal::Dissolved));
+        }
+        self.store.modify(id, level, &[change])?;
+        self.note_write(level);
+        Ok(Some(Removal::Shrunk(node.mbr())))
+    }
+
+    /// While the root is internal with one child, makes that child the root.
+    fn shorten(&mut self) -> Result<()> {
+        while self.meta.height > 1 {
+            let (root, level) = (self.meta.root, self.root_level());
+            let node = self.read_node(root, level)?;
+            if node.entries.len() != 1 {
+                break;
+            }
+            self.store.delete(root, level)?;
+            let meta = TreeMeta { root: node.entries[0].ptr, height: self.meta.height - 1, ..self.meta };
+            self.set_meta(meta)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,265 @@
+//! The index layer (`DESIGN.md` section 5): R-tree family trees whose nodes are pages
+//! reached through a [`NodeStore`]. The algorithms never ask which store they run on, so
+//! the same code runs plain, under FAST or under eFIND.
+//!
+//! * [`Tree`] with [`IndexKind::RTree`] (Guttman 1984, with the splits of [`split`]) or
+//!   [`IndexKind::RStar`] (Beckmann et al. 1990: overlap-minimising subtree choice with the
+//!   p-candidate optimisation, forced reinsertion, the R*-tree split).
+//! * insert ([`insert`]), delete with condense and reinsertion ([`delete`]), update;
+//! * filter-step searches on MBRs and best-first k nearest neighbours ([`search`]);
+//! * an invariant checker that also measures the tree's shape ([`check`]).
+
+pub mod check;
+pub mod delete;
+pub mod insert;
+pub mod search;
+pub mod split;
+
+use serde::{Deserialize, Serialize};
+
+pub use check::{CheckReport, LevelShape};
+pub use search::MbrPredicate;
+pub use split::SplitAlgorithm;
+
+use crate::geom::Rect;
+use crate::node::{Capacity, Node, PageId};
+use crate::store::{NodePage, NodeStore, TreeMeta};
+use crate::{Error, Result};
+
+/// Order in which the R*-tree reinserts the entries it removed from an overflowing node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReinsertPolicy {
+    /// Nearest to the node's centre first (Beckmann et al.'s recommended "close reinsert").
+    Close,
+    /// Farthest first.
+    Far,
+}
+
+impl ReinsertPolicy {
+    /// Parses `close` or `far`.
+    pub fn parse(text: &str) -> Result<Self> {
+        match text {
+            "close" => Ok(Self::Close),
+            "far" => Ok(Self::Far),
+            o => Err(Error::invalid("reinsert policy", format!("unknown policy '{o}'; use close or far"))),
+        }
+    }
+}
+
+/// Options of the R*-tree.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RStarOptions {
+    /// Share of a leaf's max entries removed and reinserted on its first overflow (0 disables).
+    pub reinsert_leaf: f64,
+    /// The same for internal nodes.
+    pub reinsert_internal: f64,
+    /// Reinsertion order.
+    pub policy: ReinsertPolicy,
+    /// Candidates examined for least overlap enlargement (Beckmann et al.'s p = 32).
+    pub candidates: usize,
+}
+
+impl Default for RStarOptions {
+    /// 30 % reinsertion, close reinsert, p = 32 (Beckmann et al.).
+    fn default() -> Self {
+        RStarOptions { reinsert_leaf: 0.3, reinsert_internal: 0.3, policy: ReinsertPolicy::Close, candidates: 32 }
+    }
+}
+
+/// Which tree algorithm to run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "index", rename_all = "lowercase")]
+pub enum IndexKind {
+    /// Guttman's R-tree with a split algorithm.
+    RTree {
+        /// The split algorithm.
+        split: SplitAlgorithm,
+    },
+    /// The R*-tree.
+    RStar(RStarOptions),
+}
+
+impl IndexKind {
+    /// Checks options against the node capacities.
+    pub fn validate(&self, cap: &Capacity) -> Result<()> {
+        match self {
+            IndexKind::RTree { split: SplitAlgorithm::Exponential } => {
+                let m = cap.leaf_max.max(cap.internal_max) + 1;
+                if m > split::EXPONENTIAL_MAX_ENTRIES {
+                    return Err(Error::invalid(
+                        "split",
+                        format!(
+                            "the exponential split examines 2^(M+1) partitions; M = {} is too large (at most {}): use a smaller page or max fill",
+                            m - 1,
+                            split::EXPONENTIAL_MAX_ENTRIES - 1
+                        ),
+                    ));
+                }
+                Ok(())
+            }
+            IndexKind::RTree { .. } => Ok(()),
+            IndexKind::RStar(o) => {
+                for (name, v) in [("leaf reinsert", o.reinsert_leaf), ("internal reinsert", o.reinsert_internal)] {
+                    if !(0.0..=0.5).contains(&v) {
+                        return Err(Error::invalid(name, format!("{} % is outside 0-50 %", v * 100.0)));
+                    }
+                }
+                if o.candidates == 0 {
+                    return Err(Error::invalid("candidates", "p must be at least 1"));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// A readable name, e.g. `R-tree (quadratic)` or `R*-tree 30%`.
+    pub fn label(&self) -> String {
+        match self {
+            IndexKind::RTree { split } => format!("R-tree ({})", split.name()),
+            IndexKind::RStar(o) if o.reinsert_leaf == o.reinsert_internal => {
+                format!("R*-tree {}%", (o.reinsert_leaf * 100.0).round())
+            }
+            IndexKind::RStar(o) => format!(
+                "R*-tree {}%/{}%",
+                (o.reinsert_leaf * 100.0).round(),
+                (o.reinsert_internal * 100.0).round()
+            ),
+        }
+    }
+}
+
+/// Counters the tree keeps about its own work.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TreeStats {
+    /// Node reads per level (index 0 = leaves).
+    pub reads_per_level: Vec<u64>,
+    /// Node writes (modifications, rewrites, creations) per level.
+    pub writes_per_level: Vec<u64>,
+    /// Node splits.
+    pub splits: u64,
+    /// Forced-reinsertion events (R*-tree).
+    pub forced_reinserts: u64,
+    /// Entries reinserted (forced reinsertion and condensed nodes).
+    pub reinserted_entries: u64,
+    /// Nodes removed by condensation after deletes.
+    pub condensed_nodes: u64,
+}
+
+impl TreeStats {
+    fn bump(v: &mut Vec<u64>, level: u32) {
+        let l = level as usize;
+        if v.len() <= l {
+            v.resize(l + 1, 0);
+        }
+        v[l] += 1;
+    }
+}
+
+/// An R-tree family index over a node store. See the module documentation.
+pub struct Tree<S, const D: usize> {
+    store: S,
+    cap: Capacity,
+    kind: IndexKind,
+    meta: TreeMeta,
+    stats: TreeStats,
+}
+
+impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
+    /// Creates an empty tree (a root leaf with no entries) in `store`.
+    pub fn create(mut store: S, cap: Capacity, kind: IndexKind) -> Result<Self> {
+        kind.validate(&cap)?;
+        if store.meta().is_some() {
+            return Err(Error::invalid("index", "the store already holds a tree"));
+        }
+        let root = store.create(0, &[])?;
+        let meta = TreeMeta { root, height: 1, objects: 0 };
+        store.set_meta(meta)?;
+        let mut stats = TreeStats::default();
+        TreeStats::bump(&mut stats.writes_per_level, 0);
+        Ok(Tree { store, cap, kind, meta, stats })
+    }
+
+    /// Opens the tree stored in `store`.
+    pub fn open(store: S, cap: Capacity, kind: IndexKind) -> Result<Self> {
+        kind.validate(&cap)?;
+        let meta = store.meta().ok_or_else(|| Error::corrupted("index", "the store holds no tree metadata"))?;
+        if meta.height == 0 {
+            return Err(Error::corrupted("index", "tree height 0"));
+        }
+        Ok(Tree { store, cap, kind, meta, stats: TreeStats::default() })
+    }
+
+    /// The tree's metadata (root, height, object count).
+    pub fn meta(&self) -> TreeMeta {
+        self.meta
+    }
+
+    /// Node capacities.
+    pub fn capacity(&self) -> &Capacity {
+        &self.cap
+    }
+
+    /// The algorithm.
+    pub fn kind(&self) -> &IndexKind {
+        &self.kind
+    }
+
+    /// The tree's own counters.
+    pub fn stats(&self) -> &TreeStats {
+        &self.stats
+    }
+
+    /// The node store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The node store, mutably (e.g. to flush or reach the device).
+    pub fn store_mut(&mut self) -> &mut S {
+        &mut self.store
+    }
+
+    /// Flushes the store and gives it back.
+    pub fn into_store(mut self) -> Result<S> {
+        self.store.flush()?;
+        Ok(self.store)
+    }
+
+    fn root_level(&self) -> u32 {
+        self.meta.height - 1
+    }
+
+    fn read(&mut self, id: PageId, level: u32) -> Result<NodePage> {
+        TreeStats::bump(&mut self.stats.reads_per_level, level);
+        let page = self.store.read(id, level)?;
+        let got = page.view::<D>().level();
+        if got != level {
+            return Err(Error::corrupted(
+                format!("node page {id}"),
+                format!("found a node of level {got} where level {level} was expected"),
+            ));
+        }
+        Ok(page)
+    }
+
+    fn read_node(&mut self, id: PageId, level: u32) -> Result<Node<D>> {
+        let page = self.read(id, level)?;
+        let v = page.view::<D>();
+        Ok(Node { level, entries: (0..v.len()).map(|i| v.entry(i)).collect() })
+    }
+
+    fn set_meta(&mut self, meta: TreeMeta) -> Result<()> {
+        self.meta = meta;
+        self.store.set_meta(meta)
+    }
+
+    fn note_write(&mut self, level: u32) {
+        TreeStats::bump(&mut self.stats.writes_per_level, level);
+    }
+
+    /// Validates an object's box before it enters the tree.
+    fn check_box(mbr: &Rect<D>) -> Result<()> {
+        mbr.validate()
+    }
+}

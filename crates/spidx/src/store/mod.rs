@@ -1,0 +1,134 @@
+//! The `NodeStore` seam (`DESIGN.md` section 2): how node changes reach storage.
+//!
+//! Tree code reads nodes and expresses every change at entry level (create a node, set,
+//! push or remove an entry, rewrite or delete a node) through this trait and never asks
+//! which store it runs on. The plain [`direct::DirectStore`] writes each change in place
+//! through a page cache; flash-aware stores (FAST, eFIND) buffer and log the same changes.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::node::{Entry, NodeLayout, NodeView, PageId};
+use crate::Result;
+
+/// A node as read from a store: an immutable page image, cheap to clone and keep.
+#[derive(Clone)]
+pub struct NodePage {
+    bytes: Arc<[u8]>,
+    layout: NodeLayout,
+}
+
+impl NodePage {
+    /// Wraps a verified page image.
+    pub fn new(bytes: Arc<[u8]>, layout: NodeLayout) -> Self {
+        NodePage { bytes, layout }
+    }
+
+    /// An in-place view of the node.
+    #[inline]
+    pub fn view<const D: usize>(&self) -> NodeView<'_, D> {
+        self.layout.view(&self.bytes)
+    }
+
+    /// The raw page bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+/// One entry-level change to a node, the unit flash-aware stores account and log.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NodeChange<const D: usize> {
+    /// Replace the entry at `pos`.
+    Set { pos: usize, entry: Entry<D> },
+    /// Append an entry.
+    Push(Entry<D>),
+    /// Remove the entry at `pos`; later entries shift down by one.
+    Remove { pos: usize },
+}
+
+/// Applies `changes` in order to an entry list (what every store must do on read).
+pub fn apply_changes<const D: usize>(entries: &mut Vec<Entry<D>>, changes: &[NodeChange<D>]) -> Result<()> {
+    for c in changes {
+        match *c {
+            NodeChange::Set { pos, entry } => {
+                let slot = entries.get_mut(pos).ok_or_else(|| bad_pos(pos))?;
+                *slot = entry;
+            }
+            NodeChange::Push(e) => entries.push(e),
+            NodeChange::Remove { pos } => {
+                if pos >= entries.len() {
+                    return Err(bad_pos(pos));
+                }
+                entries.remove(pos);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn bad_pos(pos: usize) -> crate::Error {
+    crate::Error::invalid("node change", format!("entry position {pos} does not exist"))
+}
+
+/// What a tree keeps about itself: the root and its height, persisted by the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TreeMeta {
+    /// Page of the root node.
+    pub root: PageId,
+    /// Number of levels (a lone leaf root has height 1).
+    pub height: u32,
+    /// Number of indexed objects.
+    pub objects: u64,
+}
+
+/// Counters every store keeps (flash-aware stores add their own).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreStats {
+    /// Node reads requested by the tree.
+    pub node_reads: u64,
+    /// Nodes created.
+    pub nodes_created: u64,
+    /// Node modifications requested (one `modify` or `rewrite` call each).
+    pub node_updates: u64,
+    /// Entry-level changes within those modifications.
+    pub entry_changes: u64,
+    /// Nodes deleted.
+    pub nodes_deleted: u64,
+    /// Node pages written to the page cache / device.
+    pub page_writes: u64,
+}
+
+/// Where a tree's nodes live. See the module documentation.
+pub trait NodeStore<const D: usize> {
+    /// The page layout of nodes.
+    fn layout(&self) -> &NodeLayout;
+
+    /// Reads node `id`, which the tree expects at `level` (a hint for level-aware buffers).
+    fn read(&mut self, id: PageId, level: u32) -> Result<NodePage>;
+
+    /// Creates a node at `level` holding `entries`; returns its page id.
+    fn create(&mut self, level: u32, entries: &[Entry<D>]) -> Result<PageId>;
+
+    /// Applies entry-level `changes`, in order, to node `id` as one update.
+    fn modify(&mut self, id: PageId, level: u32, changes: &[NodeChange<D>]) -> Result<()>;
+
+    /// Replaces all entries of node `id` (after a split or a reinsertion).
+    fn rewrite(&mut self, id: PageId, level: u32, entries: &[Entry<D>]) -> Result<()>;
+
+    /// Deletes node `id` and frees its page.
+    fn delete(&mut self, id: PageId, level: u32) -> Result<()>;
+
+    /// The tree's metadata, if a tree was stored before.
+    fn meta(&self) -> Option<TreeMeta>;
+
+    /// Records new tree metadata (root, height, object count).
+    fn set_meta(&mut self, meta: TreeMeta) -> Result<()>;
+
+    /// Makes everything written so far durable and saves the store's header.
+    fn flush(&mut self) -> Result<()>;
+
+    /// The store's counters.
+    fn stats(&self) -> StoreStats;
+}
