@@ -11,9 +11,11 @@
 //! write cache), [`hdd::SimHdd`] and [`throttled::Throttled`] (cloud-disk caps). They are
 //! described by a [`DeviceConfig`], built from presets ([`preset`]) with overrides ([`spec`]).
 
+pub mod hdd;
 pub mod memory;
 pub mod pages;
 pub mod stats;
+pub mod throttled;
 
 pub use stats::{DeviceStats, FlashStats, HddStats, HostCounters, ThrottleStats};
 
