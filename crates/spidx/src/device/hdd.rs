@@ -15,10 +15,13 @@
 //!   data the read-ahead is about to reach waits only for it. A sequential stream therefore
 //!   runs at the media rate with no seeks and no rotational latency. Older segments (up to
 //!   `segments`) are kept, least recently used first out, so re-reads hit as well.
-//! - **write-back caching** (`write_cache`): writes are acknowledged once in the buffer;
-//!   when the dirty data would exceed the buffer, or on [`Device::sync`] and
-//!   [`Device::drop_caches`], the drive writes all of it back in one elevator sweep
-//!   (C-SCAN order from the head position), paying every seek, rotation and transfer.
+//! - **write-back caching** (`write_cache`): writes are acknowledged once in the buffer.
+//!   When more than half of the buffer is dirty the drive writes runs of dirty pages back
+//!   whenever the mechanics are free, in C-SCAN order from the head (so it coalesces and
+//!   reorders them); a read that needs the media waits for the run in progress, and a
+//!   write that finds the buffer full waits until a run has made room. A stream of
+//!   sequential writes thus runs at the media rate, random writes at the elevator's rate.
+//!   [`Device::sync`] and [`Device::drop_caches`] wait until everything is written back.
 //!
 //! The buffer model does not make reads and writes compete for buffer space: dirty data
 //! may use the whole `cache_kb`, and so may the read segments. Track switches within a
@@ -30,7 +33,7 @@ mod tests;
 
 pub use geometry::SeekCurve;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 
@@ -281,10 +284,15 @@ struct Mech {
     phase: u64,
     cyl: u64,
     head: u64,
+    /// Time from which the mechanics are free (end of the last media access).
+    free_at: u64,
+    /// Page just after the last media access (where the elevator continues).
+    next_page: u64,
     stream: Option<Stream>,
     /// Older read segments, most recently used first.
     segments: Vec<(u64, u64)>,
-    dirty: HashSet<u64, Fast>,
+    /// Pages in the write cache not yet written to the media.
+    dirty: BTreeSet<u64>,
 }
 
 /// What a persisted hard disk holds (borrowed for saving, owned for loading; postcard
@@ -322,7 +330,6 @@ pub struct SimHdd {
     data: HashMap<u64, Box<[u8]>, Fast>,
     host: HostCounters,
     stats: HddStats,
-    scratch: Vec<u64>,
     hit_ns: u64,
     miss_ns: u64,
     settle_ns: u64,
@@ -331,6 +338,7 @@ pub struct SimHdd {
     seg_len: u64,
     lru_segments: usize,
     write_cache_pages: u64,
+    write_back_at: u64,
     state_path: Option<PathBuf>,
 }
 
@@ -352,16 +360,17 @@ impl SimHdd {
                 phase: splitmix64(config.seed) % geo.rev_ns,
                 cyl: 0,
                 head: 0,
+                free_at: 0,
+                next_page: 0,
                 stream: None,
                 segments: Vec::with_capacity(config.segments as usize),
-                dirty: HashSet::default(),
+                dirty: BTreeSet::new(),
             },
             geo,
             curve,
             data: HashMap::default(),
             host: HostCounters::default(),
             stats: HddStats::default(),
-            scratch: Vec::new(),
             hit_ns: ms(config.hit_overhead_us * 1e-3),
             miss_ns: ms(config.miss_overhead_us * 1e-3),
             settle_ns: ms(config.write_settle_ms),
@@ -374,8 +383,10 @@ impl SimHdd {
             } else {
                 0
             },
+            write_back_at: 0,
             state_path: state.map(Path::to_path_buf),
         };
+        dev.write_back_at = dev.write_cache_pages / 2;
         if dev.capacity_pages == 0 {
             return Err(Error::invalid(
                 "page size",
@@ -457,9 +468,13 @@ impl SimHdd {
         (self.geo.angle(loc) + rev - now) % rev
     }
 
-    /// Reads or writes `n` sectors from `lba` on the media starting at time `t`; returns
-    /// the completion time and leaves the head on the last track touched.
-    fn media(&mut self, mut t: u64, lba: u64, n: u64, write: bool) -> u64 {
+    /// Reads or writes `n` sectors from `lba` on the media, starting at time `t` or when
+    /// the mechanics are free, whichever is later (a write-back run in progress is not
+    /// interrupted). Stops the read-ahead, leaves the head on the last track touched and
+    /// returns the completion time.
+    fn media(&mut self, t: u64, lba: u64, n: u64, write: bool) -> u64 {
+        let mut t = t.max(self.mech.free_at);
+        self.freeze_stream(t);
         let mut loc = self.geo.locate(lba);
         let d = loc.cyl.abs_diff(self.mech.cyl);
         if d > 0 {
@@ -483,10 +498,12 @@ impl SimHdd {
             self.mech.cyl = loc.cyl;
             self.mech.head = loc.head;
             left -= k;
+            lba += k;
             if left == 0 {
+                self.mech.free_at = t;
+                self.mech.next_page = lba / self.spp;
                 return t;
             }
-            lba += k;
             loc = self.geo.locate(lba);
             self.stats.seek_ns += self.geo.switch_ns;
             t += self.geo.switch_ns;
@@ -552,6 +569,7 @@ impl SimHdd {
         let bytes = n * self.page_size as u64;
         let (s, e) = (page * self.spp, (page + n) * self.spp);
         let t = t0 + self.hit_ns;
+        self.background(t);
         let dirty = &self.mech.dirty;
         if !dirty.is_empty() && (page..page + n).all(|p| dirty.contains(&p)) {
             self.stats.buffer_hits += 1;
@@ -572,7 +590,7 @@ impl SimHdd {
             return t + self.iface_ns(bytes);
         }
         let t = t0 + self.miss_ns;
-        self.freeze_stream(t);
+        self.background(t);
         let end = self.media(t, s, e - s, false);
         let limit = (e + self.read_ahead).min(self.cap_sectors());
         let spt = self.geo.locate(e.min(self.cap_sectors() - 1)).spt;
@@ -590,52 +608,67 @@ impl SimHdd {
         let t0 = self.mech.clock;
         if n <= self.write_cache_pages {
             let mut t = t0 + self.hit_ns;
+            self.background(t);
             let dirty = &self.mech.dirty;
             let new = (page..page + n).filter(|p| !dirty.contains(p)).count() as u64;
             if self.mech.dirty.len() as u64 + new > self.write_cache_pages {
-                t = self.destage(t);
+                // Buffer full: wait until write-back has made room.
+                while self.mech.dirty.len() as u64 + new > self.write_cache_pages {
+                    self.write_back_run(t);
+                }
+                t = t.max(self.mech.free_at);
             }
             self.mech.dirty.extend(page..page + n);
+            if self.mech.dirty.len() as u64 > self.write_back_at {
+                // Write-back starts once the data is in the buffer.
+                self.mech.free_at = self.mech.free_at.max(t);
+            }
             return t + self.iface_ns(n * self.page_size as u64);
         }
         let t = t0 + self.miss_ns;
-        self.freeze_stream(t);
-        if !self.mech.dirty.is_empty() {
-            for p in page..page + n {
-                self.mech.dirty.remove(&p);
-            }
+        self.background(t);
+        for p in page..page + n {
+            self.mech.dirty.remove(&p);
         }
         self.media(t, page * self.spp, n * self.spp, true)
     }
 
-    /// Writes all dirty pages back in one C-SCAN sweep starting at the head's cylinder;
-    /// returns the completion time.
-    fn destage(&mut self, t: u64) -> u64 {
-        if self.mech.dirty.is_empty() {
-            return t;
+    /// Lets the drive write dirty data back while the host is served from the buffer:
+    /// runs start whenever the mechanics are free before `until` and more than half of
+    /// the write cache is dirty (desktop drives hold writes back to coalesce and reorder
+    /// them).
+    fn background(&mut self, until: u64) {
+        while self.mech.dirty.len() as u64 > self.write_back_at && self.mech.free_at < until {
+            self.write_back_run(self.mech.free_at);
         }
-        self.freeze_stream(t);
-        let mut pages = std::mem::take(&mut self.scratch);
-        pages.clear();
-        pages.extend(self.mech.dirty.drain());
-        pages.sort_unstable();
-        let spp = self.spp;
-        let head = self.mech.cyl;
-        let split = pages.partition_point(|&p| self.geo.locate(p * spp).cyl < head);
-        let mut t = t;
-        for part in [&pages[split..], &pages[..split]] {
-            let mut i = 0;
-            while i < part.len() {
-                let mut j = i + 1;
-                while j < part.len() && part[j] == part[j - 1] + 1 {
-                    j += 1;
-                }
-                t = self.media(t, part[i] * spp, (j - i) as u64 * spp, true);
-                i = j;
-            }
+    }
+
+    /// Writes the next run of consecutive dirty pages back, in C-SCAN order (the first
+    /// dirty page at or after the head's position, wrapping to the lowest), starting at
+    /// `t` or when the mechanics are free.
+    fn write_back_run(&mut self, t: u64) {
+        let dirty = &self.mech.dirty;
+        let Some(&first) = dirty
+            .range(self.mech.next_page..)
+            .next()
+            .or_else(|| dirty.iter().next())
+        else {
+            return;
+        };
+        let mut n = 0;
+        while self.mech.dirty.remove(&(first + n)) {
+            n += 1;
         }
-        self.scratch = pages;
-        t
+        self.media(t, first * self.spp, n * self.spp, true);
+    }
+
+    /// Writes all dirty data back; returns when the mechanics are done.
+    fn drain(&mut self, t: u64) -> u64 {
+        self.background(t);
+        while !self.mech.dirty.is_empty() {
+            self.write_back_run(t);
+        }
+        t.max(self.mech.free_at)
     }
 }
 
@@ -685,18 +718,19 @@ impl Device for SimHdd {
         Ok(())
     }
 
-    /// Writes the dirty buffer back (elevator order) and issues a cache flush.
+    /// Waits for the dirty buffer to be written back (elevator order), then issues a
+    /// cache flush.
     fn sync(&mut self) -> Result<()> {
         self.host.record_sync();
-        let t = self.destage(self.mech.clock);
-        self.mech.clock = t + self.hit_ns;
+        let t = self.drain(self.mech.clock + self.hit_ns);
+        self.mech.clock = t;
         Ok(())
     }
 
     /// Writes the dirty buffer back (paying for it) and empties the buffer.
     fn drop_caches(&mut self) -> Result<()> {
         self.host.record_cache_drop();
-        let t = self.destage(self.mech.clock);
+        let t = self.drain(self.mech.clock);
         self.freeze_stream(t);
         self.mech.segments.clear();
         self.mech.clock = t;
