@@ -115,4 +115,58 @@ fn main() {
             p
         },
     );
+
+    model_figures(&mut rng);
+}
+
+/// The modelled drive's behaviour (what the tests check), for the report.
+fn model_figures(rng: &mut XorShift) {
+    let d = SimHdd::open(&HddConfig::desktop_7200(), PS, None).unwrap();
+    let cap = d.capacity_pages();
+    let n = 1_000_000;
+    let sum: u64 = (0..n)
+        .map(|_| {
+            let (a, b) = (rng.below(cap), rng.below(cap));
+            let dist = d.cylinder_of_page(a).abs_diff(d.cylinder_of_page(b));
+            d.seek_curve().time_ns(dist)
+        })
+        .sum();
+    println!(
+        "\ndesktop_7200: {} cylinders, seek boundary {:.0} cylinders, mean seek over random positions {:.3} ms",
+        d.cylinders(),
+        d.seek_curve().boundary_cylinders(),
+        sum as f64 / n as f64 / 1e6
+    );
+    let mut buf = vec![0u8; PS];
+    let mut rate = |span: u64, seq: bool, write: bool| {
+        let mut d = SimHdd::open(&HddConfig::desktop_7200(), PS, None).unwrap();
+        let ops = 5000;
+        for i in 0..ops {
+            let p = if seq { 1000 + i } else { rng.below(span) };
+            if write {
+                d.write(p, &buf).unwrap();
+            } else {
+                d.read(p, &mut buf).unwrap();
+            }
+        }
+        d.sync().unwrap();
+        ops as f64 / (d.device_ns() as f64 * 1e-9)
+    };
+    let gb2 = (2 << 30) / PS as u64;
+    let (rnd_full, rnd_2g, seq) = (
+        rate(cap, false, false),
+        rate(gb2, false, false),
+        rate(0, true, false),
+    );
+    let (wr_full, wr_seq) = (rate(cap, false, true), rate(0, true, true));
+    println!("random 4KB reads: {rnd_full:.1} IOPS over 2 TB, {rnd_2g:.1} IOPS over 2 GB");
+    println!(
+        "sequential 4KB reads: {seq:.0} IOPS = {:.1} MB/s, {:.0}x random over 2 GB",
+        seq * PS as f64 / 1e6,
+        seq / rnd_2g
+    );
+    println!(
+        "random 4KB writes (write cache, incl. final sync): {wr_full:.1} IOPS; sequential: {:.1} MB/s",
+        wr_seq * PS as f64 / 1e6
+    );
 }

@@ -83,7 +83,8 @@ pub struct HddConfig {
     pub segments: u32,
     /// How far the drive reads ahead past the last request, KiB (at most one segment).
     pub read_ahead_kb: u64,
-    /// Write-back caching in the drive buffer (on in desktop drives).
+    /// Write-back caching in the drive buffer (on in desktop drives). The drive starts
+    /// writing back once more than half of the buffer is dirty.
     pub write_cache: bool,
     /// Seed of the initial platter angle.
     pub seed: u64,

@@ -15,6 +15,12 @@
 //! Tokens are spent at completion, so over any stretch of the run the device never exceeds
 //! the caps (with `burst` = 1; a larger `burst` lets up to that many I/Os saved up while the
 //! disk was under-used go through at once). A slow inner device is never sped up.
+//!
+//! Requests are issued one at a time (queue depth 1, as a single index does), so when the
+//! latency exceeds the time one I/O token costs, the latency and not the cap bounds the
+//! rate: 1 ms of latency allows at most 1,000 requests per second. The inner device keeps
+//! its own clock, which does not see the time spent waiting for tokens (a simulated HDD's
+//! platters do not turn while the throttle holds a request back).
 
 use std::path::{Path, PathBuf};
 
