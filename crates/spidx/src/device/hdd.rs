@@ -318,6 +318,9 @@ struct Saved {
     data: HashMap<u64, Box<[u8]>, Fast>,
 }
 
+/// Largest clock value a loaded state may hold (146 years), far from overflow.
+const MAX_CLOCK: u64 = 1 << 62;
+
 /// A simulated hard disk with a deterministic virtual clock (see the module docs).
 pub struct SimHdd {
     config: HddConfig,
@@ -414,10 +417,16 @@ impl SimHdd {
                     ),
                 ));
             }
-            if saved.data.values().any(|d| d.len() != page_size) {
+            let cap = dev.capacity_pages;
+            if saved
+                .data
+                .iter()
+                .any(|(&k, d)| d.len() != page_size || k >= cap)
+                || !dev.mech_is_consistent(&saved.mech)
+            {
                 return Err(Error::corrupted(
                     format!("device state {}", p.display()),
-                    "a stored page has the wrong size",
+                    "pages or drive state do not fit the drive",
                 ));
             }
             dev.mech = saved.mech;
@@ -426,6 +435,31 @@ impl SimHdd {
             dev.stats = saved.stats;
         }
         Ok(dev)
+    }
+
+    /// Whether a loaded state fits this drive's geometry (so that no later computation
+    /// can overflow or index out of range).
+    fn mech_is_consistent(&self, m: &Mech) -> bool {
+        let cap = self.cap_sectors();
+        let stream_ok = match m.stream {
+            None => true,
+            Some(st) => {
+                st.seg_start <= st.s0
+                    && st.s0 <= st.limit
+                    && st.limit <= cap
+                    && st.spt > 0
+                    && st.t0 < MAX_CLOCK
+            }
+        };
+        m.clock < MAX_CLOCK
+            && m.free_at < MAX_CLOCK
+            && m.phase < self.geo.rev_ns
+            && m.cyl < self.geo.cylinders
+            && m.head < self.geo.heads()
+            && m.next_page <= self.capacity_pages
+            && stream_ok
+            && m.segments.iter().all(|&(a, b)| a <= b && b <= cap)
+            && m.dirty.range(self.capacity_pages..).next().is_none()
     }
 
     /// The configuration the drive was opened with.

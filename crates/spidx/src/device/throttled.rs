@@ -157,10 +157,16 @@ impl Throttled {
         state: Option<&Path>,
     ) -> Result<Throttled> {
         config.validate()?;
-        let clock = match state {
+        let clock: Clock = match state {
             Some(p) if p.exists() => load_state(p, "throttled")?,
             _ => Clock::default(),
         };
+        if clock.now >= 1 << 62 || clock.io_paid > clock.now || clock.bytes_paid > clock.now {
+            return Err(Error::corrupted(
+                format!("device state {}", state.unwrap_or(Path::new("")).display()),
+                "inconsistent throttle clock",
+            ));
+        }
         Ok(Throttled {
             inner,
             config: config.clone(),

@@ -251,6 +251,11 @@ impl Geometry {
         (sector as u128 * self.rev_ns as u128 / spt as u128) as u64
     }
 
+    /// Number of heads (tracks per cylinder).
+    pub fn heads(&self) -> u64 {
+        self.heads
+    }
+
     /// Time one track takes in a long sequential transfer (a revolution plus a switch).
     pub fn track_period_ns(&self) -> u64 {
         self.rev_ns + self.switch_ns

@@ -5,6 +5,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::*;
+use crate::device::pages::save_state;
 
 const PS: usize = 4096;
 
@@ -439,6 +440,47 @@ fn persisted_state_round_trips_and_corruption_is_detected() {
     assert!(err.to_string().contains("corrupted"), "{err}");
     std::fs::write(&state, &bytes[..bytes.len() / 3]).unwrap();
     assert!(SimHdd::open(&cfg, PS, Some(&state)).is_err());
+}
+
+#[test]
+fn inconsistent_state_with_valid_checksum_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("hdd.state");
+    let cfg = small_zoned();
+    let mut d = SimHdd::open(&cfg, PS, Some(&state)).unwrap();
+    d.write(1, &[1u8; PS]).unwrap();
+    d.persist().unwrap();
+    let save = |d: &SimHdd, mech: &Mech| {
+        let saved = SavedRef {
+            config: &d.config,
+            page_size: PS,
+            mech,
+            host: &d.host,
+            stats: &d.stats,
+            data: &d.data,
+        };
+        save_state(&state, "hdd", &saved).unwrap();
+    };
+    let mut bad = d.mech.clone();
+    bad.stream = Some(Stream {
+        seg_start: 10,
+        s0: 5,
+        t0: 0,
+        limit: 1,
+        spt: 0,
+    });
+    save(&d, &bad);
+    assert!(SimHdd::open(&cfg, PS, Some(&state)).is_err());
+    let mut bad = d.mech.clone();
+    bad.cyl = u64::MAX;
+    save(&d, &bad);
+    assert!(SimHdd::open(&cfg, PS, Some(&state)).is_err());
+    let mut bad = d.mech.clone();
+    bad.dirty.insert(u64::MAX - 1);
+    save(&d, &bad);
+    assert!(SimHdd::open(&cfg, PS, Some(&state)).is_err());
+    save(&d, &d.mech);
+    SimHdd::open(&cfg, PS, Some(&state)).unwrap();
 }
 
 #[derive(Debug, Clone)]
