@@ -117,10 +117,11 @@ impl HddConfig {
     ///   era; `heads` only sets how many cylinders the address space spans).
     /// - `write_cache` on: desktop drives ship with write caching enabled.
     ///
-    /// Resulting behaviour (see the tests): about 75 random 4 KB reads per second over the
-    /// whole disk (the seeds measured 0.185 MB/s ≈ 45/s through PostgreSQL and the file
-    /// system), sequential reads at the media rate, and cached random writes about twice as
-    /// fast as random reads thanks to the elevator write-back (the seeds: 0.441 MB/s).
+    /// Resulting behaviour (see the tests and `examples/bench_hdd.rs`): about 75 random
+    /// 4 KB reads per second over the whole disk (Carniel et al.'s Table 1 lists 0.185 MB/s,
+    /// about 45/s, for their drive), sequential reads and writes at about the media rate,
+    /// and cached random 4 KB writes at about 120/s including the final sync, faster than
+    /// reads thanks to the elevator write-back (their table: 0.441 MB/s, about 108/s).
     pub fn desktop_7200() -> Self {
         HddConfig {
             capacity: 3_907_029_168 * 512,
