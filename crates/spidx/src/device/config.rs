@@ -7,9 +7,21 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::file::{FileConfig, FileDevice};
+use super::hdd::{HddConfig, SimHdd};
 use super::memory::{MemoryConfig, MemoryDevice};
+use super::throttled::{ThrottleConfig, Throttled};
 use super::Device;
 use crate::Result;
+
+/// A throttled device: caps (`limits`) over another device (`inner`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThrottledConfig {
+    /// IOPS and throughput caps, latency.
+    pub limits: ThrottleConfig,
+    /// The device under the caps.
+    pub inner: Box<DeviceConfig>,
+}
 
 /// A device description. Serialised with a `kind` tag: `memory`, `file`, `simflash`,
 /// `ssd`, `hdd` or `throttled`.
@@ -20,6 +32,10 @@ pub enum DeviceConfig {
     Memory(MemoryConfig),
     /// A real file, measured.
     File(FileConfig),
+    /// The hard-disk model.
+    Hdd(HddConfig),
+    /// Caps over another device (cloud disks).
+    Throttled(ThrottledConfig),
 }
 
 impl DeviceConfig {
@@ -28,6 +44,8 @@ impl DeviceConfig {
         match self {
             DeviceConfig::Memory(_) => "memory",
             DeviceConfig::File(_) => "file",
+            DeviceConfig::Hdd(_) => "hdd",
+            DeviceConfig::Throttled(_) => "throttled",
         }
     }
 
@@ -36,12 +54,21 @@ impl DeviceConfig {
         match self {
             DeviceConfig::Memory(_) => Ok(()),
             DeviceConfig::File(c) => c.validate(),
+            DeviceConfig::Hdd(c) => c.validate(),
+            DeviceConfig::Throttled(c) => {
+                c.limits.validate()?;
+                c.inner.validate()
+            }
         }
     }
 
     /// Whether the device is simulated (its clock is modelled, not measured).
     pub fn is_simulated(&self) -> bool {
-        !matches!(self, DeviceConfig::File(_))
+        match self {
+            DeviceConfig::File(_) => false,
+            DeviceConfig::Throttled(t) => t.inner.is_simulated(),
+            _ => true,
+        }
     }
 
     /// Opens the device with pages of `page_size` bytes. With `state`, a simulated device
@@ -52,6 +79,12 @@ impl DeviceConfig {
         Ok(match self {
             DeviceConfig::Memory(c) => Box::new(MemoryDevice::open(c, page_size, state)?),
             DeviceConfig::File(c) => Box::new(FileDevice::open(c, page_size)?),
+            DeviceConfig::Hdd(c) => Box::new(SimHdd::open(c, page_size, state)?),
+            DeviceConfig::Throttled(c) => {
+                let inner = c.inner.open(page_size, state)?;
+                let own = state.map(|p| p.with_extension("throttle"));
+                Box::new(Throttled::new_with_state(inner, &c.limits, own.as_deref())?)
+            }
         })
     }
 }

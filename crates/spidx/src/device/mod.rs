@@ -13,11 +13,13 @@
 
 pub mod config;
 pub mod file;
+pub mod hdd;
 pub mod memory;
 pub mod pages;
 pub mod preset;
 pub mod spec;
 pub mod stats;
+pub mod throttled;
 
 pub use config::DeviceConfig;
 pub use spec::{DeviceSpec, ResolvedDevice};
