@@ -9,8 +9,11 @@
 //!
 //! This version provides the bottom layer, [`device`]: the storage devices (memory,
 //! real files, simulated NAND flash behind an FTL, an SSD model, a hard-disk model and
-//! throttled cloud disks), their presets, and [`iotest`], a small fio-like probe.
+//! throttled cloud disks), their presets, and [`iotest`], a small fio-like probe; and the
+//! layer above it, [`cache`]: page caches (LRU, HLRU, S2Q, 2Q) and their replacement
+//! policies.
 
+pub mod cache;
 pub mod clock;
 pub mod device;
 pub mod error;
