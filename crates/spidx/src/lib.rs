@@ -7,12 +7,16 @@
 //!   SpatialIndex  -> NodeStore -> PageCache -> Device
 //! ```
 //!
-//! This version provides the bottom layer, [`device`]: the storage devices (memory,
-//! real files, simulated NAND flash behind an FTL, an SSD model, a hard-disk model and
-//! throttled cloud disks), their presets, and [`iotest`], a small fio-like probe.
+//! * [`device`]: the storage devices (memory, real files, simulated NAND flash behind an
+//!   FTL, an SSD model, a hard-disk model and throttled cloud disks) and their presets;
+//!   [`iotest`], a small fio-like probe of a device;
+//! * [`cache`]: page buffers (LRU, HLRU, S2Q, 2Q) between node stores and devices;
+//! * [`store`]: the `NodeStore` seam and the plain (direct) store; [`node`]: node pages;
+//! * [`index`]: the R-tree family; [`geom`]: boxes.
 
 #![allow(clippy::needless_range_loop)] // geometry code indexes several arrays by axis
 
+pub mod cache;
 pub mod clock;
 pub mod device;
 pub mod error;

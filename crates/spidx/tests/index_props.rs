@@ -35,7 +35,7 @@ fn open_tree(kind: IndexKind, max_fill: f64, page: usize, cache: &str, dir: &Pat
     let cap = Capacity::new(&layout, &occ).unwrap();
     let state = dir.join("device.state");
     let dev = MemoryDevice::open(&MemoryConfig { capacity: 1 << 30 }, page, Some(&state)).unwrap();
-    let cache = PageCache::new(Box::new(dev), CacheConfig::parse(cache).unwrap()).unwrap();
+    let cache = PageCache::new(Box::new(dev), &cache.parse::<CacheConfig>().unwrap()).unwrap();
     let header = dir.join("store.json");
     if create {
         let store = DirectStore::create(cache, layout, Some(&header)).unwrap();

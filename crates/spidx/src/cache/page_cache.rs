@@ -1,0 +1,320 @@
+//! [`PageCache`]: a write-through page cache over a device.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::buffer::Buffer;
+use super::CacheConfig;
+use crate::device::Device;
+use crate::{Error, Result};
+
+/// How many evicted page buffers are kept for reuse by later faults.
+const SPARE_BUFFERS: usize = 8;
+
+/// Counters of a [`PageCache`]. Reads are counted per page request: every
+/// [`PageCache::read`] is either a hit or a fault, and every fault is one device read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheStats {
+    /// Reads served from the cache.
+    pub hits: u64,
+    /// Reads that went to the device.
+    pub faults: u64,
+    /// Pages that entered the cache (after a fault or a write).
+    pub admissions: u64,
+    /// Pages the policy refused to keep (always, for `none`; HLRU when every resident
+    /// page is of a higher level).
+    pub refused: u64,
+    /// Pages evicted to make room.
+    pub evictions: u64,
+    /// Write requests sent to the device (a [`PageCache::write_run`] is one).
+    pub write_requests: u64,
+    /// Pages written through to the device.
+    pub pages_written: u64,
+    /// Pages resident now.
+    pub resident_pages: u64,
+    /// Capacity in pages.
+    pub capacity_pages: u64,
+}
+
+impl CacheStats {
+    /// Counter-wise difference `self - earlier` (the resident and capacity figures are
+    /// `self`'s), to get the counts of one phase of a run.
+    pub fn since(&self, earlier: &CacheStats) -> CacheStats {
+        CacheStats {
+            hits: self.hits - earlier.hits,
+            faults: self.faults - earlier.faults,
+            admissions: self.admissions - earlier.admissions,
+            refused: self.refused - earlier.refused,
+            evictions: self.evictions - earlier.evictions,
+            write_requests: self.write_requests - earlier.write_requests,
+            pages_written: self.pages_written - earlier.pages_written,
+            ..*self
+        }
+    }
+
+    /// Hits over reads (0 when nothing was read).
+    pub fn hit_ratio(&self) -> f64 {
+        let reads = self.hits + self.faults;
+        if reads == 0 {
+            0.0
+        } else {
+            self.hits as f64 / reads as f64
+        }
+    }
+}
+
+/// A page cache over a [`Device`]: the layer node stores read and write pages through.
+///
+/// - **Reads** ([`read`](Self::read)) return the cached copy on a hit; on a fault they
+///   read the page from the device (one request) and offer it to the policy.
+/// - **Writes are write-through** ([`write`](Self::write), [`write_run`](Self::write_run)):
+///   the device is written at once, so the cache never holds dirty pages and needs no
+///   flush; the new copy replaces the cached one if the page is resident, or is offered
+///   to the policy like a fault would be (a store that writes a node usually reads it
+///   again soon). A write counts as an access for the policy but neither as a hit nor as
+///   a fault. If the device write fails, the cached copies of the pages are dropped.
+/// - Pages are shared as `Arc<[u8]>`: a caller may keep a page while the cache evicts or
+///   replaces it; the cache never changes a copy someone else holds.
+///
+/// Every read and write carries a *level* hint, the height of the node in the page (leaf
+/// = 0), used by HLRU and ignored by the other policies.
+pub struct PageCache {
+    device: Box<dyn Device>,
+    config: CacheConfig,
+    page_size: usize,
+    buffer: Buffer<Arc<[u8]>>,
+    spare: Vec<Arc<[u8]>>,
+    write_requests: u64,
+    pages_written: u64,
+}
+
+impl PageCache {
+    /// A cache described by `config` over `device`, whose page size is the cache's. Fails
+    /// if the configuration is invalid or holds less than one page.
+    pub fn new(device: Box<dyn Device>, config: &CacheConfig) -> Result<PageCache> {
+        let page_size = device.page_size();
+        let policy = config.build_policy(page_size)?;
+        Ok(PageCache {
+            device,
+            config: config.clone(),
+            page_size,
+            buffer: Buffer::new(policy),
+            spare: Vec::new(),
+            write_requests: 0,
+            pages_written: 0,
+        })
+    }
+
+    /// Page size in bytes (the device's).
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// The configuration the cache was built from.
+    pub fn config(&self) -> &CacheConfig {
+        &self.config
+    }
+
+    /// The device below the cache.
+    pub fn device(&self) -> &dyn Device {
+        self.device.as_ref()
+    }
+
+    /// The device below the cache, for operations the cache does not offer. Pages written
+    /// directly through it bypass the cache: [`invalidate`](Self::invalidate) them (or
+    /// [`clear`](Self::clear)) afterwards.
+    pub fn device_mut(&mut self) -> &mut dyn Device {
+        self.device.as_mut()
+    }
+
+    /// Gives the device back, dropping the cache.
+    pub fn into_device(self) -> Box<dyn Device> {
+        self.device
+    }
+
+    /// Whether `page` is cached (no effect on the policy or the counters).
+    pub fn is_cached(&self, page: u64) -> bool {
+        self.buffer.contains(page)
+    }
+
+    /// Reads one page holding a node of `level`: the cached copy on a hit, otherwise one
+    /// device read whose result the policy may keep.
+    pub fn read(&mut self, page: u64, level: u32) -> Result<Arc<[u8]>> {
+        self.read_checked(page, level, |_| Ok(()))
+    }
+
+    /// Like [`PageCache::read`], but a page coming from the device is first passed to
+    /// `verify` (e.g. a checksum test); a page that fails is neither cached nor returned.
+    /// Cached copies are not verified again.
+    pub fn read_checked(
+        &mut self,
+        page: u64,
+        level: u32,
+        verify: impl FnOnce(&[u8]) -> Result<()>,
+    ) -> Result<Arc<[u8]>> {
+        if let Some(data) = self.buffer.get(page, level) {
+            return Ok(Arc::clone(data));
+        }
+        let mut data = self.fresh_page();
+        let buf = Arc::get_mut(&mut data).expect("a fresh page buffer is not shared");
+        if let Err(e) = self.device.read(page, buf).and_then(|()| verify(buf)) {
+            self.recycle(data);
+            return Err(e);
+        }
+        let spare = &mut self.spare;
+        let _ = self
+            .buffer
+            .insert_with(page, level, Arc::clone(&data), |_, v| recycle(spare, v));
+        Ok(data)
+    }
+
+    /// Writes one page holding a node of `level` through to the device (one request) and
+    /// keeps the new copy if the page is resident or the policy admits it.
+    pub fn write(&mut self, page: u64, data: &[u8], level: u32) -> Result<()> {
+        if data.len() != self.page_size {
+            return Err(Error::invalid(
+                "page write",
+                format!(
+                    "{} bytes written to page {page}; a page is {} bytes",
+                    data.len(),
+                    self.page_size
+                ),
+            ));
+        }
+        self.write_through(page, data, 1)?;
+        self.store(page, level, data);
+        Ok(())
+    }
+
+    /// Writes consecutive pages `first_page..first_page + n` from `data` (`n` pages, one
+    /// level per page in `levels`) as **one** device request, as flash-aware stores flush
+    /// their units sequentially; then updates the cache as [`write`](Self::write) does for
+    /// each page.
+    pub fn write_run(&mut self, first_page: u64, data: &[u8], levels: &[u32]) -> Result<()> {
+        let ps = self.page_size;
+        if data.is_empty() || !data.len().is_multiple_of(ps) || data.len() / ps != levels.len() {
+            return Err(Error::invalid(
+                "page run write",
+                format!(
+                    "{} bytes with {} levels; give n whole {ps}-byte pages and n levels (n > 0)",
+                    data.len(),
+                    levels.len()
+                ),
+            ));
+        }
+        self.write_through(first_page, data, levels.len() as u64)?;
+        for (i, (chunk, &level)) in data.chunks_exact(ps).zip(levels).enumerate() {
+            self.store(first_page + i as u64, level, chunk);
+        }
+        Ok(())
+    }
+
+    /// Drops the cached copy of `page` (and the policy's memory of it, such as a 2Q ghost
+    /// entry), e.g. after the page was freed; returns whether it was cached.
+    pub fn invalidate(&mut self, page: u64) -> bool {
+        match self.buffer.remove(page) {
+            Some(v) => {
+                self.recycle(v);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Empties the cache and the policy's history, as between query repetitions. The
+    /// device's own caches are kept; see [`drop_caches`](Self::drop_caches).
+    pub fn clear(&mut self) {
+        self.buffer.clear();
+    }
+
+    /// Empties the cache and asks the device to forget its cached data too, so that the
+    /// next reads are cold.
+    pub fn drop_caches(&mut self) -> Result<()> {
+        self.clear();
+        self.device.drop_caches()
+    }
+
+    /// Makes every write durable on the device (the cache holds no dirty pages).
+    pub fn sync(&mut self) -> Result<()> {
+        self.device.sync()
+    }
+
+    /// Syncs and saves the device's state (see [`Device::persist`]).
+    pub fn persist(&mut self) -> Result<()> {
+        self.device.persist()
+    }
+
+    /// The cache's counters (the device's are in `device().stats()`).
+    pub fn stats(&self) -> CacheStats {
+        let b = self.buffer.stats();
+        CacheStats {
+            hits: b.hits,
+            faults: b.misses,
+            admissions: b.admissions,
+            refused: b.refused,
+            evictions: b.evictions,
+            write_requests: self.write_requests,
+            pages_written: self.pages_written,
+            resident_pages: self.buffer.len() as u64,
+            capacity_pages: self.buffer.capacity() as u64,
+        }
+    }
+
+    fn write_through(&mut self, page: u64, data: &[u8], pages: u64) -> Result<()> {
+        if let Err(e) = self.device.write(page, data) {
+            for p in page..page.saturating_add(pages) {
+                self.invalidate(p);
+            }
+            return Err(e);
+        }
+        self.write_requests += 1;
+        self.pages_written += pages;
+        Ok(())
+    }
+
+    /// Puts a just-written copy of `page` in the cache if it is resident or admitted.
+    fn store(&mut self, page: u64, level: u32, data: &[u8]) {
+        if let Some(slot) = self.buffer.get_mut(page, level) {
+            match Arc::get_mut(slot) {
+                Some(buf) => buf.copy_from_slice(data),
+                None => *slot = Arc::from(data),
+            }
+            return;
+        }
+        if self.buffer.capacity() == 0 {
+            // `none`: count the refusal without copying the page.
+            self.buffer.insert(page, level, Arc::from(&[][..]));
+            return;
+        }
+        let mut copy = self.fresh_page();
+        Arc::get_mut(&mut copy)
+            .expect("a fresh page buffer is not shared")
+            .copy_from_slice(data);
+        let spare = &mut self.spare;
+        if let Err(v) = self
+            .buffer
+            .insert_with(page, level, copy, |_, v| recycle(spare, v))
+        {
+            recycle(spare, v);
+        }
+    }
+
+    /// A page buffer nobody else holds: a recycled one or a new one.
+    fn fresh_page(&mut self) -> Arc<[u8]> {
+        self.spare
+            .pop()
+            .unwrap_or_else(|| std::iter::repeat_n(0u8, self.page_size).collect())
+    }
+
+    fn recycle(&mut self, page: Arc<[u8]>) {
+        recycle(&mut self.spare, page);
+    }
+}
+
+/// Keeps an evicted page buffer for reuse if nobody else holds it.
+fn recycle(spare: &mut Vec<Arc<[u8]>>, mut page: Arc<[u8]>) {
+    if spare.len() < SPARE_BUFFERS && Arc::get_mut(&mut page).is_some() {
+        spare.push(page);
+    }
+}
