@@ -16,22 +16,72 @@ use spidx::store::direct::DirectStore;
 type T = Tree<DirectStore, 2>;
 
 fn kinds() -> Vec<(IndexKind, f64)> {
-    let rstar = |leaf: f64, internal: f64, policy| RStarOptions { reinsert_leaf: leaf, reinsert_internal: internal, policy, candidates: 32 };
+    let rstar = |leaf: f64, internal: f64, policy| RStarOptions {
+        reinsert_leaf: leaf,
+        reinsert_internal: internal,
+        policy,
+        candidates: 32,
+    };
     vec![
-        (IndexKind::RTree { split: SplitAlgorithm::Linear }, 1.0),
-        (IndexKind::RTree { split: SplitAlgorithm::Quadratic }, 1.0),
-        (IndexKind::RTree { split: SplitAlgorithm::Exponential }, 0.4),
-        (IndexKind::RTree { split: SplitAlgorithm::Greene }, 1.0),
-        (IndexKind::RTree { split: SplitAlgorithm::AngTan }, 1.0),
-        (IndexKind::RStar(rstar(0.3, 0.3, ReinsertPolicy::Close)), 1.0),
+        (
+            IndexKind::RTree {
+                split: SplitAlgorithm::Linear,
+            },
+            1.0,
+        ),
+        (
+            IndexKind::RTree {
+                split: SplitAlgorithm::Quadratic,
+            },
+            1.0,
+        ),
+        (
+            IndexKind::RTree {
+                split: SplitAlgorithm::Exponential,
+            },
+            0.3,
+        ),
+        (
+            IndexKind::RTree {
+                split: SplitAlgorithm::Greene,
+            },
+            1.0,
+        ),
+        (
+            IndexKind::RTree {
+                split: SplitAlgorithm::AngTan,
+            },
+            1.0,
+        ),
+        (
+            IndexKind::RStar(rstar(0.3, 0.3, ReinsertPolicy::Close)),
+            1.0,
+        ),
         (IndexKind::RStar(rstar(0.2, 0.4, ReinsertPolicy::Far)), 1.0),
-        (IndexKind::RStar(RStarOptions { candidates: 2, ..rstar(0.4, 0.0, ReinsertPolicy::Close) }), 1.0),
+        (
+            IndexKind::RStar(RStarOptions {
+                candidates: 2,
+                ..rstar(0.4, 0.0, ReinsertPolicy::Close)
+            }),
+            1.0,
+        ),
     ]
 }
 
-fn open_tree(kind: IndexKind, max_fill: f64, page: usize, cache: &str, dir: &Path, create: bool) -> T {
+fn open_tree(
+    kind: IndexKind,
+    max_fill: f64,
+    page: usize,
+    cache: &str,
+    dir: &Path,
+    create: bool,
+) -> T {
     let layout = NodeLayout::new(LayoutKind::Checked, page, 2).unwrap();
-    let occ = Occupancy { leaf_max: max_fill, internal_max: max_fill, ..Default::default() };
+    let occ = Occupancy {
+        leaf_max: max_fill,
+        internal_max: max_fill,
+        ..Default::default()
+    };
     let cap = Capacity::new(&layout, &occ).unwrap();
     let state = dir.join("device.state");
     let dev = MemoryDevice::open(&MemoryConfig { capacity: 1 << 30 }, page, Some(&state)).unwrap();
@@ -56,8 +106,10 @@ enum Op {
 }
 
 fn rect() -> impl Strategy<Value = Rect<2>> {
-    (0.0..1000.0f64, 0.0..1000.0f64, 0.0..60.0f64, 0.0..60.0f64)
-        .prop_map(|(x, y, w, h)| Rect { min: [x.round(), y.round()], max: [(x + w).round(), (y + h).round()] })
+    (0.0..1000.0f64, 0.0..1000.0f64, 0.0..60.0f64, 0.0..60.0f64).prop_map(|(x, y, w, h)| Rect {
+        min: [x.round(), y.round()],
+        max: [(x + w).round(), (y + h).round()],
+    })
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -71,7 +123,13 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn check_queries(t: &mut T, live: &BTreeMap<u64, Rect<2>>, q: &Rect<2>) {
-    for pred in [MbrPredicate::Intersects, MbrPredicate::Within, MbrPredicate::Contains, MbrPredicate::Equals, MbrPredicate::All] {
+    for pred in [
+        MbrPredicate::Intersects,
+        MbrPredicate::Within,
+        MbrPredicate::Contains,
+        MbrPredicate::Equals,
+        MbrPredicate::All,
+    ] {
         let mut got = Vec::new();
         t.search(pred, q, |e| got.push(e.ptr)).unwrap();
         got.sort();
@@ -112,7 +170,15 @@ fn run_ops(kind: IndexKind, max_fill: f64, page: usize, cache: &str, ops: &[Op])
             }
             Op::Delete(i) => {
                 if live.is_empty() {
-                    assert!(!t.delete(&Rect { min: [1.0, 1.0], max: [2.0, 2.0] }, 999_999).unwrap());
+                    assert!(!t
+                        .delete(
+                            &Rect {
+                                min: [1.0, 1.0],
+                                max: [2.0, 2.0]
+                            },
+                            999_999
+                        )
+                        .unwrap());
                     continue;
                 }
                 let (&id, &r) = live.iter().nth(i % live.len()).unwrap();
@@ -141,7 +207,14 @@ fn run_ops(kind: IndexKind, max_fill: f64, page: usize, cache: &str, ops: &[Op])
     let rep = t.check().unwrap();
     assert!(rep.ok(), "after reopen: {:?}", rep.violations);
     assert_eq!(rep.leaf_entries, live.len() as u64);
-    check_queries(&mut t, &live, &Rect { min: [100.0, 100.0], max: [700.0, 600.0] });
+    check_queries(
+        &mut t,
+        &live,
+        &Rect {
+            min: [100.0, 100.0],
+            max: [700.0, 600.0],
+        },
+    );
     check_knn(&mut t, &live, [500.0, 500.0], 7);
 }
 
@@ -166,15 +239,40 @@ proptest! {
 #[test]
 fn bad_boxes_are_rejected_and_nothing_is_lost() {
     let dir = tempfile::tempdir().unwrap();
-    let mut t = open_tree(IndexKind::RTree { split: SplitAlgorithm::Quadratic }, 1.0, 1024, "lru:64KB", dir.path(), true);
+    let mut t = open_tree(
+        IndexKind::RTree {
+            split: SplitAlgorithm::Quadratic,
+        },
+        1.0,
+        1024,
+        "lru:64KB",
+        dir.path(),
+        true,
+    );
     for i in 0..200 {
         let x = (i * 37 % 1000) as f64;
-        t.insert(Rect { min: [x, x / 2.0], max: [x + 3.0, x / 2.0 + 3.0] }, i).unwrap();
+        t.insert(
+            Rect {
+                min: [x, x / 2.0],
+                max: [x + 3.0, x / 2.0 + 3.0],
+            },
+            i,
+        )
+        .unwrap();
     }
     let bad = [
-        Rect { min: [f64::NAN, 0.0], max: [1.0, 1.0] },
-        Rect { min: [5.0, 0.0], max: [1.0, 1.0] },
-        Rect { min: [0.0, 0.0], max: [f64::INFINITY, 1.0] },
+        Rect {
+            min: [f64::NAN, 0.0],
+            max: [1.0, 1.0],
+        },
+        Rect {
+            min: [5.0, 0.0],
+            max: [1.0, 1.0],
+        },
+        Rect {
+            min: [0.0, 0.0],
+            max: [f64::INFINITY, 1.0],
+        },
     ];
     for b in bad {
         assert!(t.insert(b, 1000).is_err());

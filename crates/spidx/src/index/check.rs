@@ -68,8 +68,17 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     /// violations (the check goes on with the rest of the tree).
     pub fn check(&mut self) -> Result<CheckReport> {
         let meta = self.meta;
-        let mut rep = CheckReport { height: meta.height, objects: meta.objects, ..Default::default() };
-        rep.levels = (0..meta.height).map(|level| LevelShape { level, ..Default::default() }).collect();
+        let mut rep = CheckReport {
+            height: meta.height,
+            objects: meta.objects,
+            ..Default::default()
+        };
+        rep.levels = (0..meta.height)
+            .map(|level| LevelShape {
+                level,
+                ..Default::default()
+            })
+            .collect();
         let mut seen_pages = HashSet::new();
         let mut seen_ids = HashSet::new();
         let fail = |rep: &mut CheckReport, msg: String| {
@@ -78,7 +87,8 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             }
         };
         // (page, level, MBR recorded in the parent)
-        let mut stack: Vec<(PageId, u32, Option<Rect<D>>)> = vec![(meta.root, meta.height - 1, None)];
+        let mut stack: Vec<(PageId, u32, Option<Rect<D>>)> =
+            vec![(meta.root, meta.height - 1, None)];
         while let Some((id, level, parent_mbr)) = stack.pop() {
             if !seen_pages.insert(id) {
                 fail(&mut rep, format!("page {id} is reached more than once"));
@@ -101,7 +111,10 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             }
             let (min, max) = (self.cap.min(level), self.cap.max(level));
             if n > max || (!is_root && n < min) {
-                fail(&mut rep, format!("node {id} (level {level}) holds {n} entries, allowed {min}..={max}"));
+                fail(
+                    &mut rep,
+                    format!("node {id} (level {level}) holds {n} entries, allowed {min}..={max}"),
+                );
             }
             if is_root && level > 0 && n < 2 {
                 fail(&mut rep, format!("internal root {id} has {n} children"));
@@ -120,10 +133,16 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 rep.leaf_entries += n as u64;
                 for e in &node.entries {
                     if e.mbr.validate().is_err() {
-                        fail(&mut rep, format!("leaf {id}: malformed box {:?} for object {}", e.mbr, e.ptr));
+                        fail(
+                            &mut rep,
+                            format!("leaf {id}: malformed box {:?} for object {}", e.mbr, e.ptr),
+                        );
                     }
                     if !seen_ids.insert(e.ptr) {
-                        fail(&mut rep, format!("object {} is indexed more than once", e.ptr));
+                        fail(
+                            &mut rep,
+                            format!("object {} is indexed more than once", e.ptr),
+                        );
                     }
                 }
             } else {
@@ -139,13 +158,20 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             }
         }
         if rep.leaf_entries != meta.objects {
-            let msg = format!("{} leaf entries but the metadata records {} objects", rep.leaf_entries, meta.objects);
+            let msg = format!(
+                "{} leaf entries but the metadata records {} objects",
+                rep.leaf_entries, meta.objects
+            );
             fail(&mut rep, msg);
         }
         let mut empty_levels = Vec::new();
         for l in &mut rep.levels {
             let cap = self.cap.max(l.level) as f64;
-            l.fill = if l.nodes == 0 { 0.0 } else { l.entries as f64 / (l.nodes as f64 * cap) };
+            l.fill = if l.nodes == 0 {
+                0.0
+            } else {
+                l.entries as f64 / (l.nodes as f64 * cap)
+            };
             if l.nodes == 0 {
                 empty_levels.push(format!("level {} has no nodes", l.level));
             }
@@ -173,7 +199,12 @@ fn union_area_2d<const D: usize>(boxes: impl Iterator<Item = ([f64; D], [f64; D]
             continue;
         }
         spans.clear();
-        spans.extend(boxes.iter().filter(|b| b.0 <= x0 && b.2 >= x1).map(|b| (b.1, b.3)));
+        spans.extend(
+            boxes
+                .iter()
+                .filter(|b| b.0 <= x0 && b.2 >= x1)
+                .map(|b| (b.1, b.3)),
+        );
         spans.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut covered = 0.0;
         let mut cur: Option<(f64, f64)> = None;
@@ -202,9 +233,21 @@ mod tests {
     #[test]
     fn union_area() {
         let b = |x0: f64, y0: f64, x1: f64, y1: f64| ([x0, y0], [x1, y1]);
-        assert_eq!(union_area_2d([b(0., 0., 2., 2.), b(1., 1., 3., 3.)].into_iter()), 7.0);
-        assert_eq!(union_area_2d([b(0., 0., 1., 1.), b(5., 5., 6., 6.)].into_iter()), 2.0);
-        assert_eq!(union_area_2d([b(0., 0., 4., 4.), b(1., 1., 2., 2.)].into_iter()), 16.0);
-        assert_eq!(union_area_2d(std::iter::empty::<([f64; 2], [f64; 2])>()), 0.0);
+        assert_eq!(
+            union_area_2d([b(0., 0., 2., 2.), b(1., 1., 3., 3.)].into_iter()),
+            7.0
+        );
+        assert_eq!(
+            union_area_2d([b(0., 0., 1., 1.), b(5., 5., 6., 6.)].into_iter()),
+            2.0
+        );
+        assert_eq!(
+            union_area_2d([b(0., 0., 4., 4.), b(1., 1., 2., 2.)].into_iter()),
+            16.0
+        );
+        assert_eq!(
+            union_area_2d(std::iter::empty::<([f64; 2], [f64; 2])>()),
+            0.0
+        );
     }
 }

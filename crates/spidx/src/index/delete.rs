@@ -23,12 +23,18 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         Self::check_box(mbr)?;
         let mut ctx = InsertCtx::new();
         let (root, root_level) = (self.meta.root, self.root_level());
-        if self.delete_rec(root, root_level, mbr, id, &mut ctx)?.is_none() {
+        if self
+            .delete_rec(root, root_level, mbr, id, &mut ctx)?
+            .is_none()
+        {
             return Ok(false);
         }
         self.drain(&mut ctx)?;
         self.shorten()?;
-        let meta = TreeMeta { objects: self.meta.objects.saturating_sub(1), ..self.meta };
+        let meta = TreeMeta {
+            objects: self.meta.objects.saturating_sub(1),
+            ..self.meta
+        };
         self.set_meta(meta)?;
         Ok(true)
     }
@@ -53,7 +59,11 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     ) -> Result<Option<Removal<D>>> {
         let mut node = self.read_node(id, level)?;
         let change = if level == 0 {
-            match node.entries.iter().position(|e| e.ptr == obj && e.mbr == *mbr) {
+            match node
+                .entries
+                .iter()
+                .position(|e| e.ptr == obj && e.mbr == *mbr)
+            {
                 Some(pos) => {
                     node.entries.remove(pos);
                     NodeChange::Remove { pos }
@@ -83,13 +93,17 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                         return Ok(Some(Removal::Shrunk(node.mbr())));
                     }
                     node.entries[i].mbr = m;
-                    NodeChange::Set { pos: i, entry: node.entries[i] }
+                    NodeChange::Set {
+                        pos: i,
+                        entry: node.entries[i],
+                    }
                 }
             }
         };
         if id != self.meta.root && node.entries.len() < self.cap.min(level) {
             self.stats.condensed_nodes += 1;
-            ctx.pending.extend(node.entries.iter().map(|e: &Entry<D>| (*e, level)));
+            ctx.pending
+                .extend(node.entries.iter().map(|e: &Entry<D>| (*e, level)));
             self.store.delete(id, level)?;
             return Ok(Some(Removal::Dissolved));
         }
@@ -107,7 +121,11 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 break;
             }
             self.store.delete(root, level)?;
-            let meta = TreeMeta { root: node.entries[0].ptr, height: self.meta.height - 1, ..self.meta };
+            let meta = TreeMeta {
+                root: node.entries[0].ptr,
+                height: self.meta.height - 1,
+                ..self.meta
+            };
             self.set_meta(meta)?;
         }
         Ok(())

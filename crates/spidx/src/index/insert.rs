@@ -32,7 +32,10 @@ pub(crate) struct InsertCtx<const D: usize> {
 
 impl<const D: usize> InsertCtx<D> {
     pub(crate) fn new() -> Self {
-        InsertCtx { overflowed: 0, pending: VecDeque::new() }
+        InsertCtx {
+            overflowed: 0,
+            pending: VecDeque::new(),
+        }
     }
 }
 
@@ -41,12 +44,18 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     pub fn insert(&mut self, mbr: Rect<D>, id: u64) -> Result<()> {
         Self::check_box(&mbr)?;
         if self.kind_is_seed_layout_limited(id) {
-            return Err(Error::invalid("object id", format!("{id} does not fit the seed layout's 32-bit pointers")));
+            return Err(Error::invalid(
+                "object id",
+                format!("{id} does not fit the seed layout's 32-bit pointers"),
+            ));
         }
         let mut ctx = InsertCtx::new();
         self.insert_at(Entry { mbr, ptr: id }, 0, &mut ctx)?;
         self.drain(&mut ctx)?;
-        let meta = TreeMeta { objects: self.meta.objects + 1, ..self.meta };
+        let meta = TreeMeta {
+            objects: self.meta.objects + 1,
+            ..self.meta
+        };
         self.set_meta(meta)
     }
 
@@ -64,16 +73,30 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     }
 
     /// Inserts `e` into a node at `level` (0 = leaf), growing the tree on a root split.
-    pub(crate) fn insert_at(&mut self, e: Entry<D>, level: u32, ctx: &mut InsertCtx<D>) -> Result<()> {
+    pub(crate) fn insert_at(
+        &mut self,
+        e: Entry<D>,
+        level: u32,
+        ctx: &mut InsertCtx<D>,
+    ) -> Result<()> {
         let root_level = self.root_level();
         if level > root_level {
-            return Err(Error::invalid("insert", format!("level {level} is above the root (level {root_level})")));
+            return Err(Error::invalid(
+                "insert",
+                format!("level {level} is above the root (level {root_level})"),
+            ));
         }
         let root = self.meta.root;
         if let Outcome::Split { mbr, sibling } = self.insert_rec(root, root_level, e, level, ctx)? {
-            let new_root = self.store.create(root_level + 1, &[Entry { mbr, ptr: root }, sibling])?;
+            let new_root = self
+                .store
+                .create(root_level + 1, &[Entry { mbr, ptr: root }, sibling])?;
             self.note_write(root_level + 1);
-            let meta = TreeMeta { root: new_root, height: self.meta.height + 1, ..self.meta };
+            let meta = TreeMeta {
+                root: new_root,
+                height: self.meta.height + 1,
+                ..self.meta
+            };
             self.set_meta(meta)?;
         }
         Ok(())
@@ -94,7 +117,10 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             changes.push(NodeChange::Push(e));
         } else {
             if node.entries.is_empty() {
-                return Err(Error::corrupted(format!("node page {id}"), "internal node without entries"));
+                return Err(Error::corrupted(
+                    format!("node page {id}"),
+                    "internal node without entries",
+                ));
             }
             let i = self.choose_subtree(&node, &e.mbr);
             let child = node.entries[i];
@@ -105,11 +131,17 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                         return Ok(Outcome::Unchanged);
                     }
                     node.entries[i].mbr = m;
-                    changes.push(NodeChange::Set { pos: i, entry: node.entries[i] });
+                    changes.push(NodeChange::Set {
+                        pos: i,
+                        entry: node.entries[i],
+                    });
                 }
                 Outcome::Split { mbr, sibling } => {
                     node.entries[i].mbr = mbr;
-                    changes.push(NodeChange::Set { pos: i, entry: node.entries[i] });
+                    changes.push(NodeChange::Set {
+                        pos: i,
+                        entry: node.entries[i],
+                    });
                     node.entries.push(sibling);
                     changes.push(NodeChange::Push(sibling));
                 }
@@ -126,17 +158,28 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     /// Picks the entry of `node` whose subtree should receive `mbr`.
     fn choose_subtree(&self, node: &Node<D>, mbr: &Rect<D>) -> usize {
         match self.kind {
-            IndexKind::RStar(o) if node.level == 1 => choose_least_overlap(&node.entries, mbr, o.candidates),
+            IndexKind::RStar(o) if node.level == 1 => {
+                choose_least_overlap(&node.entries, mbr, o.candidates)
+            }
             _ => choose_least_enlargement(&node.entries, mbr),
         }
     }
 
     /// Overflow treatment: forced reinsertion (R*-tree, first overflow of a non-root level
     /// during this insertion) or a split.
-    fn overflow(&mut self, id: PageId, mut node: Node<D>, ctx: &mut InsertCtx<D>) -> Result<Outcome<D>> {
+    fn overflow(
+        &mut self,
+        id: PageId,
+        mut node: Node<D>,
+        ctx: &mut InsertCtx<D>,
+    ) -> Result<Outcome<D>> {
         let level = node.level;
         if let IndexKind::RStar(o) = self.kind {
-            let share = if level == 0 { o.reinsert_leaf } else { o.reinsert_internal };
+            let share = if level == 0 {
+                o.reinsert_leaf
+            } else {
+                o.reinsert_internal
+            };
             let count = (self.cap.max(level) as f64 * share).round() as usize;
             let first = level < 64 && ctx.overflowed & (1 << level) == 0;
             if level != self.root_level() && first && count > 0 {
@@ -164,7 +207,13 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         self.note_write(level);
         self.note_write(level);
         let mbr_of = |es: &[Entry<D>]| es.iter().fold(Rect::empty(), |r, e| r.union(&e.mbr));
-        Ok(Outcome::Split { mbr: mbr_of(&a), sibling: Entry { mbr: mbr_of(&b), ptr: sibling } })
+        Ok(Outcome::Split {
+            mbr: mbr_of(&a),
+            sibling: Entry {
+                mbr: mbr_of(&b),
+                ptr: sibling,
+            },
+        })
     }
 }
 
@@ -217,7 +266,11 @@ fn choose_least_overlap<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p: usize
 /// MBR; returns them farthest first.
 fn take_farthest<const D: usize>(es: &mut Vec<Entry<D>>, count: usize) -> Vec<Entry<D>> {
     let centre = es.iter().fold(Rect::empty(), |r, e| r.union(&e.mbr));
-    es.sort_by(|a, b| b.mbr.center_dist2(&centre).total_cmp(&a.mbr.center_dist2(&centre)));
+    es.sort_by(|a, b| {
+        b.mbr
+            .center_dist2(&centre)
+            .total_cmp(&a.mbr.center_dist2(&centre))
+    });
     let rest = es.split_off(count.min(es.len()));
     std::mem::replace(es, rest)
 }

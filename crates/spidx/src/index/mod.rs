@@ -42,7 +42,10 @@ impl ReinsertPolicy {
         match text {
             "close" => Ok(Self::Close),
             "far" => Ok(Self::Far),
-            o => Err(Error::invalid("reinsert policy", format!("unknown policy '{o}'; use close or far"))),
+            o => Err(Error::invalid(
+                "reinsert policy",
+                format!("unknown policy '{o}'; use close or far"),
+            )),
         }
     }
 }
@@ -63,7 +66,12 @@ pub struct RStarOptions {
 impl Default for RStarOptions {
     /// 30 % reinsertion, close reinsert, p = 32 (Beckmann et al.).
     fn default() -> Self {
-        RStarOptions { reinsert_leaf: 0.3, reinsert_internal: 0.3, policy: ReinsertPolicy::Close, candidates: 32 }
+        RStarOptions {
+            reinsert_leaf: 0.3,
+            reinsert_internal: 0.3,
+            policy: ReinsertPolicy::Close,
+            candidates: 32,
+        }
     }
 }
 
@@ -84,7 +92,9 @@ impl IndexKind {
     /// Checks options against the node capacities.
     pub fn validate(&self, cap: &Capacity) -> Result<()> {
         match self {
-            IndexKind::RTree { split: SplitAlgorithm::Exponential } => {
+            IndexKind::RTree {
+                split: SplitAlgorithm::Exponential,
+            } => {
                 let m = cap.leaf_max.max(cap.internal_max) + 1;
                 if m > split::EXPONENTIAL_MAX_ENTRIES {
                     return Err(Error::invalid(
@@ -100,9 +110,15 @@ impl IndexKind {
             }
             IndexKind::RTree { .. } => Ok(()),
             IndexKind::RStar(o) => {
-                for (name, v) in [("leaf reinsert", o.reinsert_leaf), ("internal reinsert", o.reinsert_internal)] {
+                for (name, v) in [
+                    ("leaf reinsert", o.reinsert_leaf),
+                    ("internal reinsert", o.reinsert_internal),
+                ] {
                     if !(0.0..=0.5).contains(&v) {
-                        return Err(Error::invalid(name, format!("{} % is outside 0-50 %", v * 100.0)));
+                        return Err(Error::invalid(
+                            name,
+                            format!("{} % is outside 0-50 %", v * 100.0),
+                        ));
                     }
                 }
                 if o.candidates == 0 {
@@ -173,21 +189,39 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             return Err(Error::invalid("index", "the store already holds a tree"));
         }
         let root = store.create(0, &[])?;
-        let meta = TreeMeta { root, height: 1, objects: 0 };
+        let meta = TreeMeta {
+            root,
+            height: 1,
+            objects: 0,
+        };
         store.set_meta(meta)?;
         let mut stats = TreeStats::default();
         TreeStats::bump(&mut stats.writes_per_level, 0);
-        Ok(Tree { store, cap, kind, meta, stats })
+        Ok(Tree {
+            store,
+            cap,
+            kind,
+            meta,
+            stats,
+        })
     }
 
     /// Opens the tree stored in `store`.
     pub fn open(store: S, cap: Capacity, kind: IndexKind) -> Result<Self> {
         kind.validate(&cap)?;
-        let meta = store.meta().ok_or_else(|| Error::corrupted("index", "the store holds no tree metadata"))?;
+        let meta = store
+            .meta()
+            .ok_or_else(|| Error::corrupted("index", "the store holds no tree metadata"))?;
         if meta.height == 0 {
             return Err(Error::corrupted("index", "tree height 0"));
         }
-        Ok(Tree { store, cap, kind, meta, stats: TreeStats::default() })
+        Ok(Tree {
+            store,
+            cap,
+            kind,
+            meta,
+            stats: TreeStats::default(),
+        })
     }
 
     /// The tree's metadata (root, height, object count).
@@ -246,7 +280,10 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     fn read_node(&mut self, id: PageId, level: u32) -> Result<Node<D>> {
         let page = self.read(id, level)?;
         let v = page.view::<D>();
-        Ok(Node { level, entries: (0..v.len()).map(|i| v.entry(i)).collect() })
+        Ok(Node {
+            level,
+            entries: (0..v.len()).map(|i| v.entry(i)).collect(),
+        })
     }
 
     fn set_meta(&mut self, meta: TreeMeta) -> Result<()> {

@@ -103,7 +103,12 @@ pub struct NearestIter<const D: usize> {
 
 impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     /// Calls `visit` for every leaf entry whose MBR satisfies `pred` against `q`.
-    pub fn search(&mut self, pred: MbrPredicate, q: &Rect<D>, mut visit: impl FnMut(Entry<D>)) -> Result<()> {
+    pub fn search(
+        &mut self,
+        pred: MbrPredicate,
+        q: &Rect<D>,
+        mut visit: impl FnMut(Entry<D>),
+    ) -> Result<()> {
         q.validate()?;
         let mut stack: Vec<(PageId, u32)> = vec![(self.meta.root, self.root_level())];
         while let Some((id, level)) = stack.pop() {
@@ -113,7 +118,10 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 for i in 0..v.len() {
                     let m = v.mbr(i);
                     if pred.accept(&m, q) {
-                        visit(Entry { mbr: m, ptr: v.ptr(i) });
+                        visit(Entry {
+                            mbr: m,
+                            ptr: v.ptr(i),
+                        });
                     }
                 }
             } else {
@@ -130,10 +138,18 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     /// Starts a best-first nearest-neighbour traversal from `point`.
     pub fn nearest_iter(&self, point: [f64; D]) -> Result<NearestIter<D>> {
         if point.iter().any(|c| !c.is_finite()) {
-            return Err(Error::invalid("query point", format!("non-finite coordinate in {point:?}")));
+            return Err(Error::invalid(
+                "query point",
+                format!("non-finite coordinate in {point:?}"),
+            ));
         }
         let mut heap = BinaryHeap::new();
-        heap.push(Item { dist2: 0.0, ptr: self.meta.root, level: self.root_level(), mbr: Rect::point(point) });
+        heap.push(Item {
+            dist2: 0.0,
+            ptr: self.meta.root,
+            level: self.root_level(),
+            mbr: Rect::point(point),
+        });
         Ok(NearestIter { point, heap })
     }
 
@@ -141,14 +157,29 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     pub fn nearest_next(&mut self, it: &mut NearestIter<D>) -> Result<Option<Neighbour<D>>> {
         while let Some(item) = it.heap.pop() {
             if item.level == u32::MAX {
-                return Ok(Some(Neighbour { dist2: item.dist2, entry: Entry { mbr: item.mbr, ptr: item.ptr } }));
+                return Ok(Some(Neighbour {
+                    dist2: item.dist2,
+                    entry: Entry {
+                        mbr: item.mbr,
+                        ptr: item.ptr,
+                    },
+                }));
             }
             let page = self.read(item.ptr, item.level)?;
             let v = page.view::<D>();
             for i in 0..v.len() {
                 let m = v.mbr(i);
-                let level = if item.level == 0 { u32::MAX } else { item.level - 1 };
-                it.heap.push(Item { dist2: m.min_dist2(&it.point), ptr: v.ptr(i), level, mbr: m });
+                let level = if item.level == 0 {
+                    u32::MAX
+                } else {
+                    item.level - 1
+                };
+                it.heap.push(Item {
+                    dist2: m.min_dist2(&it.point),
+                    ptr: v.ptr(i),
+                    level,
+                    mbr: m,
+                });
             }
         }
         Ok(None)

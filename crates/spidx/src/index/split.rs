@@ -48,7 +48,9 @@ impl SplitAlgorithm {
             o => {
                 return Err(Error::invalid(
                     "split",
-                    format!("unknown split '{o}'; use linear, quadratic, exponential, greene or angtan"),
+                    format!(
+                        "unknown split '{o}'; use linear, quadratic, exponential, greene or angtan"
+                    ),
                 ))
             }
         })
@@ -83,7 +85,9 @@ pub fn split<const D: usize>(
             let (a, b) = quadratic_seeds(&entries);
             distribute(entries, a, b, min, true)
         }
-        SplitAlgorithm::Exponential if entries.len() <= EXPONENTIAL_MAX_ENTRIES => exponential(entries, min),
+        SplitAlgorithm::Exponential if entries.len() <= EXPONENTIAL_MAX_ENTRIES => {
+            exponential(entries, min)
+        }
         SplitAlgorithm::Exponential => {
             let (a, b) = quadratic_seeds(&entries);
             distribute(entries, a, b, min, true)
@@ -246,7 +250,8 @@ fn greene<const D: usize>(mut es: Vec<Entry<D>>, min: usize) -> (Vec<Entry<D>>, 
     let mut best = f64::NEG_INFINITY;
     for d in 0..D {
         let (ea, eb) = (&es[a].mbr, &es[b].mbr);
-        let sep = (ea.min[d].max(eb.min[d]) - ea.max[d].min(eb.max[d])) / (all.max[d] - all.min[d]).max(f64::MIN_POSITIVE);
+        let sep = (ea.min[d].max(eb.min[d]) - ea.max[d].min(eb.max[d]))
+            / (all.max[d] - all.min[d]).max(f64::MIN_POSITIVE);
         if sep > best {
             best = sep;
             axis = d;
@@ -279,12 +284,18 @@ fn ang_tan<const D: usize>(es: Vec<Entry<D>>, min: usize) -> (Vec<Entry<D>>, Vec
     let all = mbr_of(&es);
     let mut best: Option<((usize, f64, f64), usize)> = None;
     for d in 0..D {
-        let left = es.iter().filter(|e| e.mbr.min[d] - all.min[d] < all.max[d] - e.mbr.max[d]).count();
+        let left = es
+            .iter()
+            .filter(|e| e.mbr.min[d] - all.min[d] < all.max[d] - e.mbr.max[d])
+            .count();
         let worst = left.max(es.len() - left);
         let (l, r) = side_split(&es, d, &all);
         let (rl, rr) = (mbr_of(&l), mbr_of(&r));
         let key = (worst, rl.overlap(&rr), rl.area() + rr.area());
-        if best.as_ref().is_none_or(|(k, _)| key.0 < k.0 || (key.0 == k.0 && (key.1, key.2) < (k.1, k.2))) {
+        if best
+            .as_ref()
+            .is_none_or(|(k, _)| key.0 < k.0 || (key.0 == k.0 && (key.1, key.2) < (k.1, k.2)))
+        {
             best = Some((key, d));
         }
     }
@@ -303,8 +314,13 @@ fn ang_tan<const D: usize>(es: Vec<Entry<D>>, min: usize) -> (Vec<Entry<D>>, Vec
     (l, r)
 }
 
-fn side_split<const D: usize>(es: &[Entry<D>], d: usize, all: &Rect<D>) -> (Vec<Entry<D>>, Vec<Entry<D>>) {
-    es.iter().partition(|e| e.mbr.min[d] - all.min[d] < all.max[d] - e.mbr.max[d])
+fn side_split<const D: usize>(
+    es: &[Entry<D>],
+    d: usize,
+    all: &Rect<D>,
+) -> (Vec<Entry<D>>, Vec<Entry<D>>) {
+    es.iter()
+        .partition(|e| e.mbr.min[d] - all.min[d] < all.max[d] - e.mbr.max[d])
 }
 
 /// The R*-tree split (Beckmann et al. 1990, ChooseSplitAxis and ChooseSplitIndex).
@@ -320,9 +336,17 @@ fn rstar<const D: usize>(es: Vec<Entry<D>>, min: usize) -> (Vec<Entry<D>>, Vec<E
         for upper in [false, true] {
             let mut s = es.clone();
             if upper {
-                s.sort_by(|a, b| a.mbr.max[d].total_cmp(&b.mbr.max[d]).then(a.mbr.min[d].total_cmp(&b.mbr.min[d])));
+                s.sort_by(|a, b| {
+                    a.mbr.max[d]
+                        .total_cmp(&b.mbr.max[d])
+                        .then(a.mbr.min[d].total_cmp(&b.mbr.min[d]))
+                });
             } else {
-                s.sort_by(|a, b| a.mbr.min[d].total_cmp(&b.mbr.min[d]).then(a.mbr.max[d].total_cmp(&b.mbr.max[d])));
+                s.sort_by(|a, b| {
+                    a.mbr.min[d]
+                        .total_cmp(&b.mbr.min[d])
+                        .then(a.mbr.max[d].total_cmp(&b.mbr.max[d]))
+                });
             }
             fill_prefix_suffix(&s, &mut prefix, &mut suffix);
             for k in 1..=ks {
@@ -354,7 +378,11 @@ fn rstar<const D: usize>(es: Vec<Entry<D>>, min: usize) -> (Vec<Entry<D>>, Vec<E
     (s, g2)
 }
 
-fn fill_prefix_suffix<const D: usize>(s: &[Entry<D>], prefix: &mut [Rect<D>], suffix: &mut [Rect<D>]) {
+fn fill_prefix_suffix<const D: usize>(
+    s: &[Entry<D>],
+    prefix: &mut [Rect<D>],
+    suffix: &mut [Rect<D>],
+) {
     let n = s.len();
     let mut acc = Rect::empty();
     for i in 0..n {
@@ -376,7 +404,13 @@ mod tests {
     fn entries(v: &[(f64, f64, f64, f64)]) -> Vec<Entry<2>> {
         v.iter()
             .enumerate()
-            .map(|(i, &(x, y, w, h))| Entry { mbr: Rect { min: [x, y], max: [x + w, y + h] }, ptr: i as u64 })
+            .map(|(i, &(x, y, w, h))| Entry {
+                mbr: Rect {
+                    min: [x, y],
+                    max: [x + w, y + h],
+                },
+                ptr: i as u64,
+            })
             .collect()
     }
 
@@ -427,14 +461,21 @@ mod tests {
         }
         for algo in ALL {
             let (a, b) = split(algo, entries(&raw), 3);
-            let near = |g: &Vec<Entry<2>>| g.iter().all(|e| e.mbr.min[0] < 500.0) || g.iter().all(|e| e.mbr.min[0] > 500.0);
+            let near = |g: &Vec<Entry<2>>| {
+                g.iter().all(|e| e.mbr.min[0] < 500.0) || g.iter().all(|e| e.mbr.min[0] > 500.0)
+            };
             assert!(near(&a) && near(&b), "{algo:?} mixed the clusters");
         }
     }
 
     #[test]
     fn exponential_finds_the_minimum_area() {
-        let es = entries(&[(0.0, 0.0, 1.0, 1.0), (10.0, 10.0, 1.0, 1.0), (0.5, 0.5, 1.0, 1.0), (10.5, 9.0, 1.0, 1.0)]);
+        let es = entries(&[
+            (0.0, 0.0, 1.0, 1.0),
+            (10.0, 10.0, 1.0, 1.0),
+            (0.5, 0.5, 1.0, 1.0),
+            (10.5, 9.0, 1.0, 1.0),
+        ]);
         let (a, b) = split(SplitAlgorithm::Exponential, es, 1);
         let area = mbr_of(&a).area() + mbr_of(&b).area();
         assert!((area - (2.25 + 3.0)).abs() < 1e-9, "{area}");

@@ -39,23 +39,40 @@ pub struct DirectStore {
 impl DirectStore {
     /// A new, empty store over `cache` (whose page size must be the layout's). With
     /// `header_path`, [`NodeStore::flush`] saves the header there.
-    pub fn create(cache: PageCache, layout: NodeLayout, header_path: Option<&Path>) -> Result<Self> {
+    pub fn create(
+        cache: PageCache,
+        layout: NodeLayout,
+        header_path: Option<&Path>,
+    ) -> Result<Self> {
         Self::with_header(cache, layout, StoreHeader::default(), header_path)
     }
 
     /// Reopens a store whose header was saved at `header_path`.
     pub fn open(cache: PageCache, layout: NodeLayout, header_path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(header_path).map_err(|e| Error::io(header_path, e))?;
-        let header: StoreHeader = serde_json::from_str(&text)
-            .map_err(|e| Error::corrupted(format!("store header {}", header_path.display()), e.to_string()))?;
+        let header: StoreHeader = serde_json::from_str(&text).map_err(|e| {
+            Error::corrupted(
+                format!("store header {}", header_path.display()),
+                e.to_string(),
+            )
+        })?;
         Self::with_header(cache, layout, header, Some(header_path))
     }
 
-    fn with_header(cache: PageCache, layout: NodeLayout, header: StoreHeader, header_path: Option<&Path>) -> Result<Self> {
+    fn with_header(
+        cache: PageCache,
+        layout: NodeLayout,
+        header: StoreHeader,
+        header_path: Option<&Path>,
+    ) -> Result<Self> {
         if cache.page_size() != layout.page_size() {
             return Err(Error::invalid(
                 "page size",
-                format!("the device pages are {} bytes but nodes are {}", cache.page_size(), layout.page_size()),
+                format!(
+                    "the device pages are {} bytes but nodes are {}",
+                    cache.page_size(),
+                    layout.page_size()
+                ),
             ));
         }
         Ok(DirectStore {
@@ -90,7 +107,9 @@ impl DirectStore {
         let p = self.header.next_page;
         let cap = self.cache.device().capacity_pages();
         if p >= cap {
-            return Err(Error::DeviceFull(format!("the index needs page {p} but the device holds {cap} pages")));
+            return Err(Error::DeviceFull(format!(
+                "the index needs page {p} but the device holds {cap} pages"
+            )));
         }
         self.header.next_page += 1;
         Ok(p)
@@ -103,10 +122,14 @@ impl DirectStore {
 
     fn load(&mut self, id: PageId, level: u32) -> Result<Arc<[u8]>> {
         if id >= self.header.next_page {
-            return Err(Error::corrupted(format!("node page {id}"), "points past the last allocated page"));
+            return Err(Error::corrupted(
+                format!("node page {id}"),
+                "points past the last allocated page",
+            ));
         }
         let layout = self.layout;
-        self.cache.read_checked(id, level, |bytes| layout.verify(bytes, id))
+        self.cache
+            .read_checked(id, level, |bytes| layout.verify(bytes, id))
     }
 }
 
@@ -122,7 +145,10 @@ impl<const D: usize> NodeStore<D> for DirectStore {
 
     fn create(&mut self, level: u32, entries: &[Entry<D>]) -> Result<PageId> {
         let id = self.allocate()?;
-        let node = crate::node::Node { level, entries: entries.to_vec() };
+        let node = crate::node::Node {
+            level,
+            entries: entries.to_vec(),
+        };
         self.layout.encode(&node, &mut self.scratch)?;
         self.stats.nodes_created += 1;
         self.write_scratch(id, level)?;
@@ -136,7 +162,10 @@ impl<const D: usize> NodeStore<D> for DirectStore {
         let mut count = layout.view::<D>(&self.scratch).len();
         let es = layout.entry_size();
         let bad = |pos: usize, count: usize| {
-            Error::invalid("node change", format!("node {id}: entry {pos} does not exist ({count} entries)"))
+            Error::invalid(
+                "node change",
+                format!("node {id}: entry {pos} does not exist ({count} entries)"),
+            )
         };
         for c in changes {
             match *c {
@@ -148,7 +177,10 @@ impl<const D: usize> NodeStore<D> for DirectStore {
                 }
                 NodeChange::Push(entry) => {
                     if count >= layout.fits() {
-                        return Err(Error::invalid("node change", format!("node {id} is full ({count} entries)")));
+                        return Err(Error::invalid(
+                            "node change",
+                            format!("node {id} is full ({count} entries)"),
+                        ));
                     }
                     layout.put_entry(&mut self.scratch, count, &entry)?;
                     count += 1;
@@ -172,7 +204,10 @@ impl<const D: usize> NodeStore<D> for DirectStore {
     }
 
     fn rewrite(&mut self, id: PageId, level: u32, entries: &[Entry<D>]) -> Result<()> {
-        let node = crate::node::Node { level, entries: entries.to_vec() };
+        let node = crate::node::Node {
+            level,
+            entries: entries.to_vec(),
+        };
         self.layout.encode(&node, &mut self.scratch)?;
         self.stats.node_updates += 1;
         self.stats.entry_changes += entries.len() as u64;

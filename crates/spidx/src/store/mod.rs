@@ -5,6 +5,8 @@
 //! which store it runs on. The plain [`direct::DirectStore`] writes each change in place
 //! through a page cache; flash-aware stores (FAST, eFIND) buffer and log the same changes.
 
+pub mod direct;
+
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -49,7 +51,10 @@ pub enum NodeChange<const D: usize> {
 }
 
 /// Applies `changes` in order to an entry list (what every store must do on read).
-pub fn apply_changes<const D: usize>(entries: &mut Vec<Entry<D>>, changes: &[NodeChange<D>]) -> Result<()> {
+pub fn apply_changes<const D: usize>(
+    entries: &mut Vec<Entry<D>>,
+    changes: &[NodeChange<D>],
+) -> Result<()> {
     for c in changes {
         match *c {
             NodeChange::Set { pos, entry } => {
@@ -69,7 +74,10 @@ pub fn apply_changes<const D: usize>(entries: &mut Vec<Entry<D>>, changes: &[Nod
 }
 
 fn bad_pos(pos: usize) -> crate::Error {
-    crate::Error::invalid("node change", format!("entry position {pos} does not exist"))
+    crate::Error::invalid(
+        "node change",
+        format!("entry position {pos} does not exist"),
+    )
 }
 
 /// What a tree keeps about itself: the root and its height, persisted by the store.
