@@ -260,7 +260,7 @@ fn greene<const D: usize>(mut es: Vec<Entry<D>>, min: usize) -> (Vec<Entry<D>>, 
     es.sort_by(|x, y| x.mbr.min[axis].total_cmp(&y.mbr.min[axis]));
     let n = es.len();
     let half = n / 2;
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         let g2 = es.split_off(half);
         return (es, g2);
     }
