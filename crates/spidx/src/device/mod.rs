@@ -16,6 +16,7 @@ pub mod file;
 pub mod hdd;
 pub mod memory;
 pub mod pages;
+pub mod partition;
 pub mod preset;
 pub mod spec;
 pub mod stats;
