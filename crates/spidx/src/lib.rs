@@ -24,6 +24,7 @@ pub mod geom;
 pub mod index;
 pub mod iotest;
 pub mod node;
+pub mod objects;
 pub mod store;
 pub mod units;
 

@@ -22,13 +22,26 @@ impl Partition {
     pub fn split(device: Box<dyn Device>, at: u64) -> Result<(Partition, Partition)> {
         let cap = device.capacity_pages();
         if at == 0 || at >= cap {
-            return Err(Error::invalid("partition", format!("split point {at} must lie inside the device's {cap} pages")));
+            return Err(Error::invalid(
+                "partition",
+                format!("split point {at} must lie inside the device's {cap} pages"),
+            ));
         }
         let page_size = device.page_size();
         let shared = Arc::new(Mutex::new(device));
         Ok((
-            Partition { shared: Arc::clone(&shared), base: 0, len: at, page_size },
-            Partition { shared, base: at, len: cap - at, page_size },
+            Partition {
+                shared: Arc::clone(&shared),
+                base: 0,
+                len: at,
+                page_size,
+            },
+            Partition {
+                shared,
+                base: at,
+                len: cap - at,
+                page_size,
+            },
         ))
     }
 
@@ -94,7 +107,14 @@ mod tests {
 
     #[test]
     fn partitions_are_disjoint_views_of_one_device() {
-        let dev = MemoryDevice::open(&MemoryConfig { capacity: 64 * 1024 }, 4096, None).unwrap();
+        let dev = MemoryDevice::open(
+            &MemoryConfig {
+                capacity: 64 * 1024,
+            },
+            4096,
+            None,
+        )
+        .unwrap();
         let (mut a, mut b) = Partition::split(Box::new(dev), 10).unwrap();
         assert_eq!((a.capacity_pages(), b.capacity_pages()), (10, 6));
         a.write(0, &[1u8; 4096]).unwrap();
@@ -106,7 +126,15 @@ mod tests {
         assert_eq!(buf[0], 2);
         assert!(a.read(10, &mut buf).is_err());
         assert!(b.write(6, &buf).is_err());
-        assert_eq!(a.stats().host.write_ops, 2, "statistics are the shared device's");
-        assert!(Partition::split(Box::new(MemoryDevice::open(&MemoryConfig { capacity: 8192 }, 4096, None).unwrap()), 2).is_err());
+        assert_eq!(
+            a.stats().host.write_ops,
+            2,
+            "statistics are the shared device's"
+        );
+        assert!(Partition::split(
+            Box::new(MemoryDevice::open(&MemoryConfig { capacity: 8192 }, 4096, None).unwrap()),
+            2
+        )
+        .is_err());
     }
 }

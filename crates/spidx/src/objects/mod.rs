@@ -1,0 +1,286 @@
+//! The object store: the exact geometries of indexed objects, kept as records on the same
+//! device model as the index (`DESIGN.md` section 7), so the refinement step's I/O is
+//! counted like the filter step's.
+//!
+//! Records are appended into pages: `[len u32][crc32 u32][id u64][payload]`, possibly
+//! spanning pages. A directory (object id → record offset and length) is held in memory and
+//! saved in a file next to the index, like a heap file's tuple map; reading an object
+//! costs the device reads of the pages its record covers. Updates append a new version;
+//! deletes drop the directory entry.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::device::pages::{load_state, save_state};
+use crate::device::Device;
+use crate::{Error, Result};
+
+const RECORD_HEADER: usize = 16;
+
+/// Counters of the object store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectStats {
+    /// Objects read.
+    pub objects_read: u64,
+    /// Pages read from the device for them.
+    pub pages_read: u64,
+    /// Objects written.
+    pub objects_written: u64,
+    /// Pages written to the device.
+    pub pages_written: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Directory {
+    /// id → (byte offset, record length)
+    entries: HashMap<u64, (u64, u32)>,
+    /// Bytes appended so far.
+    end: u64,
+}
+
+/// Appends and reads object records on a device. See the module documentation.
+pub struct ObjectStore {
+    dev: Box<dyn Device>,
+    page_size: usize,
+    dir: Directory,
+    /// Contents of the last, partly filled page (not yet complete on the device).
+    tail: Vec<u8>,
+    dir_path: Option<PathBuf>,
+    stats: ObjectStats,
+    buf: Vec<u8>,
+}
+
+impl ObjectStore {
+    /// A new, empty store on `dev`; with `dir_path`, [`ObjectStore::flush`] saves the
+    /// directory there.
+    pub fn create(dev: Box<dyn Device>, dir_path: Option<&Path>) -> Self {
+        let page_size = dev.page_size();
+        ObjectStore {
+            dev,
+            page_size,
+            dir: Directory::default(),
+            tail: Vec::with_capacity(page_size),
+            dir_path: dir_path.map(Path::to_path_buf),
+            stats: ObjectStats::default(),
+            buf: Vec::new(),
+        }
+    }
+
+    /// Reopens a store whose directory was saved at `dir_path`.
+    pub fn open(mut dev: Box<dyn Device>, dir_path: &Path) -> Result<Self> {
+        let dir: Directory = load_state(dir_path, "objects")?;
+        let page_size = dev.page_size();
+        let mut tail = vec![0u8; page_size];
+        let used = (dir.end % page_size as u64) as usize;
+        if used > 0 {
+            dev.read(dir.end / page_size as u64, &mut tail)?;
+        }
+        tail.truncate(used);
+        Ok(ObjectStore {
+            dev,
+            page_size,
+            dir,
+            tail,
+            dir_path: Some(dir_path.to_path_buf()),
+            stats: ObjectStats::default(),
+            buf: Vec::new(),
+        })
+    }
+
+    /// Number of live objects.
+    pub fn len(&self) -> usize {
+        self.dir.entries.len()
+    }
+
+    /// Whether the store holds no object.
+    pub fn is_empty(&self) -> bool {
+        self.dir.entries.is_empty()
+    }
+
+    /// Whether object `id` exists.
+    pub fn contains(&self, id: u64) -> bool {
+        self.dir.entries.contains_key(&id)
+    }
+
+    /// The store's counters.
+    pub fn stats(&self) -> ObjectStats {
+        self.stats
+    }
+
+    /// The device (shared statistics).
+    pub fn device(&self) -> &dyn Device {
+        self.dev.as_ref()
+    }
+
+    /// Stores `payload` as the current version of object `id`.
+    pub fn put(&mut self, id: u64, payload: &[u8]) -> Result<()> {
+        let len = RECORD_HEADER + payload.len();
+        let len32 = u32::try_from(len)
+            .map_err(|_| Error::invalid("object", format!("object {id} is larger than 4GB")))?;
+        let end = self.dir.end + len as u64;
+        let cap = self.dev.capacity_pages() * self.page_size as u64;
+        if end > cap {
+            return Err(Error::DeviceFull(format!(
+                "the object store needs {end} bytes but has {cap}"
+            )));
+        }
+        let mut rec = Vec::with_capacity(len);
+        rec.extend_from_slice(&len32.to_le_bytes());
+        rec.extend_from_slice(&record_crc(id, payload).to_le_bytes());
+        rec.extend_from_slice(&id.to_le_bytes());
+        rec.extend_from_slice(payload);
+        let offset = self.dir.end;
+        let mut rest = &rec[..];
+        while !rest.is_empty() {
+            let take = (self.page_size - self.tail.len()).min(rest.len());
+            self.tail.extend_from_slice(&rest[..take]);
+            rest = &rest[take..];
+            if self.tail.len() == self.page_size {
+                let page =
+                    (self.dir.end + (rec.len() - rest.len()) as u64 - 1) / self.page_size as u64;
+                self.dev.write(page, &self.tail)?;
+                self.stats.pages_written += 1;
+                self.tail.clear();
+            }
+        }
+        self.dir.end = end;
+        self.dir.entries.insert(id, (offset, len32));
+        self.stats.objects_written += 1;
+        Ok(())
+    }
+
+    /// Reads the current version of object `id`, if it exists.
+    pub fn get(&mut self, id: u64) -> Result<Option<&[u8]>> {
+        let Some(&(offset, len)) = self.dir.entries.get(&id) else {
+            return Ok(None);
+        };
+        let ps = self.page_size as u64;
+        let (first, last) = (offset / ps, (offset + len as u64 - 1) / ps);
+        let tail_page = self.dir.end / ps;
+        // Pages before the partly filled tail page come from the device.
+        let n_dev = if self.tail.is_empty() {
+            last - first + 1
+        } else {
+            (last + 1).min(tail_page).saturating_sub(first)
+        };
+        self.buf.resize(((last - first + 1) * ps) as usize, 0);
+        if n_dev > 0 {
+            self.dev
+                .read(first, &mut self.buf[..(n_dev * ps) as usize])?;
+            self.stats.pages_read += n_dev;
+        }
+        if last >= tail_page && !self.tail.is_empty() {
+            let at = ((tail_page - first) * ps) as usize;
+            self.buf[at..at + self.tail.len()].copy_from_slice(&self.tail);
+        }
+        self.stats.objects_read += 1;
+        let start = (offset - first * ps) as usize;
+        let rec = &self.buf[start..start + len as usize];
+        let what = || format!("object {id}");
+        let stored_len = u32::from_le_bytes(rec[0..4].try_into().unwrap());
+        let crc = u32::from_le_bytes(rec[4..8].try_into().unwrap());
+        let stored_id = u64::from_le_bytes(rec[8..16].try_into().unwrap());
+        let payload = &rec[RECORD_HEADER..];
+        if stored_len != len || stored_id != id || record_crc(id, payload) != crc {
+            return Err(Error::corrupted(
+                what(),
+                format!("record at byte {offset} fails its checksum"),
+            ));
+        }
+        Ok(Some(payload))
+    }
+
+    /// Forgets object `id`; returns whether it existed.
+    pub fn remove(&mut self, id: u64) -> bool {
+        self.dir.entries.remove(&id).is_some()
+    }
+
+    /// Writes the partly filled last page and saves the directory.
+    pub fn flush(&mut self) -> Result<()> {
+        if !self.tail.is_empty() {
+            let mut page = self.tail.clone();
+            page.resize(self.page_size, 0);
+            self.dev
+                .write(self.dir.end / self.page_size as u64, &page)?;
+            self.stats.pages_written += 1;
+        }
+        self.dev.sync()?;
+        if let Some(p) = &self.dir_path {
+            save_state(p, "objects", &self.dir)?;
+        }
+        Ok(())
+    }
+}
+
+fn record_crc(id: u64, payload: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&id.to_le_bytes());
+    h.update(payload);
+    h.finalize()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::memory::{MemoryConfig, MemoryDevice};
+    use proptest::prelude::*;
+
+    fn dev(state: Option<&Path>) -> Box<dyn Device> {
+        Box::new(MemoryDevice::open(&MemoryConfig { capacity: 4 << 20 }, 1024, state).unwrap())
+    }
+
+    proptest! {
+        #[test]
+        fn reads_back_every_version(ops in prop::collection::vec((0u64..40, prop::collection::vec(any::<u8>(), 0..3000), any::<bool>()), 1..120)) {
+            let dir = tempfile::tempdir().unwrap();
+            let (state, dpath) = (dir.path().join("dev"), dir.path().join("objects.dir"));
+            let mut s = ObjectStore::create(dev(Some(&state)), Some(&dpath));
+            let mut model: HashMap<u64, Vec<u8>> = HashMap::new();
+            for (id, payload, remove) in &ops {
+                if *remove {
+                    prop_assert_eq!(s.remove(*id), model.remove(id).is_some());
+                } else {
+                    s.put(*id, payload).unwrap();
+                    model.insert(*id, payload.clone());
+                }
+                for (k, v) in &model {
+                    let got = s.get(*k).unwrap().map(<[u8]>::to_vec);
+                    prop_assert_eq!(got.as_ref(), Some(v));
+                }
+            }
+            s.flush().unwrap();
+            s.dev.persist().unwrap();
+            drop(s);
+            let mut s = ObjectStore::open(dev(Some(&state)), &dpath).unwrap();
+            prop_assert_eq!(s.len(), model.len());
+            for (k, v) in &model {
+                let got = s.get(*k).unwrap().map(<[u8]>::to_vec);
+                prop_assert_eq!(got.as_ref(), Some(v));
+            }
+            s.put(1000, b"after reopen").unwrap();
+            prop_assert_eq!(s.get(1000).unwrap().unwrap(), b"after reopen");
+        }
+    }
+
+    #[test]
+    fn detects_corruption_and_full_device() {
+        let mut s = ObjectStore::create(dev(None), None);
+        s.put(7, &[5u8; 1500]).unwrap();
+        s.flush().unwrap();
+        let mut page = vec![0u8; 1024];
+        s.dev.read(0, &mut page).unwrap();
+        page[100] ^= 0xff;
+        s.dev.write(0, &page).unwrap();
+        let err = s.get(7).unwrap_err().to_string();
+        assert!(err.contains("object 7"), "{err}");
+        let mut small = ObjectStore::create(
+            Box::new(MemoryDevice::open(&MemoryConfig { capacity: 2048 }, 1024, None).unwrap()),
+            None,
+        );
+        assert!(small.put(1, &[0u8; 3000]).is_err());
+        small.put(2, b"fits").unwrap();
+        assert_eq!(small.get(2).unwrap().unwrap(), b"fits");
+    }
+}
