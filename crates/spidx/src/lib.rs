@@ -25,6 +25,7 @@ pub mod index;
 pub mod iotest;
 pub mod node;
 pub mod objects;
+pub mod query;
 pub mod store;
 pub mod units;
 
