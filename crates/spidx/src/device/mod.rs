@@ -11,8 +11,10 @@
 //! write cache), [`hdd::SimHdd`] and [`throttled::Throttled`] (cloud-disk caps). They are
 //! described by a [`DeviceConfig`], built from presets ([`preset`]) with overrides ([`spec`]).
 
+pub mod flash;
 pub mod memory;
 pub mod pages;
+pub mod ssd;
 pub mod stats;
 
 pub use stats::{DeviceStats, FlashStats, HddStats, HostCounters, ThrottleStats};
