@@ -113,7 +113,10 @@ fn run<D: Checked>(
                 let mut buf = vec![0xEEu8; pages as usize * page_size];
                 dev.read(page, &mut buf).unwrap();
                 let at = page as usize * page_size;
-                prop_assert!(buf == model[at..at + buf.len()], "read of page {page} differs");
+                prop_assert!(
+                    buf == model[at..at + buf.len()],
+                    "read of page {page} differs"
+                );
             }
             Op::Sync => dev.sync().unwrap(),
             Op::DropCaches => dev.drop_caches().unwrap(),

@@ -145,7 +145,10 @@ impl FlashConfig {
             "mlc" => Ok(FlashConfig::mlc()),
             _ => Err(Error::invalid(
                 "flash preset",
-                format!("'{name}'; known presets: {}", FlashConfig::PRESETS.join(", ")),
+                format!(
+                    "'{name}'; known presets: {}",
+                    FlashConfig::PRESETS.join(", ")
+                ),
             )),
         }
     }
@@ -153,7 +156,8 @@ impl FlashConfig {
     /// Checks every parameter, naming the offending one.
     pub fn validate(&self) -> Result<()> {
         let p = |name: &str| format!("flash {name}");
-        if self.page_size == 0 || self.page_size % SECTOR != 0 || self.page_size > 1 << 20 {
+        if self.page_size == 0 || !self.page_size.is_multiple_of(SECTOR) || self.page_size > 1 << 20
+        {
             return Err(Error::invalid(
                 p("page_size"),
                 format!(
@@ -174,15 +178,14 @@ impl FlashConfig {
             ("erase_us", self.erase_us),
             ("transfer_mb_s", self.transfer_mb_s),
         ] {
-            if !v.is_finite() || v < 0.0 || v > 1e9 {
+            if !v.is_finite() || !(0.0..=1e9).contains(&v) {
                 return Err(Error::invalid(
                     p(name),
                     format!("{v}; it must be a finite number between 0 and 1e9"),
                 ));
             }
         }
-        if !(self.overprovisioning.is_finite() && (0.0..=10.0).contains(&self.overprovisioning))
-        {
+        if !(self.overprovisioning.is_finite() && (0.0..=10.0).contains(&self.overprovisioning)) {
             return Err(Error::invalid(
                 p("overprovisioning"),
                 format!(
@@ -245,9 +248,8 @@ pub(crate) fn transfer_ns(bytes: u64, mb_s: f64) -> u64 {
     }
 }
 
-/// Opens (or reopens) the FTL of a simulated flash device: validates the host page size
-/// against the capacity, plans the geometry and, with an existing state file, loads the
-/// saved state of kind `kind` with `load` and checks that it matches.
+/// Validates a flash configuration and a host page size for a device with `dies` dies;
+/// returns the number of host pages and the FTL geometry they need.
 pub(crate) fn host_geometry(
     config: &FlashConfig,
     page_size: usize,
@@ -294,6 +296,17 @@ pub struct SimFlash {
     /// Reused buffer of the physical operations of the current request.
     ops: Vec<FlashOp>,
     state_path: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for SimFlash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimFlash")
+            .field("config", &self.config)
+            .field("page_size", &self.page_size)
+            .field("geometry", self.ftl.geometry())
+            .field("clock_ns", &self.clock_ns)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SimFlash {
