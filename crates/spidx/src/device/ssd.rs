@@ -98,7 +98,9 @@ pub struct SsdConfig {
     pub channels: u32,
     /// Dies sharing each channel; dies = channels × dies_per_channel.
     pub dies_per_channel: u32,
-    /// Channel transfer rate in MB/s (10^6 B/s); 0 = use `flash.transfer_mb_s`.
+    /// Channel transfer rate in MB/s (10^6 B/s). A page moves at the slower of this and
+    /// `flash.transfer_mb_s` (the die's own interface); 0 leaves only the other one, and
+    /// both 0 means transfers are not modelled.
     pub channel_mb_s: f64,
     /// Host link rate in MB/s (SATA 6 Gb/s ≈ 550 usable); 0 = not modelled.
     pub host_mb_s: f64,
@@ -173,10 +175,10 @@ impl SsdConfig {
                 ));
             }
         }
-        if self.dies() > 4096 {
+        if self.dies() > 1024 {
             return Err(Error::invalid(
                 "ssd dies_per_channel",
-                format!("{} dies in all; at most 4096", self.dies()),
+                format!("{} dies in all; at most 1024", self.dies()),
             ));
         }
         for (name, v) in [
@@ -299,9 +301,9 @@ impl SimSsd {
         let (capacity_pages, geo) = host_geometry(&config.flash, page_size, dies)?;
         let (ftl, host, timing) = match state {
             Some(path) if path.exists() => {
-                let saved: SavedSsd<Ftl, Timing> = load_state(path, KIND)?;
+                let mut saved: SavedSsd<Ftl, Timing> = load_state(path, KIND)?;
                 check_saved(path, &saved.config, saved.page_size, config, page_size)?;
-                check_loaded_ftl(path, &saved.ftl, &geo)?;
+                check_loaded_ftl(path, &mut saved.ftl, &geo)?;
                 let t = &saved.timing;
                 if t.die_free.len() != dies as usize
                     || t.chan_free.len() != config.channels as usize

@@ -55,6 +55,8 @@ const NONE: u32 = u32::MAX;
 /// Logical pages per chunk of the sparse logical→physical map.
 const CHUNK_BITS: u32 = 12;
 const CHUNK: usize = 1 << CHUNK_BITS;
+/// Most erase blocks an FTL may have (about 1 GB of per-block tables).
+const MAX_BLOCKS: u64 = 1 << 26;
 
 /// What a physical flash operation does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,6 +183,17 @@ impl FtlGeometry {
                 format!(
                     "{physical} physical flash pages exceed the simulator's 32-bit page addresses; \
                      use a smaller capacity or larger flash pages"
+                ),
+            ));
+        }
+        let blocks = blocks_per_die * p.dies as u64;
+        if blocks > MAX_BLOCKS {
+            return Err(Error::invalid(
+                "capacity",
+                format!(
+                    "{blocks} erase blocks are more than the simulator's {MAX_BLOCKS} \
+                     (its per-block tables would not fit in memory); use a smaller capacity \
+                     or larger blocks"
                 ),
             ));
         }
@@ -348,6 +361,26 @@ impl Ftl {
             counters: Counters::default(),
             geo,
         })
+    }
+
+    /// [`Ftl::check_invariants`] plus checks that only matter for a state read from a
+    /// file: every stored page has the flash page size.
+    pub fn check_loaded(&mut self) -> Result<()> {
+        self.check_invariants()?;
+        let fps = self.geo.flash_page_size;
+        for ppn in 0..self.p2l.len() as u64 {
+            if let Some(page) = self.data.take(ppn) {
+                let len = page.len();
+                self.data.put(ppn, page);
+                if len != fps {
+                    return Err(Error::corrupted(
+                        "flash translation layer",
+                        format!("physical page {ppn} holds {len} bytes, not {fps}"),
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The layout in use.

@@ -166,10 +166,10 @@ impl FlashConfig {
                 ),
             ));
         }
-        if self.pages_per_block == 0 || self.pages_per_block > 1 << 16 {
+        if self.pages_per_block == 0 || self.pages_per_block > 8192 {
             return Err(Error::invalid(
                 p("pages_per_block"),
-                format!("{}; it must be between 1 and 65536", self.pages_per_block),
+                format!("{}; it must be between 1 and 8192", self.pages_per_block),
             ));
         }
         for (name, v) in [
@@ -318,9 +318,9 @@ impl SimFlash {
         let (capacity_pages, geo) = host_geometry(config, page_size, 1)?;
         let (ftl, host, clock_ns) = match state {
             Some(path) if path.exists() => {
-                let saved: SavedFlash<Ftl> = load_state(path, KIND)?;
+                let mut saved: SavedFlash<Ftl> = load_state(path, KIND)?;
                 check_saved(path, &saved.config, saved.page_size, config, page_size)?;
-                check_loaded_ftl(path, &saved.ftl, &geo)?;
+                check_loaded_ftl(path, &mut saved.ftl, &geo)?;
                 (saved.ftl, saved.host, saved.clock_ns)
             }
             _ => (
@@ -406,14 +406,14 @@ pub(crate) fn check_saved<C: PartialEq + std::fmt::Debug>(
 }
 
 /// Checks a loaded FTL against the planned geometry and its own invariants.
-pub(crate) fn check_loaded_ftl(path: &Path, ftl: &Ftl, geo: &FtlGeometry) -> Result<()> {
+pub(crate) fn check_loaded_ftl(path: &Path, ftl: &mut Ftl, geo: &FtlGeometry) -> Result<()> {
     if ftl.geometry() != geo {
         return Err(Error::corrupted(
             format!("device state {}", path.display()),
             "the saved flash geometry does not match its configuration",
         ));
     }
-    ftl.check_invariants().map_err(|e| {
+    ftl.check_loaded().map_err(|e| {
         Error::corrupted(
             format!("device state {}", path.display()),
             format!("inconsistent flash state: {e}"),

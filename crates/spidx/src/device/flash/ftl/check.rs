@@ -153,3 +153,81 @@ impl Ftl {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{FtlParams, OpKind};
+    use super::*;
+
+    fn filled() -> Ftl {
+        let mut ftl = Ftl::new(&FtlParams {
+            flash_page_size: 512,
+            pages_per_block: 4,
+            dies: 2,
+            logical_bytes: 32 * 512,
+            overprovisioning: 0.2,
+            gc_reserved_blocks: 1,
+            wear_level_threshold: 2,
+            erase_limit: 0,
+        })
+        .unwrap();
+        let mut ops = Vec::new();
+        for i in 0..200u64 {
+            ftl.write((i * 7 % 32) * 512, &[i as u8; 512], &mut ops)
+                .unwrap();
+        }
+        assert!(ops.iter().any(|o| o.kind == OpKind::Erase));
+        ftl.check_loaded().unwrap();
+        ftl
+    }
+
+    fn broken(f: impl FnOnce(&mut Ftl)) -> String {
+        let mut ftl = filled();
+        f(&mut ftl);
+        ftl.check_loaded().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn checker_detects_tampering() {
+        let (lpn, ppn) = filled().l2p.mapped().next().unwrap();
+        assert!(broken(|f| f.l2p.set(lpn, NONE)).contains("mapped"));
+        assert!(broken(|f| f.p2l[ppn as usize] = NONE).contains("inconsistent"));
+        assert!(broken(|f| f.valid[0] += 1).contains("valid counts"));
+        assert!(broken(|f| f.erase[3] += 1).contains("histogram"));
+        assert!(broken(|f| {
+            let b = (0..f.state.len()).find(|&b| f.state[b] == BlockState::Sealed);
+            f.state[b.unwrap()] = BlockState::Free;
+        })
+        .contains("die"));
+        assert!(broken(|f| f.dies[1].fresh_next = u32::MAX).contains("table sizes"));
+        assert!(broken(|f| f.next_die = 9).contains("table sizes"));
+        assert!(broken(|f| {
+            let page = f.data.take(ppn as u64).unwrap();
+            f.data.put(ppn as u64, page[..100].into());
+        })
+        .contains("holds 100 bytes"));
+    }
+
+    #[test]
+    fn absurd_geometries_are_refused() {
+        let p = FtlParams {
+            flash_page_size: 512,
+            pages_per_block: 1,
+            dies: 1,
+            logical_bytes: 1 << 40,
+            overprovisioning: 0.0,
+            gc_reserved_blocks: 1,
+            wear_level_threshold: 0,
+            erase_limit: 0,
+        };
+        assert!(Ftl::new(&p).unwrap_err().to_string().contains("capacity"));
+        let p = FtlParams {
+            logical_bytes: 1 << 35,
+            ..p
+        };
+        assert!(Ftl::new(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("erase blocks"));
+    }
+}
