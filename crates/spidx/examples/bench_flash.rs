@@ -3,6 +3,9 @@
 //! throughput and write amplification alongside.
 //!
 //! Run with `cargo run --release --example bench_flash [ops]` (default 1 000 000 ops).
+//! The first write phase that fills a fresh span also pays for the process touching new
+//! memory (the simulators store every written page); later devices reuse freed memory,
+//! so compare write rates of runs in the same position.
 
 use std::time::Instant;
 
