@@ -49,6 +49,9 @@ use crate::device::stats::FlashStats;
 use crate::{Error, Result};
 
 mod check;
+mod sparse;
+
+use sparse::SparseMap;
 
 /// Marks an unmapped logical page, an invalid physical page or "no block".
 const NONE: u32 = u32::MAX;
@@ -254,46 +257,6 @@ struct Die {
     max_erase: u32,
     /// Retired blocks.
     retired: u32,
-}
-
-/// A sparse logical→physical map: chunks of the table are allocated when first written.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct SparseMap {
-    chunks: Vec<Option<Box<[u32]>>>,
-}
-
-impl SparseMap {
-    fn new(len: u32) -> Self {
-        let n = (len as usize).div_ceil(CHUNK);
-        SparseMap {
-            chunks: vec![None; n],
-        }
-    }
-
-    fn get(&self, i: u32) -> u32 {
-        match self.chunks.get((i >> CHUNK_BITS) as usize) {
-            Some(Some(c)) => c[i as usize & (CHUNK - 1)],
-            _ => NONE,
-        }
-    }
-
-    fn set(&mut self, i: u32, v: u32) {
-        let c = self.chunks[(i >> CHUNK_BITS) as usize]
-            .get_or_insert_with(|| vec![NONE; CHUNK].into_boxed_slice());
-        c[i as usize & (CHUNK - 1)] = v;
-    }
-
-    /// (logical, physical) pairs of every mapped page.
-    fn mapped(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
-        self.chunks.iter().enumerate().flat_map(|(ci, c)| {
-            c.iter().flat_map(move |c| {
-                c.iter()
-                    .enumerate()
-                    .filter(|(_, &p)| p != NONE)
-                    .map(move |(i, &p)| (((ci << CHUNK_BITS) + i) as u32, p))
-            })
-        })
-    }
 }
 
 /// Operation counters (see [`FlashStats`]).
