@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 use serde_json::json;
 use spidx::device::preset::{self, Preset};
 
@@ -34,6 +34,7 @@ fn list(as_json: bool) -> Result<()> {
     let mut table = Table::new();
     table
         .load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
         .set_header(["preset", "kind", "models", "source"]);
     for p in &presets {
         table.add_row([p.name, p.config.kind(), p.summary, p.source]);

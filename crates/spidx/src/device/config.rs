@@ -7,8 +7,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::file::{FileConfig, FileDevice};
+use super::flash::{FlashConfig, SimFlash};
 use super::hdd::{HddConfig, SimHdd};
 use super::memory::{MemoryConfig, MemoryDevice};
+use super::ssd::{SimSsd, SsdConfig};
 use super::throttled::{ThrottleConfig, Throttled};
 use super::Device;
 use crate::Result;
@@ -32,6 +34,10 @@ pub enum DeviceConfig {
     Memory(MemoryConfig),
     /// A real file, measured.
     File(FileConfig),
+    /// Raw NAND flash behind a page-mapping FTL.
+    Simflash(FlashConfig),
+    /// The SSD model: flash with channels, dies and a write cache.
+    Ssd(SsdConfig),
     /// The hard-disk model.
     Hdd(HddConfig),
     /// Caps over another device (cloud disks).
@@ -44,6 +50,8 @@ impl DeviceConfig {
         match self {
             DeviceConfig::Memory(_) => "memory",
             DeviceConfig::File(_) => "file",
+            DeviceConfig::Simflash(_) => "simflash",
+            DeviceConfig::Ssd(_) => "ssd",
             DeviceConfig::Hdd(_) => "hdd",
             DeviceConfig::Throttled(_) => "throttled",
         }
@@ -54,6 +62,8 @@ impl DeviceConfig {
         match self {
             DeviceConfig::Memory(_) => Ok(()),
             DeviceConfig::File(c) => c.validate(),
+            DeviceConfig::Simflash(c) => c.validate(),
+            DeviceConfig::Ssd(c) => c.validate(),
             DeviceConfig::Hdd(c) => c.validate(),
             DeviceConfig::Throttled(c) => {
                 c.limits.validate()?;
@@ -79,6 +89,8 @@ impl DeviceConfig {
         Ok(match self {
             DeviceConfig::Memory(c) => Box::new(MemoryDevice::open(c, page_size, state)?),
             DeviceConfig::File(c) => Box::new(FileDevice::open(c, page_size)?),
+            DeviceConfig::Simflash(c) => Box::new(SimFlash::open(c, page_size, state)?),
+            DeviceConfig::Ssd(c) => Box::new(SimSsd::open(c, page_size, state)?),
             DeviceConfig::Hdd(c) => Box::new(SimHdd::open(c, page_size, state)?),
             DeviceConfig::Throttled(c) => {
                 let inner = c.inner.open(page_size, state)?;

@@ -13,12 +13,14 @@
 
 pub mod config;
 pub mod file;
+pub mod flash;
 pub mod hdd;
 pub mod memory;
 pub mod pages;
 pub mod partition;
 pub mod preset;
 pub mod spec;
+pub mod ssd;
 pub mod stats;
 pub mod throttled;
 

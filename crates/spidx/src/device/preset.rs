@@ -2,8 +2,10 @@
 //! public simulators (`DESIGN.md` section 3). `spidx devices` lists them.
 
 use super::config::{DeviceConfig, ThrottledConfig};
+use super::flash::FlashConfig;
 use super::hdd::HddConfig;
 use super::memory::MemoryConfig;
+use super::ssd::SsdConfig;
 use super::throttled::ThrottleConfig;
 
 /// A named device description with a one-line summary and where its numbers come from.
@@ -22,12 +24,43 @@ pub struct Preset {
 /// All presets, in the order `spidx devices` lists them.
 pub fn presets() -> Vec<Preset> {
     let hdd = DeviceConfig::Hdd(HddConfig::desktop_7200());
+    let ssd = DeviceConfig::Ssd(SsdConfig::v300());
     vec![
         Preset {
             name: "memory",
             summary: "RAM, zero latency: the CPU-only baseline",
             source: "-",
             config: DeviceConfig::Memory(MemoryConfig::default()),
+        },
+        Preset {
+            name: "flashdbsim",
+            summary: "raw NAND: 2 KB pages, 64 pages/block, read 25 / program 200 / erase 1500 us",
+            source: "Flash-DBSim's example configuration",
+            config: DeviceConfig::Simflash(FlashConfig::flashdbsim()),
+        },
+        Preset {
+            name: "seed-table2",
+            summary: "raw NAND: 2 KB pages, 64 pages/block, read 30 / program 300 / erase 2500 us",
+            source: "Table 2 of the flash-simulator paper (seeds/carniel-flash-simulator-vs-ssd)",
+            config: DeviceConfig::Simflash(FlashConfig::seed_table2()),
+        },
+        Preset {
+            name: "x25m",
+            summary: "raw NAND: 4 KB pages, 256 pages/block, read 50 / program 900 / erase 2000 us",
+            source: "FlashSim's default (Intel X25-M class SLC)",
+            config: DeviceConfig::Simflash(FlashConfig::x25m()),
+        },
+        Preset {
+            name: "mlc",
+            summary: "raw NAND: 8 KB pages, 256 pages/block, read 75 / program 750 / erase 3800 us, 333 MB/s bus",
+            source: "MQSim's default MLC configuration",
+            config: DeviceConfig::Simflash(FlashConfig::mlc()),
+        },
+        Preset {
+            name: "ssd-v300",
+            summary: "SATA SSD: 8 channels x 4 dies, 1 MB write cache; 4 KB random QD32 285 MB/s read, 109 MB/s write",
+            source: "calibrated to the seeds' Kingston V300 measurements (docs/devices.md)",
+            config: ssd.clone(),
         },
         Preset {
             name: "hdd-7200",
@@ -42,6 +75,15 @@ pub fn presets() -> Vec<Preset> {
             config: DeviceConfig::Throttled(ThrottledConfig {
                 limits: ThrottleConfig::azure_standard_hdd(),
                 inner: Box::new(hdd),
+            }),
+        },
+        Preset {
+            name: "azure-premium-ssd",
+            summary: "cloud disk: ssd-v300 capped at 5,000 IOPS and 200 MB/s, 1 ms network latency",
+            source: "Azure Premium SSD limits quoted by the seeds (Carniel et al. 2017); latency assumed",
+            config: DeviceConfig::Throttled(ThrottledConfig {
+                limits: ThrottleConfig::azure_premium_ssd(),
+                inner: Box::new(ssd),
             }),
         },
     ]

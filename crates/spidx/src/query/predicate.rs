@@ -128,7 +128,10 @@ mod tests {
         let in_hole: Geometry<f64> = Point::new(5.0, 5.0).into();
         let inside: Geometry<f64> = Point::new(2.0, 2.0).into();
         let on_edge: Geometry<f64> = Point::new(0.0, 5.0).into();
-        assert!(Predicate::Disjoint.eval(&donut, &in_hole), "the hole is outside");
+        assert!(
+            Predicate::Disjoint.eval(&donut, &in_hole),
+            "the hole is outside"
+        );
         assert!(!Predicate::Intersects.eval(&donut, &in_hole));
         assert!(Predicate::Contains.eval(&donut, &inside));
         assert!(Predicate::Touches.eval(&donut, &on_edge));
