@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use spidx::device::{DeviceSpec, SECTOR};
-use spidx::iotest::{self, IoTestOptions, IoTestReport, Pattern};
+use spidx::iotest::{self, IoTestOptions, IoTestReport, Pattern, Prefill};
 use spidx::units::{format_size, parse_percent, parse_size};
 
 /// Arguments of `spidx iotest`.
@@ -36,8 +36,11 @@ pub struct IotestArgs {
     #[arg(long, default_value = "50")]
     read_pct: String,
     /// Write the whole span before measuring, even for write patterns (overwrite a full device).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "no_prefill")]
     prefill: bool,
+    /// Never write the span before measuring (reads then hit never-written pages).
+    #[arg(long)]
+    no_prefill: bool,
     /// Load the simulated device's state from this file if it exists, and save it afterwards.
     #[arg(long)]
     state: Option<PathBuf>,
@@ -70,13 +73,24 @@ pub fn run(a: IotestArgs) -> Result<()> {
         }
         None => dev.capacity_pages().min((1u64 << 30) / page_size as u64),
     };
+    let prefill = match (a.prefill, a.no_prefill) {
+        (true, _) => Prefill::Always,
+        (_, true) => Prefill::Never,
+        _ => Prefill::Auto,
+    };
+    // Simulated devices keep written pages in memory: bound the layout by half of it.
+    let layout_budget = resolved
+        .config
+        .is_simulated()
+        .then(|| available_memory() / 2);
     let opts = IoTestOptions {
         pattern,
         ops: a.ops,
         span_pages,
         seed: a.seed,
         read_fraction,
-        prefill: a.prefill,
+        prefill,
+        layout_budget,
     };
     let report = iotest::run(dev.as_mut(), &opts)?;
     dev.persist()?;
@@ -89,6 +103,19 @@ pub fn run(a: IotestArgs) -> Result<()> {
         print_human(&resolved.name, resolved.config.kind(), &report);
     }
     Ok(())
+}
+
+/// Memory available to new allocations (MemAvailable), or 4 GB if it cannot be read.
+fn available_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemAvailable:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(4 << 30, |kb| kb * 1024)
 }
 
 fn print_human(name: &str, kind: &str, r: &IoTestReport) {

@@ -70,9 +70,23 @@ pub struct IoTestOptions {
     pub seed: u64,
     /// Share of reads in the `mixed` pattern, in [0, 1].
     pub read_fraction: f64,
-    /// Lay out (write) the span before the measured phase even for write patterns, so
-    /// writes are overwrites of a full span (what makes flash devices collect garbage).
-    pub prefill: bool,
+    /// Whether to lay out (write) the span before the measured phase.
+    pub prefill: Prefill,
+    /// Largest span, in bytes, that may be laid out (simulated devices hold their data in
+    /// memory, so the CLI bounds it by the memory available); `None` for no bound.
+    pub layout_budget: Option<u64>,
+}
+
+/// Whether the span is written before the measured phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prefill {
+    /// For read patterns and `mixed` only.
+    Auto,
+    /// Always, so writes are overwrites of a full span (what makes flash collect garbage).
+    Always,
+    /// Never: reads of never-written pages cost what the device charges for them (nothing
+    /// on flash, whose FTL has no mapping for them, like a trimmed SSD).
+    Never,
 }
 
 /// What an iotest measured.
@@ -146,7 +160,23 @@ pub fn run(dev: &mut dyn Device, opts: &IoTestOptions) -> Result<IoTestReport> {
     let ps = dev.page_size();
     let mut buf = vec![0u8; ps];
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
-    if opts.pattern.needs_layout() || opts.prefill {
+    let lay_out = match opts.prefill {
+        Prefill::Auto => opts.pattern.needs_layout(),
+        Prefill::Always => true,
+        Prefill::Never => false,
+    };
+    if lay_out {
+        let bytes = opts.span_pages * ps as u64;
+        if let Some(budget) = opts.layout_budget.filter(|b| bytes > *b) {
+            return Err(Error::invalid(
+                "span",
+                format!(
+                    "laying out {} on a simulated device needs that much memory, more than the {} allowed; use a smaller --span, or --no-prefill",
+                    crate::units::format_size(bytes),
+                    crate::units::format_size(budget)
+                ),
+            ));
+        }
         layout(dev, opts.span_pages, &mut rng)?;
         dev.sync()?;
         dev.drop_caches()?;
@@ -269,6 +299,14 @@ mod tests {
         let mut o = opts(Pattern::RandRead);
         o.ops = 0;
         assert!(run(&mut d, &o).is_err());
+        let mut o = opts(Pattern::RandRead);
+        o.layout_budget = Some(4096 * 10);
+        assert!(run(&mut d, &o)
+            .unwrap_err()
+            .to_string()
+            .contains("--no-prefill"));
+        o.prefill = Prefill::Never;
+        assert_eq!(run(&mut d, &o).unwrap().host_writes, 0);
         assert!(Pattern::parse("randrw").is_err());
         assert_eq!(Pattern::parse("mixed").unwrap(), Pattern::Mixed);
     }
