@@ -263,7 +263,8 @@ mod tests {
             span_pages: 50,
             seed: 1,
             read_fraction: 0.5,
-            prefill: false,
+            prefill: Prefill::Auto,
+            layout_budget: None,
         }
     }
 
