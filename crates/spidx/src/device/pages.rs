@@ -9,21 +9,24 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
 
+/// Pages per chunk of the sparse array's directory.
+const CHUNK: usize = 1024;
+
+type Chunk = Vec<Option<Box<[u8]>>>;
+
 /// A sparse, growable array of fixed-size pages. Never-written pages read as zeros and
-/// cost no memory; moving a page (as flash garbage collection does) moves a pointer.
+/// cost no memory (the directory is allocated in chunks of 1024 slots, only where pages
+/// were written); moving a page (as flash garbage collection does) moves a pointer.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct PageArray {
     page_size: usize,
-    pages: Vec<Option<Box<[u8]>>>,
+    chunks: Vec<Option<Chunk>>,
 }
 
 impl PageArray {
     /// An empty array of pages of `page_size` bytes.
     pub fn new(page_size: usize) -> Self {
-        PageArray {
-            page_size,
-            pages: Vec::new(),
-        }
+        PageArray { page_size, chunks: Vec::new() }
     }
 
     /// Page size in bytes.
@@ -31,11 +34,17 @@ impl PageArray {
         self.page_size
     }
 
+    #[inline]
+    fn get(&self, idx: u64) -> Option<&[u8]> {
+        let (c, i) = ((idx / CHUNK as u64) as usize, (idx % CHUNK as u64) as usize);
+        self.chunks.get(c)?.as_ref()?[i].as_deref()
+    }
+
     /// Copies page `idx` into `out` (zeros if never written). `out` is one page long.
     pub fn read(&self, idx: u64, out: &mut [u8]) {
-        match self.pages.get(idx as usize) {
-            Some(Some(p)) => out.copy_from_slice(p),
-            _ => out.fill(0),
+        match self.get(idx) {
+            Some(p) => out.copy_from_slice(p),
+            None => out.fill(0),
         }
     }
 
@@ -50,7 +59,8 @@ impl PageArray {
 
     /// Removes page `idx` and returns its contents, if it was written.
     pub fn take(&mut self, idx: u64) -> Option<Box<[u8]>> {
-        self.pages.get_mut(idx as usize).and_then(Option::take)
+        let (c, i) = ((idx / CHUNK as u64) as usize, (idx % CHUNK as u64) as usize);
+        self.chunks.get_mut(c)?.as_mut()?[i].take()
     }
 
     /// Stores `page` (one page long) at `idx`.
@@ -60,20 +70,20 @@ impl PageArray {
 
     /// Whether page `idx` holds written data.
     pub fn is_written(&self, idx: u64) -> bool {
-        matches!(self.pages.get(idx as usize), Some(Some(_)))
+        self.get(idx).is_some()
     }
 
     /// Number of pages holding data.
     pub fn written_pages(&self) -> usize {
-        self.pages.iter().filter(|p| p.is_some()).count()
+        self.chunks.iter().flatten().map(|c| c.iter().filter(|p| p.is_some()).count()).sum()
     }
 
     fn slot(&mut self, idx: u64) -> &mut Option<Box<[u8]>> {
-        let i = idx as usize;
-        if i >= self.pages.len() {
-            self.pages.resize_with(i + 1, || None);
+        let (c, i) = ((idx / CHUNK as u64) as usize, (idx % CHUNK as u64) as usize);
+        if c >= self.chunks.len() {
+            self.chunks.resize_with(c + 1, || None);
         }
-        &mut self.pages[i]
+        &mut self.chunks[c].get_or_insert_with(|| vec![None; CHUNK])[i]
     }
 }
 
@@ -166,6 +176,10 @@ mod tests {
         a.read(2, &mut out);
         assert_eq!(out, [1, 2, 3, 4]);
         assert_eq!(a.written_pages(), 1);
+        // A page far away costs one chunk, not a directory up to it.
+        a.write(1 << 28, &[9, 9, 9, 9]);
+        assert_eq!(a.chunks.iter().flatten().count(), 2);
+        assert!(a.is_written(1 << 28) && !a.is_written((1 << 28) - 1));
     }
 
     #[test]
