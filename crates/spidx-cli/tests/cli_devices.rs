@@ -250,3 +250,121 @@ fn iotest_rejects_bad_input_with_clear_errors() {
         assert!(!err.contains("panicked"), "{full:?} panicked: {err}");
     }
 }
+
+#[test]
+fn simulated_state_persists_across_processes_and_corruption_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("flash.state");
+    let st = state.to_str().unwrap();
+    let common = [
+        "--device",
+        "flashdbsim",
+        "--device-param",
+        "capacity=8MB",
+        "--page-size",
+        "4KB",
+        "--span",
+        "4MB",
+    ];
+    let mut w = vec!["iotest"];
+    w.extend_from_slice(&common);
+    w.extend_from_slice(&[
+        "--pattern",
+        "seqwrite",
+        "--ops",
+        "1024",
+        "--state",
+        st,
+        "--json",
+    ]);
+    let v = json_of(&w);
+    assert_eq!(v["flash_writes"], 2048, "4 KB pages on 2 KB flash pages");
+    // A second process reads what the first wrote: mapped pages cost flash reads.
+    let mut r = vec!["iotest"];
+    r.extend_from_slice(&common);
+    r.extend_from_slice(&[
+        "--pattern",
+        "randread",
+        "--no-prefill",
+        "--ops",
+        "100",
+        "--state",
+        st,
+        "--json",
+    ]);
+    let v = json_of(&r);
+    assert_eq!(v["flash_reads"], 200);
+    // Without the state the same reads hit never-written pages and cost nothing.
+    let fresh: Vec<&str> = r
+        .iter()
+        .copied()
+        .filter(|a| *a != "--state" && *a != st)
+        .collect();
+    assert_eq!(json_of(&fresh)["flash_reads"], 0);
+    let mut bytes = std::fs::read(&state).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0x55;
+    std::fs::write(&state, &bytes).unwrap();
+    spidx()
+        .args(&r)
+        .assert()
+        .failure()
+        .stderr(contains("corrupted device state"))
+        .stderr(contains("checksum"));
+}
+
+#[test]
+fn models_behave_like_their_devices() {
+    let iops = |args: &[&str]| {
+        let mut full = vec!["iotest", "--page-size", "4KB", "--json"];
+        full.extend_from_slice(args);
+        json_of(&full)["iops"].as_f64().unwrap()
+    };
+    let seq = iops(&[
+        "--device",
+        "hdd-7200",
+        "--pattern",
+        "seqread",
+        "--ops",
+        "5000",
+        "--span",
+        "256MB",
+    ]);
+    let rand = iops(&[
+        "--device",
+        "hdd-7200",
+        "--pattern",
+        "randread",
+        "--ops",
+        "500",
+        "--span",
+        "256MB",
+    ]);
+    assert!(seq > 20.0 * rand, "sequential {seq} vs random {rand}");
+    let whole = iops(&[
+        "--device",
+        "hdd-7200",
+        "--pattern",
+        "randread",
+        "--ops",
+        "300",
+        "--span",
+        "1800GB",
+        "--no-prefill",
+    ]);
+    assert!(
+        (70.0..=200.0).contains(&whole),
+        "random 4 KB IOPS over the disk: {whole}"
+    );
+    let capped = iops(&[
+        "--device",
+        "azure-standard-hdd",
+        "--pattern",
+        "seqread",
+        "--ops",
+        "3000",
+        "--span",
+        "64MB",
+    ]);
+    assert!(capped <= 500.0 + 1e-9, "{capped} IOPS over the 500 cap");
+}

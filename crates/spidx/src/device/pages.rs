@@ -26,7 +26,10 @@ pub struct PageArray {
 impl PageArray {
     /// An empty array of pages of `page_size` bytes.
     pub fn new(page_size: usize) -> Self {
-        PageArray { page_size, chunks: Vec::new() }
+        PageArray {
+            page_size,
+            chunks: Vec::new(),
+        }
     }
 
     /// Page size in bytes.
@@ -75,7 +78,11 @@ impl PageArray {
 
     /// Number of pages holding data.
     pub fn written_pages(&self) -> usize {
-        self.chunks.iter().flatten().map(|c| c.iter().filter(|p| p.is_some()).count()).sum()
+        self.chunks
+            .iter()
+            .flatten()
+            .map(|c| c.iter().filter(|p| p.is_some()).count())
+            .sum()
     }
 
     fn slot(&mut self, idx: u64) -> &mut Option<Box<[u8]>> {
