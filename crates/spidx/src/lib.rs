@@ -26,6 +26,7 @@ pub mod iotest;
 pub mod node;
 pub mod objects;
 pub mod query;
+pub mod spatial;
 pub mod store;
 pub mod units;
 

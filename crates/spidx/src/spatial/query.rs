@@ -1,0 +1,225 @@
+//! Queries on a [`SpatialIndex`]: the filter step through the tree on MBRs, then the
+//! refinement step on the exact geometries read from the object store (`DESIGN.md`
+//! section 7), each measured separately. Kinds: window (range), point, arbitrary geometry
+//! selection, and k nearest neighbours.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use geo::{BoundingRect, Distance, Euclidean, Geometry, Point};
+use geozero::{wkb::Wkb, CoordDimensions, ToGeo, ToWkb};
+use serde::{Deserialize, Serialize};
+
+use super::{PhaseReport, SpatialIndex};
+use crate::geom::Rect;
+use crate::query::Predicate;
+use crate::{Error, Result};
+
+/// Encodes a geometry as WKB (the object store's record format).
+pub fn encode(g: &Geometry<f64>) -> Result<Vec<u8>> {
+    g.to_wkb(CoordDimensions::xy())
+        .map_err(|e| Error::invalid("geometry", e.to_string()))
+}
+
+/// Decodes a WKB record of object `id`.
+pub fn decode(id: u64, bytes: &[u8]) -> Result<Geometry<f64>> {
+    Wkb(bytes.to_vec())
+        .to_geo()
+        .map_err(|e| Error::corrupted(format!("object {id}"), format!("bad WKB: {e}")))
+}
+
+/// The MBR of a 2-D geometry (an error for an empty one).
+pub fn mbr_of(g: &Geometry<f64>) -> Result<Rect<2>> {
+    let r = g
+        .bounding_rect()
+        .ok_or_else(|| Error::invalid("geometry", "empty geometry"))?;
+    Rect::new([r.min().x, r.min().y], [r.max().x, r.max().y])
+}
+
+/// What a query found and what it cost, phase by phase.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct QueryReport {
+    /// Entries that passed the filter step.
+    pub candidates: u64,
+    /// Objects in the answer.
+    pub results: u64,
+    /// The answer's object ids (sorted by id; by distance for kNN).
+    pub ids: Vec<u64>,
+    /// Distances of kNN answers, in the order of `ids`.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub distances: Vec<f64>,
+    /// Filter step (index traversal).
+    pub filter: PhaseReport,
+    /// Refinement step (reading and testing exact geometries); zero in filter-only mode.
+    pub refinement: PhaseReport,
+    /// Node reads per level during the query (index 0 = leaves).
+    pub node_reads_per_level: Vec<u64>,
+}
+
+impl QueryReport {
+    /// Total of both phases.
+    pub fn total(&self) -> PhaseReport {
+        let mut t = self.filter.clone();
+        t.add(&self.refinement);
+        t.device = self.refinement.device.clone();
+        t
+    }
+}
+
+fn reads_since(before: &[u64], after: &[u64]) -> Vec<u64> {
+    after
+        .iter()
+        .enumerate()
+        .map(|(i, a)| a - before.get(i).copied().unwrap_or(0))
+        .collect()
+}
+
+impl<const D: usize> SpatialIndex<D> {
+    /// Selects the objects whose MBR satisfies `pred`'s filter against box `q`, and with
+    /// `refine`, whose exact geometry satisfies `pred` against `query` (the geometry `q`
+    /// bounds; a window's polygon when `None`).
+    pub fn select(
+        &mut self,
+        q: &Rect<D>,
+        query: Option<&Geometry<f64>>,
+        pred: Predicate,
+        refine: bool,
+    ) -> Result<QueryReport> {
+        let reads0 = self.tree.stats().reads_per_level.clone();
+        let clock = self.phase();
+        let mut cands = Vec::new();
+        self.tree.search(pred.filter(), q, |e| cands.push(e.ptr))?;
+        let filter = clock.stop(self.device());
+        let node_reads_per_level = reads_since(&reads0, &self.tree.stats().reads_per_level);
+        cands.sort_unstable();
+        let mut rep = QueryReport {
+            candidates: cands.len() as u64,
+            filter,
+            node_reads_per_level,
+            ..Default::default()
+        };
+        if !refine || self.objects.is_none() {
+            rep.results = cands.len() as u64;
+            rep.ids = cands;
+            return Ok(rep);
+        }
+        let window;
+        let qgeom = match query {
+            Some(g) => g,
+            None => {
+                if D != 2 {
+                    return Err(Error::invalid("query", "refinement needs 2-D data"));
+                }
+                window = Geometry::Rect(geo::Rect::new((q.min[0], q.min[1]), (q.max[0], q.max[1])));
+                &window
+            }
+        };
+        let clock = self.phase();
+        let store = self.objects.as_mut().expect("checked above");
+        for id in cands {
+            let bytes = store.get(id)?.ok_or_else(|| {
+                Error::corrupted(
+                    format!("object {id}"),
+                    "indexed but missing from the object store",
+                )
+            })?;
+            let g = decode(id, bytes)?;
+            if pred.eval(&g, qgeom) {
+                rep.ids.push(id);
+            }
+        }
+        rep.refinement = clock.stop(self.device());
+        rep.results = rep.ids.len() as u64;
+        Ok(rep)
+    }
+
+    /// The `k` objects nearest to `point`: by exact geometry distance with `refine` (2-D
+    /// indices with objects), by MBR distance otherwise. Ties are broken by id.
+    pub fn nearest(&mut self, point: [f64; D], k: usize, refine: bool) -> Result<QueryReport> {
+        if k == 0 {
+            return Err(Error::invalid("k", "must be at least 1"));
+        }
+        let reads0 = self.tree.stats().reads_per_level.clone();
+        let exact = refine && self.objects.is_some() && D == 2;
+        let clock = self.phase();
+        let mut it = self.tree.nearest_iter(point)?;
+        // Max-heap of the best k so far: (distance, id).
+        let mut best: BinaryHeap<Cand> = BinaryHeap::new();
+        let mut candidates = 0u64;
+        let mut refine_clock: Option<PhaseReport> = None;
+        let qpoint = Geometry::Point(Point::new(point[0], point.get(1).copied().unwrap_or(0.0)));
+        while let Some(n) = self.tree.nearest_next(&mut it)? {
+            let mbr_dist = n.dist2.sqrt();
+            if best.len() == k && mbr_dist > best.peek().expect("k > 0").dist {
+                break;
+            }
+            candidates += 1;
+            let dist = if exact {
+                let c = self.phase();
+                let store = self.objects.as_mut().expect("exact implies objects");
+                let bytes = store.get(n.entry.ptr)?.ok_or_else(|| {
+                    Error::corrupted(
+                        format!("object {}", n.entry.ptr),
+                        "indexed but missing from the object store",
+                    )
+                })?;
+                let g = decode(n.entry.ptr, bytes)?;
+                let d = Euclidean.distance(&qpoint, &g);
+                let r = c.stop(self.device());
+                refine_clock
+                    .get_or_insert_with(PhaseReport::default)
+                    .add(&r);
+                d
+            } else {
+                mbr_dist
+            };
+            best.push(Cand {
+                dist,
+                id: n.entry.ptr,
+            });
+            if best.len() > k {
+                best.pop();
+            }
+        }
+        let mut filter = clock.stop(self.device());
+        let refinement = refine_clock.unwrap_or_default();
+        // The refinement time was measured inside the traversal: take it out of the filter.
+        filter.cpu_s = (filter.cpu_s - refinement.cpu_s).max(0.0);
+        filter.device_s = (filter.device_s - refinement.device_s).max(0.0);
+        filter.elapsed_s = (filter.elapsed_s - refinement.elapsed_s).max(0.0);
+        let mut found = best.into_sorted_vec();
+        found.sort_by(|a, b| a.cmp(b));
+        Ok(QueryReport {
+            candidates,
+            results: found.len() as u64,
+            ids: found.iter().map(|c| c.id).collect(),
+            distances: found.iter().map(|c| c.dist).collect(),
+            filter,
+            refinement,
+            node_reads_per_level: reads_since(&reads0, &self.tree.stats().reads_per_level),
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Cand {
+    dist: f64,
+    id: u64,
+}
+
+impl PartialEq for Cand {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Cand {}
+impl PartialOrd for Cand {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Cand {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.dist.total_cmp(&o.dist).then(self.id.cmp(&o.id))
+    }
+}
