@@ -505,3 +505,6 @@ impl<'a> GeoSink<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -189,7 +189,7 @@ fn fix_ring(ring: Path, which: &str, notes: &mut Notes) -> Result<LineString, Sk
             ),
         ));
     }
-    if signed_area(&ring) == 0.0 {
+    if collinear(&ring) {
         return Err((Issue::ZeroAreaRing, format!("{which} encloses no area")));
     }
     Ok(LineString(ring))
@@ -241,6 +241,15 @@ pub(crate) fn signed_area(ring: &[Coord]) -> f64 {
     ring.windows(2)
         .map(|w| w[0].x * w[1].y - w[1].x * w[0].y)
         .sum()
+}
+
+/// Whether all points of `ring` lie on one line (the ring encloses no area).
+fn collinear(ring: &[Coord]) -> bool {
+    let a = ring[0];
+    match ring.iter().find(|p| **p != a) {
+        None => true,
+        Some(&b) => ring.iter().all(|p| orient(a, b, *p) == 0.0),
+    }
 }
 
 /// Whether `p` lies inside the closed `ring` or on its boundary (even-odd rule).
@@ -435,7 +444,7 @@ mod tests {
             Geometry::Polygon(p) => assert!(p.interiors().is_empty()),
             other => panic!("{other:?}"),
         }
-        assert_eq!(notes[0].0, Issue::DroppedHole);
+        assert!(notes.iter().any(|n| n.0 == Issue::DroppedHole));
         let (g, notes) = run(RawGeom::MultiPolygon(vec![
             vec![square(0., 0., 1.)],
             vec![vec![c(5., 5.)]],

@@ -5,6 +5,11 @@
 //! objects is an experiment variable (one-by-one insertion). Files written by other tools
 //! (with an index, other columns) read fine; the id comes from a column named `id` (or
 //! `fid`) of any integer type, else the feature's ordinal.
+//!
+//! Limitation: the `flatgeobuf` 6 writer mis-encodes a geometry collection in a file of
+//! mixed geometry types (the collection's type is overwritten by its members'), so writing
+//! such a dataset is refused with an error; files of only collections, or without
+//! collections, are fine.
 
 use super::{corrupted, create_file, open_file, Format};
 use crate::data::raw::RawBuilder;
@@ -15,7 +20,7 @@ use flatgeobuf::{
     FgbWriterOptions, GeometryType,
 };
 use geo_types::Geometry;
-use geozero::{ColumnValue, FeatureProcessor, GeozeroGeometry, PropertyProcessor};
+use geozero::{ColumnValue, GeozeroGeometry, PropertyProcessor};
 use std::io::{BufReader, Write};
 use std::path::Path;
 
@@ -27,6 +32,22 @@ pub fn write(path: &Path, records: &[GeoRecord]) -> Result<()> {
         other => Error::io(path, std::io::Error::other(other)),
     };
     let kind = common_type(records);
+    if kind == GeometryType::Unknown {
+        if let Some(r) = records
+            .iter()
+            .find(|r| matches!(r.geometry, Geometry::GeometryCollection(_)))
+        {
+            return Err(Error::invalid(
+                "output format",
+                format!(
+                    "{}: the FlatGeobuf writer cannot store geometry collections mixed with \
+                     other geometry types (record id {}); write .geojson, .wkt or .wkb instead",
+                    path.display(),
+                    r.id
+                ),
+            ));
+        }
+    }
     let options = FgbWriterOptions {
         write_index: false,
         detect_type: false,
@@ -36,15 +57,25 @@ pub fn write(path: &Path, records: &[GeoRecord]) -> Result<()> {
     };
     let mut fgb = FgbWriter::create_with_options("spidx", kind, options).map_err(fgb_err)?;
     fgb.add_column("id", ColumnType::ULong, |_, col| col.nullable = false);
-    for (i, r) in records.iter().enumerate() {
-        geozero::geo_types::process_geom(&r.geometry, &mut fgb).map_err(gz)?;
-        fgb.property(0, "id", &ColumnValue::ULong(r.id))
-            .map_err(gz)?;
-        fgb.feature_end(i as u64).map_err(gz)?;
+    for r in records {
+        fgb.add_feature_geom(GeomRef(&r.geometry), |feat| {
+            // Cannot fail for a declared column of the value's type.
+            let _ = feat.property(0, "id", &ColumnValue::ULong(r.id));
+        })
+        .map_err(gz)?;
     }
     let mut out = create_file(path)?;
     fgb.write(&mut out).map_err(fgb_err)?;
     out.flush().map_err(|e| Error::io(path, e))
+}
+
+/// Feeds a borrowed geometry to the writer (geozero implements its trait for owned ones).
+struct GeomRef<'a>(&'a Geometry);
+
+impl GeozeroGeometry for GeomRef<'_> {
+    fn process_geom<P: geozero::GeomProcessor>(&self, p: &mut P) -> geozero::error::Result<()> {
+        geozero::geo_types::process_geom(self.0, p)
+    }
 }
 
 /// The header geometry type: the common type of all records, or `Unknown` when mixed.
