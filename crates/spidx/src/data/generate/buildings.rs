@@ -10,10 +10,12 @@
 //! - **Density**: the distance from the centre follows a Gamma(2, r₀) law (dense centre,
 //!   sparse suburbs), r₀ chosen so the core holds about 2 000 buildings per km².
 //! - **Streets**: each city has a street grid (rotation uniform in [0°, 90°), blocks of
-//!   80–160 m, streets 10–20 m wide); buildings are pushed off the streets into the blocks,
-//!   leaving street-shaped gaps, and 85 % of them are aligned with the grid (±2°).
-//! - **Sizes**: typical side 12 m × e^{0.35·N(0,1)} (×1.3 downtown), 1 % large buildings of
-//!   60–200 m (warehouses, stadiums), which ignore the street grid.
+//!   80–160 m, streets 10–20 m wide); 85 % of the buildings are aligned with the grid (±2°),
+//!   and every building that fits in a block is pushed off the streets into it, leaving
+//!   street-shaped gaps.
+//! - **Sizes**: typical side 12 m × e^{0.35·N(0,1)} (×1.3 downtown, 10 m × e^{0.3·N(0,1)}
+//!   rural), 0.3 % large buildings of 40–120 m (warehouses, stadiums); courtyard blocks are
+//!   two to three times the typical side.
 //! - **Shapes** (share): rectangle 42 %, L 14 %, T 4 %, U 4 %, chamfered rectangle 10 %,
 //!   irregular star-shaped polygon with 5–12 corners 12 %, round with 12–32 vertices 4 %,
 //!   courtyard block (one hole) 6 %, block with two courtyards 1 %, multipolygon of 2–3
@@ -32,6 +34,8 @@ use std::f64::consts::{FRAC_PI_2, PI, TAU};
 
 /// Share of rural buildings, uniform over the extent.
 const RURAL: f64 = 0.05;
+/// Share of large buildings (warehouses, stadiums: 40–120 m), which ignore the streets.
+const LARGE: f64 = 0.003;
 /// Buildings per square metre in a city's core.
 const CORE_DENSITY: f64 = 0.002;
 
@@ -96,25 +100,48 @@ pub(crate) fn generate(n: usize, rng: &mut ChaCha8Rng) -> Vec<GeoRecord> {
     let mut out = Vec::with_capacity(n);
     for id in 0..n as u64 {
         let rural = rng.gen::<f64>() < RURAL;
-        let large = rng.gen::<f64>() < 0.01;
-        let (pos, size, angle) = if rural {
-            let p = Coord {
-                x: SIDE * rng.gen::<f64>(),
-                y: SIDE * rng.gen::<f64>(),
-            };
-            let s = if large {
-                rng.gen_range(60.0..200.0)
-            } else {
-                10.0 * (0.3 * normal(rng)).exp()
-            };
-            (p, s, rng.gen_range(0.0..PI))
+        let large = rng.gen::<f64>() < LARGE;
+        let city = if rural {
+            None
         } else {
             let u: f64 = rng.gen();
-            let c = &cities[cumulative.partition_point(|x| *x < u).min(n_cities - 1)];
-            place_in_city(c, large, rng)
+            Some(&cities[cumulative.partition_point(|x| *x < u).min(n_cities - 1)])
         };
+        let (pos, downtown) = match city {
+            None => (
+                Coord {
+                    x: SIDE * rng.gen::<f64>(),
+                    y: SIDE * rng.gen::<f64>(),
+                },
+                false,
+            ),
+            Some(c) => city_position(c, rng),
+        };
+        let mut size = if large {
+            rng.gen_range(40.0..120.0)
+        } else if rural {
+            10.0 * (0.3 * normal(rng)).exp()
+        } else {
+            12.0 * (0.35 * normal(rng)).exp()
+        };
+        if downtown && !large {
+            size *= 1.3;
+        }
         let kind = pick_kind(rng);
         let polys = shape(kind, size, rng);
+        let aligned = rng.gen::<f64>() < 0.85;
+        let (pos, angle) = match city {
+            Some(c) if aligned => {
+                let (hx, hy) = half_extents(&polys);
+                let angle = c.angle + (2.0f64).to_radians() * normal(rng);
+                (off_street(c, pos, hx + 1.0, hy + 1.0), angle)
+            }
+            Some(c) => {
+                let r = radius(&polys);
+                (off_street(c, pos, r, r), rng.gen_range(0.0..PI))
+            }
+            None => (pos, rng.gen_range(0.0..PI)),
+        };
         let geometry = transform(polys, matches!(kind, Kind::Multi), pos, angle);
         if let Some(r) = GeoRecord::new(id, geometry) {
             out.push(r);
@@ -123,8 +150,8 @@ pub(crate) fn generate(n: usize, rng: &mut ChaCha8Rng) -> Vec<GeoRecord> {
     out
 }
 
-/// A position, size and orientation for a building of city `c`.
-fn place_in_city(c: &City, large: bool, rng: &mut ChaCha8Rng) -> (Coord, f64, f64) {
+/// A position in city `c`, and whether it is downtown (within r0 of the centre).
+fn city_position(c: &City, rng: &mut ChaCha8Rng) -> (Coord, bool) {
     let mut p = c.centre;
     let mut dist = 0.0;
     for _ in 0..8 {
@@ -140,37 +167,47 @@ fn place_in_city(c: &City, large: bool, rng: &mut ChaCha8Rng) -> (Coord, f64, f6
             break;
         }
     }
-    let mut size = if large {
-        rng.gen_range(60.0..200.0)
-    } else {
-        12.0 * (0.35 * normal(rng)).exp()
+    (p, dist < c.r0)
+}
+
+/// Moves `p` so that a footprint reaching `hu` / `hv` from its centre along the street grid's
+/// axes stays inside its block, off the streets (axes where it does not fit are left alone).
+fn off_street(c: &City, p: Coord, hu: f64, hv: f64) -> Coord {
+    let (s, co) = c.angle.sin_cos();
+    let (dx, dy) = (p.x - c.centre.x, p.y - c.centre.y);
+    let (u, v) = (dx * co + dy * s, -dx * s + dy * co);
+    let snap = |w: f64, h: f64| {
+        if c.block - c.street - 2.0 * h <= 0.0 {
+            return w;
+        }
+        let b = (w / c.block).floor() * c.block;
+        b + (w - b).clamp(c.street + h, c.block - h)
     };
-    if dist < c.r0 && !large {
-        size *= 1.3;
+    let (u, v) = (snap(u, hu), snap(v, hv));
+    Coord {
+        x: c.centre.x + u * co - v * s,
+        y: c.centre.y + u * s + v * co,
     }
-    // Push the building off the streets, into its block.
-    let half = 0.75 * size;
-    let room = c.block - c.street - 2.0 * half;
-    if !large && room > 0.0 {
-        let (s, co) = c.angle.sin_cos();
-        let (dx, dy) = (p.x - c.centre.x, p.y - c.centre.y);
-        let (u, v) = (dx * co + dy * s, -dx * s + dy * co);
-        let snap = |w: f64| {
-            let b = (w / c.block).floor() * c.block;
-            b + (w - b).clamp(c.street + half, c.block - half)
-        };
-        let (u, v) = (snap(u), snap(v));
-        p = Coord {
-            x: c.centre.x + u * co - v * s,
-            y: c.centre.y + u * s + v * co,
-        };
-    }
-    let angle = if rng.gen::<f64>() < 0.85 {
-        c.angle + (2.0f64).to_radians() * normal(rng)
-    } else {
-        rng.gen_range(0.0..PI)
-    };
-    (p, size, angle)
+}
+
+/// Largest |x| and |y| of a building's local (unrotated) rings.
+fn half_extents(polys: &[Vec<Ring>]) -> (f64, f64) {
+    polys
+        .iter()
+        .flatten()
+        .flatten()
+        .fold((0.0, 0.0), |(hx, hy), p| {
+            (f64::max(hx, p.x.abs()), f64::max(hy, p.y.abs()))
+        })
+}
+
+/// Largest distance of a building's local vertex from its centre.
+fn radius(polys: &[Vec<Ring>]) -> f64 {
+    polys
+        .iter()
+        .flatten()
+        .flatten()
+        .fold(0.0, |r, p| f64::max(r, p.x.hypot(p.y)))
 }
 
 fn pick_kind(rng: &mut ChaCha8Rng) -> Kind {
