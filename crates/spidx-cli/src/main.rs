@@ -1,6 +1,7 @@
 //! The `spidx` command: a testbed for spatial indices on real and simulated devices.
 //! Each subcommand lives in its own module; this file parses arguments and dispatches.
 
+mod dataset;
 mod devices;
 mod iotest;
 
@@ -18,6 +19,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Generate, import and inspect datasets.
+    #[command(subcommand)]
+    Dataset(dataset::DatasetCmd),
     /// List the device presets, or show one preset's parameters.
     Devices(devices::DevicesArgs),
     /// Probe a device with an access pattern (a small fio).
@@ -27,6 +31,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Dataset(cmd) => dataset::run(cmd),
         Command::Devices(a) => devices::run(a),
         Command::Iotest(a) => iotest::run(a),
     };

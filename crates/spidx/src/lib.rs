@@ -12,12 +12,16 @@
 //!   [`iotest`], a small fio-like probe of a device;
 //! * [`cache`]: page buffers (LRU, HLRU, S2Q, 2Q) between node stores and devices;
 //! * [`store`]: the `NodeStore` seam and the plain (direct) store; [`node`]: node pages;
-//! * [`index`]: the R-tree family; [`geom`]: boxes.
+//! * [`index`]: the R-tree family; [`geom`]: boxes;
+//! * [`objects`]: exact geometries on the device; [`query`]: exact predicates; [`spatial`]:
+//!   index directories with filter and refinement queries;
+//! * beside the stack, [`data`]: datasets (generation, import, file formats).
 
 #![allow(clippy::needless_range_loop)] // geometry code indexes several arrays by axis
 
 pub mod cache;
 pub mod clock;
+pub mod data;
 pub mod device;
 pub mod error;
 pub mod geom;

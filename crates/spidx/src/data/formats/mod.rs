@@ -1,0 +1,234 @@
+//! File formats: which ones exist, how a file name selects one, and one reader/writer module
+//! per format. Readers feed a [`GeoSink`](super::GeoSink) (which repairs and counts);
+//! writers take finished records.
+//!
+//! | format | extensions | read | write | notes |
+//! |---|---|---|---|---|
+//! | FlatGeobuf | `.fgb` | yes | yes | canonical for geometries; `id` column (ulong); no spatial index, so source order is kept |
+//! | GeoJSON | `.geojson`, `.json` | yes | yes | FeatureCollection (streamed), Feature or bare Geometry |
+//! | WKT | `.wkt` | yes | yes | one geometry per line; blank lines and `#` comments ignored |
+//! | WKB | `.wkb` | yes | yes (hex) | hex (E)WKB one per line *or* binary WKB geometries back to back, detected from the first byte |
+//! | Shapefile | `.shp` (+ `.dbf`, `.shx`) | yes | no | ids from a numeric `id` field of the `.dbf` when present |
+//! | OSM PBF | `.osm.pbf`, `.pbf` | yes | no | building ways and building multipolygon relations |
+//! | NumPy | `.npy` | yes | yes | canonical for vectors: float64, shape N×D, C order |
+
+pub mod fgb;
+pub mod geojson;
+pub mod npy;
+pub mod osm;
+pub mod shp;
+pub mod text;
+
+use crate::{Error, Result};
+use serde::Serialize;
+use std::path::Path;
+
+/// A dataset file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// FlatGeobuf: the canonical format for 2-D geometries.
+    FlatGeobuf,
+    /// GeoJSON (RFC 7946).
+    GeoJson,
+    /// Well-known text, one geometry per line.
+    Wkt,
+    /// Well-known binary: hex lines or concatenated binary.
+    Wkb,
+    /// ESRI Shapefile (`.shp` with `.dbf`).
+    Shapefile,
+    /// OpenStreetMap protocol-buffer extract.
+    OsmPbf,
+    /// NumPy array file: the canonical format for d-dimensional vectors.
+    Npy,
+}
+
+impl Format {
+    /// Every format.
+    pub const ALL: [Format; 7] = [
+        Format::FlatGeobuf,
+        Format::GeoJson,
+        Format::Wkt,
+        Format::Wkb,
+        Format::Shapefile,
+        Format::OsmPbf,
+        Format::Npy,
+    ];
+
+    /// Short name, as accepted by `--format`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::FlatGeobuf => "flatgeobuf",
+            Format::GeoJson => "geojson",
+            Format::Wkt => "wkt",
+            Format::Wkb => "wkb",
+            Format::Shapefile => "shapefile",
+            Format::OsmPbf => "osm-pbf",
+            Format::Npy => "npy",
+        }
+    }
+
+    /// File-name endings that select this format (lower case, with the dot).
+    pub fn extensions(self) -> &'static [&'static str] {
+        match self {
+            Format::FlatGeobuf => &[".fgb"],
+            Format::GeoJson => &[".geojson", ".json"],
+            Format::Wkt => &[".wkt"],
+            Format::Wkb => &[".wkb"],
+            Format::Shapefile => &[".shp"],
+            Format::OsmPbf => &[".osm.pbf", ".pbf"],
+            Format::Npy => &[".npy"],
+        }
+    }
+
+    /// Whether spidx can write this format.
+    pub fn can_write(self) -> bool {
+        !matches!(self, Format::Shapefile | Format::OsmPbf)
+    }
+
+    /// Whether the format holds d-dimensional vectors (rather than 2-D geometries).
+    pub fn holds_vectors(self) -> bool {
+        self == Format::Npy
+    }
+
+    /// Parses a `--format` name (or one of the extensions without the dot).
+    pub fn from_name(name: &str) -> Result<Format> {
+        let n = name.trim().to_ascii_lowercase();
+        Format::ALL
+            .into_iter()
+            .find(|f| {
+                f.name() == n
+                    || f.extensions().iter().any(|e| e[1..] == n)
+                    || (n == "osm" && *f == Format::OsmPbf)
+                    || (n == "shp" && *f == Format::Shapefile)
+            })
+            .ok_or_else(|| {
+                Error::invalid(
+                    "format",
+                    format!("unknown format '{name}'; supported: {}", names(Format::ALL)),
+                )
+            })
+    }
+
+    /// The format a file name selects, for reading.
+    pub fn from_path(path: &Path) -> Result<Format> {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        // Longest ending first, so `.osm.pbf` wins over `.pbf`.
+        let mut best: Option<(usize, Format)> = None;
+        for f in Format::ALL {
+            for e in f.extensions() {
+                if name.ends_with(e) && best.is_none_or(|(l, _)| e.len() > l) {
+                    best = Some((e.len(), f));
+                }
+            }
+        }
+        best.map(|(_, f)| f).ok_or_else(|| {
+            Error::invalid(
+                "dataset file",
+                format!(
+                    "cannot tell the format of {} from its extension; supported: {}",
+                    path.display(),
+                    extensions(Format::ALL)
+                ),
+            )
+        })
+    }
+
+    /// The format a file name selects, for writing (only writable formats).
+    pub fn for_output(path: &Path) -> Result<Format> {
+        let writable: Vec<Format> = Format::ALL.into_iter().filter(|f| f.can_write()).collect();
+        match Format::from_path(path) {
+            Ok(f) if f.can_write() => Ok(f),
+            Ok(f) => Err(Error::invalid(
+                "output file",
+                format!(
+                    "{} would be {}, which spidx can read but not write; writable: {}",
+                    path.display(),
+                    f.name(),
+                    extensions(writable)
+                ),
+            )),
+            Err(_) => Err(Error::invalid(
+                "output file",
+                format!(
+                    "cannot tell the output format of {} from its extension; writable: {}",
+                    path.display(),
+                    extensions(writable)
+                ),
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+fn names(formats: impl IntoIterator<Item = Format>) -> String {
+    formats
+        .into_iter()
+        .map(|f| f.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn extensions(formats: impl IntoIterator<Item = Format>) -> String {
+    formats
+        .into_iter()
+        .flat_map(|f| f.extensions().iter().copied())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Opens `path` for reading, naming it in the error.
+pub(crate) fn open_file(path: &Path) -> Result<std::fs::File> {
+    std::fs::File::open(path).map_err(|e| Error::io(path, e))
+}
+
+/// Creates `path` for writing, naming it in the error.
+pub(crate) fn create_file(path: &Path) -> Result<std::io::BufWriter<std::fs::File>> {
+    let f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+    Ok(std::io::BufWriter::with_capacity(1 << 20, f))
+}
+
+/// Shorthand for "file X is corrupted: message".
+pub(crate) fn corrupted(path: &Path, format: Format, message: impl std::fmt::Display) -> Error {
+    Error::corrupted(
+        format!("{} file {}", format.name(), path.display()),
+        message.to_string(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extension_selects_format() {
+        let f = |p: &str| Format::from_path(Path::new(p)).unwrap();
+        assert_eq!(f("a/b.FGB"), Format::FlatGeobuf);
+        assert_eq!(f("x.osm.pbf"), Format::OsmPbf);
+        assert_eq!(f("x.geojson"), Format::GeoJson);
+        assert_eq!(f("x.shp"), Format::Shapefile);
+        assert_eq!(f("x.npy"), Format::Npy);
+        let e = Format::from_path(Path::new("x.gpkg"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("x.gpkg") && e.contains(".fgb") && e.contains(".npy"),
+            "{e}"
+        );
+        let e = Format::for_output(Path::new("x.shp"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("can read but not write"), "{e}");
+        assert_eq!(Format::from_name("OSM").unwrap(), Format::OsmPbf);
+        assert_eq!(Format::from_name("fgb").unwrap(), Format::FlatGeobuf);
+        assert!(Format::from_name("gpkg").is_err());
+    }
+}

@@ -1,0 +1,337 @@
+//! Line-oriented WKT and WKB files (the way geometries leave a database: `COPY (SELECT
+//! ST_AsText(geom) ...)` or `ST_AsEWKB`), plus binary WKB.
+//!
+//! - **WKT** (`.wkt`): one geometry per line; an optional `SRID=n;` prefix is ignored.
+//! - **WKB** (`.wkb`): either text, one hex-encoded WKB or PostGIS EWKB geometry per line, or
+//!   binary, WKB geometries back to back (each is self-delimiting). The first byte decides:
+//!   binary WKB starts with its byte-order byte 0x00 or 0x01, text does not. Z and M values
+//!   are dropped. Binary WKB has no record boundaries, so a bad record there ends the read
+//!   with an error; in text files a bad line is skipped and counted.
+//!
+//! In both text forms blank lines and lines starting with `#` are ignored, and a line may
+//! start with an id and a tab (`17<TAB>POLYGON(...)`); otherwise a record's id is its line
+//! number − 1. Writers emit plain lines when the ids are 0, 1, 2, ... in order and
+//! `id<TAB>geometry` lines otherwise, so ids survive a round trip.
+
+use super::{corrupted, create_file, Format};
+use crate::data::raw::{Path as RawPath, RawBuilder, RawGeom};
+use crate::data::{GeoRecord, GeoSink, Issue, Loc};
+use crate::{Error, Result};
+use geo_types::{Coord, Geometry, Polygon};
+use geozero::wkb::{process_ewkb_geom, process_wkb_geom};
+use geozero::{CoordDimensions, ToWkb};
+use std::io::Write;
+use std::path::Path;
+use std::str::FromStr;
+
+/// Splits an optional `id<TAB>` prefix off a line.
+fn split_id(line: &str) -> (Option<u64>, &str) {
+    if let Some((head, rest)) = line.split_once('\t') {
+        if let Ok(id) = head.trim().parse::<u64>() {
+            return (Some(id), rest.trim());
+        }
+    }
+    (None, line)
+}
+
+/// Calls `f(line_number, id, text)` for every non-blank, non-comment line.
+fn for_each_line(bytes: &[u8], mut f: impl FnMut(u64, Option<u64>, Result<&str, String>)) {
+    for (i, raw) in bytes.split(|b| *b == b'\n').enumerate() {
+        let line_no = i as u64 + 1;
+        let text = match std::str::from_utf8(raw) {
+            Ok(t) => t.trim(),
+            Err(e) => {
+                f(line_no, None, Err(format!("not UTF-8 text: {e}")));
+                continue;
+            }
+        };
+        if text.is_empty() || text.starts_with('#') {
+            continue;
+        }
+        let (id, rest) = split_id(text);
+        f(line_no, Some(id.unwrap_or(line_no - 1)), Ok(rest));
+    }
+}
+
+/// Reads a WKT file (one geometry per line) into `sink`.
+pub(crate) fn read_wkt(path: &Path, sink: &mut GeoSink) -> Result<()> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    for_each_line(&bytes, |line, id, text| {
+        let loc = Loc::Line(line);
+        let text = match text {
+            Ok(t) => t,
+            Err(msg) => return sink.reject(loc, Issue::Unparsable, &msg),
+        };
+        let body = strip_srid(text).trim_end_matches(';');
+        match wkt::Wkt::<f64>::from_str(body) {
+            Ok(w) => sink.push(loc, id, from_wkt(w)),
+            Err(e) => sink.reject(loc, Issue::Unparsable, &format!("invalid WKT: {e}")),
+        }
+    });
+    Ok(())
+}
+
+fn strip_srid(text: &str) -> &str {
+    if text.len() > 5 && text[..5].eq_ignore_ascii_case("SRID=") {
+        if let Some((_, rest)) = text.split_once(';') {
+            return rest.trim();
+        }
+    }
+    text
+}
+
+fn wkt_path(l: wkt::types::LineString<f64>) -> RawPath {
+    l.into_inner()
+        .0
+        .into_iter()
+        .map(|c| Coord { x: c.x, y: c.y })
+        .collect()
+}
+
+fn wkt_polygon(p: wkt::types::Polygon<f64>) -> Vec<RawPath> {
+    p.into_inner().0.into_iter().map(wkt_path).collect()
+}
+
+fn from_wkt(w: wkt::Wkt<f64>) -> RawGeom {
+    use wkt::Wkt as W;
+    match w {
+        W::Point(p) => RawGeom::Point(p.into_inner().0.map(|c| Coord { x: c.x, y: c.y })),
+        W::LineString(l) => RawGeom::Line(wkt_path(l)),
+        W::Polygon(p) => RawGeom::Polygon(wkt_polygon(p)),
+        W::MultiPoint(m) => RawGeom::MultiPoint(
+            m.into_inner()
+                .0
+                .into_iter()
+                .filter_map(|p| p.into_inner().0.map(|c| Coord { x: c.x, y: c.y }))
+                .collect(),
+        ),
+        W::MultiLineString(m) => {
+            RawGeom::MultiLine(m.into_inner().0.into_iter().map(wkt_path).collect())
+        }
+        W::MultiPolygon(m) => {
+            RawGeom::MultiPolygon(m.into_inner().0.into_iter().map(wkt_polygon).collect())
+        }
+        W::GeometryCollection(c) => {
+            RawGeom::Collection(c.into_inner().0.into_iter().map(from_wkt).collect())
+        }
+    }
+}
+
+/// Whether WKB bytes start with an EWKB (PostGIS) type word rather than OGC/ISO WKB.
+fn is_ewkb(bytes: &[u8]) -> bool {
+    if bytes.len() < 5 {
+        return false;
+    }
+    let word = [bytes[1], bytes[2], bytes[3], bytes[4]];
+    let t = if bytes[0] == 0 {
+        u32::from_be_bytes(word)
+    } else {
+        u32::from_le_bytes(word)
+    };
+    t & 0xE000_0000 != 0
+}
+
+/// Parses one WKB geometry from the front of `input`, advancing it.
+fn parse_wkb(
+    input: &mut &[u8],
+    builder: &mut RawBuilder,
+) -> std::result::Result<RawGeom, (Issue, String)> {
+    let r = if is_ewkb(input) {
+        process_ewkb_geom(input, builder)
+    } else {
+        process_wkb_geom(input, builder)
+    };
+    match r {
+        Ok(()) => builder.take(),
+        Err(e) => {
+            let _ = builder.take();
+            Err((Issue::Unparsable, format!("invalid WKB: {e}")))
+        }
+    }
+}
+
+fn decode_hex(text: &str) -> std::result::Result<Vec<u8>, String> {
+    let t = text.strip_prefix("\\x").unwrap_or(text);
+    if t.len() % 2 != 0 {
+        return Err(format!("odd number of hex digits ({})", t.len()));
+    }
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Ok(c - b'0'),
+        b'a'..=b'f' => Ok(c - b'a' + 10),
+        b'A'..=b'F' => Ok(c - b'A' + 10),
+        _ => Err(format!("'{}' is not a hex digit", c as char)),
+    };
+    t.as_bytes()
+        .chunks_exact(2)
+        .map(|p| Ok(digit(p[0])? << 4 | digit(p[1])?))
+        .collect()
+}
+
+/// Reads a WKB file (hex lines or binary) into `sink`.
+pub(crate) fn read_wkb(path: &Path, sink: &mut GeoSink) -> Result<()> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let mut builder = RawBuilder::new();
+    let binary = matches!(bytes.iter().find(|b| !b.is_ascii_whitespace()), Some(0 | 1));
+    if !binary {
+        for_each_line(&bytes, |line, id, text| {
+            let loc = Loc::Line(line);
+            let parsed = text
+                .and_then(|t| decode_hex(t))
+                .map_err(|m| (Issue::Unparsable, m));
+            let parsed = parsed.and_then(|wkb| {
+                let mut input = &wkb[..];
+                let g = parse_wkb(&mut input, &mut builder)?;
+                if !input.is_empty() {
+                    return Err((
+                        Issue::Unparsable,
+                        format!("{} bytes left after the geometry", input.len()),
+                    ));
+                }
+                Ok(g)
+            });
+            match parsed {
+                Ok(raw) => sink.push(loc, id, raw),
+                Err((issue, msg)) => sink.reject(loc, issue, &msg),
+            }
+        });
+        return Ok(());
+    }
+    let mut input = &bytes[..];
+    let mut n = 0u64;
+    while !input.is_empty() {
+        let offset = bytes.len() - input.len();
+        match parse_wkb(&mut input, &mut builder) {
+            Ok(raw) => sink.push(Loc::Record(n), None, raw),
+            Err((Issue::Unparsable, msg)) => {
+                return Err(corrupted(
+                    path,
+                    Format::Wkb,
+                    format!("record {n} at byte {offset}: {msg} (truncated or not WKB)"),
+                ))
+            }
+            Err((issue, msg)) => sink.reject(Loc::Record(n), issue, &msg),
+        }
+        n += 1;
+    }
+    Ok(())
+}
+
+/// Whether ids are 0, 1, 2, ... so that line numbers carry them.
+fn ids_are_ordinals(records: &[GeoRecord]) -> bool {
+    records.iter().enumerate().all(|(i, r)| r.id == i as u64)
+}
+
+fn write_lines(
+    path: &Path,
+    records: &[GeoRecord],
+    mut text: impl FnMut(&Geometry, &mut String) -> std::result::Result<(), String>,
+) -> Result<()> {
+    let mut out = create_file(path)?;
+    let with_ids = !ids_are_ordinals(records);
+    let mut line = String::with_capacity(1024);
+    for r in records {
+        line.clear();
+        if with_ids {
+            line.push_str(&format!("{}\t", r.id));
+        }
+        text(&r.geometry, &mut line)
+            .map_err(|m| Error::invalid("geometry", format!("record id {}: {m}", r.id)))?;
+        line.push('\n');
+        out.write_all(line.as_bytes())
+            .map_err(|e| Error::io(path, e))?;
+    }
+    out.flush().map_err(|e| Error::io(path, e))
+}
+
+/// Writes one WKT geometry per line.
+pub fn write_wkt(path: &Path, records: &[GeoRecord]) -> Result<()> {
+    write_lines(path, records, |g, s| {
+        wkt_text(g, s);
+        Ok(())
+    })
+}
+
+/// Writes one hex-encoded WKB geometry per line (upper case, little-endian, 2-D).
+pub fn write_wkb(path: &Path, records: &[GeoRecord]) -> Result<()> {
+    write_lines(path, records, |g, s| {
+        let wkb = g.to_wkb(CoordDimensions::xy()).map_err(|e| e.to_string())?;
+        for b in wkb {
+            s.push(char::from_digit((b >> 4) as u32, 16).unwrap_or('0'));
+            s.push(char::from_digit((b & 15) as u32, 16).unwrap_or('0'));
+        }
+        s.make_ascii_uppercase();
+        Ok(())
+    })
+}
+
+fn wkt_coords<'a>(cs: impl IntoIterator<Item = &'a Coord>, s: &mut String) {
+    use std::fmt::Write as _;
+    s.push('(');
+    for (i, c) in cs.into_iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        let _ = write!(s, "{} {}", c.x, c.y);
+    }
+    s.push(')');
+}
+
+fn wkt_polygon_body(p: &Polygon, s: &mut String) {
+    s.push('(');
+    wkt_coords(&p.exterior().0, s);
+    for r in p.interiors() {
+        s.push(',');
+        wkt_coords(&r.0, s);
+    }
+    s.push(')');
+}
+
+/// Appends the WKT of `g` to `s`.
+pub(crate) fn wkt_text(g: &Geometry, s: &mut String) {
+    use std::fmt::Write as _;
+    let parts = |s: &mut String, n: usize, f: &mut dyn FnMut(usize, &mut String)| {
+        s.push('(');
+        for i in 0..n {
+            if i > 0 {
+                s.push(',');
+            }
+            f(i, s);
+        }
+        s.push(')');
+    };
+    match g {
+        Geometry::Point(p) => {
+            let _ = write!(s, "POINT({} {})", p.x(), p.y());
+        }
+        Geometry::Line(l) => {
+            s.push_str("LINESTRING");
+            wkt_coords(&[l.start, l.end], s);
+        }
+        Geometry::LineString(l) => {
+            s.push_str("LINESTRING");
+            wkt_coords(&l.0, s);
+        }
+        Geometry::Polygon(p) => {
+            s.push_str("POLYGON");
+            wkt_polygon_body(p, s);
+        }
+        Geometry::Rect(r) => wkt_text(&Geometry::Polygon(r.to_polygon()), s),
+        Geometry::Triangle(t) => wkt_text(&Geometry::Polygon(t.to_polygon()), s),
+        Geometry::MultiPoint(m) => {
+            s.push_str("MULTIPOINT");
+            parts(s, m.0.len(), &mut |i, s| wkt_coords([&m.0[i].0], s));
+        }
+        Geometry::MultiLineString(m) => {
+            s.push_str("MULTILINESTRING");
+            parts(s, m.0.len(), &mut |i, s| wkt_coords(&m.0[i].0, s));
+        }
+        Geometry::MultiPolygon(m) => {
+            s.push_str("MULTIPOLYGON");
+            parts(s, m.0.len(), &mut |i, s| wkt_polygon_body(&m.0[i], s));
+        }
+        Geometry::GeometryCollection(c) => {
+            s.push_str("GEOMETRYCOLLECTION");
+            parts(s, c.0.len(), &mut |i, s| wkt_text(&c.0[i], s));
+        }
+    }
+}

@@ -1,0 +1,510 @@
+//! Datasets: the objects the spatial indices are built on and queried with.
+//!
+//! This module sits beside the storage stack of `DESIGN.md` (it knows nothing of devices,
+//! stores or trees): it *feeds* the index layer (`build --data`) and the experiment runner
+//! (workloads, query windows sized from a dataset's extent). It provides
+//!
+//! - a small in-memory model, [`Dataset`]: either 2-D geometries ([`GeoRecord`]: an id, a
+//!   `geo_types::Geometry<f64>` and its bounding box) or d-dimensional point vectors
+//!   ([`Vectors`], row `i` has id `i`), for the kNN experiments;
+//! - readers for every importable [`Format`] behind one call, [`open`] / [`read`], which
+//!   never stop at a bad record: they repair or skip it and count it in an [`ImportReport`]
+//!   (see [`repair`](Policy) for the rules);
+//! - writers for the canonical formats, [`write`]: FlatGeobuf (`.fgb`) for geometries and
+//!   NumPy (`.npy`, float64, shape N×D) for vectors, plus GeoJSON, WKT and hex WKB;
+//! - synthetic data, [`generate`]: uniform / gaussian / clustered rectangles or vectors and
+//!   city-like building footprints;
+//! - dataset statistics, [`info`].
+//!
+//! Coordinates are kept as read: OSM and GeoJSON data stay in longitude/latitude degrees,
+//! generated data lives in the square [`generate::EXTENT`] (think metres). Z and M values are
+//! dropped on import (the indices are 2-D for geometries).
+
+pub mod formats;
+pub mod generate;
+pub mod info;
+mod raw;
+mod repair;
+pub mod report;
+
+pub use formats::Format;
+pub use geo_types;
+pub use repair::{kind_name, vertex_count, Policy};
+pub use report::{ImportReport, Issue, Loc, Severity};
+
+use crate::{Error, Result};
+use geo_types::{Coord, Geometry, Rect};
+use serde::Serialize;
+use std::collections::HashSet;
+use std::path::Path;
+
+/// One 2-D spatial object: an id, its exact geometry, and its bounding box (the MBR an index
+/// stores).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GeoRecord {
+    /// The object's id (from the source's `id` when it has one, see [`read`]).
+    pub id: u64,
+    /// The exact geometry, used by the refinement step.
+    pub geometry: Geometry<f64>,
+    /// The minimum bounding rectangle of `geometry`.
+    pub bbox: Rect<f64>,
+}
+
+impl GeoRecord {
+    /// A record with its bounding box computed; `None` if the geometry has no coordinates.
+    pub fn new(id: u64, geometry: Geometry<f64>) -> Option<Self> {
+        let bbox = bounding_rect(&geometry)?;
+        Some(GeoRecord { id, geometry, bbox })
+    }
+}
+
+/// Calls `f` on every coordinate of `g`.
+pub fn for_each_coord(g: &Geometry<f64>, f: &mut impl FnMut(Coord<f64>)) {
+    use geo_types::LineString;
+    let ls = |l: &LineString<f64>, f: &mut dyn FnMut(Coord<f64>)| l.0.iter().for_each(|c| f(*c));
+    match g {
+        Geometry::Point(p) => f(p.0),
+        Geometry::Line(l) => {
+            f(l.start);
+            f(l.end)
+        }
+        Geometry::LineString(l) => ls(l, f),
+        Geometry::Polygon(p) => {
+            ls(p.exterior(), f);
+            p.interiors().iter().for_each(|r| ls(r, f));
+        }
+        Geometry::MultiPoint(m) => m.0.iter().for_each(|p| f(p.0)),
+        Geometry::MultiLineString(m) => m.0.iter().for_each(|l| ls(l, f)),
+        Geometry::MultiPolygon(m) => m.0.iter().for_each(|p| {
+            ls(p.exterior(), f);
+            p.interiors().iter().for_each(|r| ls(r, f));
+        }),
+        Geometry::GeometryCollection(c) => c.0.iter().for_each(|g| for_each_coord(g, f)),
+        Geometry::Rect(r) => {
+            f(r.min());
+            f(r.max())
+        }
+        Geometry::Triangle(t) => {
+            f(t.v1());
+            f(t.v2());
+            f(t.v3())
+        }
+    }
+}
+
+/// The minimum bounding rectangle of `g`, or `None` if it has no coordinates.
+pub fn bounding_rect(g: &Geometry<f64>) -> Option<Rect<f64>> {
+    let mut b: Option<(Coord<f64>, Coord<f64>)> = None;
+    for_each_coord(g, &mut |c| match &mut b {
+        None => b = Some((c, c)),
+        Some((lo, hi)) => {
+            lo.x = lo.x.min(c.x);
+            lo.y = lo.y.min(c.y);
+            hi.x = hi.x.max(c.x);
+            hi.y = hi.y.max(c.y);
+        }
+    });
+    b.map(|(lo, hi)| Rect::new(lo, hi))
+}
+
+/// A set of d-dimensional point vectors stored row-major; row `i` has id `i`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Vectors {
+    dims: usize,
+    data: Vec<f64>,
+}
+
+impl Vectors {
+    /// Vectors of `dims` dimensions from row-major `data` (its length must be a multiple of
+    /// `dims`, which must be at least 1).
+    pub fn new(dims: usize, data: Vec<f64>) -> Result<Self> {
+        if dims == 0 {
+            return Err(Error::invalid("dimensions", "must be at least 1"));
+        }
+        if data.len() % dims != 0 {
+            return Err(Error::invalid(
+                "vector data",
+                format!(
+                    "{} values are not a whole number of {dims}-d rows",
+                    data.len()
+                ),
+            ));
+        }
+        Ok(Vectors { dims, data })
+    }
+
+    /// Number of dimensions of each vector.
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// Number of vectors.
+    pub fn len(&self) -> usize {
+        self.data.len() / self.dims
+    }
+
+    /// Whether there are no vectors.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// Vector `i` (panics if `i >= len()`, like slice indexing).
+    pub fn row(&self, i: usize) -> &[f64] {
+        &self.data[i * self.dims..(i + 1) * self.dims]
+    }
+
+    /// All vectors in id order.
+    pub fn rows(&self) -> std::slice::ChunksExact<'_, f64> {
+        self.data.chunks_exact(self.dims)
+    }
+
+    /// The row-major values.
+    pub fn as_slice(&self) -> &[f64] {
+        &self.data
+    }
+
+    /// The row-major values, consuming the set.
+    pub fn into_inner(self) -> Vec<f64> {
+        self.data
+    }
+}
+
+/// An axis-aligned box in any number of dimensions (a dataset's extent).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Extent {
+    /// Lower corner.
+    pub min: Vec<f64>,
+    /// Upper corner.
+    pub max: Vec<f64>,
+}
+
+impl Extent {
+    /// The extent of a 2-D rectangle.
+    pub fn from_rect(r: &Rect<f64>) -> Self {
+        Extent {
+            min: vec![r.min().x, r.min().y],
+            max: vec![r.max().x, r.max().y],
+        }
+    }
+
+    /// Number of dimensions.
+    pub fn dims(&self) -> usize {
+        self.min.len()
+    }
+
+    /// Area (2-D) or volume: the product of the side lengths.
+    pub fn volume(&self) -> f64 {
+        self.min.iter().zip(&self.max).map(|(a, b)| b - a).product()
+    }
+
+    /// The box as a `geo_types::Rect` when it is 2-D.
+    pub fn to_rect(&self) -> Option<Rect<f64>> {
+        (self.dims() == 2).then(|| {
+            Rect::new(
+                Coord {
+                    x: self.min[0],
+                    y: self.min[1],
+                },
+                Coord {
+                    x: self.max[0],
+                    y: self.max[1],
+                },
+            )
+        })
+    }
+
+    fn grow(&mut self, p: &[f64]) {
+        for (i, v) in p.iter().enumerate() {
+            self.min[i] = self.min[i].min(*v);
+            self.max[i] = self.max[i].max(*v);
+        }
+    }
+}
+
+/// A whole dataset in memory: what the index layer builds from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dataset {
+    /// 2-D geometries with ids and bounding boxes, in source order (insertion order matters
+    /// to one-by-one index construction, so it is preserved).
+    Geo(Vec<GeoRecord>),
+    /// d-dimensional point vectors.
+    Vectors(Vectors),
+}
+
+impl Dataset {
+    /// Number of objects.
+    pub fn len(&self) -> usize {
+        match self {
+            Dataset::Geo(r) => r.len(),
+            Dataset::Vectors(v) => v.len(),
+        }
+    }
+
+    /// Whether there are no objects.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of dimensions (2 for geometries).
+    pub fn dims(&self) -> usize {
+        match self {
+            Dataset::Geo(_) => 2,
+            Dataset::Vectors(v) => v.dims(),
+        }
+    }
+
+    /// The bounding box of all objects, `None` when empty.
+    pub fn extent(&self) -> Option<Extent> {
+        match self {
+            Dataset::Geo(recs) => geo_extent(recs),
+            Dataset::Vectors(v) => {
+                let first = v.rows().next()?;
+                let mut e = Extent {
+                    min: first.to_vec(),
+                    max: first.to_vec(),
+                };
+                v.rows().for_each(|r| e.grow(r));
+                Some(e)
+            }
+        }
+    }
+
+    /// The geometries, if this is a 2-D dataset.
+    pub fn as_geo(&self) -> Option<&[GeoRecord]> {
+        match self {
+            Dataset::Geo(r) => Some(r),
+            Dataset::Vectors(_) => None,
+        }
+    }
+
+    /// The vectors, if this is a vector dataset.
+    pub fn as_vectors(&self) -> Option<&Vectors> {
+        match self {
+            Dataset::Vectors(v) => Some(v),
+            Dataset::Geo(_) => None,
+        }
+    }
+}
+
+/// The bounding box of all records' boxes, `None` when there are none.
+pub fn geo_extent(recs: &[GeoRecord]) -> Option<Extent> {
+    let first = recs.first()?;
+    let mut e = Extent::from_rect(&first.bbox);
+    for r in &recs[1..] {
+        e.grow(&[r.bbox.min().x, r.bbox.min().y]);
+        e.grow(&[r.bbox.max().x, r.bbox.max().y]);
+    }
+    Some(e)
+}
+
+/// How [`read`] reads a file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// The format; `None` picks it from the file name (see [`Format::from_path`]).
+    pub format: Option<Format>,
+    /// What to do with questionable geometries.
+    pub policy: Policy,
+    /// Replace the source's ids by 0, 1, 2, ... in kept order (for unique, dense ids).
+    pub renumber: bool,
+}
+
+/// A dataset read from a file together with the report of what the reader did.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The usable records.
+    pub dataset: Dataset,
+    /// Counts of records read, kept, skipped and repaired, by reason.
+    pub report: ImportReport,
+}
+
+/// Reads any importable file with default options, repairing or skipping bad records.
+///
+/// This is what `build --data` uses: every format `spidx dataset import` accepts can be used
+/// directly. Use [`read`] to get the [`ImportReport`] as well.
+pub fn open(path: impl AsRef<Path>) -> Result<Dataset> {
+    Ok(read(path.as_ref(), &ReadOptions::default())?.dataset)
+}
+
+/// Reads any importable file (GeoJSON, WKT, WKB, Shapefile, FlatGeobuf, OSM PBF, NPY).
+///
+/// Bad records are repaired or skipped and counted in the report (never an error); a file
+/// that cannot be read at all (missing, truncated, not of its format) is an error naming the
+/// file and the problem.
+///
+/// Ids: the source's own id when it has one (GeoJSON feature `id` or property `id`,
+/// FlatGeobuf and Shapefile `id` column, OSM way id; OSM relation ids have
+/// [`formats::osm::RELATION_ID_FLAG`] set), otherwise the record's 0-based ordinal in the
+/// source (WKT/WKB: line number − 1). Duplicate ids are kept and reported; set
+/// [`ReadOptions::renumber`] for unique ids.
+pub fn read(path: &Path, opts: &ReadOptions) -> Result<Loaded> {
+    let format = match opts.format {
+        Some(f) => f,
+        None => Format::from_path(path)?,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if meta.is_dir() {
+        return Err(Error::invalid(
+            "dataset",
+            format!("{} is a directory, not a dataset file", path.display()),
+        ));
+    }
+    let report = ImportReport::new(path.display().to_string(), format.name());
+    if format == Format::Npy {
+        return formats::npy::read(path, report);
+    }
+    let mut sink = GeoSink::new(opts, report);
+    match format {
+        Format::FlatGeobuf => formats::fgb::read(path, &mut sink)?,
+        Format::GeoJson => formats::geojson::read(path, &mut sink)?,
+        Format::Wkt => formats::text::read_wkt(path, &mut sink)?,
+        Format::Wkb => formats::text::read_wkb(path, &mut sink)?,
+        Format::Shapefile => formats::shp::read(path, &mut sink)?,
+        Format::OsmPbf => formats::osm::read(path, &mut sink)?,
+        Format::Npy => unreachable!("handled above"),
+    }
+    Ok(sink.finish())
+}
+
+/// Writes `dataset` to `path` in the format its extension names (see [`Format::for_output`]).
+pub fn write(path: &Path, dataset: &Dataset) -> Result<Format> {
+    let format = Format::for_output(path)?;
+    write_as(path, dataset, format)?;
+    Ok(format)
+}
+
+/// Writes `dataset` to `path` in `format`.
+///
+/// Geometries can be written as FlatGeobuf, GeoJSON, WKT or hex WKB; vectors only as NPY.
+pub fn write_as(path: &Path, dataset: &Dataset, format: Format) -> Result<()> {
+    match (dataset, format) {
+        (Dataset::Vectors(v), Format::Npy) => formats::npy::write(path, v),
+        (Dataset::Vectors(v), f) => Err(Error::invalid(
+            "output format",
+            format!(
+                "{}-dimensional vectors can only be written as .npy, not {} ({})",
+                v.dims(),
+                f.name(),
+                path.display()
+            ),
+        )),
+        (Dataset::Geo(r), Format::FlatGeobuf) => formats::fgb::write(path, r),
+        (Dataset::Geo(r), Format::GeoJson) => formats::geojson::write(path, r),
+        (Dataset::Geo(r), Format::Wkt) => formats::text::write_wkt(path, r),
+        (Dataset::Geo(r), Format::Wkb) => formats::text::write_wkb(path, r),
+        (Dataset::Geo(_), f) => Err(Error::invalid(
+            "output format",
+            format!(
+                "geometries cannot be written as {} ({}); use .fgb, .geojson, .wkt or .wkb",
+                f.name(),
+                path.display()
+            ),
+        )),
+    }
+}
+
+/// Collects the records a geometry reader produces: repairs each one, counts everything in
+/// the report, and assigns ids.
+pub(crate) struct GeoSink<'a> {
+    opts: &'a ReadOptions,
+    report: ImportReport,
+    records: Vec<GeoRecord>,
+    seen: HashSet<u64>,
+    ordinal: u64,
+    notes: repair::Notes,
+}
+
+impl<'a> GeoSink<'a> {
+    fn new(opts: &'a ReadOptions, report: ImportReport) -> Self {
+        GeoSink {
+            opts,
+            report,
+            records: Vec::new(),
+            seen: HashSet::new(),
+            ordinal: 0,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Room for `n` more records.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.records.reserve(n.min(1 << 26));
+    }
+
+    /// Counts a record that could not even be decoded, with the reason.
+    pub(crate) fn reject(&mut self, loc: Loc, issue: Issue, detail: &str) {
+        self.report.records_read += 1;
+        self.ordinal += 1;
+        self.report.note(issue, loc, detail);
+    }
+
+    /// Adds one decoded record: `id` is the source's id if it has one.
+    pub(crate) fn push(&mut self, loc: Loc, id: Option<u64>, raw: raw::RawGeom) {
+        let ordinal = self.ordinal;
+        self.ordinal += 1;
+        self.report.records_read += 1;
+        self.notes.clear();
+        let geometry = match repair::finish(raw, &self.opts.policy, &mut self.notes) {
+            Ok(g) => g,
+            Err((issue, detail)) => {
+                self.report.note(issue, loc, &detail);
+                return;
+            }
+        };
+        self.notes.sort_by_key(|n| n.0);
+        self.notes.dedup_by_key(|n| n.0);
+        for (issue, detail) in &self.notes {
+            self.report.note(*issue, loc, detail);
+        }
+        let id = id.unwrap_or(ordinal);
+        if !self.opts.renumber && !self.seen.insert(id) {
+            self.report
+                .note(Issue::DuplicateId, loc, &format!("id {id} occurs before"));
+        }
+        self.report.kept(kind_name(&geometry));
+        let rec = GeoRecord::new(id, geometry).expect("repair keeps only non-empty geometries");
+        self.records.push(rec);
+    }
+
+    /// Counts a record whose source id was missing or unusable (the ordinal is used).
+    pub(crate) fn note(&mut self, issue: Issue, loc: Loc, detail: &str) {
+        self.report.note(issue, loc, detail);
+    }
+
+    /// The ordinal the next record will get if it has no id of its own.
+    pub(crate) fn next_ordinal(&self) -> u64 {
+        self.ordinal
+    }
+
+    fn finish(mut self) -> Loaded {
+        let mut recs = std::mem::take(&mut self.records);
+        if self.opts.renumber {
+            for (i, r) in recs.iter_mut().enumerate() {
+                r.id = i as u64;
+            }
+        }
+        // Huge objects only make sense relative to a dataset of some size.
+        if recs.len() >= 100 {
+            if let Some(ext) = geo_extent(&recs) {
+                let total = ext.volume();
+                for r in &recs {
+                    let a = r.bbox.width() * r.bbox.height();
+                    if a > total * 0.01 {
+                        let pct = 100.0 * a / total;
+                        self.report.note(
+                            Issue::HugeExtent,
+                            Loc::Id(r.id),
+                            &format!("bounding box covers {pct:.1}% of the dataset extent"),
+                        );
+                    }
+                }
+            }
+        }
+        Loaded {
+            dataset: Dataset::Geo(recs),
+            report: self.report,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
