@@ -85,10 +85,10 @@ pub fn parse_percent(what: &str, text: &str) -> Result<f64> {
 pub fn format_size(bytes: u64) -> String {
     for (name, mult) in UNITS {
         if mult > 1 && bytes >= mult {
-            if bytes % mult == 0 {
+            if bytes.is_multiple_of(mult) {
                 return format!("{}{name}", bytes / mult);
             }
-            if bytes % (mult / 1024).max(1) == 0 || bytes >= mult * 10 {
+            if bytes.is_multiple_of((mult / 1024).max(1)) || bytes >= mult * 10 {
                 return format!("{:.1}{name}", bytes as f64 / mult as f64);
             }
         }

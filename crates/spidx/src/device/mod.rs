@@ -62,7 +62,7 @@ pub trait Device: Send {
 
 /// Checks that a page size is usable by every device: non-zero and a multiple of 512.
 pub fn validate_page_size(page_size: usize) -> Result<()> {
-    if page_size == 0 || page_size % SECTOR != 0 {
+    if page_size == 0 || !page_size.is_multiple_of(SECTOR) {
         return Err(Error::invalid(
             "page size",
             format!("{page_size} bytes; a page size must be a non-zero multiple of {SECTOR} bytes"),
@@ -80,14 +80,14 @@ pub fn validate_page_size(page_size: usize) -> Result<()> {
 /// Validates a read or write request against a device's geometry and returns the number
 /// of pages it covers.
 pub fn check_request(page: u64, len: usize, page_size: usize, capacity_pages: u64) -> Result<u64> {
-    if len == 0 || len % page_size != 0 {
+    if len == 0 || !len.is_multiple_of(page_size) {
         return Err(Error::invalid(
             "I/O request",
             format!("{len} bytes is not a non-zero multiple of the {page_size}-byte page size"),
         ));
     }
     let n = (len / page_size) as u64;
-    let end = page.checked_add(n).unwrap_or(u64::MAX);
+    let end = page.saturating_add(n);
     if end > capacity_pages {
         return Err(Error::OutOfRange {
             start: page,
