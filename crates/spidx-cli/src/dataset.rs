@@ -10,6 +10,27 @@ use spidx::data::{self, info, Dataset, Format, ImportReport, Policy, ReadOptions
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+// Output goes through `emit`, so that a closed pipe (`spidx dataset info x | head -1`) ends
+// the command quietly instead of panicking like the std macros do.
+macro_rules! println {
+    ($($t:tt)*) => { emit(&format!("{}\n", format_args!($($t)*))) };
+}
+macro_rules! print {
+    ($($t:tt)*) => { emit(&format!($($t)*)) };
+}
+
+fn emit(text: &str) {
+    use std::io::Write;
+    match std::io::stdout().write_all(text.as_bytes()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => {
+            eprintln!("error: cannot write to standard output: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
 /// What to do with invalid polygons (self-intersections, holes outside their shell).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum InvalidArg {

@@ -121,7 +121,7 @@ impl Vectors {
         if dims == 0 {
             return Err(Error::invalid("dimensions", "must be at least 1"));
         }
-        if data.len() % dims != 0 {
+        if !data.len().is_multiple_of(dims) {
             return Err(Error::invalid(
                 "vector data",
                 format!(

@@ -100,7 +100,7 @@ fn convert(raw: RawGeom, policy: &Policy, notes: &mut Notes) -> Result<Geometry,
         }
         RawGeom::Line(l) => Geometry::LineString(fix_line(l, notes)?),
         RawGeom::MultiLine(ls) => {
-            let ls = fix_parts(ls, notes, |l, n| fix_line(l, n))?;
+            let ls = fix_parts(ls, notes, fix_line)?;
             Geometry::MultiLineString(MultiLineString(ls))
         }
         RawGeom::Polygon(rings) => Geometry::Polygon(fix_polygon(rings, policy, notes)?),

@@ -320,7 +320,10 @@ macro_rules! with_dims {
             32 => arm!(32),
             d => Err($crate::Error::invalid(
                 "dimensions",
-                format!("{d} is not supported; supported: {:?}", $crate::spatial::SUPPORTED_DIMS),
+                format!(
+                    "{d} is not supported; supported: {:?}",
+                    $crate::spatial::SUPPORTED_DIMS
+                ),
             )
             .into()),
         }

@@ -187,8 +187,7 @@ impl<const D: usize> SpatialIndex<D> {
         filter.cpu_s = (filter.cpu_s - refinement.cpu_s).max(0.0);
         filter.device_s = (filter.device_s - refinement.device_s).max(0.0);
         filter.elapsed_s = (filter.elapsed_s - refinement.elapsed_s).max(0.0);
-        let mut found = best.into_sorted_vec();
-        found.sort_by(|a, b| a.cmp(b));
+        let found = best.into_sorted_vec();
         Ok(QueryReport {
             candidates,
             results: found.len() as u64,

@@ -152,7 +152,7 @@ fn parse_wkb(
 
 fn decode_hex(text: &str) -> std::result::Result<Vec<u8>, String> {
     let t = text.strip_prefix("\\x").unwrap_or(text);
-    if t.len() % 2 != 0 {
+    if !t.len().is_multiple_of(2) {
         return Err(format!("odd number of hex digits ({})", t.len()));
     }
     let digit = |c: u8| match c {
@@ -176,7 +176,7 @@ pub(crate) fn read_wkb(path: &Path, sink: &mut GeoSink) -> Result<()> {
         for_each_line(&bytes, |line, id, text| {
             let loc = Loc::Line(line);
             let parsed = text
-                .and_then(|t| decode_hex(t))
+                .and_then(decode_hex)
                 .map_err(|m| (Issue::Unparsable, m));
             let parsed = parsed.and_then(|wkb| {
                 let mut input = &wkb[..];

@@ -145,7 +145,7 @@ fn shapefile_polygons_with_holes_multipolygons_and_dbf_ids() {
         .add_numeric_field(FieldName::try_from("ID").unwrap(), 10, 0)
         .add_character_field(FieldName::try_from("name").unwrap(), 20);
     let mut w = shapefile::Writer::from_path(&path, table).unwrap();
-    let shapes = vec![
+    let shapes = [
         SPolygon::with_rings(vec![
             PolygonRing::Outer(pts(&square(0.0, 0.0, 10.0))),
             PolygonRing::Inner(pts(&square(2.0, 2.0, 2.0))),

@@ -23,6 +23,8 @@ pub enum Member {
 }
 
 type Tags = Vec<(u32, u32)>;
+/// A relation: id, tags, members (type, member id, role string index).
+type RelationRow = (i64, Tags, Vec<(Member, i64, u32)>);
 
 /// Collects OSM elements and writes them as a `.osm.pbf` file.
 #[derive(Debug, Default)]
@@ -31,7 +33,7 @@ pub struct PbfBuilder {
     index: HashMap<String, u32>,
     nodes: Vec<(i64, Tags, f64, f64)>,
     ways: Vec<(i64, Tags, Vec<i64>)>,
-    relations: Vec<(i64, Tags, Vec<(Member, i64, u32)>)>,
+    relations: Vec<RelationRow>,
 }
 
 impl PbfBuilder {
