@@ -279,11 +279,10 @@ impl<const D: usize> SpatialIndex<D> {
     }
 }
 
-fn split(
-    device: Box<dyn Device>,
-    node_pages: u64,
-    objects: bool,
-) -> Result<(Box<dyn Device>, Option<Box<dyn Device>>)> {
+/// The node store's device and, for indices that keep geometries, the object store's.
+type Devices = (Box<dyn Device>, Option<Box<dyn Device>>);
+
+fn split(device: Box<dyn Device>, node_pages: u64, objects: bool) -> Result<Devices> {
     if !objects {
         return Ok((device, None));
     }
