@@ -1,9 +1,13 @@
 //! The `spidx` command: a testbed for spatial indices on real and simulated devices.
 //! Each subcommand lives in its own module; this file parses arguments and dispatches.
 
+mod build;
+mod check;
 mod dataset;
 mod devices;
+mod index_args;
 mod iotest;
+mod query;
 
 use std::process::ExitCode;
 
@@ -19,6 +23,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Build an index by one-by-one insertion of a dataset's objects.
+    Build(build::BuildArgs),
+    /// Query an index: window, point, geometry or k nearest neighbours.
+    Query(query::QueryArgs),
+    /// Verify every invariant of an index and print its shape.
+    Check(check::CheckArgs),
     /// Generate, import and inspect datasets.
     #[command(subcommand)]
     Dataset(dataset::DatasetCmd),
@@ -31,6 +41,9 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Build(a) => build::run(a),
+        Command::Query(a) => query::run(a),
+        Command::Check(a) => check::run(a),
         Command::Dataset(cmd) => dataset::run(cmd),
         Command::Devices(a) => devices::run(a),
         Command::Iotest(a) => iotest::run(a),

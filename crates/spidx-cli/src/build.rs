@@ -1,0 +1,202 @@
+//! `spidx build`: builds an index by one-by-one insertion of a dataset's objects and
+//! reports what the construction cost.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::json;
+use spidx::data::{self, Dataset, ReadOptions};
+use spidx::geom::Rect;
+use spidx::spatial::{IndexOptions, PhaseReport, SpatialIndex};
+use spidx::with_dims;
+
+use crate::index_args::IndexArgs;
+
+/// Arguments of `spidx build`.
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    /// Dataset: any format `spidx dataset import` reads (.fgb, .geojson, .wkt, .wkb, .shp, .osm.pbf, .npy).
+    #[arg(long)]
+    data: PathBuf,
+    #[command(flatten)]
+    index: IndexArgs,
+    /// Index directory to create (must not exist, or be empty).
+    #[arg(long)]
+    out: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: BuildArgs) -> Result<()> {
+    let opts = a.index.options()?;
+    if a.out.exists()
+        && std::fs::read_dir(&a.out)
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(true)
+    {
+        bail!(
+            "{} exists and is not empty; choose a new index directory",
+            a.out.display()
+        );
+    }
+    let loaded = data::read(&a.data, &ReadOptions::default())
+        .with_context(|| format!("reading {}", a.data.display()))?;
+    if loaded.report.skipped_total() > 0 && !a.json {
+        eprintln!("{}", loaded.report);
+    }
+    if loaded.dataset.len() == 0 {
+        bail!("{} holds no usable object", a.data.display());
+    }
+    let (load, construction, summary) = match &loaded.dataset {
+        Dataset::Geo(_) => build::<2>(&a.out, opts, &loaded.dataset)?,
+        Dataset::Vectors(v) => {
+            with_dims!(v.dims(), D => build::<D>(&a.out, opts, &loaded.dataset))?
+        }
+    };
+    let mut out = summary;
+    out["data"] = json!(a.data.display().to_string());
+    out["skipped_objects"] = json!(loaded.report.skipped_total());
+    out["cpu_s"] = json!(construction.cpu_s);
+    out["device_s"] = json!(construction.device_s);
+    out["elapsed_s"] = json!(construction.elapsed_s);
+    out["reads"] = json!(construction.device.host.read_ops);
+    out["writes"] = json!(construction.device.host.write_ops);
+    out["device"] = serde_json::to_value(&construction.device)?;
+    out["load"] = serde_json::to_value(&load)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print_human(&out, &construction);
+    }
+    Ok(())
+}
+
+fn progress(n: u64) -> ProgressBar {
+    let target = if std::io::stderr().is_terminal() {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    };
+    let bar = ProgressBar::with_draw_target(Some(n), target);
+    bar.set_style(
+        ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} ({per_sec}, {eta} left)")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar
+}
+
+/// Loads the objects, then inserts them one by one; returns (load, construction, summary).
+fn build<const D: usize>(
+    out: &Path,
+    opts: IndexOptions,
+    ds: &Dataset,
+) -> Result<(PhaseReport, PhaseReport, serde_json::Value)> {
+    let geo = ds.as_geo();
+    let mut idx = SpatialIndex::<D>::create(out, opts, geo.is_some())?;
+    let n = ds.len() as u64;
+    // Phase 1: the objects' exact geometries go to the object store (not index work).
+    let load = match geo {
+        Some(recs) => {
+            let bar = progress(n);
+            bar.set_message("objects");
+            let clock = idx.phase();
+            for r in recs {
+                idx.put_object(r.id, &r.geometry)?;
+                bar.inc(1);
+            }
+            let rep = clock.stop(idx.device());
+            bar.finish_and_clear();
+            rep
+        }
+        None => PhaseReport::default(),
+    };
+    // Phase 2: one-by-one insertion, ended by a device sync (durable on the device).
+    let bar = progress(n);
+    bar.set_message("insert");
+    let clock = idx.phase();
+    match ds {
+        Dataset::Geo(recs) => {
+            for r in recs {
+                let (lo, hi) = (r.bbox.min(), r.bbox.max());
+                let mut min = [0.0; D];
+                let mut max = [0.0; D];
+                min[..2].copy_from_slice(&[lo.x, lo.y]);
+                max[..2].copy_from_slice(&[hi.x, hi.y]);
+                idx.insert(Rect { min, max }, r.id)
+                    .with_context(|| format!("inserting object {}", r.id))?;
+                bar.inc(1);
+            }
+        }
+        Dataset::Vectors(v) => {
+            for (i, row) in v.rows().enumerate() {
+                let p: [f64; D] = row.try_into().context("vector of the wrong dimension")?;
+                idx.insert(Rect::point(p), i as u64)
+                    .with_context(|| format!("inserting vector {i}"))?;
+                bar.inc(1);
+            }
+        }
+    }
+    idx.tree_mut().store_mut().cache_mut().sync()?;
+    let construction = clock.stop(idx.device());
+    bar.finish_and_clear();
+    idx.flush()?;
+    let tree = idx.tree();
+    let summary = json!({
+        "index": tree.kind().label(),
+        "dims": D,
+        "objects": tree.meta().objects,
+        "height": tree.meta().height,
+        "nodes": tree.store().pages_in_use(),
+        "page_size": idx.manifest().options.page_size,
+        "capacity": idx.manifest().capacity,
+        "buffer": idx.manifest().options.buffer.to_string(),
+        "device_name": idx.manifest().options.device_name,
+        "tree": tree.stats(),
+        "store": spidx::store::NodeStore::<D>::stats(tree.store()),
+        "cache": tree.store().cache().stats(),
+        "out": out.display().to_string(),
+    });
+    Ok((load, construction, summary))
+}
+
+fn print_human(v: &serde_json::Value, c: &PhaseReport) {
+    println!(
+        "built {} over {} objects ({}-D) in {}",
+        v["index"].as_str().unwrap_or("?"),
+        v["objects"],
+        v["dims"],
+        v["out"].as_str().unwrap_or("?")
+    );
+    println!(
+        "shape     height {}, {} nodes, page {} bytes",
+        v["height"], v["nodes"], v["page_size"]
+    );
+    println!(
+        "device    {} (buffer {})",
+        v["device_name"].as_str().unwrap_or("?"),
+        v["buffer"].as_str().unwrap_or("?")
+    );
+    println!(
+        "time      elapsed {:.3} s = cpu {:.3} s + device {:.3} s",
+        c.elapsed_s, c.cpu_s, c.device_s
+    );
+    println!(
+        "I/O       {} reads, {} writes",
+        c.device.host.read_ops, c.device.host.write_ops
+    );
+    if let Some(f) = &c.device.flash {
+        println!(
+            "flash     {} reads, {} writes, {} erases, write amplification {:.2}",
+            f.flash_reads, f.flash_writes, f.erases, f.write_amplification
+        );
+    }
+    println!(
+        "tree      {} splits, {} forced reinsertions",
+        v["tree"]["splits"], v["tree"]["forced_reinserts"]
+    );
+}

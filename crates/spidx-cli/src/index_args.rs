@@ -1,0 +1,141 @@
+//! Options shared by the commands that create indices (`spidx build`): the tree, its
+//! pages, its buffer and its device. Every value is validated; options that do not apply
+//! to the chosen index are errors, never silently ignored.
+
+use anyhow::{bail, Result};
+use clap::Args;
+use spidx::cache::CacheConfig;
+use spidx::device::DeviceSpec;
+use spidx::index::{IndexKind, RStarOptions, ReinsertPolicy, SplitAlgorithm};
+use spidx::node::{LayoutKind, Occupancy};
+use spidx::spatial::IndexOptions;
+use spidx::units::{parse_percent, parse_size};
+
+/// Index, page, buffer and device options.
+#[derive(Args, Debug)]
+pub struct IndexArgs {
+    /// Index: rtree or rstar.
+    #[arg(long)]
+    pub index: String,
+    /// R-tree split: linear, quadratic, exponential, greene or angtan (default quadratic).
+    #[arg(long)]
+    pub split: Option<String>,
+    /// R*-tree reinsertion percentage for leaves and internal nodes, e.g. 30 or 30% (default 30).
+    #[arg(long)]
+    pub reinsert: Option<String>,
+    /// R*-tree reinsertion percentage for internal nodes only (overrides --reinsert for them).
+    #[arg(long)]
+    pub reinsert_internal: Option<String>,
+    /// R*-tree reinsertion order: close or far (default close).
+    #[arg(long)]
+    pub reinsert_policy: Option<String>,
+    /// R*-tree candidates examined for least overlap enlargement (default 32).
+    #[arg(long)]
+    pub candidates: Option<usize>,
+    /// Node page size, 1KB to 256KB.
+    #[arg(long, default_value = "4KB")]
+    pub page_size: String,
+    /// Node page layout: checked (checksums, 8-byte pointers) or seed (the seeds' 36-byte entries).
+    #[arg(long, default_value = "checked")]
+    pub layout: String,
+    /// Minimum fill of nodes, relative to their maximum (leaves and internal nodes).
+    #[arg(long, default_value = "50")]
+    pub min_fill: String,
+    /// Maximum fill of nodes, relative to what fits in a page.
+    #[arg(long, default_value = "100")]
+    pub max_fill: String,
+    /// Minimum fill of leaves only (overrides --min-fill).
+    #[arg(long)]
+    pub leaf_min_fill: Option<String>,
+    /// Maximum fill of leaves only (overrides --max-fill).
+    #[arg(long)]
+    pub leaf_max_fill: Option<String>,
+    /// Page buffer: none, or lru|hlru|s2q|2q:SIZE (e.g. lru:512KB).
+    #[arg(long, default_value = "none")]
+    pub buffer: String,
+    /// Device: a preset (see `spidx devices`), file:PATH, or a device .toml file.
+    #[arg(long, default_value = "memory")]
+    pub device: String,
+    /// Override a device parameter (repeatable), e.g. queue_depth=4.
+    #[arg(long = "device-param", value_name = "KEY=VALUE")]
+    pub device_params: Vec<String>,
+}
+
+impl IndexArgs {
+    /// Validates everything and builds the index options.
+    pub fn options(&self) -> Result<IndexOptions> {
+        let kind = match self.index.as_str() {
+            "rtree" => {
+                for (set, name) in [
+                    (self.reinsert.is_some(), "--reinsert"),
+                    (self.reinsert_internal.is_some(), "--reinsert-internal"),
+                    (self.reinsert_policy.is_some(), "--reinsert-policy"),
+                    (self.candidates.is_some(), "--candidates"),
+                ] {
+                    if set {
+                        bail!("{name} applies to --index rstar only");
+                    }
+                }
+                let split = SplitAlgorithm::parse(self.split.as_deref().unwrap_or("quadratic"))?;
+                if split == SplitAlgorithm::RStar {
+                    bail!("--split rstar is the R*-tree's split: use --index rstar");
+                }
+                IndexKind::RTree { split }
+            }
+            "rstar" => {
+                if self.split.is_some() {
+                    bail!("--split applies to --index rtree only (the R*-tree has its own split)");
+                }
+                let leaf = match &self.reinsert {
+                    Some(p) => parse_percent("--reinsert", p)?,
+                    None => 0.3,
+                };
+                let internal = match &self.reinsert_internal {
+                    Some(p) => parse_percent("--reinsert-internal", p)?,
+                    None => leaf,
+                };
+                let policy =
+                    ReinsertPolicy::parse(self.reinsert_policy.as_deref().unwrap_or("close"))?;
+                IndexKind::RStar(RStarOptions {
+                    reinsert_leaf: leaf,
+                    reinsert_internal: internal,
+                    policy,
+                    candidates: self.candidates.unwrap_or(32),
+                })
+            }
+            other => bail!("unknown index '{other}'; use rtree or rstar"),
+        };
+        let page_size = usize::try_from(parse_size("--page-size", &self.page_size)?)?;
+        let min = parse_percent("--min-fill", &self.min_fill)?;
+        let max = parse_percent("--max-fill", &self.max_fill)?;
+        let occupancy = Occupancy {
+            leaf_min: self
+                .leaf_min_fill
+                .as_deref()
+                .map(|p| parse_percent("--leaf-min-fill", p))
+                .transpose()?
+                .unwrap_or(min),
+            leaf_max: self
+                .leaf_max_fill
+                .as_deref()
+                .map(|p| parse_percent("--leaf-max-fill", p))
+                .transpose()?
+                .unwrap_or(max),
+            internal_min: min,
+            internal_max: max,
+        };
+        let buffer: CacheConfig = self.buffer.parse()?;
+        let device = DeviceSpec::new(&self.device)
+            .with_params(&self.device_params)?
+            .resolve()?;
+        Ok(IndexOptions {
+            kind,
+            page_size,
+            layout: LayoutKind::parse(&self.layout)?,
+            occupancy,
+            buffer,
+            device_name: device.name,
+            device: device.config,
+        })
+    }
+}
