@@ -48,7 +48,7 @@ pub fn run(a: BuildArgs) -> Result<()> {
     if loaded.report.skipped_total() > 0 && !a.json {
         eprintln!("{}", loaded.report);
     }
-    if loaded.dataset.len() == 0 {
+    if loaded.dataset.is_empty() {
         bail!("{} holds no usable object", a.data.display());
     }
     let (load, construction, summary) = match &loaded.dataset {

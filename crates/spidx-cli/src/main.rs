@@ -24,7 +24,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Build an index by one-by-one insertion of a dataset's objects.
-    Build(build::BuildArgs),
+    Build(Box<build::BuildArgs>),
     /// Query an index: window, point, geometry or k nearest neighbours.
     Query(query::QueryArgs),
     /// Verify every invariant of an index and print its shape.
@@ -41,7 +41,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Build(a) => build::run(a),
+        Command::Build(a) => build::run(*a),
         Command::Query(a) => query::run(a),
         Command::Check(a) => check::run(a),
         Command::Dataset(cmd) => dataset::run(cmd),
