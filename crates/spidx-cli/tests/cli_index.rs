@@ -1,0 +1,421 @@
+//! End-to-end tests of `spidx build`, `query` and `check` through the real binary, with
+//! answers compared against brute force over the dataset.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use geo::{Distance, Euclidean};
+use predicates::str::contains;
+use spidx::data::{self, Dataset};
+use spidx::query::Predicate;
+
+fn spidx() -> Command {
+    Command::cargo_bin("spidx").unwrap()
+}
+
+fn json_of(args: &[&str]) -> serde_json::Value {
+    let out = spidx().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn generate(dir: &Path, dist: &str, count: &str, dims: &str, name: &str) -> String {
+    let p = dir.join(name);
+    spidx()
+        .args([
+            "dataset",
+            "generate",
+            "--distribution",
+            dist,
+            "--count",
+            count,
+            "--dims",
+            dims,
+            "--out",
+        ])
+        .arg(&p)
+        .assert()
+        .success();
+    p.to_str().unwrap().to_string()
+}
+
+fn ids(v: &serde_json::Value) -> Vec<u64> {
+    v["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn build_query_check_match_brute_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_path = generate(dir.path(), "buildings", "3000", "2", "b.fgb");
+    let ds = data::open(&data_path).unwrap();
+    let Dataset::Geo(recs) = &ds else {
+        panic!("2-D data expected")
+    };
+    let ext = ds.extent().unwrap();
+    let (x0, y0, x1, y1) = (ext.min[0], ext.min[1], ext.max[0], ext.max[1]);
+    let configs: &[&[&str]] = &[
+        &[
+            "--index", "rtree", "--split", "linear", "--device", "memory",
+        ],
+        &[
+            "--index",
+            "rtree",
+            "--split",
+            "greene",
+            "--page-size",
+            "1KB",
+            "--device",
+            "hdd-7200",
+            "--buffer",
+            "lru:64KB",
+        ],
+        &[
+            "--index",
+            "rstar",
+            "--reinsert",
+            "30",
+            "--device",
+            "flashdbsim",
+            "--buffer",
+            "2q:128KB",
+        ],
+        &[
+            "--index",
+            "rstar",
+            "--reinsert",
+            "20%",
+            "--reinsert-policy",
+            "far",
+            "--layout",
+            "seed",
+            "--page-size",
+            "2KB",
+            "--device",
+            "ssd-v300",
+        ],
+    ];
+    for (n, cfg) in configs.iter().enumerate() {
+        let out = dir.path().join(format!("idx{n}"));
+        let mut args = vec![
+            "build",
+            "--data",
+            &data_path,
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+        ];
+        args.extend_from_slice(cfg);
+        let b = json_of(&args);
+        for key in [
+            "objects",
+            "height",
+            "nodes",
+            "cpu_s",
+            "device_s",
+            "elapsed_s",
+            "reads",
+            "writes",
+            "device",
+        ] {
+            assert!(b.get(key).is_some(), "build JSON lacks {key}: {b}");
+        }
+        assert_eq!(b["objects"], recs.len() as u64);
+        let c = json_of(&["check", out.to_str().unwrap(), "--json"]);
+        assert_eq!(c["ok"], true, "{c}");
+        let dirs = out.to_str().unwrap();
+        for (i, frac) in [0.05, 0.2, 0.5].iter().enumerate() {
+            let (w, h) = ((x1 - x0) * frac, (y1 - y0) * frac);
+            let (qx, qy) = (
+                x0 + (x1 - x0) * 0.1 * (i + 1) as f64,
+                y0 + (y1 - y0) * 0.15 * (i + 1) as f64,
+            );
+            let q = geo::Rect::new((qx, qy), (qx + w, qy + h));
+            let window = format!("{},{},{},{}", qx, qy, qx + w, qy + h);
+            for pred in ["intersects", "within", "contains", "disjoint", "touches"] {
+                let v = json_of(&[
+                    "query",
+                    dirs,
+                    "--window",
+                    &window,
+                    "--predicate",
+                    pred,
+                    "--ids",
+                    "--json",
+                ]);
+                let p = Predicate::parse(pred).unwrap();
+                let qg = geo::Geometry::Rect(q);
+                let mut want: Vec<u64> = recs
+                    .iter()
+                    .filter(|r| p.eval(&r.geometry, &qg))
+                    .map(|r| r.id)
+                    .collect();
+                want.sort();
+                assert_eq!(ids(&v), want, "config {n}, {pred} {window}");
+                assert_eq!(v["results"], want.len() as u64);
+                assert!(v["candidates"].as_u64().unwrap() >= want.len() as u64);
+            }
+            let v = json_of(&[
+                "query",
+                dirs,
+                "--window",
+                &window,
+                "--filter-only",
+                "--ids",
+                "--json",
+            ]);
+            let mut want: Vec<u64> = recs
+                .iter()
+                .filter(|r| {
+                    let b = r.bbox;
+                    b.min().x <= qx + w && b.max().x >= qx && b.min().y <= qy + h && b.max().y >= qy
+                })
+                .map(|r| r.id)
+                .collect();
+            want.sort();
+            assert_eq!(ids(&v), want, "filter-only, config {n}");
+        }
+        // Point queries: a vertex of an object is on it.
+        let r = &recs[recs.len() / 2];
+        let c = r.bbox.center();
+        let v = json_of(&[
+            "query",
+            dirs,
+            "--point",
+            &format!("{},{}", c.x, c.y),
+            "--ids",
+            "--json",
+        ]);
+        let pt = geo::Geometry::Point(geo::Point::new(c.x, c.y));
+        let mut want: Vec<u64> = recs
+            .iter()
+            .filter(|o| Predicate::Intersects.eval(&o.geometry, &pt))
+            .map(|o| o.id)
+            .collect();
+        want.sort();
+        assert_eq!(ids(&v), want);
+        // kNN with exact distances.
+        let (px, py) = ((x0 + x1) / 2.0, (y0 + y1) / 3.0);
+        let v = json_of(&[
+            "query",
+            dirs,
+            "--knn",
+            &format!("{px},{py}"),
+            "--k",
+            "7",
+            "--ids",
+            "--json",
+        ]);
+        let p = geo::Geometry::Point(geo::Point::new(px, py));
+        let mut all: Vec<(f64, u64)> = recs
+            .iter()
+            .map(|o| (Euclidean.distance(&p, &o.geometry), o.id))
+            .collect();
+        all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let got: Vec<f64> = v["distances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_f64().unwrap())
+            .collect();
+        let want: Vec<f64> = all[..7].iter().map(|x| x.0).collect();
+        assert_eq!(got, want, "kNN distances, config {n}");
+    }
+}
+
+#[test]
+fn vectors_knn_matches_brute_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_path = generate(dir.path(), "uniform", "2000", "10", "v.npy");
+    let out = dir.path().join("vidx");
+    let b = json_of(&[
+        "build",
+        "--data",
+        &data_path,
+        "--index",
+        "rstar",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(b["dims"], 10);
+    assert_eq!(
+        json_of(&["check", out.to_str().unwrap(), "--json"])["ok"],
+        true
+    );
+    let ds = data::open(&data_path).unwrap();
+    let v = ds.as_vectors().unwrap();
+    let q = [0.5; 10];
+    let qs = q
+        .iter()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let r = json_of(&[
+        "query",
+        out.to_str().unwrap(),
+        "--knn",
+        &qs,
+        "--k",
+        "5",
+        "--ids",
+        "--json",
+    ]);
+    let mut all: Vec<(f64, u64)> = v
+        .rows()
+        .enumerate()
+        .map(|(i, row)| {
+            (
+                row.iter()
+                    .zip(q)
+                    .map(|(a, b)| (a - b) * (a - b))
+                    .sum::<f64>()
+                    .sqrt(),
+                i as u64,
+            )
+        })
+        .collect();
+    all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    assert_eq!(ids(&r), all[..5].iter().map(|x| x.1).collect::<Vec<_>>());
+}
+
+#[test]
+fn bad_input_fails_clearly_and_corruption_names_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_path = generate(dir.path(), "uniform", "1500", "2", "u.fgb");
+    let out = dir.path().join("x");
+    let o = out.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["--index", "btree"], "unknown index 'btree'"),
+        (
+            &["--index", "rstar", "--split", "linear"],
+            "--split applies to --index rtree",
+        ),
+        (
+            &["--index", "rtree", "--reinsert", "30"],
+            "--reinsert applies to --index rstar",
+        ),
+        (
+            &["--index", "rtree", "--split", "cubic"],
+            "unknown split 'cubic'",
+        ),
+        (&["--index", "rtree", "--page-size", "3000"], "page size"),
+        (
+            &["--index", "rtree", "--page-size", "512KB"],
+            "1KB to 256KB",
+        ),
+        (&["--index", "rtree", "--min-fill", "70"], "above 50"),
+        (&["--index", "rtree", "--buffer", "mru:1MB"], "mru"),
+        (
+            &["--index", "rtree", "--device", "tape"],
+            "unknown device 'tape'",
+        ),
+        (
+            &["--index", "rtree", "--split", "exponential"],
+            "exponential",
+        ),
+        (&["--index", "rstar", "--reinsert-policy", "near"], "near"),
+    ];
+    for (extra, needle) in cases {
+        let mut args = vec!["build", "--data", &data_path, "--out", o];
+        args.extend_from_slice(extra);
+        let outp = spidx().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&outp.stderr);
+        assert!(
+            !outp.status.success() && err.contains(needle),
+            "{extra:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    spidx()
+        .args([
+            "build",
+            "--data",
+            "/nonexistent.fgb",
+            "--index",
+            "rtree",
+            "--out",
+            o,
+        ])
+        .assert()
+        .failure()
+        .stderr(contains("nonexistent.fgb"));
+    spidx()
+        .args(["query", "/nonexistent-index", "--point", "1,2"])
+        .assert()
+        .failure()
+        .stderr(contains("nonexistent-index"));
+    spidx()
+        .args(["check", "/nonexistent-index"])
+        .assert()
+        .failure()
+        .stderr(contains("nonexistent-index"));
+
+    // An index on a real file: flip one byte of a node page and the checker names the page.
+    let pages = dir.path().join("pages.bin");
+    let dev = format!("file:{}", pages.display());
+    spidx()
+        .args([
+            "build", "--data", &data_path, "--index", "rtree", "--out", o, "--device", &dev,
+        ])
+        .args([
+            "--device-param",
+            "capacity=32MB",
+            "--device-param",
+            "direct=false",
+        ])
+        .assert()
+        .success();
+    spidx()
+        .args([
+            "build", "--data", &data_path, "--index", "rtree", "--out", o,
+        ])
+        .assert()
+        .failure()
+        .stderr(contains("not empty"));
+    spidx().args(["check", o]).assert().success();
+    spidx()
+        .args(["query", o, "--window", "1,2,3", "--json"])
+        .assert()
+        .failure()
+        .stderr(contains("4 comma-separated"));
+    spidx()
+        .args(["query", o, "--window", "5,5,1,1"])
+        .assert()
+        .failure()
+        .stderr(contains("inverted"));
+    spidx()
+        .args(["query", o, "--point", "1,2", "--predicate", "near"])
+        .assert()
+        .failure()
+        .stderr(contains("near"));
+    spidx()
+        .args(["query", o, "--geometry", "POLYGON((0 0, 1"])
+        .assert()
+        .failure()
+        .stderr(contains("WKT"));
+    let mut bytes = std::fs::read(&pages).unwrap();
+    bytes[2 * 4096 + 200] ^= 0x10;
+    std::fs::write(&pages, &bytes).unwrap();
+    spidx()
+        .args(["check", o])
+        .assert()
+        .failure()
+        .stderr(contains("node page 2"))
+        .stderr(contains("checksum"));
+    // A damaged store header is an error, not a panic.
+    std::fs::write(out.join("store.json"), b"{ not json").unwrap();
+    spidx()
+        .args(["check", o])
+        .assert()
+        .failure()
+        .stderr(contains("store header"));
+}
