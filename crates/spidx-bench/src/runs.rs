@@ -89,6 +89,11 @@ pub struct TreeInfo {
     pub leaf_fill: f64,
     /// Whether every invariant held.
     pub check_ok: bool,
+    /// FNV-1a hash of the leaf entries (id and box) in the order a full-extent search
+    /// visits them: it changes when the tree's structure changes, so two builds with the
+    /// same digest almost surely made the same tree (used to check that optimisations of
+    /// the library keep its behaviour).
+    pub digest: String,
 }
 
 /// What one run measured.
@@ -380,7 +385,24 @@ pub fn run(name: &str, p: &RunParams, ids_out: &Path) -> Result<RunResult> {
                 .with_context(|| format!("opening {name} on {device}"))?;
             measure(&mut s, &rects, &windows, p.reps, &mut result, ids_out)?;
             let rep = s.tree.check()?;
+            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+            let mut eat = |v: u64| {
+                for b in v.to_le_bytes() {
+                    h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+                }
+            };
+            let all = Rect {
+                min: [f64::MIN; 2],
+                max: [f64::MAX; 2],
+            };
+            s.tree.search(MbrPredicate::All, &all, |e| {
+                eat(e.ptr);
+                for v in e.mbr.min.iter().chain(e.mbr.max.iter()) {
+                    eat(v.to_bits());
+                }
+            })?;
             result.tree = Some(TreeInfo {
+                digest: format!("{h:016x}"),
                 height: rep.height,
                 nodes: rep.nodes,
                 leaf_fill: rep.levels.first().map(|l| l.fill).unwrap_or(0.0),
@@ -404,10 +426,7 @@ fn measure<S: Subject>(
 ) -> Result<()> {
     let io0 = s.io();
     let (t0, c0) = (Instant::now(), process_cpu_ns());
-    for (i, r) in rects.iter().enumerate() {
-        s.insert(r, i as u64)?;
-    }
-    s.finish_build()?;
+    build_phase(s, rects)?;
     out.insert_wall_s = t0.elapsed().as_secs_f64();
     out.insert_cpu_s = (process_cpu_ns() - c0) as f64 * 1e-9;
     if let (Some((d0, k0)), Some((d1, k1))) = (&io0, s.io()) {
@@ -418,15 +437,7 @@ fn measure<S: Subject>(
         s.before_queries()?;
         let io0 = s.io();
         let (t0, c0) = (Instant::now(), process_cpu_ns());
-        let mut count = 0u64;
-        let mut mix = 0u64;
-        for w in windows {
-            s.query(w, |id| {
-                count += 1;
-                mix = mix.wrapping_add(id);
-            })?;
-        }
-        black_box(mix);
+        let count = query_phase(s, windows)?;
         out.query_wall_s.push(t0.elapsed().as_secs_f64());
         out.query_cpu_s.push((process_cpu_ns() - c0) as f64 * 1e-9);
         out.results = count;
@@ -453,6 +464,32 @@ fn measure<S: Subject>(
     }
     w.flush()?;
     Ok(())
+}
+
+/// The timed build: every rectangle inserted one by one. Not inlined, so that profilers
+/// (e.g. `valgrind --tool=callgrind`) can attribute the phase's cost to it.
+#[inline(never)]
+fn build_phase<S: Subject>(s: &mut S, rects: &[Rect<2>]) -> Result<()> {
+    for (i, r) in rects.iter().enumerate() {
+        s.insert(r, i as u64)?;
+    }
+    s.finish_build()
+}
+
+/// One timed repetition of the queries; returns the number of results. Not inlined (see
+/// [`build_phase`]).
+#[inline(never)]
+fn query_phase<S: Subject>(s: &mut S, windows: &[Rect<2>]) -> Result<u64> {
+    let mut count = 0u64;
+    let mut mix = 0u64;
+    for w in windows {
+        s.query(w, |id| {
+            count += 1;
+            mix = mix.wrapping_add(id);
+        })?;
+    }
+    black_box(mix);
+    Ok(count)
 }
 
 /// Reads an ids file written by [`run`]: one sorted id list per window.

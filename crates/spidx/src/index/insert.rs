@@ -231,8 +231,73 @@ fn choose_least_enlargement<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>) -> u
 }
 
 /// The R*-tree's choice above the leaves: least overlap enlargement among the `p` entries
-/// of least area enlargement (ties: least area enlargement, then smallest area).
+/// of least area enlargement (ties: least area enlargement, then smallest area, then the
+/// first candidate in the order [`least_overlap_candidates`] leaves them).
+///
+/// This gives exactly the answer of the plain algorithm ([`choose_least_overlap_plain`],
+/// which computes every candidate's overlap enlargement in full) but prunes: the
+/// candidates are examined by increasing (area enlargement, area, position), so a later
+/// candidate wins only with a strictly smaller overlap enlargement; every term of that sum
+/// is >= 0, so its computation stops as soon as it reaches the best one, and nothing can
+/// beat an overlap enlargement of 0. When areas are so large that the sums could overflow
+/// (non-finite values would compare differently), the plain algorithm runs instead.
 fn choose_least_overlap<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p: usize) -> usize {
+    let cands = least_overlap_candidates(es, mbr, p);
+    let bound = es.iter().fold(*mbr, |r, e| r.union(&e.mbr)).area() * (es.len() as f64 + 1.0);
+    if !bound.is_finite() {
+        return pick_least_overlap(es, mbr, &cands);
+    }
+    let mut order: Vec<(f64, f64, usize, usize)> = cands
+        .iter()
+        .enumerate()
+        .map(|(k, &(enl, area, i))| (enl, area, k, i))
+        .collect();
+    order.sort_unstable_by(|a, b| {
+        a.0.total_cmp(&b.0)
+            .then(a.1.total_cmp(&b.1))
+            .then(a.2.cmp(&b.2))
+    });
+    let mut best: Option<(f64, usize)> = None;
+    for &(_, _, _, i) in &order {
+        let limit = match best {
+            Some((0.0, _)) => break,
+            Some((d, _)) => d,
+            None => f64::INFINITY,
+        };
+        let own = es[i].mbr;
+        let grown = own.union(mbr);
+        // delta = sum over the other entries o of overlap(grown, o) - overlap(own, o);
+        // every term is >= +0 (own lies inside grown), and a term is +0 whenever grown
+        // does not overlap o. With grown == own every term is 0.
+        let mut delta = 0.0;
+        if grown != own {
+            for (j, o) in es.iter().enumerate() {
+                if j == i {
+                    continue;
+                }
+                let g = grown.overlap(&o.mbr);
+                if g != 0.0 {
+                    delta += g - own.overlap(&o.mbr);
+                    if delta >= limit {
+                        break;
+                    }
+                }
+            }
+        }
+        if delta < limit {
+            best = Some((delta, i));
+        }
+    }
+    best.map_or(0, |b| b.1)
+}
+
+/// The `p` entries of least area enlargement (all if there are at most `p`), as
+/// (enlargement, area, entry index), in the order the plain algorithm examines them.
+fn least_overlap_candidates<const D: usize>(
+    es: &[Entry<D>],
+    mbr: &Rect<D>,
+    p: usize,
+) -> Vec<(f64, f64, usize)> {
     let mut cands: Vec<(f64, f64, usize)> = es
         .iter()
         .enumerate()
@@ -245,8 +310,18 @@ fn choose_least_overlap<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p: usize
         cands.select_nth_unstable_by(p - 1, |a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
         cands.truncate(p);
     }
+    cands
+}
+
+/// The plain R*-tree choice over the candidates: every candidate's overlap enlargement in
+/// full, the least (delta, enlargement, area) winning, the first one on ties.
+fn pick_least_overlap<const D: usize>(
+    es: &[Entry<D>],
+    mbr: &Rect<D>,
+    cands: &[(f64, f64, usize)],
+) -> usize {
     let mut best = (f64::INFINITY, f64::INFINITY, f64::INFINITY, 0);
-    for &(enl, area, i) in &cands {
+    for &(enl, area, i) in cands {
         let grown = es[i].mbr.union(mbr);
         let mut delta = 0.0;
         for (j, o) in es.iter().enumerate() {
@@ -262,6 +337,13 @@ fn choose_least_overlap<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p: usize
     best.3
 }
 
+/// The R*-tree choice computed without pruning (the reference for
+/// [`choose_least_overlap`]).
+#[cfg(test)]
+fn choose_least_overlap_plain<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p: usize) -> usize {
+    pick_least_overlap(es, mbr, &least_overlap_candidates(es, mbr, p))
+}
+
 /// Removes the `count` entries whose centres are farthest from the centre of the node's
 /// MBR; returns them farthest first.
 fn take_farthest<const D: usize>(es: &mut Vec<Entry<D>>, count: usize) -> Vec<Entry<D>> {
@@ -273,4 +355,66 @@ fn take_farthest<const D: usize>(es: &mut Vec<Entry<D>>, count: usize) -> Vec<En
     });
     let rest = es.split_off(count.min(es.len()));
     std::mem::replace(es, rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn boxes(grid: f64) -> impl Strategy<Value = Vec<Entry<2>>> {
+        prop::collection::vec(
+            (0.0..grid, 0.0..grid, 0.0..grid / 4.0, 0.0..grid / 4.0),
+            1..120,
+        )
+        .prop_map(|v| {
+            v.into_iter()
+                .enumerate()
+                .map(|(i, (x, y, w, h))| Entry {
+                    mbr: Rect {
+                        min: [x.round(), y.round()],
+                        max: [(x + w).round(), (y + h).round()],
+                    },
+                    ptr: i as u64,
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        /// The pruned choice is exactly the plain one, also with many ties (coarse grids,
+        /// duplicate boxes, zero-area boxes) and with few candidates.
+        #[test]
+        fn pruned_least_overlap_is_the_plain_one(
+            es in prop_oneof![boxes(8.0), boxes(1000.0)],
+            x in 0.0..1000.0f64, y in 0.0..1000.0f64, w in 0.0..40.0f64, h in 0.0..40.0f64,
+            p in 1usize..40,
+        ) {
+            let q = Rect { min: [x.round(), y.round()], max: [(x + w).round(), (y + h).round()] };
+            prop_assert_eq!(choose_least_overlap(&es, &q, p), choose_least_overlap_plain(&es, &q, p));
+            let inside = es[0].mbr;
+            prop_assert_eq!(choose_least_overlap(&es, &inside, p), choose_least_overlap_plain(&es, &inside, p));
+        }
+    }
+
+    #[test]
+    fn huge_boxes_take_the_plain_path() {
+        let big = f64::MAX / 2.0;
+        let es: Vec<Entry<2>> = (0..5)
+            .map(|i| Entry {
+                mbr: Rect {
+                    min: [-big + i as f64, -big],
+                    max: [big, big - i as f64],
+                },
+                ptr: i,
+            })
+            .collect();
+        let q = Rect::point([0.0, 0.0]);
+        assert_eq!(
+            choose_least_overlap(&es, &q, 3),
+            choose_least_overlap_plain(&es, &q, 3)
+        );
+    }
 }
