@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use super::split::{split, SplitAlgorithm};
 use super::{IndexKind, ReinsertPolicy, Tree};
 use crate::geom::Rect;
-use crate::node::{Entry, Node, PageId};
+use crate::node::{Entry, Node, NodeView, PageId};
 use crate::store::{NodeChange, NodeStore, TreeMeta};
 use crate::{Error, Result};
 
@@ -102,6 +102,12 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         Ok(())
     }
 
+    /// Inserts `e` into the subtree of node `id` (at `level`), at `target`.
+    ///
+    /// The node is read once and kept as a page image (not decoded) while the insertion
+    /// goes down: the subtree choice, the new MBR and the entry-level change are computed
+    /// on the page; the entries are decoded only when the node overflows. (Nothing below
+    /// a node changes the node itself during the descent, so the image stays current.)
     fn insert_rec(
         &mut self,
         id: PageId,
@@ -110,58 +116,104 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         target: u32,
         ctx: &mut InsertCtx<D>,
     ) -> Result<Outcome<D>> {
-        let mut node = self.read_node(id, level)?;
-        let mut changes: Vec<NodeChange<D>> = Vec::with_capacity(2);
+        let page = self.read(id, level)?;
+        let max = self.cap.max(level);
         if level == target {
-            node.entries.push(e);
-            changes.push(NodeChange::Push(e));
-        } else {
-            if node.entries.is_empty() {
-                return Err(Error::corrupted(
-                    format!("node page {id}"),
-                    "internal node without entries",
-                ));
+            let v = page.view::<D>();
+            if v.len() + 1 > max {
+                let mut node = decode(v, level);
+                node.entries.push(e);
+                drop(page);
+                return self.overflow(id, node, ctx);
             }
-            let i = self.choose_subtree(&node, &e.mbr);
-            let child = node.entries[i];
-            match self.insert_rec(child.ptr, level - 1, e, target, ctx)? {
-                Outcome::Unchanged => return Ok(Outcome::Unchanged),
-                Outcome::Changed(m) => {
-                    if m == child.mbr {
-                        return Ok(Outcome::Unchanged);
-                    }
-                    node.entries[i].mbr = m;
-                    changes.push(NodeChange::Set {
-                        pos: i,
-                        entry: node.entries[i],
-                    });
+            let mbr = v.mbr_all().union(&e.mbr);
+            drop(page);
+            self.store.modify(id, level, &[NodeChange::Push(e)])?;
+            self.note_write(level);
+            return Ok(Outcome::Changed(mbr));
+        }
+        if page.view::<D>().is_empty() {
+            return Err(Error::corrupted(
+                format!("node page {id}"),
+                "internal node without entries",
+            ));
+        }
+        let i = self.choose_subtree(page.view::<D>(), level, &e.mbr);
+        let child = page.view::<D>().entry(i);
+        // The node's MBR with entry `i`'s box replaced by `m` (entries in order, as
+        // `Node::mbr` folds them).
+        let mbr_with = |v: NodeView<'_, D>, m: &Rect<D>| {
+            let mut r = Rect::empty();
+            for j in 0..v.len() {
+                if j == i {
+                    r.expand(m);
+                } else {
+                    r.expand(&v.mbr(j));
                 }
-                Outcome::Split { mbr, sibling } => {
-                    node.entries[i].mbr = mbr;
-                    changes.push(NodeChange::Set {
-                        pos: i,
-                        entry: node.entries[i],
-                    });
+            }
+            r
+        };
+        match self.insert_rec(child.ptr, level - 1, e, target, ctx)? {
+            Outcome::Unchanged => Ok(Outcome::Unchanged),
+            Outcome::Changed(m) => {
+                if m == child.mbr {
+                    return Ok(Outcome::Unchanged);
+                }
+                let mbr = mbr_with(page.view::<D>(), &m);
+                drop(page);
+                let set = NodeChange::Set {
+                    pos: i,
+                    entry: Entry {
+                        mbr: m,
+                        ptr: child.ptr,
+                    },
+                };
+                self.store.modify(id, level, &[set])?;
+                self.note_write(level);
+                Ok(Outcome::Changed(mbr))
+            }
+            Outcome::Split { mbr: m, sibling } => {
+                let v = page.view::<D>();
+                let updated = Entry {
+                    mbr: m,
+                    ptr: child.ptr,
+                };
+                if v.len() + 1 > max {
+                    let mut node = decode(v, level);
+                    node.entries[i] = updated;
                     node.entries.push(sibling);
-                    changes.push(NodeChange::Push(sibling));
+                    drop(page);
+                    return self.overflow(id, node, ctx);
                 }
+                let mut mbr = mbr_with(v, &m);
+                mbr.expand(&sibling.mbr);
+                drop(page);
+                let changes = [
+                    NodeChange::Set {
+                        pos: i,
+                        entry: updated,
+                    },
+                    NodeChange::Push(sibling),
+                ];
+                self.store.modify(id, level, &changes)?;
+                self.note_write(level);
+                Ok(Outcome::Changed(mbr))
             }
         }
-        if node.entries.len() > self.cap.max(level) {
-            return self.overflow(id, node, ctx);
-        }
-        self.store.modify(id, level, &changes)?;
-        self.note_write(level);
-        Ok(Outcome::Changed(node.mbr()))
     }
 
-    /// Picks the entry of `node` whose subtree should receive `mbr`.
-    fn choose_subtree(&self, node: &Node<D>, mbr: &Rect<D>) -> usize {
+    /// Picks the entry of node `v` (at `level`) whose subtree should receive `mbr`.
+    fn choose_subtree(&mut self, v: NodeView<'_, D>, level: u32, mbr: &Rect<D>) -> usize {
         match self.kind {
-            IndexKind::RStar(o) if node.level == 1 => {
-                choose_least_overlap(&node.entries, mbr, o.candidates)
+            IndexKind::RStar(o) if level == 1 => {
+                let mut es = std::mem::take(&mut self.entry_scratch);
+                es.clear();
+                es.extend((0..v.len()).map(|i| v.entry(i)));
+                let i = choose_least_overlap(&es, mbr, o.candidates);
+                self.entry_scratch = es;
+                i
             }
-            _ => choose_least_enlargement(&node.entries, mbr),
+            _ => choose_least_enlargement((0..v.len()).map(|i| v.mbr(i)), mbr),
         }
     }
 
@@ -217,12 +269,24 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     }
 }
 
-/// Guttman's ChooseLeaf step: least area enlargement, ties by smallest area.
-fn choose_least_enlargement<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>) -> usize {
+/// The node of a page image, decoded.
+fn decode<const D: usize>(v: NodeView<'_, D>, level: u32) -> Node<D> {
+    Node {
+        level,
+        entries: (0..v.len()).map(|i| v.entry(i)).collect(),
+    }
+}
+
+/// Guttman's ChooseLeaf step over the entries' boxes: least area enlargement, ties by
+/// smallest area.
+fn choose_least_enlargement<const D: usize>(
+    boxes: impl Iterator<Item = Rect<D>>,
+    mbr: &Rect<D>,
+) -> usize {
     let mut best = (f64::INFINITY, f64::INFINITY, 0);
-    for (i, e) in es.iter().enumerate() {
-        let area = e.mbr.area();
-        let enl = e.mbr.union(mbr).area() - area;
+    for (i, b) in boxes.enumerate() {
+        let area = b.area();
+        let enl = b.union(mbr).area() - area;
         if enl < best.0 || (enl == best.0 && area < best.1) {
             best = (enl, area, i);
         }
@@ -242,11 +306,29 @@ fn choose_least_enlargement<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>) -> u
 /// beat an overlap enlargement of 0. When areas are so large that the sums could overflow
 /// (non-finite values would compare differently), the plain algorithm runs instead.
 fn choose_least_overlap<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p: usize) -> usize {
-    let cands = least_overlap_candidates(es, mbr, p);
+    let mut cands = enlargements(es, mbr);
     let bound = es.iter().fold(*mbr, |r, e| r.union(&e.mbr)).area() * (es.len() as f64 + 1.0);
     if !bound.is_finite() {
+        keep_least(&mut cands, p);
         return pick_least_overlap(es, mbr, &cands);
     }
+    // The common case: the entry of least (enlargement, area) is unique and already
+    // contains `mbr`. It is among the candidates, its overlap enlargement is 0 (the
+    // least possible) and every other candidate has a larger (enlargement, area), so it
+    // wins whatever the candidates' order.
+    let mut least = 0;
+    let mut unique = true;
+    for k in 1..cands.len() {
+        match enl_area_cmp(&cands[k], &cands[least]) {
+            std::cmp::Ordering::Less => (least, unique) = (k, true),
+            std::cmp::Ordering::Equal => unique = false,
+            std::cmp::Ordering::Greater => {}
+        }
+    }
+    if unique && es[cands[least].2].mbr.contains(mbr) {
+        return cands[least].2;
+    }
+    keep_least(&mut cands, p);
     let mut order: Vec<(f64, f64, usize, usize)> = cands
         .iter()
         .enumerate()
@@ -293,24 +375,38 @@ fn choose_least_overlap<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p: usize
 
 /// The `p` entries of least area enlargement (all if there are at most `p`), as
 /// (enlargement, area, entry index), in the order the plain algorithm examines them.
+#[cfg(test)]
 fn least_overlap_candidates<const D: usize>(
     es: &[Entry<D>],
     mbr: &Rect<D>,
     p: usize,
 ) -> Vec<(f64, f64, usize)> {
-    let mut cands: Vec<(f64, f64, usize)> = es
-        .iter()
+    let mut cands = enlargements(es, mbr);
+    keep_least(&mut cands, p);
+    cands
+}
+
+/// (area enlargement to include `mbr`, area, index) of every entry.
+fn enlargements<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>) -> Vec<(f64, f64, usize)> {
+    es.iter()
         .enumerate()
         .map(|(i, e)| {
             let area = e.mbr.area();
             (e.mbr.union(mbr).area() - area, area, i)
         })
-        .collect();
+        .collect()
+}
+
+fn enl_area_cmp(a: &(f64, f64, usize), b: &(f64, f64, usize)) -> std::cmp::Ordering {
+    a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1))
+}
+
+/// Keeps the `p` least (enlargement, area) of `cands` (all of them if at most `p`).
+fn keep_least(cands: &mut Vec<(f64, f64, usize)>, p: usize) {
     if cands.len() > p {
-        cands.select_nth_unstable_by(p - 1, |a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        cands.select_nth_unstable_by(p - 1, enl_area_cmp);
         cands.truncate(p);
     }
-    cands
 }
 
 /// The plain R*-tree choice over the candidates: every candidate's overlap enlargement in

@@ -22,7 +22,7 @@ pub use search::MbrPredicate;
 pub use split::SplitAlgorithm;
 
 use crate::geom::Rect;
-use crate::node::{Capacity, Node, NodeView, PageId};
+use crate::node::{Capacity, Entry, Node, NodeView, PageId};
 use crate::store::{NodePage, NodeStore, TreeMeta};
 use crate::{Error, Result};
 
@@ -181,6 +181,8 @@ pub struct Tree<S, const D: usize> {
     stats: TreeStats,
     /// The traversal stack of [`Tree::search`], kept between calls to save allocations.
     search_stack: Vec<(PageId, u32)>,
+    /// Decoded entries for the R*-tree's subtree choice, kept to save allocations.
+    entry_scratch: Vec<Entry<D>>,
 }
 
 impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
@@ -206,6 +208,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             meta,
             stats,
             search_stack: Vec::new(),
+            entry_scratch: Vec::new(),
         })
     }
 
@@ -225,6 +228,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             meta,
             stats: TreeStats::default(),
             search_stack: Vec::new(),
+            entry_scratch: Vec::new(),
         })
     }
 
