@@ -444,11 +444,15 @@ fn choose_least_overlap_plain<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p:
 /// MBR; returns them farthest first.
 fn take_farthest<const D: usize>(es: &mut Vec<Entry<D>>, count: usize) -> Vec<Entry<D>> {
     let centre = es.iter().fold(Rect::empty(), |r, e| r.union(&e.mbr));
-    es.sort_by(|a, b| {
-        b.mbr
-            .center_dist2(&centre)
-            .total_cmp(&a.mbr.center_dist2(&centre))
-    });
+    // A stable sort by descending distance, each distance computed once (a stable sort's
+    // result depends only on the keys and the original order).
+    let mut keyed: Vec<(f64, Entry<D>)> = es
+        .iter()
+        .map(|e| (e.mbr.center_dist2(&centre), *e))
+        .collect();
+    keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
+    es.clear();
+    es.extend(keyed.iter().map(|k| k.1));
     let rest = es.split_off(count.min(es.len()));
     std::mem::replace(es, rest)
 }

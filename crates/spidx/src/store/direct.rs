@@ -176,9 +176,12 @@ impl<const D: usize> NodeStore<D> for DirectStore {
     }
 
     fn modify(&mut self, id: PageId, level: u32, changes: &[NodeChange<D>]) -> Result<()> {
-        let page = self.load(id, level)?;
-        self.scratch.copy_from_slice(&page);
+        self.check_page(id)?;
         let layout = self.layout;
+        let page = self
+            .cache
+            .read_checked_ref(id, level, |bytes| layout.verify(bytes, id))?;
+        self.scratch.copy_from_slice(page);
         let mut count = layout.view::<D>(&self.scratch).len();
         let es = layout.entry_size();
         let bad = |pos: usize, count: usize| {
