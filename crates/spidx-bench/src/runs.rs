@@ -133,6 +133,9 @@ pub struct RunResult {
     pub query_io: Option<PhaseIo>,
     /// Tree shape (spidx).
     pub tree: Option<TreeInfo>,
+    /// Build wall time of every run combined into this result (see [`combine`]).
+    #[serde(default)]
+    pub insert_wall_s_runs: Vec<f64>,
 }
 
 impl RunResult {
@@ -155,6 +158,22 @@ impl RunResult {
     pub fn query_rate(&self) -> f64 {
         self.queries as f64 / self.query_wall_median()
     }
+}
+
+/// Combines several runs of one implementation: the median build time (wall and CPU)
+/// over runs, every query repetition of every run, the largest peak RSS; the rest (device
+/// counts, tree shape, which are the same in every run) from the first run.
+pub fn combine(runs: &[RunResult]) -> RunResult {
+    let mut r = runs[0].clone();
+    let walls: Vec<f64> = runs.iter().map(|x| x.insert_wall_s).collect();
+    r.insert_wall_s = median(&walls);
+    r.insert_cpu_s = median(&runs.iter().map(|x| x.insert_cpu_s).collect::<Vec<_>>());
+    r.insert_wall_s_runs = walls;
+    r.query_wall_s = runs.iter().flat_map(|x| x.query_wall_s.clone()).collect();
+    r.query_cpu_s = runs.iter().flat_map(|x| x.query_cpu_s.clone()).collect();
+    r.peak_rss_kb = runs.iter().map(|x| x.peak_rss_kb).max().unwrap_or(0);
+    r.maxrss_kb = runs.iter().map(|x| x.maxrss_kb).max().unwrap_or(0);
+    r
 }
 
 /// Median of a non-empty list (mean of the middle two for even lengths).
@@ -356,6 +375,7 @@ pub fn run(name: &str, p: &RunParams, ids_out: &Path) -> Result<RunResult> {
         insert_io: None,
         query_io: None,
         tree: None,
+        insert_wall_s_runs: vec![],
     };
     match variant {
         "rstar" => {

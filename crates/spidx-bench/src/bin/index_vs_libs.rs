@@ -44,12 +44,17 @@ struct Args {
     /// Workload seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Repetitions of the query phase (the median is reported).
-    #[arg(long, default_value_t = 3)]
+    /// Repetitions of the query phase in each run (the median is reported).
+    #[arg(long, default_value_t = 5)]
     reps: usize,
-    /// Rectangles inserted on simulated devices.
-    #[arg(long, default_value_t = 100_000)]
-    sim_n: usize,
+    /// Runs of each implementation (each in a fresh process, taken in turns): the build
+    /// time reported is the median over runs, the query time the median over all
+    /// repetitions of all runs.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+    /// Rectangles inserted on simulated devices (default: `--n`).
+    #[arg(long)]
+    sim_n: Option<usize>,
     /// Page buffer of spidx on simulated devices.
     #[arg(long, default_value = "lru:512KB")]
     sim_cache: String,
@@ -76,6 +81,7 @@ struct Report {
     command: String,
     workload: String,
     params: RunParams,
+    rounds: usize,
     sim_n: usize,
     results: Vec<RunResult>,
     sim_results: Vec<RunResult>,
@@ -185,32 +191,40 @@ struct Group {
 fn run_group(
     names: &[String],
     p: &RunParams,
+    rounds: usize,
     dir: &Path,
     reference: &[Vec<u64>],
     log: &mut dyn Write,
 ) -> Result<Group> {
-    let mut g = Group {
-        results: vec![],
-        matches: vec![],
-    };
-    for name in names {
-        writeln!(log, "  running {name} (n = {}) ...", p.n)?;
-        let (res, lists) = spawn(name, p, dir)?;
-        let diff = compare(&lists, reference);
-        if let Some(d) = &diff {
-            writeln!(log, "  MISMATCH {name}: {d}")?;
+    let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); names.len()];
+    let mut ok = vec![true; names.len()];
+    for round in 0..rounds.max(1) {
+        for (k, name) in names.iter().enumerate() {
+            writeln!(
+                log,
+                "  running {name} (n = {}, round {}) ...",
+                p.n,
+                round + 1
+            )?;
+            let (res, lists) = spawn(name, p, dir)?;
+            if let Some(d) = compare(&lists, reference) {
+                writeln!(log, "  MISMATCH {name}: {d}")?;
+                ok[k] = false;
+            }
+            writeln!(
+                log,
+                "    build {:.2} s, queries {:.4} s (median), peak RSS {} MiB",
+                res.insert_wall_s,
+                res.query_wall_median(),
+                res.peak_rss_kb / 1024
+            )?;
+            runs[k].push(res);
         }
-        writeln!(
-            log,
-            "    build {:.2} s, queries {:.4} s (median), peak RSS {} MiB",
-            res.insert_wall_s,
-            res.query_wall_median(),
-            res.peak_rss_kb / 1024
-        )?;
-        g.matches.push((name.clone(), diff.is_none()));
-        g.results.push(res);
     }
-    Ok(g)
+    Ok(Group {
+        results: runs.into_iter().map(|r| runs::combine(&r)).collect(),
+        matches: names.iter().cloned().zip(ok).collect(),
+    })
 }
 
 fn fmt_rate(v: f64) -> String {
@@ -237,6 +251,7 @@ fn main_table(results: &[RunResult], matches: &[(String, bool)]) -> Table {
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(vec![
         "implementation",
+        "build s",
         "inserts/s",
         "vs rstar",
         "build CPU s",
@@ -254,8 +269,20 @@ fn main_table(results: &[RunResult], matches: &[(String, bool)]) -> Table {
             Some(b) => format!("{:.2}x", a / b),
             None => "-".into(),
         };
+        let spread = if r.insert_wall_s_runs.len() > 1 {
+            let lo = r
+                .insert_wall_s_runs
+                .iter()
+                .cloned()
+                .fold(f64::INFINITY, f64::min);
+            let hi = r.insert_wall_s_runs.iter().cloned().fold(0.0, f64::max);
+            format!(" ({lo:.2}-{hi:.2})")
+        } else {
+            String::new()
+        };
         t.add_row(vec![
             Cell::new(&r.name),
+            right(format!("{:.2}{spread}", r.insert_wall_s)),
             right(fmt_rate(r.insert_rate())),
             right(ratio(r.insert_rate(), rstar.map(|x| x.insert_rate()))),
             right(format!("{:.2}", r.insert_cpu_s)),
@@ -290,11 +317,13 @@ fn sim_table(results: &[RunResult], matches: &[(String, bool)]) -> Table {
         "writes",
         "wall s",
         "CPU s",
+        "CPU + device s",
         "queries: device s",
         "reads",
         "writes",
         "wall s (median)",
         "CPU s (median)",
+        "CPU + device s",
         "answers = scan",
     ]);
     for r in results {
@@ -312,11 +341,19 @@ fn sim_table(results: &[RunResult], matches: &[(String, bool)]) -> Table {
             right(bi.writes),
             right(format!("{:.2}", r.insert_wall_s)),
             right(format!("{:.2}", r.insert_cpu_s)),
+            right(format!(
+                "{:.1}",
+                r.insert_cpu_s + bi.device_ns as f64 * 1e-9
+            )),
             right(format!("{:.1}", qi.device_ns as f64 * 1e-9)),
             right(qi.reads),
             right(qi.writes),
             right(format!("{:.3}", r.query_wall_median())),
             right(format!("{:.3}", r.query_cpu_median())),
+            right(format!(
+                "{:.1}",
+                r.query_cpu_median() + qi.device_ns as f64 * 1e-9
+            )),
             Cell::new(if ok { "yes" } else { "NO" }),
         ]);
     }
@@ -345,8 +382,8 @@ fn parent(args: &Args) -> Result<ExitCode> {
     writeln!(out, "workload: {}", data::describe())?;
     writeln!(
         out,
-        "n = {}, {} windows, seed {}, {} query repetitions (median reported)",
-        args.n, args.queries, args.seed, args.reps
+        "n = {}, {} windows, seed {}, {} run(s) per implementation, {} query repetitions per run (medians reported)",
+        args.n, args.queries, args.seed, args.rounds, args.reps
     )?;
 
     let dir = std::env::temp_dir().join(format!("spidx-bench-{}", std::process::id()));
@@ -355,6 +392,7 @@ fn parent(args: &Args) -> Result<ExitCode> {
 
     let windows = data::windows(args.queries, args.seed);
     let p = params(args, args.n);
+    let sim_n = args.sim_n.unwrap_or(args.n);
     let mut names: Vec<String> = runs::SPIDX_VARIANTS.iter().map(|s| s.to_string()).collect();
     names.extend(["rstar".to_string(), "sqlite".to_string()]);
     names.retain(|n| keep(n));
@@ -362,9 +400,9 @@ fn parent(args: &Args) -> Result<ExitCode> {
         results: vec![],
         matches: vec![],
     };
+    let reference = brute_force(&data::rects(args.n, args.seed), &windows);
     if !names.is_empty() {
-        let reference = brute_force(&data::rects(args.n, args.seed), &windows);
-        main = run_group(&names, &p, &dir, &reference, &mut out)?;
+        main = run_group(&names, &p, args.rounds, &dir, &reference, &mut out)?;
     }
 
     let mut sim = Group {
@@ -385,9 +423,13 @@ fn parent(args: &Args) -> Result<ExitCode> {
             }
         }
         if !sim_names.is_empty() {
-            let sp = params(args, args.sim_n);
-            let reference = brute_force(&data::rects(args.sim_n, args.seed), &windows);
-            sim = run_group(&sim_names, &sp, &dir, &reference, &mut out)?;
+            let sp = params(args, sim_n);
+            let sim_reference = if sim_n == args.n {
+                reference
+            } else {
+                brute_force(&data::rects(sim_n, args.seed), &windows)
+            };
+            sim = run_group(&sim_names, &sp, args.rounds, &dir, &sim_reference, &mut out)?;
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -410,7 +452,7 @@ fn parent(args: &Args) -> Result<ExitCode> {
         writeln!(
             out,
             "Simulated devices (spidx, {} buffer, caches dropped before each query repetition); n = {}:",
-            args.sim_cache, args.sim_n
+            args.sim_cache, sim_n
         )?;
         writeln!(out, "{}", sim_table(&sim.results, &sim.matches))?;
     }
@@ -434,7 +476,8 @@ fn parent(args: &Args) -> Result<ExitCode> {
             command,
             workload: data::describe(),
             params: p,
-            sim_n: args.sim_n,
+            rounds: args.rounds,
+            sim_n,
             results: main.results,
             sim_results: sim.results,
             notes,
