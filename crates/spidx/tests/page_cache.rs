@@ -133,6 +133,77 @@ mod cache {
         }
     }
 
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(150))]
+
+        /// `read_checked_ref` (lent pages) makes exactly the decisions, counts and device
+        /// requests of `read`, and returns the same contents.
+        #[test]
+        fn lent_reads_behave_like_shared_reads(spec in specs(), trace in ops()) {
+            let mut shared = cache(&spec);
+            let mut lent = cache(&spec);
+            for op in &trace {
+                match *op {
+                    Op::Read(p, l) => {
+                        let a = shared.read(p, l).unwrap();
+                        let b = lent.read_checked_ref(p, l, |_| Ok(())).unwrap();
+                        prop_assert_eq!(&a[..], b, "page {} with {}", p, spec);
+                    }
+                    Op::Write(p, l, v) => {
+                        shared.write(p, &page(p, v), l).unwrap();
+                        lent.write(p, &page(p, v), l).unwrap();
+                    }
+                    Op::Run(p, n, v) => {
+                        let data: Vec<u8> = (0..n as u64).flat_map(|i| page(p + i, v)).collect();
+                        let levels: Vec<u32> = (0..n as u32).collect();
+                        shared.write_run(p, &data, &levels).unwrap();
+                        lent.write_run(p, &data, &levels).unwrap();
+                    }
+                    Op::Invalidate(p) => {
+                        prop_assert_eq!(shared.invalidate(p), lent.invalidate(p));
+                    }
+                    Op::Clear => {
+                        shared.clear();
+                        lent.clear();
+                    }
+                    Op::Keep => {}
+                }
+                prop_assert_eq!(shared.stats(), lent.stats(), "after {:?} with {}", op, spec);
+                prop_assert_eq!(shared.device().stats(), lent.device().stats());
+                for p in 0..PAGES {
+                    prop_assert_eq!(shared.is_cached(p), lent.is_cached(p));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_failed_verification_lends_nothing() {
+        let mut c = cache("lru:4KB");
+        c.write(3, &page(3, 1), 0).unwrap();
+        c.invalidate(3);
+        let err = c
+            .read_checked_ref(3, 0, |_| Err(spidx::Error::corrupted("page 3", "bad")))
+            .unwrap_err();
+        assert!(err.to_string().contains("bad"), "{err}");
+        assert!(!c.is_cached(3));
+        assert_eq!(
+            c.read_checked_ref(3, 0, |_| Ok(())).unwrap(),
+            &page(3, 1)[..]
+        );
+        let mut none = cache("none");
+        none.write(5, &page(5, 2), 0).unwrap();
+        assert_eq!(
+            none.read_checked_ref(5, 0, |_| Ok(())).unwrap(),
+            &page(5, 2)[..]
+        );
+        assert_eq!(
+            none.read_checked_ref(6, 0, |_| Ok(())).unwrap(),
+            &[0u8; PS][..]
+        );
+        assert_eq!((none.stats().faults, none.stats().hits), (2, 0));
+    }
+
     #[test]
     fn hits_faults_and_drop_caches() {
         let mut c = cache("lru:2KB"); // 4 pages

@@ -89,12 +89,23 @@ impl<V> Buffer<V> {
     /// value; a miss is counted and returns `None` (the caller then usually loads the value
     /// and calls [`insert`](Self::insert)).
     pub fn get(&mut self, key: u64, level: u32) -> Option<&V> {
-        if self.policy.touch(key, level) {
-            self.stats.hits += 1;
+        if self.touch(key, level) {
             self.map.get(&key)
         } else {
-            self.stats.misses += 1;
             None
+        }
+    }
+
+    /// The access half of [`get`](Self::get): counts a hit (and reports it to the policy)
+    /// or a miss, and returns whether `key` is resident; [`peek`](Self::peek) then gives
+    /// the value. For callers that must not hold the borrow `get` returns.
+    pub fn touch(&mut self, key: u64, level: u32) -> bool {
+        if self.policy.touch(key, level) {
+            self.stats.hits += 1;
+            true
+        } else {
+            self.stats.misses += 1;
+            false
         }
     }
 

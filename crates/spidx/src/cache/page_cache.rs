@@ -85,6 +85,8 @@ pub struct PageCache {
     page_size: usize,
     buffer: Buffer<Arc<[u8]>>,
     spare: Vec<Arc<[u8]>>,
+    /// The last page [`read_checked_ref`](Self::read_checked_ref) read from the device.
+    lent: Option<Arc<[u8]>>,
     write_requests: u64,
     pages_written: u64,
 }
@@ -101,6 +103,7 @@ impl PageCache {
             page_size,
             buffer: Buffer::new(policy),
             spare: Vec::new(),
+            lent: None,
             write_requests: 0,
             pages_written: 0,
         })
@@ -156,6 +159,17 @@ impl PageCache {
         if let Some(data) = self.buffer.get(page, level) {
             return Ok(Arc::clone(data));
         }
+        self.fault(page, level, verify)
+    }
+
+    /// The miss path of the reads (the miss is already counted): one device read, the
+    /// verification, and the policy's decision whether to keep the page.
+    fn fault(
+        &mut self,
+        page: u64,
+        level: u32,
+        verify: impl FnOnce(&[u8]) -> Result<()>,
+    ) -> Result<Arc<[u8]>> {
         let mut data = self.fresh_page();
         let buf = Arc::get_mut(&mut data).expect("a fresh page buffer is not shared");
         if let Err(e) = self.device.read(page, buf).and_then(|()| verify(buf)) {
@@ -167,6 +181,30 @@ impl PageCache {
             .buffer
             .insert_with(page, level, Arc::clone(&data), |_, v| recycle(spare, v));
         Ok(data)
+    }
+
+    /// Like [`read_checked`](Self::read_checked) (the same policy decisions, counters and
+    /// device requests), but lends the page instead of sharing it: no reference count is
+    /// taken on a hit. The page stays borrowed until the next call on the cache. A page
+    /// the policy did not keep is held by the cache until the next such read.
+    pub fn read_checked_ref(
+        &mut self,
+        page: u64,
+        level: u32,
+        verify: impl FnOnce(&[u8]) -> Result<()>,
+    ) -> Result<&[u8]> {
+        if self.buffer.touch(page, level) {
+            return Ok(self.buffer.peek(page).expect("a touched page is resident"));
+        }
+        let data = self.fault(page, level, verify)?;
+        if self.buffer.contains(page) {
+            // Admitted: lend the cached copy, so that it stays unshared (later writes of
+            // the page update it in place).
+            drop(data);
+            self.lent = None;
+            return Ok(self.buffer.peek(page).expect("resident"));
+        }
+        Ok(self.lent.insert(data))
     }
 
     /// Writes one page holding a node of `level` through to the device (one request) and
@@ -226,6 +264,7 @@ impl PageCache {
     /// device's own caches are kept; see [`drop_caches`](Self::drop_caches).
     pub fn clear(&mut self) {
         self.buffer.clear();
+        self.lent = None;
     }
 
     /// Empties the cache and asks the device to forget its cached data too, so that the

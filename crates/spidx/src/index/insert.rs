@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use super::split::{split, SplitAlgorithm};
 use super::{IndexKind, ReinsertPolicy, Tree};
 use crate::geom::Rect;
-use crate::node::{Entry, Node, PageId};
+use crate::node::{Entry, Node, NodeView, PageId};
 use crate::store::{NodeChange, NodeStore, TreeMeta};
 use crate::{Error, Result};
 
@@ -102,6 +102,12 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         Ok(())
     }
 
+    /// Inserts `e` into the subtree of node `id` (at `level`), at `target`.
+    ///
+    /// The node is read once and kept as a page image (not decoded) while the insertion
+    /// goes down: the subtree choice, the new MBR and the entry-level change are computed
+    /// on the page; the entries are decoded only when the node overflows. (Nothing below
+    /// a node changes the node itself during the descent, so the image stays current.)
     fn insert_rec(
         &mut self,
         id: PageId,
@@ -110,58 +116,104 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         target: u32,
         ctx: &mut InsertCtx<D>,
     ) -> Result<Outcome<D>> {
-        let mut node = self.read_node(id, level)?;
-        let mut changes: Vec<NodeChange<D>> = Vec::with_capacity(2);
+        let page = self.read(id, level)?;
+        let max = self.cap.max(level);
         if level == target {
-            node.entries.push(e);
-            changes.push(NodeChange::Push(e));
-        } else {
-            if node.entries.is_empty() {
-                return Err(Error::corrupted(
-                    format!("node page {id}"),
-                    "internal node without entries",
-                ));
+            let v = page.view::<D>();
+            if v.len() + 1 > max {
+                let mut node = decode(v, level);
+                node.entries.push(e);
+                drop(page);
+                return self.overflow(id, node, ctx);
             }
-            let i = self.choose_subtree(&node, &e.mbr);
-            let child = node.entries[i];
-            match self.insert_rec(child.ptr, level - 1, e, target, ctx)? {
-                Outcome::Unchanged => return Ok(Outcome::Unchanged),
-                Outcome::Changed(m) => {
-                    if m == child.mbr {
-                        return Ok(Outcome::Unchanged);
-                    }
-                    node.entries[i].mbr = m;
-                    changes.push(NodeChange::Set {
-                        pos: i,
-                        entry: node.entries[i],
-                    });
+            let mbr = v.mbr_all().union(&e.mbr);
+            drop(page);
+            self.store.modify(id, level, &[NodeChange::Push(e)])?;
+            self.note_write(level);
+            return Ok(Outcome::Changed(mbr));
+        }
+        if page.view::<D>().is_empty() {
+            return Err(Error::corrupted(
+                format!("node page {id}"),
+                "internal node without entries",
+            ));
+        }
+        let i = self.choose_subtree(page.view::<D>(), level, &e.mbr);
+        let child = page.view::<D>().entry(i);
+        // The node's MBR with entry `i`'s box replaced by `m` (entries in order, as
+        // `Node::mbr` folds them).
+        let mbr_with = |v: NodeView<'_, D>, m: &Rect<D>| {
+            let mut r = Rect::empty();
+            for j in 0..v.len() {
+                if j == i {
+                    r.expand(m);
+                } else {
+                    r.expand(&v.mbr(j));
                 }
-                Outcome::Split { mbr, sibling } => {
-                    node.entries[i].mbr = mbr;
-                    changes.push(NodeChange::Set {
-                        pos: i,
-                        entry: node.entries[i],
-                    });
+            }
+            r
+        };
+        match self.insert_rec(child.ptr, level - 1, e, target, ctx)? {
+            Outcome::Unchanged => Ok(Outcome::Unchanged),
+            Outcome::Changed(m) => {
+                if m == child.mbr {
+                    return Ok(Outcome::Unchanged);
+                }
+                let mbr = mbr_with(page.view::<D>(), &m);
+                drop(page);
+                let set = NodeChange::Set {
+                    pos: i,
+                    entry: Entry {
+                        mbr: m,
+                        ptr: child.ptr,
+                    },
+                };
+                self.store.modify(id, level, &[set])?;
+                self.note_write(level);
+                Ok(Outcome::Changed(mbr))
+            }
+            Outcome::Split { mbr: m, sibling } => {
+                let v = page.view::<D>();
+                let updated = Entry {
+                    mbr: m,
+                    ptr: child.ptr,
+                };
+                if v.len() + 1 > max {
+                    let mut node = decode(v, level);
+                    node.entries[i] = updated;
                     node.entries.push(sibling);
-                    changes.push(NodeChange::Push(sibling));
+                    drop(page);
+                    return self.overflow(id, node, ctx);
                 }
+                let mut mbr = mbr_with(v, &m);
+                mbr.expand(&sibling.mbr);
+                drop(page);
+                let changes = [
+                    NodeChange::Set {
+                        pos: i,
+                        entry: updated,
+                    },
+                    NodeChange::Push(sibling),
+                ];
+                self.store.modify(id, level, &changes)?;
+                self.note_write(level);
+                Ok(Outcome::Changed(mbr))
             }
         }
-        if node.entries.len() > self.cap.max(level) {
-            return self.overflow(id, node, ctx);
-        }
-        self.store.modify(id, level, &changes)?;
-        self.note_write(level);
-        Ok(Outcome::Changed(node.mbr()))
     }
 
-    /// Picks the entry of `node` whose subtree should receive `mbr`.
-    fn choose_subtree(&self, node: &Node<D>, mbr: &Rect<D>) -> usize {
+    /// Picks the entry of node `v` (at `level`) whose subtree should receive `mbr`.
+    fn choose_subtree(&mut self, v: NodeView<'_, D>, level: u32, mbr: &Rect<D>) -> usize {
         match self.kind {
-            IndexKind::RStar(o) if node.level == 1 => {
-                choose_least_overlap(&node.entries, mbr, o.candidates)
+            IndexKind::RStar(o) if level == 1 => {
+                let mut es = std::mem::take(&mut self.entry_scratch);
+                es.clear();
+                es.extend((0..v.len()).map(|i| v.entry(i)));
+                let i = choose_least_overlap(&es, mbr, o.candidates);
+                self.entry_scratch = es;
+                i
             }
-            _ => choose_least_enlargement(&node.entries, mbr),
+            _ => choose_least_enlargement((0..v.len()).map(|i| v.mbr(i)), mbr),
         }
     }
 
@@ -217,12 +269,24 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     }
 }
 
-/// Guttman's ChooseLeaf step: least area enlargement, ties by smallest area.
-fn choose_least_enlargement<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>) -> usize {
+/// The node of a page image, decoded.
+fn decode<const D: usize>(v: NodeView<'_, D>, level: u32) -> Node<D> {
+    Node {
+        level,
+        entries: (0..v.len()).map(|i| v.entry(i)).collect(),
+    }
+}
+
+/// Guttman's ChooseLeaf step over the entries' boxes: least area enlargement, ties by
+/// smallest area.
+fn choose_least_enlargement<const D: usize>(
+    boxes: impl Iterator<Item = Rect<D>>,
+    mbr: &Rect<D>,
+) -> usize {
     let mut best = (f64::INFINITY, f64::INFINITY, 0);
-    for (i, e) in es.iter().enumerate() {
-        let area = e.mbr.area();
-        let enl = e.mbr.union(mbr).area() - area;
+    for (i, b) in boxes.enumerate() {
+        let area = b.area();
+        let enl = b.union(mbr).area() - area;
         if enl < best.0 || (enl == best.0 && area < best.1) {
             best = (enl, area, i);
         }
@@ -231,22 +295,129 @@ fn choose_least_enlargement<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>) -> u
 }
 
 /// The R*-tree's choice above the leaves: least overlap enlargement among the `p` entries
-/// of least area enlargement (ties: least area enlargement, then smallest area).
+/// of least area enlargement (ties: least area enlargement, then smallest area, then the
+/// first candidate in the order [`least_overlap_candidates`] leaves them).
+///
+/// This gives exactly the answer of the plain algorithm ([`choose_least_overlap_plain`],
+/// which computes every candidate's overlap enlargement in full) but prunes: the
+/// candidates are examined by increasing (area enlargement, area, position), so a later
+/// candidate wins only with a strictly smaller overlap enlargement; every term of that sum
+/// is >= 0, so its computation stops as soon as it reaches the best one, and nothing can
+/// beat an overlap enlargement of 0. When areas are so large that the sums could overflow
+/// (non-finite values would compare differently), the plain algorithm runs instead.
 fn choose_least_overlap<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p: usize) -> usize {
-    let mut cands: Vec<(f64, f64, usize)> = es
+    let mut cands = enlargements(es, mbr);
+    let bound = es.iter().fold(*mbr, |r, e| r.union(&e.mbr)).area() * (es.len() as f64 + 1.0);
+    if !bound.is_finite() {
+        keep_least(&mut cands, p);
+        return pick_least_overlap(es, mbr, &cands);
+    }
+    // The common case: the entry of least (enlargement, area) is unique and already
+    // contains `mbr`. It is among the candidates, its overlap enlargement is 0 (the
+    // least possible) and every other candidate has a larger (enlargement, area), so it
+    // wins whatever the candidates' order.
+    let mut least = 0;
+    let mut unique = true;
+    for k in 1..cands.len() {
+        match enl_area_cmp(&cands[k], &cands[least]) {
+            std::cmp::Ordering::Less => (least, unique) = (k, true),
+            std::cmp::Ordering::Equal => unique = false,
+            std::cmp::Ordering::Greater => {}
+        }
+    }
+    if unique && es[cands[least].2].mbr.contains(mbr) {
+        return cands[least].2;
+    }
+    keep_least(&mut cands, p);
+    let mut order: Vec<(f64, f64, usize, usize)> = cands
         .iter()
+        .enumerate()
+        .map(|(k, &(enl, area, i))| (enl, area, k, i))
+        .collect();
+    order.sort_unstable_by(|a, b| {
+        a.0.total_cmp(&b.0)
+            .then(a.1.total_cmp(&b.1))
+            .then(a.2.cmp(&b.2))
+    });
+    let mut best: Option<(f64, usize)> = None;
+    for &(_, _, _, i) in &order {
+        let limit = match best {
+            Some((0.0, _)) => break,
+            Some((d, _)) => d,
+            None => f64::INFINITY,
+        };
+        let own = es[i].mbr;
+        let grown = own.union(mbr);
+        // delta = sum over the other entries o of overlap(grown, o) - overlap(own, o);
+        // every term is >= +0 (own lies inside grown), and a term is +0 whenever grown
+        // does not overlap o. With grown == own every term is 0.
+        let mut delta = 0.0;
+        if grown != own {
+            for (j, o) in es.iter().enumerate() {
+                if j == i {
+                    continue;
+                }
+                let g = grown.overlap(&o.mbr);
+                if g != 0.0 {
+                    delta += g - own.overlap(&o.mbr);
+                    if delta >= limit {
+                        break;
+                    }
+                }
+            }
+        }
+        if delta < limit {
+            best = Some((delta, i));
+        }
+    }
+    best.map_or(0, |b| b.1)
+}
+
+/// The `p` entries of least area enlargement (all if there are at most `p`), as
+/// (enlargement, area, entry index), in the order the plain algorithm examines them.
+#[cfg(test)]
+fn least_overlap_candidates<const D: usize>(
+    es: &[Entry<D>],
+    mbr: &Rect<D>,
+    p: usize,
+) -> Vec<(f64, f64, usize)> {
+    let mut cands = enlargements(es, mbr);
+    keep_least(&mut cands, p);
+    cands
+}
+
+/// (area enlargement to include `mbr`, area, index) of every entry.
+fn enlargements<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>) -> Vec<(f64, f64, usize)> {
+    es.iter()
         .enumerate()
         .map(|(i, e)| {
             let area = e.mbr.area();
             (e.mbr.union(mbr).area() - area, area, i)
         })
-        .collect();
+        .collect()
+}
+
+fn enl_area_cmp(a: &(f64, f64, usize), b: &(f64, f64, usize)) -> std::cmp::Ordering {
+    a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1))
+}
+
+/// Keeps the `p` least (enlargement, area) of `cands` (all of them if at most `p`).
+fn keep_least(cands: &mut Vec<(f64, f64, usize)>, p: usize) {
     if cands.len() > p {
-        cands.select_nth_unstable_by(p - 1, |a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        cands.select_nth_unstable_by(p - 1, enl_area_cmp);
         cands.truncate(p);
     }
+}
+
+/// The plain R*-tree choice over the candidates: every candidate's overlap enlargement in
+/// full, the least (delta, enlargement, area) winning, the first one on ties.
+fn pick_least_overlap<const D: usize>(
+    es: &[Entry<D>],
+    mbr: &Rect<D>,
+    cands: &[(f64, f64, usize)],
+) -> usize {
     let mut best = (f64::INFINITY, f64::INFINITY, f64::INFINITY, 0);
-    for &(enl, area, i) in &cands {
+    for &(enl, area, i) in cands {
         let grown = es[i].mbr.union(mbr);
         let mut delta = 0.0;
         for (j, o) in es.iter().enumerate() {
@@ -262,15 +433,88 @@ fn choose_least_overlap<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p: usize
     best.3
 }
 
+/// The R*-tree choice computed without pruning (the reference for
+/// [`choose_least_overlap`]).
+#[cfg(test)]
+fn choose_least_overlap_plain<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p: usize) -> usize {
+    pick_least_overlap(es, mbr, &least_overlap_candidates(es, mbr, p))
+}
+
 /// Removes the `count` entries whose centres are farthest from the centre of the node's
 /// MBR; returns them farthest first.
 fn take_farthest<const D: usize>(es: &mut Vec<Entry<D>>, count: usize) -> Vec<Entry<D>> {
     let centre = es.iter().fold(Rect::empty(), |r, e| r.union(&e.mbr));
-    es.sort_by(|a, b| {
-        b.mbr
-            .center_dist2(&centre)
-            .total_cmp(&a.mbr.center_dist2(&centre))
-    });
+    // A stable sort by descending distance, each distance computed once (a stable sort's
+    // result depends only on the keys and the original order).
+    let mut keyed: Vec<(f64, Entry<D>)> = es
+        .iter()
+        .map(|e| (e.mbr.center_dist2(&centre), *e))
+        .collect();
+    keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
+    es.clear();
+    es.extend(keyed.iter().map(|k| k.1));
     let rest = es.split_off(count.min(es.len()));
     std::mem::replace(es, rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn boxes(grid: f64) -> impl Strategy<Value = Vec<Entry<2>>> {
+        prop::collection::vec(
+            (0.0..grid, 0.0..grid, 0.0..grid / 4.0, 0.0..grid / 4.0),
+            1..120,
+        )
+        .prop_map(|v| {
+            v.into_iter()
+                .enumerate()
+                .map(|(i, (x, y, w, h))| Entry {
+                    mbr: Rect {
+                        min: [x.round(), y.round()],
+                        max: [(x + w).round(), (y + h).round()],
+                    },
+                    ptr: i as u64,
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        /// The pruned choice is exactly the plain one, also with many ties (coarse grids,
+        /// duplicate boxes, zero-area boxes) and with few candidates.
+        #[test]
+        fn pruned_least_overlap_is_the_plain_one(
+            es in prop_oneof![boxes(8.0), boxes(1000.0)],
+            x in 0.0..1000.0f64, y in 0.0..1000.0f64, w in 0.0..40.0f64, h in 0.0..40.0f64,
+            p in 1usize..40,
+        ) {
+            let q = Rect { min: [x.round(), y.round()], max: [(x + w).round(), (y + h).round()] };
+            prop_assert_eq!(choose_least_overlap(&es, &q, p), choose_least_overlap_plain(&es, &q, p));
+            let inside = es[0].mbr;
+            prop_assert_eq!(choose_least_overlap(&es, &inside, p), choose_least_overlap_plain(&es, &inside, p));
+        }
+    }
+
+    #[test]
+    fn huge_boxes_take_the_plain_path() {
+        let big = f64::MAX / 2.0;
+        let es: Vec<Entry<2>> = (0..5)
+            .map(|i| Entry {
+                mbr: Rect {
+                    min: [-big + i as f64, -big],
+                    max: [big, big - i as f64],
+                },
+                ptr: i,
+            })
+            .collect();
+        let q = Rect::point([0.0, 0.0]);
+        assert_eq!(
+            choose_least_overlap(&es, &q, 3),
+            choose_least_overlap_plain(&es, &q, 3)
+        );
+    }
 }

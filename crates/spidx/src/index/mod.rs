@@ -22,7 +22,7 @@ pub use search::MbrPredicate;
 pub use split::SplitAlgorithm;
 
 use crate::geom::Rect;
-use crate::node::{Capacity, Node, PageId};
+use crate::node::{Capacity, Entry, Node, NodeView, PageId};
 use crate::store::{NodePage, NodeStore, TreeMeta};
 use crate::{Error, Result};
 
@@ -179,6 +179,10 @@ pub struct Tree<S, const D: usize> {
     kind: IndexKind,
     meta: TreeMeta,
     stats: TreeStats,
+    /// The traversal stack of [`Tree::search`], kept between calls to save allocations.
+    search_stack: Vec<(PageId, u32)>,
+    /// Decoded entries for the R*-tree's subtree choice, kept to save allocations.
+    entry_scratch: Vec<Entry<D>>,
 }
 
 impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
@@ -203,6 +207,8 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             kind,
             meta,
             stats,
+            search_stack: Vec::new(),
+            entry_scratch: Vec::new(),
         })
     }
 
@@ -221,6 +227,8 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             kind,
             meta,
             stats: TreeStats::default(),
+            search_stack: Vec::new(),
+            entry_scratch: Vec::new(),
         })
     }
 
@@ -275,6 +283,30 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             ));
         }
         Ok(page)
+    }
+
+    /// Reads node `id` (expected at `level`) as [`Self::read`] does and calls `f` with a
+    /// view of it, without sharing the page (see [`NodeStore::with_node`]).
+    fn with_node<R>(
+        &mut self,
+        id: PageId,
+        level: u32,
+        f: impl FnOnce(NodeView<'_, D>) -> R,
+    ) -> Result<R> {
+        TreeStats::bump(&mut self.stats.reads_per_level, level);
+        self.store
+            .with_node(id, level, |v| {
+                let got = v.level();
+                if got == level {
+                    Ok(f(v))
+                } else {
+                    Err(Error::corrupted(
+                        format!("node page {id}"),
+                        format!("found a node of level {got} where level {level} was expected"),
+                    ))
+                }
+            })
+            .and_then(|r| r)
     }
 
     fn read_node(&mut self, id: PageId, level: u32) -> Result<Node<D>> {

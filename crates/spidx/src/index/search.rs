@@ -110,27 +110,52 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         mut visit: impl FnMut(Entry<D>),
     ) -> Result<()> {
         q.validate()?;
-        let mut stack: Vec<(PageId, u32)> = vec![(self.meta.root, self.root_level())];
+        let mut stack = std::mem::take(&mut self.search_stack);
+        stack.clear();
+        stack.push((self.meta.root, self.root_level()));
+        let r = self.search_from(&mut stack, pred, q, &mut visit);
+        self.search_stack = stack;
+        r
+    }
+
+    fn search_from(
+        &mut self,
+        stack: &mut Vec<(PageId, u32)>,
+        pred: MbrPredicate,
+        q: &Rect<D>,
+        visit: &mut impl FnMut(Entry<D>),
+    ) -> Result<()> {
         while let Some((id, level)) = stack.pop() {
-            let page = self.read(id, level)?;
-            let v = page.view::<D>();
-            if level == 0 {
-                for i in 0..v.len() {
-                    let m = v.mbr(i);
-                    if pred.accept(&m, q) {
-                        visit(Entry {
-                            mbr: m,
-                            ptr: v.ptr(i),
-                        });
+            self.with_node(id, level, |v| {
+                let n = v.len();
+                match (pred, level) {
+                    // The common case, specialised: a branch-free test per entry.
+                    (MbrPredicate::Intersects | MbrPredicate::Within, 1..) => {
+                        v.for_each_intersecting(q, |i| stack.push((v.ptr(i), level - 1)));
+                    }
+                    (MbrPredicate::Intersects, 0) => {
+                        v.for_each_intersecting(q, |i| visit(v.entry(i)));
+                    }
+                    (_, 0) => {
+                        for i in 0..n {
+                            let m = v.mbr(i);
+                            if pred.accept(&m, q) {
+                                visit(Entry {
+                                    mbr: m,
+                                    ptr: v.ptr(i),
+                                });
+                            }
+                        }
+                    }
+                    (_, _) => {
+                        for i in 0..n {
+                            if pred.descend(&v.mbr(i), q) {
+                                stack.push((v.ptr(i), level - 1));
+                            }
+                        }
                     }
                 }
-            } else {
-                for i in 0..v.len() {
-                    if pred.descend(&v.mbr(i), q) {
-                        stack.push((v.ptr(i), level - 1));
-                    }
-                }
-            }
+            })?;
         }
         Ok(())
     }

@@ -136,10 +136,11 @@ fn linear_seeds<const D: usize>(es: &[Entry<D>]) -> (usize, usize) {
 
 /// Guttman's PickSeeds: the pair whose covering box wastes the most area.
 fn quadratic_seeds<const D: usize>(es: &[Entry<D>]) -> (usize, usize) {
+    let areas: Vec<f64> = es.iter().map(|e| e.mbr.area()).collect();
     let mut best = (f64::NEG_INFINITY, 0, 1);
     for i in 0..es.len() {
         for j in i + 1..es.len() {
-            let d = es[i].mbr.union(&es[j].mbr).area() - es[i].mbr.area() - es[j].mbr.area();
+            let d = es[i].mbr.union(&es[j].mbr).area() - areas[i] - areas[j];
             if d > best.0 {
                 best = (d, i, j);
             }
@@ -164,6 +165,17 @@ fn distribute<const D: usize>(
     let el = es.swap_remove(lo);
     let (mut g1, mut g2) = (vec![el], vec![eh]);
     let (mut r1, mut r2) = (el.mbr, eh.mbr);
+    // PickNext's enlargements of each remaining entry for both groups, kept in step with
+    // `es` and recomputed only for a group whose box changed (the same values as computing
+    // them afresh every round).
+    let enlargements = |r: &Rect<D>, es: &[Entry<D>]| -> Vec<f64> {
+        if pick_next {
+            es.iter().map(|e| r.enlargement(&e.mbr)).collect()
+        } else {
+            Vec::new()
+        }
+    };
+    let (mut enl1, mut enl2) = (enlargements(&r1, &es), enlargements(&r2, &es));
     while !es.is_empty() {
         if g1.len() + es.len() == min {
             g1.append(&mut es);
@@ -175,8 +187,8 @@ fn distribute<const D: usize>(
         }
         let idx = if pick_next {
             let mut best = (f64::NEG_INFINITY, 0);
-            for (i, e) in es.iter().enumerate() {
-                let diff = (r1.enlargement(&e.mbr) - r2.enlargement(&e.mbr)).abs();
+            for (i, (a, b)) in enl1.iter().zip(&enl2).enumerate() {
+                let diff = (a - b).abs();
                 if diff > best.0 {
                     best = (diff, i);
                 }
@@ -186,7 +198,11 @@ fn distribute<const D: usize>(
             es.len() - 1
         };
         let e = es.swap_remove(idx);
-        let (d1, d2) = (r1.enlargement(&e.mbr), r2.enlargement(&e.mbr));
+        let (d1, d2) = if pick_next {
+            (enl1.swap_remove(idx), enl2.swap_remove(idx))
+        } else {
+            (r1.enlargement(&e.mbr), r2.enlargement(&e.mbr))
+        };
         let to_first = if d1 != d2 {
             d1 < d2
         } else if r1.area() != r2.area() {
@@ -195,11 +211,19 @@ fn distribute<const D: usize>(
             g1.len() <= g2.len()
         };
         if to_first {
+            let before = r1;
             r1.expand(&e.mbr);
             g1.push(e);
+            if pick_next && r1 != before {
+                enl1 = enlargements(&r1, &es);
+            }
         } else {
+            let before = r2;
             r2.expand(&e.mbr);
             g2.push(e);
+            if pick_next && r2 != before {
+                enl2 = enlargements(&r2, &es);
+            }
         }
     }
     (g1, g2)

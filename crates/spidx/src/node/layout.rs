@@ -301,15 +301,44 @@ impl<'a, const D: usize> NodeView<'a, D> {
     #[inline]
     pub fn mbr(&self, i: usize) -> Rect<D> {
         let o = self.layout.entry_offset(i);
+        // One bounds check for the whole box; the fixed-size sub-slices below need none.
+        let b = &self.page[o..o + 16 * D];
         let mut r = Rect {
             min: [0.0; D],
             max: [0.0; D],
         };
         for d in 0..D {
-            r.min[d] = f64_at(self.page, o + 8 * d);
-            r.max[d] = f64_at(self.page, o + 8 * (D + d));
+            r.min[d] = f64_at(b, 8 * d);
+            r.max[d] = f64_at(b, 8 * (D + d));
         }
         r
+    }
+
+    /// Calls `f(i)` for every entry `i` whose MBR intersects `q` (closed boxes), in entry
+    /// order: the entries for which `self.mbr(i).intersects(q)` holds. Made for scans of
+    /// whole nodes: one bounds check per entry and, in up to 4 dimensions, a test without
+    /// branches per axis (the comparisons are those of [`Rect::intersects`]).
+    #[inline]
+    pub fn for_each_intersecting(&self, q: &Rect<D>, mut f: impl FnMut(usize)) {
+        let es = self.layout.entry;
+        let start = self.layout.header;
+        let body = &self.page[start..start + self.len() * es];
+        for (i, e) in body.chunks_exact(es).enumerate() {
+            let b = &e[..16 * D];
+            let hit = if D <= 4 {
+                let mut hit = true;
+                for d in 0..D {
+                    let apart = (f64_at(b, 8 * d) > q.max[d]) | (q.min[d] > f64_at(b, 8 * (D + d)));
+                    hit &= !apart;
+                }
+                hit
+            } else {
+                (0..D).all(|d| !(f64_at(b, 8 * d) > q.max[d] || q.min[d] > f64_at(b, 8 * (D + d))))
+            };
+            if hit {
+                f(i);
+            }
+        }
     }
 
     /// Pointer of entry `i`.

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{NodeChange, NodePage, NodeStore, StoreStats, TreeMeta};
 use crate::cache::PageCache;
-use crate::node::{Entry, NodeLayout, PageId};
+use crate::node::{Entry, NodeLayout, NodeView, PageId};
 use crate::{Error, Result};
 
 /// What the direct store persists besides the node pages.
@@ -120,13 +120,18 @@ impl DirectStore {
         self.cache.write(id, &self.scratch, level)
     }
 
-    fn load(&mut self, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+    fn check_page(&self, id: PageId) -> Result<()> {
         if id >= self.header.next_page {
             return Err(Error::corrupted(
                 format!("node page {id}"),
                 "points past the last allocated page",
             ));
         }
+        Ok(())
+    }
+
+    fn load(&mut self, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+        self.check_page(id)?;
         let layout = self.layout;
         self.cache
             .read_checked(id, level, |bytes| layout.verify(bytes, id))
@@ -143,6 +148,21 @@ impl<const D: usize> NodeStore<D> for DirectStore {
         Ok(NodePage::new(self.load(id, level)?, self.layout))
     }
 
+    fn with_node<R>(
+        &mut self,
+        id: PageId,
+        level: u32,
+        f: impl FnOnce(NodeView<'_, D>) -> R,
+    ) -> Result<R> {
+        self.stats.node_reads += 1;
+        self.check_page(id)?;
+        let layout = self.layout;
+        let bytes = self
+            .cache
+            .read_checked_ref(id, level, |bytes| layout.verify(bytes, id))?;
+        Ok(f(layout.view(bytes)))
+    }
+
     fn create(&mut self, level: u32, entries: &[Entry<D>]) -> Result<PageId> {
         let id = self.allocate()?;
         let node = crate::node::Node {
@@ -156,9 +176,12 @@ impl<const D: usize> NodeStore<D> for DirectStore {
     }
 
     fn modify(&mut self, id: PageId, level: u32, changes: &[NodeChange<D>]) -> Result<()> {
-        let page = self.load(id, level)?;
-        self.scratch.copy_from_slice(&page);
+        self.check_page(id)?;
         let layout = self.layout;
+        let page = self
+            .cache
+            .read_checked_ref(id, level, |bytes| layout.verify(bytes, id))?;
+        self.scratch.copy_from_slice(page);
         let mut count = layout.view::<D>(&self.scratch).len();
         let es = layout.entry_size();
         let bad = |pos: usize, count: usize| {

@@ -116,6 +116,23 @@ pub trait NodeStore<const D: usize> {
     /// Reads node `id`, which the tree expects at `level` (a hint for level-aware buffers).
     fn read(&mut self, id: PageId, level: u32) -> Result<NodePage>;
 
+    /// Reads node `id` like [`read`](Self::read) (the same counters and I/O) and calls `f`
+    /// with a view of it, returning what `f` returns. Stores may override it to lend the
+    /// page without sharing it (no reference counting on the hot path of searches); the
+    /// default calls `read`.
+    fn with_node<R>(
+        &mut self,
+        id: PageId,
+        level: u32,
+        f: impl FnOnce(NodeView<'_, D>) -> R,
+    ) -> Result<R>
+    where
+        Self: Sized,
+    {
+        let page = self.read(id, level)?;
+        Ok(f(page.view::<D>()))
+    }
+
     /// Creates a node at `level` holding `entries`; returns its page id.
     fn create(&mut self, level: u32, entries: &[Entry<D>]) -> Result<PageId>;
 

@@ -1,0 +1,494 @@
+//! spidx vs the `rstar` crate vs SQLite's R*Tree module, side by side in one run.
+//!
+//! ```text
+//! cargo run --release -p spidx-bench --bin index_vs_libs -- [--n 1000000] [--queries 1000] [--seed S] [--json]
+//! ```
+//!
+//! Every implementation runs in its own child process (this binary re-executed with
+//! `--only NAME`), so that its peak RSS is its own. Each child builds its index by
+//! inserting the same `n` rectangles one by one, runs the same window queries `reps` times
+//! and writes the sorted ids of every answer to a file; the parent checks that every
+//! implementation returns exactly the answers of a brute-force scan, prints the tables and
+//! exits non-zero on any difference.
+//!
+//! Memory runs: spidx R-tree (linear), R-tree (quadratic) and R*-tree (30 % reinsertion),
+//! 2-D, 4 KB `checked` pages, on the memory device behind an LRU buffer that holds every
+//! node; `rstar` (insert one by one, `locate_in_envelope_intersecting`); SQLite (bundled)
+//! R*Tree virtual table in an in-memory database, inserts in one transaction with a prepared
+//! statement. Simulated runs: spidx R-tree linear and R*-tree 30 % on the `hdd-7200` preset
+//! (and `ssd-v300` where this build has it) behind a small LRU buffer, with the device's
+//! modelled time and request counts.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
+use serde::Serialize;
+use spidx::geom::Rect;
+use spidx_bench::data;
+use spidx_bench::runs::{self, RunParams, RunResult};
+use spidx_bench::sys::Machine;
+
+#[derive(Parser, Debug)]
+#[command(about = "spidx vs rstar vs SQLite R*Tree: insertion and window-query throughput")]
+struct Args {
+    /// Rectangles inserted (memory runs).
+    #[arg(long, default_value_t = 1_000_000)]
+    n: usize,
+    /// Query windows per repetition.
+    #[arg(long, default_value_t = 1000)]
+    queries: usize,
+    /// Workload seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Repetitions of the query phase in each run (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    /// Runs of each implementation (each in a fresh process, taken in turns): the build
+    /// time reported is the median over runs, the query time the median over all
+    /// repetitions of all runs.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+    /// Rectangles inserted on simulated devices (default: `--n`).
+    #[arg(long)]
+    sim_n: Option<usize>,
+    /// Page buffer of spidx on simulated devices.
+    #[arg(long, default_value = "lru:512KB")]
+    sim_cache: String,
+    /// Skip the simulated-device runs.
+    #[arg(long)]
+    no_sim: bool,
+    /// Only these implementations (comma-separated names, e.g. `rstar,spidx-linear`).
+    #[arg(long)]
+    impls: Option<String>,
+    /// Print the results as JSON on stdout (the tables go to stderr).
+    #[arg(long)]
+    json: bool,
+    /// Child mode: run one implementation and print its result as JSON.
+    #[arg(long, hide = true)]
+    only: Option<String>,
+    /// Child mode: where to write the answers' ids.
+    #[arg(long, hide = true)]
+    ids_out: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct Report {
+    machine: Machine,
+    command: String,
+    workload: String,
+    params: RunParams,
+    rounds: usize,
+    sim_n: usize,
+    results: Vec<RunResult>,
+    sim_results: Vec<RunResult>,
+    notes: Vec<String>,
+    /// Per implementation: whether every answer equals the brute-force scan's.
+    matches: Vec<(String, bool)>,
+    all_match: bool,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let r = if let Some(name) = &args.only {
+        child(&args, name)
+    } else {
+        parent(&args)
+    };
+    match r {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn params(args: &Args, n: usize) -> RunParams {
+    RunParams {
+        n,
+        queries: args.queries,
+        seed: args.seed,
+        reps: args.reps,
+        sim_cache: args.sim_cache.clone(),
+    }
+}
+
+fn child(args: &Args, name: &str) -> Result<ExitCode> {
+    let ids = args.ids_out.as_deref().context("--only needs --ids-out")?;
+    let res = runs::run(name, &params(args, args.n), ids)?;
+    println!("{}", serde_json::to_string(&res)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn spawn(name: &str, p: &RunParams, dir: &Path) -> Result<(RunResult, Vec<Vec<u64>>)> {
+    let ids = dir.join(format!("{}.ids", name.replace(['@', '/'], "_")));
+    let exe = std::env::current_exe()?;
+    let out = Command::new(exe)
+        .args(["--only", name, "--ids-out"])
+        .arg(&ids)
+        .args(["--n", &p.n.to_string()])
+        .args(["--queries", &p.queries.to_string()])
+        .args(["--seed", &p.seed.to_string()])
+        .args(["--reps", &p.reps.to_string()])
+        .args(["--sim-cache", &p.sim_cache])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .with_context(|| format!("running the child for {name}"))?;
+    if !out.status.success() {
+        bail!("the child for {name} failed ({})", out.status);
+    }
+    let res: RunResult = serde_json::from_slice(&out.stdout)
+        .with_context(|| format!("parsing the result of {name}"))?;
+    let lists = runs::read_ids(&ids)?;
+    let _ = std::fs::remove_file(&ids);
+    Ok((res, lists))
+}
+
+/// The answers of a brute-force scan.
+fn brute_force(rects: &[Rect<2>], windows: &[Rect<2>]) -> Vec<Vec<u64>> {
+    windows
+        .iter()
+        .map(|w| {
+            rects
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.intersects(w))
+                .map(|(i, _)| i as u64)
+                .collect()
+        })
+        .collect()
+}
+
+/// Compares answers with the reference; returns a description of the first difference.
+fn compare(got: &[Vec<u64>], want: &[Vec<u64>]) -> Option<String> {
+    if got.len() != want.len() {
+        return Some(format!("{} answers, expected {}", got.len(), want.len()));
+    }
+    got.iter()
+        .zip(want)
+        .enumerate()
+        .find(|(_, (g, w))| g != w)
+        .map(|(i, (g, w))| {
+            format!(
+                "window {i}: {} ids, expected {} (first differing id: {:?} vs {:?})",
+                g.len(),
+                w.len(),
+                g.iter().zip(w.iter()).find(|(a, b)| a != b).map(|p| *p.0),
+                g.iter().zip(w.iter()).find(|(a, b)| a != b).map(|p| *p.1),
+            )
+        })
+}
+
+struct Group {
+    results: Vec<RunResult>,
+    matches: Vec<(String, bool)>,
+}
+
+fn run_group(
+    names: &[String],
+    p: &RunParams,
+    rounds: usize,
+    dir: &Path,
+    reference: &[Vec<u64>],
+    log: &mut dyn Write,
+) -> Result<Group> {
+    let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); names.len()];
+    let mut ok = vec![true; names.len()];
+    for round in 0..rounds.max(1) {
+        for (k, name) in names.iter().enumerate() {
+            writeln!(
+                log,
+                "  running {name} (n = {}, round {}) ...",
+                p.n,
+                round + 1
+            )?;
+            let (res, lists) = spawn(name, p, dir)?;
+            if let Some(d) = compare(&lists, reference) {
+                writeln!(log, "  MISMATCH {name}: {d}")?;
+                ok[k] = false;
+            }
+            writeln!(
+                log,
+                "    build {:.2} s, queries {:.4} s (median), peak RSS {} MiB",
+                res.insert_wall_s,
+                res.query_wall_median(),
+                res.peak_rss_kb / 1024
+            )?;
+            runs[k].push(res);
+        }
+    }
+    Ok(Group {
+        results: runs.into_iter().map(|r| runs::combine(&r)).collect(),
+        matches: names.iter().cloned().zip(ok).collect(),
+    })
+}
+
+fn fmt_rate(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.2} M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1} k", v / 1e3)
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn mib(kb: u64) -> String {
+    format!("{:.0}", kb as f64 / 1024.0)
+}
+
+fn right(s: impl ToString) -> Cell {
+    Cell::new(s.to_string()).set_alignment(CellAlignment::Right)
+}
+
+fn main_table(results: &[RunResult], matches: &[(String, bool)]) -> Table {
+    let rstar = results.iter().find(|r| r.name == "rstar");
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(vec![
+        "implementation",
+        "build s",
+        "inserts/s",
+        "vs rstar",
+        "build CPU s",
+        "queries/s (median)",
+        "vs rstar",
+        "results",
+        "peak RSS MiB",
+        "RSS above workload MiB",
+        "tree (height / nodes / leaf fill)",
+        "answers = scan",
+    ]);
+    for r in results {
+        let ok = matches.iter().find(|m| m.0 == r.name).map(|m| m.1);
+        let ratio = |a: f64, b: Option<f64>| match b {
+            Some(b) => format!("{:.2}x", a / b),
+            None => "-".into(),
+        };
+        let spread = if r.insert_wall_s_runs.len() > 1 {
+            let lo = r
+                .insert_wall_s_runs
+                .iter()
+                .cloned()
+                .fold(f64::INFINITY, f64::min);
+            let hi = r.insert_wall_s_runs.iter().cloned().fold(0.0, f64::max);
+            format!(" ({lo:.2}-{hi:.2})")
+        } else {
+            String::new()
+        };
+        t.add_row(vec![
+            Cell::new(&r.name),
+            right(format!("{:.2}{spread}", r.insert_wall_s)),
+            right(fmt_rate(r.insert_rate())),
+            right(ratio(r.insert_rate(), rstar.map(|x| x.insert_rate()))),
+            right(format!("{:.2}", r.insert_cpu_s)),
+            right(fmt_rate(r.query_rate())),
+            right(ratio(r.query_rate(), rstar.map(|x| x.query_rate()))),
+            right(r.results),
+            right(mib(r.peak_rss_kb)),
+            right(mib(r.peak_rss_kb.saturating_sub(r.rss_base_kb))),
+            Cell::new(match &r.tree {
+                Some(t) => format!("{} / {} / {:.0} %", t.height, t.nodes, t.leaf_fill * 100.0),
+                None => "-".into(),
+            }),
+            Cell::new(match ok {
+                Some(true) => "yes",
+                Some(false) => "NO",
+                None => "-",
+            }),
+        ]);
+    }
+    t
+}
+
+fn sim_table(results: &[RunResult], matches: &[(String, bool)]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(vec![
+        "implementation",
+        "buffer",
+        "n",
+        "build: device s",
+        "reads",
+        "writes",
+        "wall s",
+        "CPU s",
+        "CPU + device s",
+        "queries: device s",
+        "reads",
+        "writes",
+        "wall s (median)",
+        "CPU s (median)",
+        "CPU + device s",
+        "answers = scan",
+    ]);
+    for r in results {
+        let ok = matches.iter().find(|m| m.0 == r.name).is_some_and(|m| m.1);
+        let (bi, qi) = (
+            r.insert_io.clone().unwrap_or_default(),
+            r.query_io.clone().unwrap_or_default(),
+        );
+        t.add_row(vec![
+            Cell::new(&r.name),
+            Cell::new(&r.cache),
+            right(r.n),
+            right(format!("{:.1}", bi.device_ns as f64 * 1e-9)),
+            right(bi.reads),
+            right(bi.writes),
+            right(format!("{:.2}", r.insert_wall_s)),
+            right(format!("{:.2}", r.insert_cpu_s)),
+            right(format!(
+                "{:.1}",
+                r.insert_cpu_s + bi.device_ns as f64 * 1e-9
+            )),
+            right(format!("{:.1}", qi.device_ns as f64 * 1e-9)),
+            right(qi.reads),
+            right(qi.writes),
+            right(format!("{:.3}", r.query_wall_median())),
+            right(format!("{:.3}", r.query_cpu_median())),
+            right(format!(
+                "{:.1}",
+                r.query_cpu_median() + qi.device_ns as f64 * 1e-9
+            )),
+            Cell::new(if ok { "yes" } else { "NO" }),
+        ]);
+    }
+    t
+}
+
+fn parent(args: &Args) -> Result<ExitCode> {
+    let machine = Machine::detect();
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut out: Box<dyn Write> = if args.json {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
+    let wanted: Option<Vec<String>> = args
+        .impls
+        .as_ref()
+        .map(|s| s.split(',').map(|x| x.trim().to_string()).collect());
+    let keep = |name: &str| wanted.as_ref().is_none_or(|w| w.iter().any(|x| x == name));
+
+    writeln!(
+        out,
+        "machine: {} CPUs ({}), {:.1} GiB RAM",
+        machine.nproc, machine.cpu_model, machine.mem_gib
+    )?;
+    writeln!(out, "workload: {}", data::describe())?;
+    writeln!(
+        out,
+        "n = {}, {} windows, seed {}, {} run(s) per implementation, {} query repetitions per run (medians reported)",
+        args.n, args.queries, args.seed, args.rounds, args.reps
+    )?;
+
+    let dir = std::env::temp_dir().join(format!("spidx-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let mut notes = Vec::new();
+
+    let windows = data::windows(args.queries, args.seed);
+    let p = params(args, args.n);
+    let sim_n = args.sim_n.unwrap_or(args.n);
+    let mut names: Vec<String> = runs::SPIDX_VARIANTS.iter().map(|s| s.to_string()).collect();
+    names.extend(["rstar".to_string(), "sqlite".to_string()]);
+    names.retain(|n| keep(n));
+    let mut main = Group {
+        results: vec![],
+        matches: vec![],
+    };
+    let reference = brute_force(&data::rects(args.n, args.seed), &windows);
+    if !names.is_empty() {
+        main = run_group(&names, &p, args.rounds, &dir, &reference, &mut out)?;
+    }
+
+    let mut sim = Group {
+        results: vec![],
+        matches: vec![],
+    };
+    if !args.no_sim {
+        let mut sim_names = Vec::new();
+        for dev in runs::SIM_DEVICES {
+            match runs::device_available(dev) {
+                Ok(()) => sim_names.extend(
+                    runs::SIM_VARIANTS
+                        .iter()
+                        .map(|v| format!("{v}@{dev}"))
+                        .filter(|n| keep(n)),
+                ),
+                Err(e) => notes.push(format!("device {dev} skipped: {e}")),
+            }
+        }
+        if !sim_names.is_empty() {
+            let sp = params(args, sim_n);
+            let sim_reference = if sim_n == args.n {
+                reference
+            } else {
+                brute_force(&data::rects(sim_n, args.seed), &windows)
+            };
+            sim = run_group(&sim_names, &sp, args.rounds, &dir, &sim_reference, &mut out)?;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let mut all: Vec<(String, bool)> = main.matches.clone();
+    all.extend(sim.matches.iter().cloned());
+    let all_match = all.iter().all(|m| m.1);
+
+    writeln!(out)?;
+    if !main.results.is_empty() {
+        writeln!(
+            out,
+            "In memory (spidx: memory device, {} buffer holding every node, 4KB pages); n = {}:",
+            runs::MEMORY_CACHE,
+            args.n
+        )?;
+        writeln!(out, "{}", main_table(&main.results, &main.matches))?;
+    }
+    if !sim.results.is_empty() {
+        writeln!(
+            out,
+            "Simulated devices (spidx, {} buffer, caches dropped before each query repetition); n = {}:",
+            args.sim_cache, sim_n
+        )?;
+        writeln!(out, "{}", sim_table(&sim.results, &sim.matches))?;
+    }
+    for n in &notes {
+        writeln!(out, "note: {n}")?;
+    }
+    writeln!(
+        out,
+        "answers: {}",
+        if all_match {
+            "every implementation returned exactly the brute-force answers for every window"
+                .to_string()
+        } else {
+            let bad: Vec<&str> = all.iter().filter(|m| !m.1).map(|m| m.0.as_str()).collect();
+            format!("MISMATCH in {}", bad.join(", "))
+        }
+    )?;
+    if args.json {
+        let report = Report {
+            machine,
+            command,
+            workload: data::describe(),
+            params: p,
+            rounds: args.rounds,
+            sim_n,
+            results: main.results,
+            sim_results: sim.results,
+            notes,
+            matches: all,
+            all_match,
+        };
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    }
+    Ok(if all_match {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,530 @@
+//! One measured run of one implementation: build the index by inserting the rectangles one
+//! by one, then run the window queries `reps` times (intersects, counting results), then
+//! once more collecting the ids of every answer (not timed) for the cross-check.
+//!
+//! Each run is meant to execute in its own process so that its peak RSS is its own.
+
+use std::hint::black_box;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use spidx::cache::{CacheConfig, CacheStats, PageCache};
+use spidx::clock::process_cpu_ns;
+use spidx::device::{DeviceSpec, DeviceStats};
+use spidx::geom::Rect;
+use spidx::index::{IndexKind, MbrPredicate, RStarOptions, SplitAlgorithm, Tree};
+use spidx::node::{Capacity, LayoutKind, NodeLayout, Occupancy};
+use spidx::store::direct::DirectStore;
+use spidx::store::NodeStore;
+
+use crate::sys;
+
+/// Node page size of every spidx variant.
+pub const PAGE: usize = 4096;
+/// Buffer of the spidx variants on the memory device: large enough to hold every node.
+pub const MEMORY_CACHE: &str = "lru:1GB";
+
+/// The spidx tree variants.
+pub const SPIDX_VARIANTS: [&str; 3] = ["spidx-linear", "spidx-quadratic", "spidx-rstar30"];
+/// Variants also run on simulated devices.
+pub const SIM_VARIANTS: [&str; 2] = ["spidx-linear", "spidx-rstar30"];
+/// Simulated devices (presets), run when they exist on this build.
+pub const SIM_DEVICES: [&str; 2] = ["hdd-7200", "ssd-v300"];
+
+/// Parameters shared by every run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunParams {
+    /// Rectangles inserted.
+    pub n: usize,
+    /// Query windows.
+    pub queries: usize,
+    /// Workload seed.
+    pub seed: u64,
+    /// Repetitions of the query phase.
+    pub reps: usize,
+    /// Page buffer of spidx on simulated devices.
+    pub sim_cache: String,
+}
+
+/// Device-side counts of one phase (spidx only).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PhaseIo {
+    /// Modelled (simulated devices) or measured device time, ns.
+    pub device_ns: u64,
+    /// Read requests that reached the device.
+    pub reads: u64,
+    /// Write requests that reached the device.
+    pub writes: u64,
+    /// Page-cache hits.
+    pub cache_hits: u64,
+    /// Page-cache faults.
+    pub cache_faults: u64,
+}
+
+impl PhaseIo {
+    fn between(d0: &DeviceStats, d1: &DeviceStats, c0: &CacheStats, c1: &CacheStats) -> Self {
+        let d = d1.since(d0);
+        let c = c1.since(c0);
+        PhaseIo {
+            device_ns: d.device_ns,
+            reads: d.host.read_ops,
+            writes: d.host.write_ops,
+            cache_hits: c.hits,
+            cache_faults: c.faults,
+        }
+    }
+}
+
+/// Shape of a spidx tree after the build, from its checker.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TreeInfo {
+    /// Levels.
+    pub height: u32,
+    /// Nodes (pages).
+    pub nodes: u64,
+    /// Mean leaf fill.
+    pub leaf_fill: f64,
+    /// Whether every invariant held.
+    pub check_ok: bool,
+    /// FNV-1a hash of the leaf entries (id and box) in the order a full-extent search
+    /// visits them: it changes when the tree's structure changes, so two builds with the
+    /// same digest almost surely made the same tree (used to check that optimisations of
+    /// the library keep its behaviour).
+    pub digest: String,
+}
+
+/// What one run measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Implementation name (`spidx-linear`, `rstar`, `spidx-rstar30@hdd-7200`, ...).
+    pub name: String,
+    /// Readable description.
+    pub label: String,
+    /// Device (spidx) or `-`.
+    pub device: String,
+    /// Page buffer (spidx) or `-`.
+    pub cache: String,
+    /// Rectangles inserted.
+    pub n: usize,
+    /// Query windows per repetition.
+    pub queries: usize,
+    /// Wall time of the build, s.
+    pub insert_wall_s: f64,
+    /// Process CPU time of the build, s.
+    pub insert_cpu_s: f64,
+    /// Wall time of each query repetition, s.
+    pub query_wall_s: Vec<f64>,
+    /// CPU time of each query repetition, s.
+    pub query_cpu_s: Vec<f64>,
+    /// Results over all windows (one repetition).
+    pub results: u64,
+    /// VmRSS after generating the workload, before building (kB).
+    pub rss_base_kb: u64,
+    /// VmHWM after the query phase (kB).
+    pub peak_rss_kb: u64,
+    /// getrusage ru_maxrss after the query phase (kB).
+    pub maxrss_kb: u64,
+    /// Device counts of the build (spidx).
+    pub insert_io: Option<PhaseIo>,
+    /// Device counts of the last query repetition (spidx; caches dropped before each).
+    pub query_io: Option<PhaseIo>,
+    /// Tree shape (spidx).
+    pub tree: Option<TreeInfo>,
+    /// Build wall time of every run combined into this result (see [`combine`]).
+    #[serde(default)]
+    pub insert_wall_s_runs: Vec<f64>,
+}
+
+impl RunResult {
+    /// Inserts per second of wall time.
+    pub fn insert_rate(&self) -> f64 {
+        self.n as f64 / self.insert_wall_s
+    }
+
+    /// Median wall time of a query repetition.
+    pub fn query_wall_median(&self) -> f64 {
+        median(&self.query_wall_s)
+    }
+
+    /// Median CPU time of a query repetition.
+    pub fn query_cpu_median(&self) -> f64 {
+        median(&self.query_cpu_s)
+    }
+
+    /// Queries per second of wall time (median repetition).
+    pub fn query_rate(&self) -> f64 {
+        self.queries as f64 / self.query_wall_median()
+    }
+}
+
+/// Combines several runs of one implementation: the median build time (wall and CPU)
+/// over runs, every query repetition of every run, the largest peak RSS; the rest (device
+/// counts, tree shape, which are the same in every run) from the first run.
+pub fn combine(runs: &[RunResult]) -> RunResult {
+    let mut r = runs[0].clone();
+    let walls: Vec<f64> = runs.iter().map(|x| x.insert_wall_s).collect();
+    r.insert_wall_s = median(&walls);
+    r.insert_cpu_s = median(&runs.iter().map(|x| x.insert_cpu_s).collect::<Vec<_>>());
+    r.insert_wall_s_runs = walls;
+    r.query_wall_s = runs.iter().flat_map(|x| x.query_wall_s.clone()).collect();
+    r.query_cpu_s = runs.iter().flat_map(|x| x.query_cpu_s.clone()).collect();
+    r.peak_rss_kb = runs.iter().map(|x| x.peak_rss_kb).max().unwrap_or(0);
+    r.maxrss_kb = runs.iter().map(|x| x.maxrss_kb).max().unwrap_or(0);
+    r
+}
+
+/// Median of a non-empty list (mean of the middle two for even lengths).
+pub fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let m = s.len() / 2;
+    if s.is_empty() {
+        f64::NAN
+    } else if s.len() % 2 == 1 {
+        s[m]
+    } else {
+        (s[m - 1] + s[m]) / 2.0
+    }
+}
+
+/// An index under test.
+trait Subject {
+    fn insert(&mut self, r: &Rect<2>, id: u64) -> Result<()>;
+    /// Called after the last insert, inside the timed build (commit, flush).
+    fn finish_build(&mut self) -> Result<()>;
+    /// Called before each query repetition, outside the timing (drop caches).
+    fn before_queries(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn query(&mut self, w: &Rect<2>, visit: impl FnMut(u64)) -> Result<()>;
+    fn io(&self) -> Option<(DeviceStats, CacheStats)> {
+        None
+    }
+}
+
+struct Spidx {
+    tree: Tree<DirectStore, 2>,
+    simulated: bool,
+}
+
+impl Subject for Spidx {
+    fn insert(&mut self, r: &Rect<2>, id: u64) -> Result<()> {
+        Ok(self.tree.insert(*r, id)?)
+    }
+    fn finish_build(&mut self) -> Result<()> {
+        Ok(NodeStore::<2>::flush(self.tree.store_mut())?)
+    }
+    fn before_queries(&mut self) -> Result<()> {
+        if self.simulated {
+            self.tree.store_mut().cache_mut().drop_caches()?;
+        }
+        Ok(())
+    }
+    #[inline]
+    fn query(&mut self, w: &Rect<2>, mut visit: impl FnMut(u64)) -> Result<()> {
+        Ok(self
+            .tree
+            .search(MbrPredicate::Intersects, w, |e| visit(e.ptr))?)
+    }
+    fn io(&self) -> Option<(DeviceStats, CacheStats)> {
+        let c = self.tree.store().cache();
+        Some((c.device().stats(), c.stats()))
+    }
+}
+
+type RstarItem = rstar::primitives::GeomWithData<rstar::primitives::Rectangle<[f64; 2]>, u64>;
+
+struct Rstar(rstar::RTree<RstarItem>);
+
+impl Subject for Rstar {
+    fn insert(&mut self, r: &Rect<2>, id: u64) -> Result<()> {
+        let rect = rstar::primitives::Rectangle::from_corners(r.min, r.max);
+        self.0.insert(RstarItem::new(rect, id));
+        Ok(())
+    }
+    fn finish_build(&mut self) -> Result<()> {
+        Ok(())
+    }
+    #[inline]
+    fn query(&mut self, w: &Rect<2>, mut visit: impl FnMut(u64)) -> Result<()> {
+        let env = rstar::AABB::from_corners(w.min, w.max);
+        for item in self.0.locate_in_envelope_intersecting(&env) {
+            visit(item.data);
+        }
+        Ok(())
+    }
+}
+
+struct Sqlite {
+    conn: &'static rusqlite::Connection,
+    insert: Option<rusqlite::Statement<'static>>,
+    select: rusqlite::Statement<'static>,
+}
+
+impl Sqlite {
+    fn new() -> Result<Self> {
+        // Leaked so that the prepared statements can live beside it; one per process.
+        let conn: &'static rusqlite::Connection =
+            Box::leak(Box::new(rusqlite::Connection::open_in_memory()?));
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE t USING rtree(id, minx, maxx, miny, maxy); BEGIN;",
+        )?;
+        let insert =
+            conn.prepare("INSERT INTO t (id, minx, maxx, miny, maxy) VALUES (?, ?, ?, ?, ?)")?;
+        let select = conn.prepare(
+            "SELECT id FROM t WHERE maxx >= ? AND minx <= ? AND maxy >= ? AND miny <= ?",
+        )?;
+        Ok(Sqlite {
+            conn,
+            insert: Some(insert),
+            select,
+        })
+    }
+}
+
+impl Subject for Sqlite {
+    fn insert(&mut self, r: &Rect<2>, id: u64) -> Result<()> {
+        let st = self.insert.as_mut().expect("insert statement");
+        st.execute(rusqlite::params![
+            id as i64, r.min[0], r.max[0], r.min[1], r.max[1]
+        ])?;
+        Ok(())
+    }
+    fn finish_build(&mut self) -> Result<()> {
+        self.insert = None;
+        self.conn.execute_batch("COMMIT;")?;
+        Ok(())
+    }
+    #[inline]
+    fn query(&mut self, w: &Rect<2>, mut visit: impl FnMut(u64)) -> Result<()> {
+        let mut rows = self
+            .select
+            .query(rusqlite::params![w.min[0], w.max[0], w.min[1], w.max[1]])?;
+        while let Some(row) = rows.next()? {
+            let id: i64 = row.get(0)?;
+            visit(id as u64);
+        }
+        Ok(())
+    }
+}
+
+/// The spidx index kind of a variant name.
+pub fn spidx_kind(variant: &str) -> Option<IndexKind> {
+    Some(match variant {
+        "spidx-linear" => IndexKind::RTree {
+            split: SplitAlgorithm::Linear,
+        },
+        "spidx-quadratic" => IndexKind::RTree {
+            split: SplitAlgorithm::Quadratic,
+        },
+        "spidx-rstar30" => IndexKind::RStar(RStarOptions::default()),
+        _ => return None,
+    })
+}
+
+/// Whether a simulated device preset exists in this build (`Err` explains why not).
+pub fn device_available(device: &str) -> std::result::Result<(), String> {
+    DeviceSpec::new(device)
+        .resolve()
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+fn open_spidx(kind: IndexKind, device: &str, cache: &str) -> Result<Spidx> {
+    let layout = NodeLayout::new(LayoutKind::Checked, PAGE, 2)?;
+    let cap = Capacity::new(&layout, &Occupancy::default())?;
+    let resolved = DeviceSpec::new(device).resolve()?;
+    let simulated = device != "memory";
+    let dev = resolved.config.open(PAGE, None)?;
+    let cache = PageCache::new(dev, &cache.parse::<CacheConfig>()?)?;
+    let store = DirectStore::create(cache, layout, None)?;
+    Ok(Spidx {
+        tree: Tree::create(store, cap, kind)?,
+        simulated,
+    })
+}
+
+/// Runs implementation `name` and writes the sorted ids of every window's answer to
+/// `ids_out` (per window: a little-endian u64 count, then the ids).
+pub fn run(name: &str, p: &RunParams, ids_out: &Path) -> Result<RunResult> {
+    let (variant, device) = match name.split_once('@') {
+        Some((v, d)) => (v, d),
+        None => (name, "memory"),
+    };
+    let rects = crate::data::rects(p.n, p.seed);
+    let windows = crate::data::windows(p.queries, p.seed);
+    let rss_base_kb = sys::proc_status_kb("VmRSS").unwrap_or(0);
+    let mut result = RunResult {
+        name: name.to_string(),
+        label: String::new(),
+        device: "-".into(),
+        cache: "-".into(),
+        n: p.n,
+        queries: p.queries,
+        insert_wall_s: 0.0,
+        insert_cpu_s: 0.0,
+        query_wall_s: vec![],
+        query_cpu_s: vec![],
+        results: 0,
+        rss_base_kb,
+        peak_rss_kb: 0,
+        maxrss_kb: 0,
+        insert_io: None,
+        query_io: None,
+        tree: None,
+        insert_wall_s_runs: vec![],
+    };
+    match variant {
+        "rstar" => {
+            result.label = "rstar 0.12 RTree (R*-tree, in memory)".into();
+            let mut s = Rstar(rstar::RTree::new());
+            measure(&mut s, &rects, &windows, p.reps, &mut result, ids_out)?;
+        }
+        "sqlite" => {
+            result.label = format!(
+                "SQLite {} R*Tree module (in-memory database)",
+                rusqlite::version()
+            );
+            let mut s = Sqlite::new()?;
+            measure(&mut s, &rects, &windows, p.reps, &mut result, ids_out)?;
+        }
+        v => {
+            let kind = spidx_kind(v).ok_or_else(|| anyhow!("unknown implementation '{name}'"))?;
+            let cache = if device == "memory" {
+                MEMORY_CACHE.to_string()
+            } else {
+                p.sim_cache.clone()
+            };
+            result.label = format!("spidx {}, 4KB checked pages", kind.label());
+            result.device = device.to_string();
+            result.cache = cache.clone();
+            let mut s = open_spidx(kind, device, &cache)
+                .with_context(|| format!("opening {name} on {device}"))?;
+            measure(&mut s, &rects, &windows, p.reps, &mut result, ids_out)?;
+            let rep = s.tree.check()?;
+            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+            let mut eat = |v: u64| {
+                for b in v.to_le_bytes() {
+                    h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+                }
+            };
+            let all = Rect {
+                min: [f64::MIN; 2],
+                max: [f64::MAX; 2],
+            };
+            s.tree.search(MbrPredicate::All, &all, |e| {
+                eat(e.ptr);
+                for v in e.mbr.min.iter().chain(e.mbr.max.iter()) {
+                    eat(v.to_bits());
+                }
+            })?;
+            result.tree = Some(TreeInfo {
+                digest: format!("{h:016x}"),
+                height: rep.height,
+                nodes: rep.nodes,
+                leaf_fill: rep.levels.first().map(|l| l.fill).unwrap_or(0.0),
+                check_ok: rep.ok(),
+            });
+            if !rep.ok() {
+                bail!("{name}: the tree checker failed: {:?}", rep.violations);
+            }
+        }
+    }
+    Ok(result)
+}
+
+fn measure<S: Subject>(
+    s: &mut S,
+    rects: &[Rect<2>],
+    windows: &[Rect<2>],
+    reps: usize,
+    out: &mut RunResult,
+    ids_out: &Path,
+) -> Result<()> {
+    let io0 = s.io();
+    let (t0, c0) = (Instant::now(), process_cpu_ns());
+    build_phase(s, rects)?;
+    out.insert_wall_s = t0.elapsed().as_secs_f64();
+    out.insert_cpu_s = (process_cpu_ns() - c0) as f64 * 1e-9;
+    if let (Some((d0, k0)), Some((d1, k1))) = (&io0, s.io()) {
+        out.insert_io = Some(PhaseIo::between(d0, &d1, k0, &k1));
+    }
+
+    for _ in 0..reps.max(1) {
+        s.before_queries()?;
+        let io0 = s.io();
+        let (t0, c0) = (Instant::now(), process_cpu_ns());
+        let count = query_phase(s, windows)?;
+        out.query_wall_s.push(t0.elapsed().as_secs_f64());
+        out.query_cpu_s.push((process_cpu_ns() - c0) as f64 * 1e-9);
+        out.results = count;
+        if let (Some((d0, k0)), Some((d1, k1))) = (&io0, s.io()) {
+            out.query_io = Some(PhaseIo::between(d0, &d1, k0, &k1));
+        }
+    }
+    out.peak_rss_kb = sys::proc_status_kb("VmHWM").unwrap_or(0);
+    out.maxrss_kb = sys::maxrss_kb();
+
+    // Not timed: every answer's ids, sorted, for the cross-check.
+    let file = std::fs::File::create(ids_out)
+        .with_context(|| format!("creating {}", ids_out.display()))?;
+    let mut w = BufWriter::new(file);
+    let mut ids = Vec::new();
+    for q in windows {
+        ids.clear();
+        s.query(q, |id| ids.push(id))?;
+        ids.sort_unstable();
+        w.write_all(&(ids.len() as u64).to_le_bytes())?;
+        for id in &ids {
+            w.write_all(&id.to_le_bytes())?;
+        }
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// The timed build: every rectangle inserted one by one. Not inlined, so that profilers
+/// (e.g. `valgrind --tool=callgrind`) can attribute the phase's cost to it.
+#[inline(never)]
+fn build_phase<S: Subject>(s: &mut S, rects: &[Rect<2>]) -> Result<()> {
+    for (i, r) in rects.iter().enumerate() {
+        s.insert(r, i as u64)?;
+    }
+    s.finish_build()
+}
+
+/// One timed repetition of the queries; returns the number of results. Not inlined (see
+/// [`build_phase`]).
+#[inline(never)]
+fn query_phase<S: Subject>(s: &mut S, windows: &[Rect<2>]) -> Result<u64> {
+    let mut count = 0u64;
+    let mut mix = 0u64;
+    for w in windows {
+        s.query(w, |id| {
+            count += 1;
+            mix = mix.wrapping_add(id);
+        })?;
+    }
+    black_box(mix);
+    Ok(count)
+}
+
+/// Reads an ids file written by [`run`]: one sorted id list per window.
+pub fn read_ids(path: &Path) -> Result<Vec<Vec<u64>>> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut words = bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()));
+    let mut out = Vec::new();
+    while let Some(n) = words.next() {
+        let list: Vec<u64> = words.by_ref().take(n as usize).collect();
+        if list.len() != n as usize {
+            bail!("{}: truncated", path.display());
+        }
+        out.push(list);
+    }
+    Ok(out)
+}
