@@ -158,6 +158,17 @@ impl RunResult {
     pub fn query_rate(&self) -> f64 {
         self.queries as f64 / self.query_wall_median()
     }
+
+    /// Queries per second of wall time (fastest repetition: the least disturbed by other
+    /// processes on a shared machine).
+    pub fn query_rate_best(&self) -> f64 {
+        let best = self
+            .query_wall_s
+            .iter()
+            .cloned()
+            .fold(f64::INFINITY, f64::min);
+        self.queries as f64 / best
+    }
 }
 
 /// Combines several runs of one implementation: the median build time (wall and CPU)

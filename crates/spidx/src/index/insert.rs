@@ -116,22 +116,28 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         target: u32,
         ctx: &mut InsertCtx<D>,
     ) -> Result<Outcome<D>> {
-        let page = self.read(id, level)?;
         let max = self.cap.max(level);
         if level == target {
-            let v = page.view::<D>();
-            if v.len() + 1 > max {
-                let mut node = decode(v, level);
-                node.entries.push(e);
-                drop(page);
-                return self.overflow(id, node, ctx);
-            }
-            let mbr = v.mbr_all().union(&e.mbr);
-            drop(page);
-            self.store.modify(id, level, &[NodeChange::Push(e)])?;
-            self.note_write(level);
-            return Ok(Outcome::Changed(mbr));
+            // Nothing to keep across a descent here: look at the page without sharing it.
+            let full = self.with_node(id, level, |v| {
+                if v.len() + 1 > max {
+                    let mut node = decode(v, level);
+                    node.entries.push(e);
+                    Err(node)
+                } else {
+                    Ok(v.mbr_all().union(&e.mbr))
+                }
+            })?;
+            return match full {
+                Err(node) => self.overflow(id, node, ctx),
+                Ok(mbr) => {
+                    self.store.modify(id, level, &[NodeChange::Push(e)])?;
+                    self.note_write(level);
+                    Ok(Outcome::Changed(mbr))
+                }
+            };
         }
+        let page = self.read(id, level)?;
         if page.view::<D>().is_empty() {
             return Err(Error::corrupted(
                 format!("node page {id}"),
