@@ -15,6 +15,15 @@ use spidx::store::direct::DirectStore;
 
 type T = Tree<DirectStore, 2>;
 
+/// Property-test cases: `short` normally, `long` with `SPIDX_LONG_TESTS` set.
+fn long_cases(short: u32, long: u32) -> u32 {
+    if std::env::var_os("SPIDX_LONG_TESTS").is_some() {
+        long
+    } else {
+        short
+    }
+}
+
 fn kinds() -> Vec<(IndexKind, f64)> {
     let rstar = |leaf: f64, internal: f64, policy| RStarOptions {
         reinsert_leaf: leaf,
@@ -219,7 +228,7 @@ fn run_ops(kind: IndexKind, max_fill: f64, page: usize, cache: &str, ops: &[Op])
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: long_cases(32, 300), ..ProptestConfig::default() })]
 
     #[test]
     fn every_variant_matches_brute_force(ops in prop::collection::vec(op(), 1..400), page_kb in 1usize..3) {
