@@ -419,3 +419,40 @@ fn bad_input_fails_clearly_and_corruption_names_the_page() {
         .failure()
         .stderr(contains("store header"));
 }
+
+#[test]
+fn relative_file_device_paths_survive_a_change_of_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    generate(dir.path(), "uniform", "300", "2", "u.fgb");
+    spidx()
+        .current_dir(dir.path())
+        .args([
+            "build",
+            "--data",
+            "u.fgb",
+            "--index",
+            "rstar",
+            "--out",
+            "idx",
+            "--device",
+            "file:pages.bin",
+        ])
+        .args([
+            "--device-param",
+            "capacity=16MB",
+            "--device-param",
+            "direct=false",
+        ])
+        .assert()
+        .success();
+    let idx = dir.path().join("idx");
+    let v = json_of(&[
+        "query",
+        idx.to_str().unwrap(),
+        "--window",
+        "0,0,1000000,1000000",
+        "--json",
+    ]);
+    assert_eq!(v["results"], 300);
+    spidx().arg("check").arg(&idx).assert().success();
+}

@@ -72,6 +72,19 @@ impl DeviceConfig {
         }
     }
 
+    /// Makes the paths of `file` devices absolute (relative to the current directory), so a
+    /// description saved with an index still names the same file from another directory.
+    pub fn absolutize_paths(&mut self) -> Result<()> {
+        match self {
+            DeviceConfig::File(c) => {
+                c.path = std::path::absolute(&c.path).map_err(|e| crate::Error::io(&c.path, e))?;
+                Ok(())
+            }
+            DeviceConfig::Throttled(t) => t.inner.absolutize_paths(),
+            _ => Ok(()),
+        }
+    }
+
     /// Whether the device is simulated (its clock is modelled, not measured).
     pub fn is_simulated(&self) -> bool {
         match self {

@@ -113,7 +113,8 @@ fn state_path(dir: &Path, config: &DeviceConfig) -> Option<PathBuf> {
 
 impl<const D: usize> SpatialIndex<D> {
     /// Creates a new, empty index in `dir` (which must not exist or be empty).
-    pub fn create(dir: &Path, options: IndexOptions, objects: bool) -> Result<Self> {
+    pub fn create(dir: &Path, mut options: IndexOptions, objects: bool) -> Result<Self> {
+        options.device.absolutize_paths()?;
         if objects && D != 2 {
             return Err(Error::invalid(
                 "index",
