@@ -348,6 +348,16 @@ fn bad_input_fails_clearly_and_corruption_names_the_page() {
         .assert()
         .failure()
         .stderr(contains("nonexistent.fgb"));
+    let full = dir.path().join("full");
+    spidx()
+        .args([
+            "build", "--data", &data_path, "--index", "rtree", "--device", "memory",
+        ])
+        .args(["--device-param", "capacity=64KB", "--out"])
+        .arg(&full)
+        .assert()
+        .failure()
+        .stderr(contains("device full"));
     spidx()
         .args(["query", "/nonexistent-index", "--point", "1,2"])
         .assert()
