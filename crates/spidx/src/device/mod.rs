@@ -12,6 +12,7 @@
 //! described by a [`DeviceConfig`], built from presets ([`preset`]) with overrides ([`spec`]).
 
 pub mod config;
+pub mod crash;
 pub mod file;
 pub mod flash;
 pub mod hdd;

@@ -1,0 +1,187 @@
+//! Power cuts for crash tests. [`CrashDevice`] wraps a device and, from a chosen write on,
+//! stops persisting: the write at the cut may be torn (only its first sectors reach the
+//! medium) and later writes reach only a volatile overlay, so the program above keeps
+//! running as if nothing happened until it "loses power". [`CrashDevice::power_off`] then
+//! returns the inner device with exactly what had been persisted, for recovery to open.
+
+use std::collections::HashMap;
+
+use super::stats::DeviceStats;
+use super::{check_request, Device, SECTOR};
+use crate::Result;
+
+/// How the write at the cut reaches the medium.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tear {
+    /// Not at all.
+    Lost,
+    /// Only its first `sectors` 512-byte sectors (a torn page write).
+    Sectors(usize),
+}
+
+/// A device that stops persisting writes from the `cut`-th write on (0-based).
+pub struct CrashDevice {
+    inner: Box<dyn Device>,
+    cut: u64,
+    tear: Tear,
+    writes: u64,
+    /// Pages written after the cut, as the running program sees them.
+    volatile: HashMap<u64, Box<[u8]>>,
+}
+
+impl CrashDevice {
+    /// Wraps `inner`; the write numbered `cut` (counting from 0) is the first one not fully
+    /// persisted, and `tear` says how much of it is.
+    pub fn new(inner: Box<dyn Device>, cut: u64, tear: Tear) -> Self {
+        CrashDevice {
+            inner,
+            cut,
+            tear,
+            writes: 0,
+            volatile: HashMap::new(),
+        }
+    }
+
+    /// Whether the power cut has happened.
+    pub fn is_cut(&self) -> bool {
+        self.writes > self.cut
+    }
+
+    /// Write requests seen so far.
+    pub fn writes(&self) -> u64 {
+        self.writes
+    }
+
+    /// The power goes off: everything not persisted is lost; returns the medium.
+    pub fn power_off(self) -> Box<dyn Device> {
+        self.inner
+    }
+}
+
+impl Device for CrashDevice {
+    fn page_size(&self) -> usize {
+        self.inner.page_size()
+    }
+
+    fn capacity_pages(&self) -> u64 {
+        self.inner.capacity_pages()
+    }
+
+    fn read(&mut self, page: u64, buf: &mut [u8]) -> Result<()> {
+        self.inner.read(page, buf)?;
+        let ps = self.page_size();
+        for (i, chunk) in buf.chunks_exact_mut(ps).enumerate() {
+            if let Some(v) = self.volatile.get(&(page + i as u64)) {
+                chunk.copy_from_slice(v);
+            }
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, page: u64, data: &[u8]) -> Result<()> {
+        let ps = self.page_size();
+        check_request(page, data.len(), ps, self.capacity_pages())?;
+        let n = self.writes;
+        self.writes += 1;
+        if n < self.cut {
+            return self.inner.write(page, data);
+        }
+        if n == self.cut {
+            if let Tear::Sectors(s) = self.tear {
+                // The first sectors of the request reach the medium, the rest keep the old data.
+                let keep = (s * SECTOR).min(data.len());
+                if keep > 0 {
+                    let first = page;
+                    let pages = keep.div_ceil(ps);
+                    let mut merged = vec![0u8; pages * ps];
+                    self.inner.read(first, &mut merged)?;
+                    merged[..keep].copy_from_slice(&data[..keep]);
+                    self.inner.write(first, &merged)?;
+                }
+            }
+        }
+        for (i, chunk) in data.chunks_exact(ps).enumerate() {
+            self.volatile.insert(page + i as u64, chunk.into());
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        if self.is_cut() {
+            return Ok(());
+        }
+        self.inner.sync()
+    }
+
+    fn drop_caches(&mut self) -> Result<()> {
+        self.inner.drop_caches()
+    }
+
+    fn device_ns(&self) -> u64 {
+        self.inner.device_ns()
+    }
+
+    fn stats(&self) -> DeviceStats {
+        self.inner.stats()
+    }
+
+    fn persist(&mut self) -> Result<()> {
+        if self.is_cut() {
+            return Ok(());
+        }
+        self.inner.persist()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::memory::{MemoryConfig, MemoryDevice};
+
+    fn mem() -> Box<dyn Device> {
+        Box::new(MemoryDevice::open(&MemoryConfig { capacity: 1 << 20 }, 4096, None).unwrap())
+    }
+
+    #[test]
+    fn writes_after_the_cut_are_seen_until_power_off_then_lost() {
+        let mut d = CrashDevice::new(mem(), 2, Tear::Lost);
+        for (i, b) in [1u8, 2, 3, 4].iter().enumerate() {
+            d.write(i as u64, &[*b; 4096]).unwrap();
+        }
+        assert!(d.is_cut());
+        let mut buf = vec![0u8; 4096];
+        d.read(3, &mut buf).unwrap();
+        assert_eq!(buf[0], 4, "the running program sees its writes");
+        let mut medium = d.power_off();
+        for (page, want) in [(0, 1u8), (1, 2), (2, 0), (3, 0)] {
+            medium.read(page, &mut buf).unwrap();
+            assert!(buf.iter().all(|b| *b == want), "page {page}");
+        }
+    }
+
+    #[test]
+    fn the_write_at_the_cut_can_be_torn() {
+        let mut d = CrashDevice::new(mem(), 1, Tear::Sectors(3));
+        d.write(5, &[7u8; 8192]).unwrap();
+        d.write(5, &[9u8; 8192]).unwrap();
+        let mut medium = d.power_off();
+        let mut buf = vec![0u8; 8192];
+        medium.read(5, &mut buf).unwrap();
+        assert!(
+            buf[..3 * 512].iter().all(|b| *b == 9),
+            "torn prefix written"
+        );
+        assert!(
+            buf[3 * 512..].iter().all(|b| *b == 7),
+            "the rest keeps the old data"
+        );
+    }
+
+    #[test]
+    fn requests_are_still_validated() {
+        let mut d = CrashDevice::new(mem(), 0, Tear::Lost);
+        assert!(d.write(0, &[0u8; 100]).is_err());
+        assert!(d.write(1 << 30, &[0u8; 4096]).is_err());
+        assert_eq!(d.writes(), 0);
+    }
+}
