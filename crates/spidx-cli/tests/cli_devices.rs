@@ -1,21 +1,10 @@
 //! End-to-end tests of `spidx devices` and `spidx iotest` through the real binary.
 
-use assert_cmd::Command;
 use predicates::str::contains;
 
-fn spidx() -> Command {
-    Command::cargo_bin("spidx").unwrap()
-}
+mod common;
 
-fn json_of(args: &[&str]) -> serde_json::Value {
-    let out = spidx().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
+use common::{json_of, spidx};
 
 #[test]
 fn devices_lists_presets_as_table_and_json() {

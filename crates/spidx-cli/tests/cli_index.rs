@@ -3,25 +3,14 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
 use geo::{Distance, Euclidean};
 use predicates::str::contains;
 use spidx::data::{self, Dataset};
 use spidx::query::Predicate;
 
-fn spidx() -> Command {
-    Command::cargo_bin("spidx").unwrap()
-}
+mod common;
 
-fn json_of(args: &[&str]) -> serde_json::Value {
-    let out = spidx().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
+use common::{json_of, spidx};
 
 fn generate(dir: &Path, dist: &str, count: &str, dims: &str, name: &str) -> String {
     let p = dir.join(name);
