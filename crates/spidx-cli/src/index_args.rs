@@ -9,6 +9,7 @@ use spidx::device::DeviceSpec;
 use spidx::index::{IndexKind, RStarOptions, ReinsertPolicy, SplitAlgorithm};
 use spidx::node::{LayoutKind, Occupancy};
 use spidx::spatial::IndexOptions;
+use spidx::store::StoreConfig;
 use spidx::units::{parse_percent, parse_size};
 
 /// Index, page, buffer and device options.
@@ -53,6 +54,9 @@ pub struct IndexArgs {
     /// Page buffer: none, or lru|hlru|s2q|2q:SIZE (e.g. lru:512KB).
     #[arg(long, default_value = "none")]
     pub buffer: String,
+    /// Node store: direct (changes written in place).
+    #[arg(long, default_value = "direct")]
+    pub store: String,
     /// Device: a preset (see `spidx devices`), file:PATH, or a device .toml file.
     #[arg(long, default_value = "memory")]
     pub device: String,
@@ -125,6 +129,10 @@ impl IndexArgs {
             internal_max: max,
         };
         let buffer: CacheConfig = self.buffer.parse()?;
+        let store = match self.store.as_str() {
+            "direct" => StoreConfig::Direct,
+            other => bail!("unknown store '{other}'; use direct"),
+        };
         let device = DeviceSpec::new(&self.device)
             .with_params(&self.device_params)?
             .resolve()?;
@@ -134,6 +142,7 @@ impl IndexArgs {
             layout: LayoutKind::parse(&self.layout)?,
             occupancy,
             buffer,
+            store,
             device_name: device.name,
             device: device.config,
         })

@@ -114,9 +114,13 @@ fn build_query_check_match_brute_force() {
             "reads",
             "writes",
             "device",
+            "final_flush",
+            "store",
         ] {
             assert!(b.get(key).is_some(), "build JSON lacks {key}: {b}");
         }
+        assert_eq!(b["store"]["kind"], "direct", "{b}");
+        assert_eq!(b["store"]["pages_in_use"], b["nodes"], "{b}");
         assert_eq!(b["objects"], recs.len() as u64);
         let c = json_of(&["check", out.to_str().unwrap(), "--json"]);
         assert_eq!(c["ok"], true, "{c}");
@@ -312,6 +316,10 @@ fn bad_input_fails_clearly_and_corruption_names_the_page() {
             "exponential",
         ),
         (&["--index", "rstar", "--reinsert-policy", "near"], "near"),
+        (
+            &["--index", "rtree", "--store", "lsm"],
+            "unknown store 'lsm'",
+        ),
     ];
     for (extra, needle) in cases {
         let mut args = vec!["build", "--data", &data_path, "--out", o];

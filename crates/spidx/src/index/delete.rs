@@ -18,8 +18,16 @@ enum Removal<const D: usize> {
 }
 
 impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
-    /// Deletes object `id` whose bounding box is `mbr`; returns whether it was found.
+    /// Deletes object `id` whose bounding box is `mbr`; returns whether it was found
+    /// (one store operation).
     pub fn delete(&mut self, mbr: &Rect<D>, id: u64) -> Result<bool> {
+        let found = self.delete_object(mbr, id)?;
+        self.store.end_operation()?;
+        Ok(found)
+    }
+
+    /// Deletes an object without ending the store operation (shared by delete and update).
+    fn delete_object(&mut self, mbr: &Rect<D>, id: u64) -> Result<bool> {
         Self::check_box(mbr)?;
         let mut ctx = InsertCtx::new();
         let (root, root_level) = (self.meta.root, self.root_level());
@@ -39,14 +47,16 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         Ok(true)
     }
 
-    /// Replaces object `id`'s box `old` by `new`; returns whether the object was found.
+    /// Replaces object `id`'s box `old` by `new`; returns whether the object was found
+    /// (one store operation: a crash never leaves the object deleted but not reinserted).
     pub fn update(&mut self, old: &Rect<D>, new: Rect<D>, id: u64) -> Result<bool> {
         Self::check_box(&new)?;
-        if !self.delete(old, id)? {
-            return Ok(false);
+        let found = self.delete_object(old, id)?;
+        if found {
+            self.insert_object(new, id)?;
         }
-        self.insert(new, id)?;
-        Ok(true)
+        self.store.end_operation()?;
+        Ok(found)
     }
 
     fn delete_rec(

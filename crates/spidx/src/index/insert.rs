@@ -40,8 +40,14 @@ impl<const D: usize> InsertCtx<D> {
 }
 
 impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
-    /// Inserts object `id` with bounding box `mbr`.
+    /// Inserts object `id` with bounding box `mbr` (one store operation).
     pub fn insert(&mut self, mbr: Rect<D>, id: u64) -> Result<()> {
+        self.insert_object(mbr, id)?;
+        self.store.end_operation()
+    }
+
+    /// Inserts an object without ending the store operation (shared by insert and update).
+    pub(crate) fn insert_object(&mut self, mbr: Rect<D>, id: u64) -> Result<()> {
         Self::check_box(&mbr)?;
         if self.kind_is_seed_layout_limited(id) {
             return Err(Error::invalid(

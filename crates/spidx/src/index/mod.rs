@@ -199,6 +199,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             objects: 0,
         };
         store.set_meta(meta)?;
+        store.end_operation()?;
         let mut stats = TreeStats::default();
         TreeStats::bump(&mut stats.writes_per_level, 0);
         Ok(Tree {

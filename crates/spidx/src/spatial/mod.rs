@@ -21,20 +21,20 @@ use std::path::{Path, PathBuf};
 use geo::Geometry;
 use serde::{Deserialize, Serialize};
 
-use crate::cache::{CacheConfig, PageCache};
+use crate::cache::CacheConfig;
 use crate::device::partition::Partition;
 use crate::device::{Device, DeviceConfig};
 use crate::geom::Rect;
 use crate::index::{IndexKind, Tree};
 use crate::node::{Capacity, LayoutKind, NodeLayout, Occupancy};
 use crate::objects::ObjectStore;
-use crate::store::direct::{write_atomically, DirectStore};
+use crate::store::direct::write_atomically;
+use crate::store::{AnyStore, StoreConfig};
 use crate::{Error, Result};
 
 pub use measure::{PhaseClock, PhaseReport};
 
 const MANIFEST: &str = "index.json";
-const STORE: &str = "store.json";
 const OBJECTS: &str = "objects.dir";
 const DEVICE_STATE: &str = "device.state";
 const FORMAT: u32 = 1;
@@ -52,6 +52,9 @@ pub struct IndexOptions {
     pub occupancy: Occupancy,
     /// Page buffer between the node store and the device.
     pub buffer: CacheConfig,
+    /// Node store (direct, or a flash-aware store) and its options.
+    #[serde(default)]
+    pub store: StoreConfig,
     /// The device's display name (preset name, file, ...).
     pub device_name: String,
     /// The device.
@@ -81,7 +84,7 @@ pub struct Manifest {
 pub struct SpatialIndex<const D: usize> {
     dir: PathBuf,
     manifest: Manifest,
-    tree: Tree<DirectStore, D>,
+    tree: Tree<AnyStore, D>,
     objects: Option<ObjectStore>,
 }
 
@@ -125,6 +128,7 @@ impl<const D: usize> SpatialIndex<D> {
         let capacity = Capacity::new(&layout, &options.occupancy)?;
         options.kind.validate(&capacity)?;
         options.buffer.capacity_pages(options.page_size)?;
+        options.store.validate(options.page_size)?;
         options.device.validate()?;
         if dir.exists() {
             let mut entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
@@ -146,8 +150,9 @@ impl<const D: usize> SpatialIndex<D> {
         let total = device.capacity_pages();
         let node_pages = if objects { total / 2 } else { total };
         let (node_dev, obj_dev) = split(device, node_pages, objects)?;
-        let cache = PageCache::new(node_dev, &options.buffer)?;
-        let store = DirectStore::create(cache, layout, Some(&dir.join(STORE)))?;
+        let store = options
+            .store
+            .create(node_dev, &options.buffer, layout, Some(dir))?;
         let tree = Tree::create(store, capacity, options.kind)?;
         let objects = obj_dev.map(|d| ObjectStore::create(d, Some(&dir.join(OBJECTS))));
         let manifest = Manifest {
@@ -195,8 +200,7 @@ impl<const D: usize> SpatialIndex<D> {
         }
         let device = o.device.open(o.page_size, state.as_deref())?;
         let (node_dev, obj_dev) = split(device, manifest.node_pages, manifest.objects)?;
-        let cache = PageCache::new(node_dev, &o.buffer)?;
-        let store = DirectStore::open(cache, layout, &dir.join(STORE))?;
+        let store = o.store.open(node_dev, &o.buffer, layout, dir)?;
         let tree = Tree::open(store, manifest.capacity, o.kind)?;
         let objects = match obj_dev {
             Some(d) => Some(ObjectStore::open(d, &dir.join(OBJECTS))?),
@@ -216,12 +220,12 @@ impl<const D: usize> SpatialIndex<D> {
     }
 
     /// The tree.
-    pub fn tree(&self) -> &Tree<DirectStore, D> {
+    pub fn tree(&self) -> &Tree<AnyStore, D> {
         &self.tree
     }
 
     /// The tree, mutably (inserts, deletes, checks).
-    pub fn tree_mut(&mut self) -> &mut Tree<DirectStore, D> {
+    pub fn tree_mut(&mut self) -> &mut Tree<AnyStore, D> {
         &mut self.tree
     }
 
@@ -232,7 +236,7 @@ impl<const D: usize> SpatialIndex<D> {
 
     /// The device (shared by nodes and objects; its statistics cover both).
     pub fn device(&self) -> &dyn Device {
-        self.tree.store().cache().device()
+        self.tree.store().device()
     }
 
     /// Whether the device is simulated.
@@ -261,7 +265,12 @@ impl<const D: usize> SpatialIndex<D> {
 
     /// Empties page buffers and device caches (between query repetitions).
     pub fn drop_caches(&mut self) -> Result<()> {
-        self.tree.store_mut().cache_mut().drop_caches()
+        self.tree.store_mut().drop_caches()
+    }
+
+    /// Writes every change a store still buffers to the device (end of a workload).
+    pub fn write_back(&mut self) -> Result<()> {
+        self.tree.store_mut().write_back()
     }
 
     /// Makes everything durable: node store, objects, device state, manifest.

@@ -5,7 +5,10 @@
 //! which store it runs on. The plain [`direct::DirectStore`] writes each change in place
 //! through a page cache; flash-aware stores (FAST, eFIND) buffer and log the same changes.
 
+pub mod any;
 pub mod direct;
+
+pub use any::{AnyStore, StoreConfig, StoreReport};
 
 use std::sync::Arc;
 
@@ -150,6 +153,14 @@ pub trait NodeStore<const D: usize> {
 
     /// Records new tree metadata (root, height, object count).
     fn set_meta(&mut self, meta: TreeMeta) -> Result<()>;
+
+    /// The tree finished one operation (creating the tree, an insert, a delete, an update).
+    /// Logging stores make the operation durable here; flash-aware stores flush their
+    /// buffers only at this point, so no page on the device ever holds half an operation.
+    /// The direct store does nothing.
+    fn end_operation(&mut self) -> Result<()> {
+        Ok(())
+    }
 
     /// Makes everything written so far durable and saves the store's header.
     fn flush(&mut self) -> Result<()>;

@@ -1,0 +1,204 @@
+//! Choosing a node store at run time: [`StoreConfig`] is what users write (`--store`, the
+//! `store` table of an experiment spec, the index manifest) and [`AnyStore`] is the store it
+//! opens, dispatching every [`NodeStore`] call to the chosen implementation. The trees are
+//! compiled once over `AnyStore` and never learn which store it holds.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::direct::DirectStore;
+use super::{NodeChange, NodePage, NodeStore, StoreStats, TreeMeta};
+use crate::cache::{CacheConfig, CacheStats, PageCache};
+use crate::device::Device;
+use crate::node::{Entry, NodeLayout, NodeView, PageId};
+use crate::Result;
+
+/// File of an index directory holding the node store's header.
+pub const STORE_HEADER: &str = "store.json";
+
+/// Which node store an index uses, with its options.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum StoreConfig {
+    /// Every change written in place at once (the plain disk-based tree).
+    #[default]
+    Direct,
+}
+
+impl StoreConfig {
+    /// Checks the options against the node page size.
+    pub fn validate(&self, _page_size: usize) -> Result<()> {
+        match self {
+            StoreConfig::Direct => Ok(()),
+        }
+    }
+
+    /// A short prefix for run and index names ("" for the direct store, e.g. "FAST").
+    pub fn label(&self) -> String {
+        match self {
+            StoreConfig::Direct => String::new(),
+        }
+    }
+
+    /// Creates an empty store over `device` (a node partition), with the page buffer
+    /// `buffer`, keeping its header files in the index directory `dir` (none: in memory).
+    pub fn create(
+        &self,
+        device: Box<dyn Device>,
+        buffer: &CacheConfig,
+        layout: NodeLayout,
+        dir: Option<&Path>,
+    ) -> Result<AnyStore> {
+        self.validate(layout.page_size())?;
+        let cache = PageCache::new(device, buffer)?;
+        match self {
+            StoreConfig::Direct => {
+                let header = dir.map(|d| d.join(STORE_HEADER));
+                Ok(AnyStore::Direct(DirectStore::create(
+                    cache,
+                    layout,
+                    header.as_deref(),
+                )?))
+            }
+        }
+    }
+
+    /// Reopens the store an index directory `dir` holds (recovering what a crash left).
+    pub fn open(
+        &self,
+        device: Box<dyn Device>,
+        buffer: &CacheConfig,
+        layout: NodeLayout,
+        dir: &Path,
+    ) -> Result<AnyStore> {
+        self.validate(layout.page_size())?;
+        let cache = PageCache::new(device, buffer)?;
+        match self {
+            StoreConfig::Direct => Ok(AnyStore::Direct(DirectStore::open(
+                cache,
+                layout,
+                &dir.join(STORE_HEADER),
+            )?)),
+        }
+    }
+}
+
+/// What a store reports about itself after a phase of work.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StoreReport {
+    /// The store's kind (`direct`, ...).
+    pub kind: String,
+    /// Node-level counters every store keeps.
+    pub nodes: StoreStats,
+    /// Node pages allocated and not freed.
+    pub pages_in_use: u64,
+    /// The page buffer between the store and the device.
+    pub cache: CacheStats,
+}
+
+/// A node store chosen at run time. See the module documentation.
+pub enum AnyStore {
+    /// The direct store.
+    Direct(DirectStore),
+}
+
+/// Calls `$body` with `$s` bound to the store inside `$self`, whatever its kind.
+macro_rules! dispatch {
+    ($self:expr, $s:ident => $body:expr) => {
+        match $self {
+            AnyStore::Direct($s) => $body,
+        }
+    };
+}
+
+impl AnyStore {
+    /// The device under the store (its statistics cover every partition of it).
+    pub fn device(&self) -> &dyn Device {
+        dispatch!(self, s => s.cache().device())
+    }
+
+    /// Empties the store's read caches and the device's (between query repetitions).
+    /// Buffered changes not yet written stay: they are part of the index, not a cache.
+    pub fn drop_caches(&mut self) -> Result<()> {
+        dispatch!(self, s => s.cache_mut().drop_caches())
+    }
+
+    /// Writes every buffered change to the device (at the end of a workload), so the
+    /// cost of emptying a write buffer can be measured apart from the workload's.
+    pub fn write_back(&mut self) -> Result<()> {
+        dispatch!(self, s => s.cache_mut().sync())
+    }
+
+    /// Node pages allocated and not freed.
+    pub fn pages_in_use(&self) -> u64 {
+        dispatch!(self, s => s.pages_in_use())
+    }
+
+    /// The store's counters.
+    pub fn report(&self) -> StoreReport {
+        match self {
+            AnyStore::Direct(s) => StoreReport {
+                kind: "direct".into(),
+                nodes: NodeStore::<2>::stats(s),
+                pages_in_use: s.pages_in_use(),
+                cache: s.cache().stats(),
+            },
+        }
+    }
+}
+
+impl<const D: usize> NodeStore<D> for AnyStore {
+    fn layout(&self) -> &NodeLayout {
+        dispatch!(self, s => NodeStore::<D>::layout(s))
+    }
+
+    fn read(&mut self, id: PageId, level: u32) -> Result<NodePage> {
+        dispatch!(self, s => NodeStore::<D>::read(s, id, level))
+    }
+
+    fn with_node<R>(
+        &mut self,
+        id: PageId,
+        level: u32,
+        f: impl FnOnce(NodeView<'_, D>) -> R,
+    ) -> Result<R> {
+        dispatch!(self, s => s.with_node(id, level, f))
+    }
+
+    fn create(&mut self, level: u32, entries: &[Entry<D>]) -> Result<PageId> {
+        dispatch!(self, s => s.create(level, entries))
+    }
+
+    fn modify(&mut self, id: PageId, level: u32, changes: &[NodeChange<D>]) -> Result<()> {
+        dispatch!(self, s => s.modify(id, level, changes))
+    }
+
+    fn rewrite(&mut self, id: PageId, level: u32, entries: &[Entry<D>]) -> Result<()> {
+        dispatch!(self, s => s.rewrite(id, level, entries))
+    }
+
+    fn delete(&mut self, id: PageId, level: u32) -> Result<()> {
+        dispatch!(self, s => NodeStore::<D>::delete(s, id, level))
+    }
+
+    fn meta(&self) -> Option<TreeMeta> {
+        dispatch!(self, s => NodeStore::<D>::meta(s))
+    }
+
+    fn set_meta(&mut self, meta: TreeMeta) -> Result<()> {
+        dispatch!(self, s => NodeStore::<D>::set_meta(s, meta))
+    }
+
+    fn end_operation(&mut self) -> Result<()> {
+        dispatch!(self, s => NodeStore::<D>::end_operation(s))
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        dispatch!(self, s => NodeStore::<D>::flush(s))
+    }
+
+    fn stats(&self) -> StoreStats {
+        dispatch!(self, s => NodeStore::<D>::stats(s))
+    }
+}
