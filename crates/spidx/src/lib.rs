@@ -15,7 +15,9 @@
 //! * [`index`]: the R-tree family; [`geom`]: boxes;
 //! * [`objects`]: exact geometries on the device; [`query`]: exact predicates; [`spatial`]:
 //!   index directories with filter and refinement queries;
-//! * beside the stack, [`data`]: datasets (generation, import, file formats).
+//! * beside the stack, [`data`]: datasets (generation, import, file formats);
+//! * on top, [`experiment`]: spec files, matrices of runs, workloads, the measurement
+//!   protocol and the results database.
 
 #![allow(clippy::needless_range_loop)] // geometry code indexes several arrays by axis
 
@@ -24,6 +26,7 @@ pub mod clock;
 pub mod data;
 pub mod device;
 pub mod error;
+pub mod experiment;
 pub mod geom;
 pub mod index;
 pub mod iotest;

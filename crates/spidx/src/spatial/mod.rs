@@ -15,6 +15,7 @@
 
 pub mod measure;
 pub mod query;
+mod update;
 
 use std::path::{Path, PathBuf};
 

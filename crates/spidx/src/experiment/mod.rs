@@ -1,0 +1,175 @@
+//! The experiment runner (`DESIGN.md` section 8): the top of the stack, beside the CLI.
+//! It drives the index layer ([`SpatialIndex`](crate::spatial::SpatialIndex)) and reads
+//! the statistics every layer keeps (tree, store, page cache, device); it never reaches
+//! below that API.
+//!
+//! * [`spec`]: spec files (TOML) → a validated [`Spec`];
+//! * [`matrix`]: the cross product of the spec's lists → [`RunConfig`]s;
+//! * [`workload`]: query windows, points and update streams, generated once per experiment;
+//! * [`protocol`]: the seeds' measurement arithmetic (sum of per-query means, spread);
+//! * [`runner`]: one run — build, then the workloads in order — measured;
+//! * [`db`]: the SQLite results database.
+//!
+//! [`Experiment::prepare`] does every check that can fail (spec, dataset, combinations,
+//! query files) before the first run starts.
+
+pub mod db;
+pub mod matrix;
+pub mod protocol;
+pub mod runner;
+pub mod spec;
+pub mod workload;
+
+use std::path::Path;
+
+use serde::Serialize;
+
+pub use db::ResultsDb;
+pub use matrix::RunConfig;
+pub use runner::{Progress, RunResult, WorkloadResult};
+pub use spec::{Spec, Workload};
+
+use crate::data::{self, generate, Dataset, Policy, ReadOptions};
+use crate::{Error, Result};
+use spec::DatasetSpec;
+use workload::Inputs;
+
+/// An experiment ready to run: its spec, data, runs and workload inputs.
+pub struct Experiment {
+    /// The validated spec.
+    pub spec: Spec,
+    /// The spec file as written.
+    pub spec_text: String,
+    /// Fingerprint of the normalized spec (identifies the experiment with its name).
+    pub hash: String,
+    /// The objects.
+    pub dataset: Dataset,
+    /// The runs of the matrix, in order.
+    pub runs: Vec<RunConfig>,
+    /// Inputs of each workload (same order as `spec.workloads`).
+    pub inputs: Vec<Inputs>,
+    /// Seconds spent reading or generating the dataset.
+    pub load_s: f64,
+}
+
+impl Experiment {
+    /// Reads the spec file at `path`, loads or generates the dataset, expands the matrix
+    /// and builds every workload's inputs; every error surfaces here.
+    pub fn prepare(path: &Path) -> Result<Experiment> {
+        let spec_text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let spec = spec::load(path)?;
+        let t = std::time::Instant::now();
+        let dataset = load_dataset(&spec.dataset)?;
+        let load_s = t.elapsed().as_secs_f64();
+        let runs = matrix::expand(&spec, dataset.dims())?;
+        let ext = dataset
+            .extent()
+            .ok_or_else(|| Error::invalid("dataset", "holds no object"))?;
+        let inputs = spec
+            .workloads
+            .iter()
+            .map(|w| workload::inputs(w, &dataset, &ext))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Experiment {
+            hash: matrix::fingerprint(&spec),
+            spec,
+            spec_text,
+            dataset,
+            runs,
+            inputs,
+            load_s,
+        })
+    }
+
+    /// Runs `run` in scratch directory `dir`.
+    pub fn run(
+        &self,
+        run: &RunConfig,
+        dir: &Path,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<RunResult> {
+        runner::run(
+            run,
+            &self.dataset,
+            &self.spec.workloads,
+            &self.inputs,
+            &self.spec.protocol,
+            dir,
+            progress,
+        )
+    }
+}
+
+fn load_dataset(d: &DatasetSpec) -> Result<Dataset> {
+    match d {
+        DatasetSpec::Generate(g) => generate::generate(&g.options()?),
+        DatasetSpec::File { path, skip_invalid } => {
+            let opts = ReadOptions {
+                policy: Policy {
+                    skip_invalid: true,
+                    polygons_only: false,
+                },
+                ..ReadOptions::default()
+            };
+            let loaded = data::read(path, &opts)?;
+            if loaded.report.skipped_total() > 0 && !skip_invalid {
+                return Err(Error::invalid(
+                    format!("dataset {}", path.display()),
+                    format!(
+                        "{} records are invalid or unusable (set dataset.skip_invalid = true to leave them out, or repair the file with `spidx dataset import`):\n{}",
+                        loaded.report.skipped_total(),
+                        loaded.report
+                    ),
+                ));
+            }
+            if loaded.dataset.is_empty() {
+                return Err(Error::invalid(
+                    format!("dataset {}", path.display()),
+                    "holds no usable object",
+                ));
+            }
+            Ok(loaded.dataset)
+        }
+    }
+}
+
+/// The machine a run ran on.
+#[derive(Debug, Clone, Serialize)]
+pub struct Machine {
+    /// Host name.
+    pub host: String,
+    /// CPU model.
+    pub cpu: String,
+    /// Logical CPUs available.
+    pub cpus: usize,
+    /// Memory, GiB.
+    pub mem_gib: f64,
+    /// Kernel (`/proc/sys/kernel/osrelease`).
+    pub kernel: String,
+}
+
+impl Machine {
+    /// Reads what Linux tells about this machine (fields are empty where it says nothing).
+    pub fn detect() -> Machine {
+        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+        let cpuinfo = read("/proc/cpuinfo");
+        let cpu = cpuinfo
+            .lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+            .unwrap_or_default();
+        let mem_kb: f64 = read("/proc/meminfo")
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0.0);
+        Machine {
+            host: read("/proc/sys/kernel/hostname").trim().to_string(),
+            cpu,
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            mem_gib: (mem_kb / 1024.0 / 1024.0 * 10.0).round() / 10.0,
+            kernel: read("/proc/sys/kernel/osrelease").trim().to_string(),
+        }
+    }
+}

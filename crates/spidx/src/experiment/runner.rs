@@ -1,0 +1,409 @@
+//! Running one run of an experiment on the index layer: create the index in a scratch
+//! directory, run the workloads in order on it (construction first, then queries or
+//! update streams, as in the seeds), measure every phase through [`SpatialIndex::phase`]
+//! and the protocol of [`super::protocol`], and return the figures of every layer.
+//!
+//! The runner also accounts its own cost: `index_s` is the wall time spent inside index
+//! and device calls; everything else a run takes (generating nothing — inputs are
+//! prepared once per experiment — but flattening reports, progress, bookkeeping) is the
+//! runner's overhead, recorded with the run.
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::matrix::RunConfig;
+use super::protocol::{self, Metrics, Spread};
+use super::spec::{Protocol, Workload};
+use super::workload::{object_box, Inputs, MixedOp, QueryInput};
+use crate::data::Dataset;
+use crate::geom::Rect;
+use crate::spatial::query::QueryReport;
+use crate::spatial::{PhaseReport, SpatialIndex};
+use crate::{with_dims, Error, Result};
+
+/// What a run reports as it goes.
+pub enum Progress<'a> {
+    /// A workload starts with this many steps.
+    Workload {
+        /// Its name.
+        name: &'a str,
+        /// Objects, queries or operations.
+        steps: u64,
+    },
+    /// Steps done since the last report.
+    Step(u64),
+}
+
+/// The figures of one workload of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkloadResult {
+    /// The workload's name.
+    pub name: String,
+    /// Its kind.
+    pub kind: String,
+    /// Every statistic, flattened (see [`protocol::flatten`]).
+    pub metrics: Metrics,
+    /// Details that are not numbers (the tree check's report, the workload's spec).
+    pub details: serde_json::Value,
+}
+
+impl WorkloadResult {
+    /// A metric, 0 when absent.
+    pub fn get(&self, name: &str) -> f64 {
+        self.metrics.get(name).copied().unwrap_or(0.0)
+    }
+}
+
+/// The figures of one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    /// Per workload, in order.
+    pub workloads: Vec<WorkloadResult>,
+    /// Wall time of the whole run.
+    pub wall_s: f64,
+    /// Wall time inside index and device calls.
+    pub index_s: f64,
+}
+
+/// Wall-time accounting of index work.
+struct Work {
+    index_s: f64,
+}
+
+impl Work {
+    fn time<T>(&mut self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let t = Instant::now();
+        let r = f();
+        self.index_s += t.elapsed().as_secs_f64();
+        r
+    }
+}
+
+/// Runs `run` over `ds` with the workloads' `inputs`, in scratch directory `dir` (created,
+/// and removed at the end).
+pub fn run(
+    run: &RunConfig,
+    ds: &Dataset,
+    workloads: &[Workload],
+    inputs: &[Inputs],
+    protocol: &Protocol,
+    dir: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<RunResult> {
+    let t0 = Instant::now();
+    let mut work = Work { index_s: 0.0 };
+    let out = with_dims!(ds.dims(), D => run_dims::<D>(run, ds, workloads, inputs, protocol, dir, &mut work, progress));
+    let cleanup = std::fs::remove_dir_all(dir).map_err(|e| Error::io(dir, e));
+    let workloads = out?;
+    cleanup?;
+    Ok(RunResult {
+        workloads,
+        wall_s: t0.elapsed().as_secs_f64(),
+        index_s: work.index_s,
+    })
+}
+
+fn rect<const D: usize>(min: &[f64], max: &[f64]) -> Result<Rect<D>> {
+    let mut r = Rect {
+        min: [0.0; D],
+        max: [0.0; D],
+    };
+    r.min.copy_from_slice(&min[..D]);
+    r.max.copy_from_slice(&max[..D]);
+    r.validate()?;
+    Ok(r)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_dims<const D: usize>(
+    run: &RunConfig,
+    ds: &Dataset,
+    workloads: &[Workload],
+    inputs: &[Inputs],
+    protocol: &Protocol,
+    dir: &Path,
+    work: &mut Work,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Vec<WorkloadResult>> {
+    let geo = ds.as_geo();
+    let mut idx = SpatialIndex::<D>::create(dir, run.options.clone(), geo.is_some())?;
+    let mut results = Vec::new();
+    for (w, inp) in workloads.iter().zip(inputs) {
+        progress(Progress::Workload {
+            name: w.name(),
+            steps: inp.steps(ds.len()),
+        });
+        let (metrics, details) = match inp {
+            Inputs::Construction => construct(&mut idx, ds, protocol, work, progress)?,
+            Inputs::Select {
+                queries,
+                predicate,
+                refine,
+            } => {
+                let qs = queries
+                    .iter()
+                    .map(|q| Ok((rect::<D>(&q.min, &q.max)?, q.geometry.clone())))
+                    .collect::<Result<Vec<_>>>()?;
+                let m = measure(&mut idx, protocol, work, progress, qs.len(), |idx, i| {
+                    idx.select(&qs[i].0, qs[i].1.as_ref(), *predicate, *refine)
+                })?;
+                (m, serde_json::json!({}))
+            }
+            Inputs::Knn { points, k, refine } => {
+                let ps = points
+                    .iter()
+                    .map(|p| <[f64; D]>::try_from(&p[..D]).expect("D coordinates"))
+                    .collect::<Vec<_>>();
+                let m = measure(&mut idx, protocol, work, progress, ps.len(), |idx, i| {
+                    idx.nearest(ps[i], *k, *refine)
+                })?;
+                (m, serde_json::json!({}))
+            }
+            Inputs::Mixed(ops) => (mixed(&mut idx, ops, work, progress)?, serde_json::json!({})),
+        };
+        let mut details = details;
+        details["workload"] = serde_json::to_value(w).unwrap_or_default();
+        results.push(WorkloadResult {
+            name: w.name().to_string(),
+            kind: w.kind().to_string(),
+            metrics,
+            details,
+        });
+    }
+    Ok(results)
+}
+
+/// One-by-one insertion (objects first go to the object store, measured apart as `load`),
+/// then the store's final write-back (`final_flush`), then the optional check.
+fn construct<const D: usize>(
+    idx: &mut SpatialIndex<D>,
+    ds: &Dataset,
+    protocol: &Protocol,
+    work: &mut Work,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(Metrics, serde_json::Value)> {
+    let mut m = Metrics::new();
+    if let Some(recs) = ds.as_geo() {
+        let load = work.time(|| {
+            let clock = idx.phase();
+            for r in recs {
+                idx.put_object(r.id, &r.geometry)?;
+            }
+            Ok(clock.stop(idx.device()))
+        })?;
+        m.extend(protocol::flatten("load", &load));
+    }
+    let step = (ds.len() / 200).max(1);
+    let construction: PhaseReport = work.time(|| {
+        let clock = idx.phase();
+        for i in 0..ds.len() {
+            let (id, lo, hi) = object_box(ds, i);
+            idx.insert(rect::<D>(&lo, &hi)?, id)
+                .map_err(|e| Error::invalid(format!("inserting object {id}"), e.to_string()))?;
+            if (i + 1) % step == 0 {
+                progress(Progress::Step(step as u64));
+            }
+        }
+        Ok(clock.stop(idx.device()))
+    })?;
+    progress(Progress::Step((ds.len() % step) as u64));
+    m.extend(protocol::flatten("", &construction));
+    let flush = work.time(|| {
+        let clock = idx.phase();
+        idx.write_back()?;
+        Ok(clock.stop(idx.device()))
+    })?;
+    m.extend(protocol::flatten("final_flush", &flush));
+    m.extend(protocol::flatten("tree", idx.tree().stats()));
+    m.extend(protocol::flatten("store", &idx.tree().store().report()));
+    m.insert("objects".into(), ds.len() as f64);
+    let mut details = serde_json::json!({});
+    if protocol.check {
+        let rep = work.time(|| idx.tree_mut().check())?;
+        m.insert("shape.ok".into(), if rep.ok() { 1.0 } else { 0.0 });
+        m.extend(protocol::flatten("shape", &rep));
+        if !rep.ok() {
+            return Err(Error::corrupted(
+                "index after construction",
+                rep.violations.join("; "),
+            ));
+        }
+        details["shape"] = serde_json::to_value(&rep).unwrap_or_default();
+    }
+    protocol::finish(&mut m);
+    Ok((m, details))
+}
+
+/// The metrics of one query execution.
+fn query_metrics(rep: &QueryReport, store_before: &Metrics, store_after: &Metrics) -> Metrics {
+    let total = {
+        let mut t = rep.filter.clone();
+        t.add(&rep.refinement);
+        t
+    };
+    let mut m = Metrics::from([
+        ("elapsed_s".to_string(), total.elapsed_s),
+        ("cpu_s".to_string(), total.cpu_s),
+        ("device_s".to_string(), total.device_s),
+        ("candidates".to_string(), rep.candidates as f64),
+        ("results".to_string(), rep.results as f64),
+    ]);
+    m.extend(protocol::flatten("filter", &rep.filter));
+    m.extend(protocol::flatten("refinement", &rep.refinement));
+    let mut dev = protocol::flatten("device", &rep.filter.device);
+    protocol::accumulate(&mut dev, &protocol::flatten("device", &rep.refinement.device));
+    m.extend(dev);
+    m.extend(protocol::flatten("node_reads_per_level", &rep.node_reads_per_level));
+    for (k, after) in store_after {
+        let v = if k.ends_with("pages_in_use") || k.ends_with("_pages") {
+            *after
+        } else {
+            after - store_before.get(k).copied().unwrap_or(0.0)
+        };
+        m.insert(k.clone(), v);
+    }
+    m
+}
+
+/// The protocol over `n` queries: per query, `warmup` unmeasured runs, then
+/// `repetitions` measured ones, each after dropping caches; reported as the sum over
+/// queries of each query's mean, with the spread of the per-query mean elapsed times.
+fn measure<const D: usize>(
+    idx: &mut SpatialIndex<D>,
+    protocol: &Protocol,
+    work: &mut Work,
+    progress: &mut dyn FnMut(Progress),
+    n: usize,
+    mut query: impl FnMut(&mut SpatialIndex<D>, usize) -> Result<QueryReport>,
+) -> Result<Metrics> {
+    let mut total = Metrics::new();
+    let mut means = Vec::with_capacity(n);
+    let mut device_means = Vec::with_capacity(n);
+    for i in 0..n {
+        for _ in 0..protocol.warmup {
+            work.time(|| query(idx, i))?;
+        }
+        let mut reps = Vec::with_capacity(protocol.repetitions as usize);
+        for _ in 0..protocol.repetitions {
+            if protocol.drop_caches {
+                work.time(|| idx.drop_caches())?;
+            }
+            let before = protocol::flatten("store", &idx.tree().store().report());
+            let rep = work.time(|| query(idx, i))?;
+            let after = protocol::flatten("store", &idx.tree().store().report());
+            reps.push(query_metrics(&rep, &before, &after));
+        }
+        let mean = protocol::mean(&reps);
+        means.push(mean.get("elapsed_s").copied().unwrap_or(0.0));
+        device_means.push(mean.get("device_s").copied().unwrap_or(0.0));
+        protocol::accumulate(&mut total, &mean);
+        progress(Progress::Step(1));
+    }
+    protocol::finish(&mut total);
+    let spread = Spread::of(&means);
+    total.insert("queries".into(), n as f64);
+    total.insert("repetitions".into(), protocol.repetitions as f64);
+    total.insert("elapsed_s_min".into(), spread.min);
+    total.insert("elapsed_s_median".into(), spread.median);
+    total.insert("elapsed_s_max".into(), spread.max);
+    let d = Spread::of(&device_means);
+    total.insert("device_s_min".into(), d.min);
+    total.insert("device_s_median".into(), d.median);
+    total.insert("device_s_max".into(), d.max);
+    Ok(total)
+}
+
+/// A mixed stream: each operation measured, totals per operation kind and overall.
+fn mixed<const D: usize>(
+    idx: &mut SpatialIndex<D>,
+    ops: &[MixedOp],
+    work: &mut Work,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Metrics> {
+    let boxed = |q: &QueryInput| rect::<D>(&q.min, &q.max);
+    let mut total = Metrics::new();
+    let mut missing = 0u64;
+    let store_before = protocol::flatten("store", &idx.tree().store().report());
+    let step = (ops.len() / 200).max(1);
+    for (i, op) in ops.iter().enumerate() {
+        let (kind, m) = match op {
+            MixedOp::Insert { id, mbr } => {
+                let r = boxed(mbr)?;
+                let p = work.time(|| {
+                    let clock = idx.phase();
+                    if let Some(g) = &mbr.geometry {
+                        if idx.objects().is_some() {
+                            idx.put_object(*id, g)?;
+                        }
+                    }
+                    idx.insert(r, *id)?;
+                    Ok(clock.stop(idx.device()))
+                })?;
+                ("insert", protocol::flatten("", &p))
+            }
+            MixedOp::Delete { id, mbr } => {
+                let r = boxed(mbr)?;
+                let (p, found) = work.time(|| {
+                    let clock = idx.phase();
+                    let found = idx.delete(&r, *id)?;
+                    Ok((clock.stop(idx.device()), found))
+                })?;
+                missing += u64::from(!found);
+                ("delete", protocol::flatten("", &p))
+            }
+            MixedOp::Update { id, old, new } => {
+                let (o, n) = (boxed(old)?, boxed(new)?);
+                let (p, found) = work.time(|| {
+                    let clock = idx.phase();
+                    let found = idx.update(&o, n, *id, new.geometry.as_ref())?;
+                    Ok((clock.stop(idx.device()), found))
+                })?;
+                missing += u64::from(!found);
+                ("update", protocol::flatten("", &p))
+            }
+            MixedOp::Query(q) => {
+                let r = boxed(q)?;
+                let rep = work.time(|| idx.select(&r, None, crate::query::Predicate::Intersects, true))?;
+                let mut m = protocol::flatten("", &rep.filter);
+                protocol::accumulate(&mut m, &protocol::flatten("", &rep.refinement));
+                m.insert("results".into(), rep.results as f64);
+                ("query", m)
+            }
+        };
+        let mut m = m;
+        let per_kind: Metrics = m.iter().map(|(k, v)| (format!("{kind}.{k}"), *v)).collect();
+        m.extend(per_kind);
+        m.insert(format!("{kind}.count"), 1.0);
+        protocol::accumulate(&mut total, &m);
+        if (i + 1) % step == 0 {
+            progress(Progress::Step(step as u64));
+        }
+    }
+    progress(Progress::Step((ops.len() % step) as u64));
+    if missing > 0 {
+        return Err(Error::corrupted(
+            "mixed workload",
+            format!("{missing} deletes or updates did not find their object in the index"),
+        ));
+    }
+    let flush = work.time(|| {
+        let clock = idx.phase();
+        idx.write_back()?;
+        Ok(clock.stop(idx.device()))
+    })?;
+    total.extend(protocol::flatten("final_flush", &flush));
+    let store_after = protocol::flatten("store", &idx.tree().store().report());
+    for (k, after) in &store_after {
+        let v = if k.ends_with("pages_in_use") || k.ends_with("_pages") {
+            *after
+        } else {
+            after - store_before.get(k).copied().unwrap_or(0.0)
+        };
+        total.insert(k.clone(), v);
+    }
+    total.insert("operations".into(), ops.len() as f64);
+    protocol::finish(&mut total);
+    Ok(total)
+}

@@ -1,0 +1,1103 @@
+//! Experiment spec files (TOML, see `docs/experiments.md`): parsing and validation.
+//!
+//! The file is first deserialized into raw structures that keep the span of every value
+//! (`toml::Spanned`) and reject unknown keys (`deny_unknown_fields`); every value is then
+//! checked and turned into the typed [`Spec`]. Every error names the file, the line and the
+//! key, so a typo fails at once, before any dataset is read or any index built.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer, Serialize};
+use toml::Spanned;
+
+use crate::cache::CacheConfig;
+use crate::data::generate::{self, Distribution, GenerateOptions};
+use crate::device::DeviceSpec;
+use crate::device::DeviceConfig;
+use crate::index::{IndexKind, RStarOptions, ReinsertPolicy, SplitAlgorithm};
+use crate::node::{LayoutKind, Occupancy};
+use crate::query::Predicate;
+use crate::store::StoreConfig;
+use crate::units::{parse_percent, parse_size};
+use crate::{Error, Result};
+
+/// A validated experiment spec.
+#[derive(Debug, Clone, Serialize)]
+pub struct Spec {
+    /// The experiment's name (results are grouped by it).
+    pub name: String,
+    /// Free text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The objects the indices are built on.
+    pub dataset: DatasetSpec,
+    /// How queries are measured.
+    pub protocol: Protocol,
+    /// The configurations whose cross product gives the runs.
+    pub matrix: Matrix,
+    /// What every run does, in order (construction first).
+    pub workloads: Vec<Workload>,
+}
+
+/// Where the objects come from.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DatasetSpec {
+    /// A dataset file (any format `spidx dataset import` reads).
+    File {
+        /// The file (relative paths are relative to the spec file).
+        path: PathBuf,
+        /// Skip records the reader cannot use instead of failing.
+        skip_invalid: bool,
+    },
+    /// Synthetic data.
+    Generate(GenerateSpec),
+}
+
+/// The generator's parameters (see [`crate::data::generate`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct GenerateSpec {
+    /// uniform, gaussian, clustered or buildings.
+    pub distribution: String,
+    /// Number of objects.
+    pub count: u64,
+    /// Dimensions.
+    pub dims: usize,
+    /// Seed.
+    pub seed: u64,
+    /// Largest rectangle side as a fraction of the extent's side.
+    pub max_side: f64,
+    /// Clusters of `clustered`.
+    pub clusters: Option<usize>,
+    /// Point vectors even in 2-D.
+    pub vectors: bool,
+}
+
+impl GenerateSpec {
+    /// The generator's options.
+    pub fn options(&self) -> Result<GenerateOptions> {
+        Ok(GenerateOptions {
+            distribution: self.distribution.parse::<Distribution>()?,
+            count: self.count,
+            dims: self.dims,
+            seed: self.seed,
+            max_side: self.max_side,
+            clusters: self.clusters,
+            vectors: self.vectors,
+        })
+    }
+}
+
+/// The measurement protocol of query workloads.
+#[derive(Debug, Clone, Serialize)]
+pub struct Protocol {
+    /// Measured repetitions of each query (the seeds: 10).
+    pub repetitions: u32,
+    /// Unmeasured runs of each query before its measured repetitions.
+    pub warmup: u32,
+    /// Drop page buffers and device caches (and the OS cache of `file:` devices) before
+    /// every measured repetition.
+    pub drop_caches: bool,
+    /// Check every invariant of the tree after construction and record its shape.
+    pub check: bool,
+}
+
+impl Default for Protocol {
+    fn default() -> Self {
+        Protocol {
+            repetitions: 10,
+            warmup: 0,
+            drop_caches: true,
+            check: true,
+        }
+    }
+}
+
+/// One index configuration of the matrix.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexChoice {
+    /// Name in run names, e.g. `R*-tree 30%`.
+    pub label: String,
+    /// The tree and its options.
+    pub kind: IndexKind,
+}
+
+/// One device of the matrix.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceChoice {
+    /// Name in run names, e.g. `hdd-7200`.
+    pub label: String,
+    /// The device's resolved name (with overrides).
+    pub name: String,
+    /// The device.
+    pub config: DeviceConfig,
+}
+
+/// Lists of values; every combination is a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Matrix {
+    /// Trees.
+    pub index: Vec<IndexChoice>,
+    /// Node page sizes in bytes.
+    pub page_size: Vec<usize>,
+    /// Devices.
+    pub device: Vec<DeviceChoice>,
+    /// Page buffers.
+    pub buffer: Vec<CacheConfig>,
+    /// Node stores.
+    pub store: Vec<StoreConfig>,
+    /// Node occupancies.
+    pub occupancy: Vec<Occupancy>,
+    /// Page layouts.
+    pub layout: Vec<LayoutKind>,
+}
+
+/// Where query points are placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    /// At the centre of a randomly chosen object.
+    Objects,
+    /// Uniformly at random inside the dataset's extent.
+    Uniform,
+}
+
+/// The windows of a range workload.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Windows {
+    /// `queries` windows of `area` × the extent's area, placed uniformly at random inside
+    /// the extent, width/height = `aspect`.
+    Generated {
+        /// Fraction of the extent's area (or volume).
+        area: f64,
+        /// Number of windows.
+        queries: u64,
+        /// Width / height (2-D).
+        aspect: f64,
+        /// Seed.
+        seed: u64,
+    },
+    /// Query geometries read from a dataset file: each record's box is a window and its
+    /// geometry the refinement's query geometry.
+    File {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// One workload of a run.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Workload {
+    /// One-by-one insertion of every object, then the store's final write-back.
+    Construction {
+        /// Name.
+        name: String,
+    },
+    /// Window queries.
+    Range {
+        /// Name.
+        name: String,
+        /// The windows.
+        windows: Windows,
+        /// Predicate.
+        predicate: Predicate,
+        /// Refinement on exact geometries after the filter step.
+        refine: bool,
+    },
+    /// Point queries.
+    Point {
+        /// Name.
+        name: String,
+        /// Number of points.
+        queries: u64,
+        /// Placement.
+        place: Placement,
+        /// Seed.
+        seed: u64,
+        /// Predicate.
+        predicate: Predicate,
+        /// Refinement.
+        refine: bool,
+    },
+    /// k nearest neighbour queries.
+    Knn {
+        /// Name.
+        name: String,
+        /// Neighbours per query.
+        k: usize,
+        /// Number of queries.
+        queries: u64,
+        /// Placement.
+        place: Placement,
+        /// Seed.
+        seed: u64,
+        /// Exact distances on geometries (else MBR distances).
+        refine: bool,
+    },
+    /// A stream of inserts, deletes, updates and window queries.
+    Mixed {
+        /// Name.
+        name: String,
+        /// Length of the stream.
+        operations: u64,
+        /// Shares of inserts, deletes, updates and queries (sum 1).
+        shares: [f64; 4],
+        /// Area of the query windows as a fraction of the extent's.
+        area: f64,
+        /// Seed.
+        seed: u64,
+    },
+}
+
+impl Workload {
+    /// The workload's name (unique in a spec).
+    pub fn name(&self) -> &str {
+        match self {
+            Workload::Construction { name }
+            | Workload::Range { name, .. }
+            | Workload::Point { name, .. }
+            | Workload::Knn { name, .. }
+            | Workload::Mixed { name, .. } => name,
+        }
+    }
+
+    /// `construction`, `range`, `point`, `knn` or `mixed`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Workload::Construction { .. } => "construction",
+            Workload::Range { .. } => "range",
+            Workload::Point { .. } => "point",
+            Workload::Knn { .. } => "knn",
+            Workload::Mixed { .. } => "mixed",
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Raw structures (what the file says), with spans.
+
+/// A number or a string (`30` or `"30%"`), kept as text for the unit parsers.
+#[derive(Debug, Clone)]
+struct Text(String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Text;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number or a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> std::result::Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+type S<T> = Spanned<T>;
+type Opt<T> = Option<Spanned<T>>;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpec {
+    name: S<String>,
+    description: Option<String>,
+    dataset: S<RawDataset>,
+    #[serde(default)]
+    protocol: RawProtocol,
+    matrix: S<RawMatrix>,
+    workload: Opt<Vec<S<RawWorkload>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDataset {
+    file: Opt<String>,
+    skip_invalid: Opt<bool>,
+    generate: Opt<RawGenerate>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGenerate {
+    distribution: S<String>,
+    count: S<i64>,
+    dims: Opt<i64>,
+    seed: Opt<i64>,
+    max_side: Opt<f64>,
+    clusters: Opt<i64>,
+    vectors: Option<bool>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawProtocol {
+    repetitions: Opt<i64>,
+    warmup: Opt<i64>,
+    drop_caches: Option<bool>,
+    check: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMatrix {
+    index: S<Vec<S<RawIndex>>>,
+    page_size: Opt<Vec<S<Text>>>,
+    device: Opt<Vec<S<RawDevice>>>,
+    buffer: Opt<Vec<S<String>>>,
+    store: Opt<Vec<S<StoreConfig>>>,
+    occupancy: Opt<Vec<S<RawOccupancy>>>,
+    layout: Opt<Vec<S<String>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIndex {
+    kind: S<String>,
+    label: Option<String>,
+    split: Opt<String>,
+    reinsert: Opt<Text>,
+    reinsert_internal: Opt<Text>,
+    reinsert_policy: Opt<String>,
+    candidates: Opt<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOccupancy {
+    min_fill: Opt<Text>,
+    max_fill: Opt<Text>,
+    leaf_min_fill: Opt<Text>,
+    leaf_max_fill: Opt<Text>,
+}
+
+/// A device: a name (`"ssd-v300"`, `"file:/mnt/x.bin"`, `"my.toml"`) or a table
+/// `{ device = "...", params = { key = value }, label = "..." }`.
+struct RawDevice {
+    device: String,
+    params: toml::Table,
+    label: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDeviceTable {
+    device: String,
+    #[serde(default)]
+    params: toml::Table,
+    label: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for RawDevice {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RawDevice;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a device name or a table { device = \"...\", params = { ... } }")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<RawDevice, E> {
+                Ok(RawDevice {
+                    device: v.to_string(),
+                    params: toml::Table::new(),
+                    label: None,
+                })
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> std::result::Result<RawDevice, A::Error> {
+                let t = RawDeviceTable::deserialize(serde::de::value::MapAccessDeserializer::new(
+                    map,
+                ))?;
+                Ok(RawDevice {
+                    device: t.device,
+                    params: t.params,
+                    label: t.label,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkload {
+    kind: S<String>,
+    name: Opt<String>,
+    area: Opt<Text>,
+    queries: Opt<i64>,
+    aspect: Opt<f64>,
+    windows: Opt<String>,
+    seed: Opt<i64>,
+    predicate: Opt<String>,
+    refine: Opt<bool>,
+    k: Opt<i64>,
+    place: Opt<String>,
+    operations: Opt<i64>,
+    insert: Opt<Text>,
+    delete: Opt<Text>,
+    update: Opt<Text>,
+    query: Opt<Text>,
+}
+
+// ---------------------------------------------------------------------------------------
+// Validation.
+
+/// The spec file's text, to turn spans into line numbers.
+struct Src<'a> {
+    file: String,
+    text: &'a str,
+    dir: PathBuf,
+}
+
+impl Src<'_> {
+    fn line(&self, span: &Range<usize>) -> usize {
+        let at = span.start.min(self.text.len());
+        self.text[..at].matches('\n').count() + 1
+    }
+
+    fn err(&self, span: Range<usize>, key: &str, message: impl std::fmt::Display) -> Error {
+        Error::invalid(
+            format!("spec {} line {}", self.file, self.line(&span)),
+            format!("{key}: {message}"),
+        )
+    }
+
+    fn at<T>(&self, v: &Spanned<T>, key: &str, message: impl std::fmt::Display) -> Error {
+        self.err(v.span(), key, message)
+    }
+
+    fn path(&self, p: &str) -> PathBuf {
+        let p = Path::new(p);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.dir.join(p)
+        }
+    }
+
+    /// Converts a library error about a value into a spec error at its line.
+    fn wrap<T, U>(&self, v: &Spanned<U>, key: &str, r: Result<T>) -> Result<T> {
+        r.map_err(|e| self.at(v, key, strip_invalid(&e)))
+    }
+
+    fn count(&self, v: &Spanned<i64>, key: &str, min: i64) -> Result<u64> {
+        if *v.get_ref() < min {
+            return Err(self.at(v, key, format!("{} is less than {min}", v.get_ref())));
+        }
+        Ok(*v.get_ref() as u64)
+    }
+
+    fn seed(&self, v: &Opt<i64>, key: &str, default: u64) -> Result<u64> {
+        match v {
+            Some(s) => self.count(s, key, 0),
+            None => Ok(default),
+        }
+    }
+
+    fn percent(&self, v: &Spanned<Text>, key: &str) -> Result<f64> {
+        self.wrap(v, key, parse_percent(key, &v.get_ref().0))
+    }
+}
+
+/// The message of an `InvalidOption` without its "invalid WHAT:" prefix.
+fn strip_invalid(e: &Error) -> String {
+    match e {
+        Error::InvalidOption { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Reads and validates a spec file.
+pub fn load(path: &Path) -> Result<Spec> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let dir = path
+        .parent()
+        .map(|p| p.to_path_buf())
+        .unwrap_or_else(|| PathBuf::from("."));
+    parse(&text, &path.display().to_string(), &dir)
+}
+
+/// Parses and validates spec `text` (read from `file`; relative paths are resolved
+/// against `dir`).
+pub fn parse(text: &str, file: &str, dir: &Path) -> Result<Spec> {
+    let src = Src {
+        file: file.to_string(),
+        text,
+        dir: dir.to_path_buf(),
+    };
+    let raw: RawSpec = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| src.line(&s)).unwrap_or(1);
+        Error::invalid(
+            format!("spec {file} line {line}"),
+            e.message().trim().to_string(),
+        )
+    })?;
+    let name = raw.name.get_ref().trim().to_string();
+    if name.is_empty() {
+        return Err(src.at(&raw.name, "name", "must not be empty"));
+    }
+    let dataset = dataset(&src, &raw.dataset)?;
+    let protocol = protocol(&src, &raw.protocol)?;
+    let matrix = matrix(&src, &raw.matrix)?;
+    let workloads = workloads(&src, &raw)?;
+    Ok(Spec {
+        name,
+        description: raw.description,
+        dataset,
+        protocol,
+        matrix,
+        workloads,
+    })
+}
+
+fn dataset(src: &Src, raw: &Spanned<RawDataset>) -> Result<DatasetSpec> {
+    let d = raw.get_ref();
+    match (&d.file, &d.generate) {
+        (Some(f), None) => {
+            let path = src.path(f.get_ref());
+            if !path.is_file() {
+                return Err(src.at(
+                    f,
+                    "dataset.file",
+                    format!("{} does not exist or is not a file", path.display()),
+                ));
+            }
+            Ok(DatasetSpec::File {
+                path,
+                skip_invalid: d.skip_invalid.as_ref().is_some_and(|s| *s.get_ref()),
+            })
+        }
+        (None, Some(g)) => {
+            if let Some(s) = &d.skip_invalid {
+                return Err(src.at(
+                    s,
+                    "dataset.skip_invalid",
+                    "applies to dataset files only",
+                ));
+            }
+            let r = g.get_ref();
+            let spec = GenerateSpec {
+                distribution: r.distribution.get_ref().clone(),
+                count: src.count(&r.count, "dataset.generate.count", 1)?,
+                dims: match &r.dims {
+                    Some(v) => src.count(v, "dataset.generate.dims", 1)? as usize,
+                    None => 2,
+                },
+                seed: src.seed(&r.seed, "dataset.generate.seed", generate::DEFAULT_SEED)?,
+                max_side: r
+                    .max_side
+                    .as_ref()
+                    .map(|v| *v.get_ref())
+                    .unwrap_or(generate::DEFAULT_MAX_SIDE),
+                clusters: match &r.clusters {
+                    Some(v) => Some(src.count(v, "dataset.generate.clusters", 1)? as usize),
+                    None => None,
+                },
+                vectors: r.vectors.unwrap_or(false),
+            };
+            let opts = src.wrap(&r.distribution, "dataset.generate", spec.options())?;
+            // The generator validates its options before generating anything.
+            if opts.count > 0 {
+                src.wrap(
+                    g,
+                    "dataset.generate",
+                    generate::generate(&GenerateOptions { count: 1, ..opts }).map(|_| ()),
+                )?;
+            }
+            Ok(DatasetSpec::Generate(spec))
+        }
+        (Some(_), Some(_)) => Err(src.at(
+            raw,
+            "dataset",
+            "give either file or generate, not both",
+        )),
+        (None, None) => Err(src.at(
+            raw,
+            "dataset",
+            "give file = \"PATH\" or generate = { distribution = ..., count = ... }",
+        )),
+    }
+}
+
+fn protocol(src: &Src, raw: &RawProtocol) -> Result<Protocol> {
+    let d = Protocol::default();
+    Ok(Protocol {
+        repetitions: match &raw.repetitions {
+            Some(v) => src.count(v, "protocol.repetitions", 1)? as u32,
+            None => d.repetitions,
+        },
+        warmup: match &raw.warmup {
+            Some(v) => src.count(v, "protocol.warmup", 0)? as u32,
+            None => d.warmup,
+        },
+        drop_caches: raw.drop_caches.unwrap_or(d.drop_caches),
+        check: raw.check.unwrap_or(d.check),
+    })
+}
+
+fn nonempty<T, U>(src: &Src, v: &Spanned<Vec<T>>, key: &str, f: impl FnOnce() -> U) -> Result<U> {
+    if v.get_ref().is_empty() {
+        return Err(src.at(v, key, "needs at least one value"));
+    }
+    Ok(f())
+}
+
+fn matrix(src: &Src, raw: &Spanned<RawMatrix>) -> Result<Matrix> {
+    let m = raw.get_ref();
+    nonempty(src, &m.index, "matrix.index", || ())?;
+    let index = m
+        .index
+        .get_ref()
+        .iter()
+        .map(|i| index_choice(src, i))
+        .collect::<Result<Vec<_>>>()?;
+    let page_size = match &m.page_size {
+        None => vec![4096],
+        Some(list) => {
+            nonempty(src, list, "matrix.page_size", || ())?;
+            list.get_ref()
+                .iter()
+                .map(|p| {
+                    let b = src.wrap(p, "matrix.page_size", parse_size("page size", &p.get_ref().0))?;
+                    usize::try_from(b).map_err(|_| src.at(p, "matrix.page_size", "too large"))
+                })
+                .collect::<Result<Vec<_>>>()?
+        }
+    };
+    let device = match &m.device {
+        None => vec![device_choice(
+            src,
+            &Spanned::new(
+                0..0,
+                RawDevice {
+                    device: "memory".into(),
+                    params: toml::Table::new(),
+                    label: None,
+                },
+            ),
+        )?],
+        Some(list) => {
+            nonempty(src, list, "matrix.device", || ())?;
+            list.get_ref()
+                .iter()
+                .map(|d| device_choice(src, d))
+                .collect::<Result<Vec<_>>>()?
+        }
+    };
+    let buffer = match &m.buffer {
+        None => vec![CacheConfig::none()],
+        Some(list) => {
+            nonempty(src, list, "matrix.buffer", || ())?;
+            list.get_ref()
+                .iter()
+                .map(|b| src.wrap(b, "matrix.buffer", b.get_ref().parse::<CacheConfig>()))
+                .collect::<Result<Vec<_>>>()?
+        }
+    };
+    let store = match &m.store {
+        None => vec![StoreConfig::default()],
+        Some(list) => {
+            nonempty(src, list, "matrix.store", || ())?;
+            list.get_ref().iter().map(|s| s.get_ref().clone()).collect()
+        }
+    };
+    let occupancy = match &m.occupancy {
+        None => vec![Occupancy::default()],
+        Some(list) => {
+            nonempty(src, list, "matrix.occupancy", || ())?;
+            list.get_ref()
+                .iter()
+                .map(|o| occupancy(src, o.get_ref()))
+                .collect::<Result<Vec<_>>>()?
+        }
+    };
+    let layout = match &m.layout {
+        None => vec![LayoutKind::Checked],
+        Some(list) => {
+            nonempty(src, list, "matrix.layout", || ())?;
+            list.get_ref()
+                .iter()
+                .map(|l| src.wrap(l, "matrix.layout", LayoutKind::parse(l.get_ref())))
+                .collect::<Result<Vec<_>>>()?
+        }
+    };
+    Ok(Matrix {
+        index,
+        page_size,
+        device,
+        buffer,
+        store,
+        occupancy,
+        layout,
+    })
+}
+
+fn index_choice(src: &Src, raw: &Spanned<RawIndex>) -> Result<IndexChoice> {
+    let r = raw.get_ref();
+    let key = "matrix.index";
+    let kind = match r.kind.get_ref().as_str() {
+        "rtree" => {
+            for (v, name) in [
+                (r.reinsert.as_ref().map(|s| s.span()), "reinsert"),
+                (r.reinsert_internal.as_ref().map(|s| s.span()), "reinsert_internal"),
+                (r.reinsert_policy.as_ref().map(|s| s.span()), "reinsert_policy"),
+                (r.candidates.as_ref().map(|s| s.span()), "candidates"),
+            ] {
+                if let Some(span) = v {
+                    return Err(src.err(span, name, "applies to kind = \"rstar\" only"));
+                }
+            }
+            let split = match &r.split {
+                Some(s) => src.wrap(s, "split", SplitAlgorithm::parse(s.get_ref()))?,
+                None => SplitAlgorithm::Quadratic,
+            };
+            if split == SplitAlgorithm::RStar {
+                return Err(src.at(
+                    r.split.as_ref().expect("parsed from it"),
+                    "split",
+                    "rstar is the R*-tree's split: use kind = \"rstar\"",
+                ));
+            }
+            IndexKind::RTree { split }
+        }
+        "rstar" => {
+            if let Some(s) = &r.split {
+                return Err(src.at(s, "split", "applies to kind = \"rtree\" only"));
+            }
+            let leaf = match &r.reinsert {
+                Some(p) => src.percent(p, "reinsert")?,
+                None => 0.3,
+            };
+            let internal = match &r.reinsert_internal {
+                Some(p) => src.percent(p, "reinsert_internal")?,
+                None => leaf,
+            };
+            let policy = match &r.reinsert_policy {
+                Some(p) => src.wrap(p, "reinsert_policy", ReinsertPolicy::parse(p.get_ref()))?,
+                None => ReinsertPolicy::Close,
+            };
+            let candidates = match &r.candidates {
+                Some(c) => src.count(c, "candidates", 1)? as usize,
+                None => 32,
+            };
+            IndexKind::RStar(RStarOptions {
+                reinsert_leaf: leaf,
+                reinsert_internal: internal,
+                policy,
+                candidates,
+            })
+        }
+        other => {
+            return Err(src.at(
+                &r.kind,
+                &format!("{key}.kind"),
+                format!("unknown index '{other}'; use rtree or rstar"),
+            ))
+        }
+    };
+    if let IndexKind::RStar(o) = &kind {
+        for (v, name) in [(o.reinsert_leaf, "reinsert"), (o.reinsert_internal, "reinsert_internal")] {
+            if v > 0.5 {
+                return Err(src.at(raw, name, format!("{} % is outside 0-50 %", v * 100.0)));
+            }
+        }
+    }
+    Ok(IndexChoice {
+        label: r.label.clone().unwrap_or_else(|| kind.label()),
+        kind,
+    })
+}
+
+fn device_choice(src: &Src, raw: &Spanned<RawDevice>) -> Result<DeviceChoice> {
+    let d = raw.get_ref();
+    let base = if d.device.ends_with(".toml") {
+        src.path(&d.device).display().to_string()
+    } else {
+        d.device.clone()
+    };
+    let mut spec = DeviceSpec::new(base);
+    for (k, v) in flatten_params("", &d.params) {
+        spec.params.push((k, v));
+    }
+    let resolved = src.wrap(raw, "matrix.device", spec.resolve())?;
+    let label = d.label.clone().unwrap_or_else(|| {
+        if d.params.is_empty() {
+            d.device.clone()
+        } else {
+            resolved.name.clone()
+        }
+    });
+    Ok(DeviceChoice {
+        label,
+        name: resolved.name,
+        config: resolved.config,
+    })
+}
+
+/// `{ flash = { read_us = 40 } }` → `flash.read_us=40` (the form device overrides take).
+fn flatten_params(prefix: &str, t: &toml::Table) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (k, v) in t {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            toml::Value::Table(inner) => out.extend(flatten_params(&key, inner)),
+            toml::Value::String(s) => out.push((key, s.clone())),
+            other => out.push((key, other.to_string())),
+        }
+    }
+    out
+}
+
+fn occupancy(src: &Src, r: &RawOccupancy) -> Result<Occupancy> {
+    let d = Occupancy::default();
+    let get = |v: &Opt<Text>, key: &str, default: f64| -> Result<f64> {
+        match v {
+            Some(p) => src.percent(p, &format!("matrix.occupancy.{key}")),
+            None => Ok(default),
+        }
+    };
+    let min = get(&r.min_fill, "min_fill", d.internal_min)?;
+    let max = get(&r.max_fill, "max_fill", d.internal_max)?;
+    Ok(Occupancy {
+        leaf_min: get(&r.leaf_min_fill, "leaf_min_fill", min)?,
+        leaf_max: get(&r.leaf_max_fill, "leaf_max_fill", max)?,
+        internal_min: min,
+        internal_max: max,
+    })
+}
+
+/// Keys each workload kind accepts (besides `kind` and `name`).
+fn allowed(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "construction" => &[],
+        "range" => &["area", "queries", "aspect", "windows", "seed", "predicate", "refine"],
+        "point" => &["queries", "place", "seed", "predicate", "refine"],
+        "knn" => &["k", "queries", "place", "seed", "refine"],
+        "mixed" => &["operations", "insert", "delete", "update", "query", "area", "seed"],
+        _ => &[],
+    }
+}
+
+fn present(w: &RawWorkload) -> Vec<(&'static str, Range<usize>)> {
+    let mut v = Vec::new();
+    macro_rules! p {
+        ($($f:ident),*) => {$(
+            if let Some(x) = &w.$f { v.push((stringify!($f), x.span())); }
+        )*};
+    }
+    p!(area, queries, aspect, windows, seed, predicate, refine, k, place, operations, insert, delete, update, query);
+    v
+}
+
+fn workloads(src: &Src, raw: &RawSpec) -> Result<Vec<Workload>> {
+    let Some(list) = &raw.workload else {
+        return Err(src.at(
+            &raw.name,
+            "workload",
+            "the spec has no [[workload]]; the first must be kind = \"construction\"",
+        ));
+    };
+    let mut out: Vec<Workload> = Vec::new();
+    for (i, w) in list.get_ref().iter().enumerate() {
+        let r = w.get_ref();
+        let kind = r.kind.get_ref().as_str();
+        let key = |k: &str| format!("workload[{i}].{k}");
+        if !["construction", "range", "point", "knn", "mixed"].contains(&kind) {
+            return Err(src.at(
+                &r.kind,
+                &key("kind"),
+                format!("unknown workload '{kind}'; use construction, range, point, knn or mixed"),
+            ));
+        }
+        for (k, span) in present(r) {
+            if !allowed(kind).contains(&k) {
+                return Err(src.err(span, &key(k), format!("does not apply to kind = \"{kind}\"")));
+            }
+        }
+        if (i == 0) != (kind == "construction") {
+            return Err(src.at(
+                &r.kind,
+                &key("kind"),
+                "the first workload, and only the first, must be kind = \"construction\" (queries run on the index it builds)",
+            ));
+        }
+        let seed = src.seed(&r.seed, &key("seed"), 1 + i as u64)?;
+        let queries = match &r.queries {
+            Some(q) => Some(src.count(q, &key("queries"), 1)?),
+            None => None,
+        };
+        let predicate = match &r.predicate {
+            Some(p) => src.wrap(p, &key("predicate"), Predicate::parse(p.get_ref()))?,
+            None => Predicate::Intersects,
+        };
+        let refine = r.refine.as_ref().map(|v| *v.get_ref()).unwrap_or(true);
+        let place = match &r.place {
+            None => Placement::Objects,
+            Some(p) => match p.get_ref().as_str() {
+                "objects" => Placement::Objects,
+                "uniform" => Placement::Uniform,
+                o => {
+                    return Err(src.at(p, &key("place"), format!("unknown placement '{o}'; use objects or uniform")))
+                }
+            },
+        };
+        let area = |default: Option<f64>| -> Result<f64> {
+            match &r.area {
+                Some(a) => {
+                    let v = src.percent(a, &key("area"))?;
+                    if v <= 0.0 {
+                        return Err(src.at(a, &key("area"), "must be more than 0%"));
+                    }
+                    Ok(v)
+                }
+                None => default.ok_or_else(|| src.at(&r.kind, &key("area"), "is required (e.g. area = \"0.01%\")")),
+            }
+        };
+        let wl = match kind {
+            "construction" => Workload::Construction { name: String::new() },
+            "range" => {
+                let windows = match &r.windows {
+                    Some(f) => {
+                        for (k, v) in [("area", r.area.is_some()), ("queries", queries.is_some()), ("aspect", r.aspect.is_some()), ("seed", r.seed.is_some())] {
+                            if v {
+                                return Err(src.at(f, &key(k), "does not apply to windows read from a file"));
+                            }
+                        }
+                        let path = src.path(f.get_ref());
+                        if !path.is_file() {
+                            return Err(src.at(f, &key("windows"), format!("{} does not exist or is not a file", path.display())));
+                        }
+                        Windows::File { path }
+                    }
+                    None => {
+                        let aspect = match &r.aspect {
+                            Some(a) if !(a.get_ref().is_finite() && *a.get_ref() > 0.0) => {
+                                return Err(src.at(a, &key("aspect"), "must be a positive number (width / height)"))
+                            }
+                            Some(a) => *a.get_ref(),
+                            None => 1.0,
+                        };
+                        Windows::Generated {
+                            area: area(None)?,
+                            queries: queries.unwrap_or(100),
+                            aspect,
+                            seed,
+                        }
+                    }
+                };
+                Workload::Range { name: String::new(), windows, predicate, refine }
+            }
+            "point" => Workload::Point {
+                name: String::new(),
+                queries: queries.unwrap_or(100),
+                place,
+                seed,
+                predicate,
+                refine,
+            },
+            "knn" => Workload::Knn {
+                name: String::new(),
+                k: match &r.k {
+                    Some(k) => src.count(k, &key("k"), 1)? as usize,
+                    None => 10,
+                },
+                queries: queries.unwrap_or(100),
+                place,
+                seed,
+                refine,
+            },
+            _ => {
+                let mut shares = [0.0; 4];
+                for (j, (v, k)) in [(&r.insert, "insert"), (&r.delete, "delete"), (&r.update, "update"), (&r.query, "query")].into_iter().enumerate() {
+                    if let Some(v) = v {
+                        shares[j] = src.percent(v, &key(k))?;
+                    }
+                }
+                let total: f64 = shares.iter().sum();
+                if (total - 1.0).abs() > 1e-6 {
+                    return Err(src.at(w, &key("insert"), format!("insert + delete + update + query must be 100%, not {}%", total * 100.0)));
+                }
+                Workload::Mixed {
+                    name: String::new(),
+                    operations: match &r.operations {
+                        Some(o) => src.count(o, &key("operations"), 1)?,
+                        None => 1000,
+                    },
+                    shares,
+                    area: area(Some(0.0001))?,
+                    seed,
+                }
+            }
+        };
+        let name = match &r.name {
+            Some(n) if n.get_ref().trim().is_empty() => {
+                return Err(src.at(n, &key("name"), "must not be empty"))
+            }
+            Some(n) => n.get_ref().trim().to_string(),
+            None => default_name(&wl),
+        };
+        if let Some(dup) = out.iter().find(|o| o.name() == name) {
+            let span = r.name.as_ref().map(|n| n.span()).unwrap_or(w.span());
+            return Err(src.err(span, &key("name"), format!("'{}' names two workloads; give each a distinct name", dup.name())));
+        }
+        out.push(with_name(wl, name));
+    }
+    Ok(out)
+}
+
+fn pct(f: f64) -> String {
+    let p = f * 100.0;
+    let s = format!("{p:.6}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}%")
+}
+
+fn default_name(w: &Workload) -> String {
+    match w {
+        Workload::Construction { .. } => "construction".into(),
+        Workload::Range { windows: Windows::Generated { area, .. }, .. } => format!("range {}", pct(*area)),
+        Workload::Range { windows: Windows::File { path }, .. } => format!(
+            "range {}",
+            path.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default()
+        ),
+        Workload::Point { .. } => "point".into(),
+        Workload::Knn { k, .. } => format!("knn k={k}"),
+        Workload::Mixed { .. } => "mixed".into(),
+    }
+}
+
+fn with_name(mut w: Workload, n: String) -> Workload {
+    match &mut w {
+        Workload::Construction { name }
+        | Workload::Range { name, .. }
+        | Workload::Point { name, .. }
+        | Workload::Knn { name, .. }
+        | Workload::Mixed { name, .. } => *name = n,
+    }
+    w
+}
+
+#[cfg(test)]
+#[path = "spec_tests.rs"]
+mod tests;

@@ -1,0 +1,100 @@
+//! Spec parsing: valid specs, and errors that name the key and the line.
+
+use super::*;
+
+const GOOD: &str = r#"
+name = "t"
+[dataset]
+generate = { distribution = "uniform", count = 100 }
+[matrix]
+index = [{ kind = "rtree", split = "linear" }, { kind = "rstar", reinsert = "30%" }]
+page_size = ["2KB", "4KB"]
+device = ["ssd-v300", { device = "hdd-7200", params = { queue_depth = 2 }, label = "hdd qd2" }]
+store = [{ kind = "direct" }]
+[[workload]]
+kind = "construction"
+[[workload]]
+kind = "range"
+area = "0.01%"
+queries = 5
+aspect = 2.0
+[[workload]]
+kind = "knn"
+k = 3
+queries = 2
+[[workload]]
+kind = "mixed"
+operations = 10
+insert = 50
+delete = 20
+update = 20
+query = 10
+"#;
+
+fn parse_str(text: &str) -> Result<Spec> {
+    parse(text, "t.toml", Path::new("."))
+}
+
+fn err(text: &str) -> String {
+    parse_str(text).unwrap_err().to_string()
+}
+
+#[test]
+fn a_good_spec_parses() {
+    let s = parse_str(GOOD).unwrap();
+    assert_eq!(s.matrix.index.len(), 2);
+    assert_eq!(s.matrix.index[1].label, "R*-tree 30%");
+    assert_eq!(s.matrix.page_size, vec![2048, 4096]);
+    assert_eq!(s.matrix.device[1].label, "hdd qd2");
+    assert_eq!(s.protocol.repetitions, 10);
+    let names: Vec<&str> = s.workloads.iter().map(|w| w.name()).collect();
+    assert_eq!(names, ["construction", "range 0.01%", "knn k=3", "mixed"]);
+    let runs = super::super::matrix::expand(&s, 2).unwrap();
+    assert_eq!(runs.len(), 8);
+    assert_eq!(runs[0].name, "R-tree (linear) · 2KB · ssd-v300");
+    assert_eq!(runs[7].name, "R*-tree 30% · 4KB · hdd qd2");
+    let keys: std::collections::HashSet<_> = runs.iter().map(|r| &r.key).collect();
+    assert_eq!(keys.len(), 8);
+}
+
+#[test]
+fn unknown_keys_name_the_key_and_line() {
+    let e = err(&GOOD.replace("queries = 5", "querys = 5"));
+    assert!(e.contains("line 18") && e.contains("querys"), "{e}");
+    let e = err(&GOOD.replace("page_size =", "pagesize ="));
+    assert!(e.contains("line 7") && e.contains("pagesize"), "{e}");
+    let e = err(&GOOD.replace("store = [{ kind = \"direct\" }]", "store = [{ kind = \"direkt\" }]"));
+    assert!(e.contains("line 9") && e.contains("direkt"), "{e}");
+}
+
+#[test]
+fn bad_values_name_the_key_and_line() {
+    let e = err(&GOOD.replace("\"2KB\"", "\"2XB\""));
+    assert!(e.contains("line 7") && e.contains("page_size"), "{e}");
+    let e = err(&GOOD.replace("\"ssd-v300\"", "\"ssd-v301\""));
+    assert!(e.contains("line 8") && e.contains("ssd-v301"), "{e}");
+    let e = err(&GOOD.replace("queue_depth = 2", "queue_dept = 2"));
+    assert!(e.contains("line 8") && e.contains("queue_dept"), "{e}");
+    let e = err(&GOOD.replace("reinsert = \"30%\"", "reinsert = \"60%\""));
+    assert!(e.contains("line 6") && e.contains("reinsert"), "{e}");
+    let e = err(&GOOD.replace("split = \"linear\"", "split = \"linear\", reinsert = 30"));
+    assert!(e.contains("line 6") && e.contains("rstar only"), "{e}");
+    let e = err(&GOOD.replace("k = 3", "k = 0"));
+    assert!(e.contains("line 22") && e.contains("k"), "{e}");
+    let e = err(&GOOD.replace("query = 10", "query = 20"));
+    assert!(e.contains("100%"), "{e}");
+    let e = err(&GOOD.replace("aspect = 2.0", "k = 2"));
+    assert!(e.contains("line 19") && e.contains("does not apply"), "{e}");
+    let e = err(&GOOD.replace("count = 100", "count = 0"));
+    assert!(e.contains("line 4") && e.contains("count"), "{e}");
+}
+
+#[test]
+fn structure_errors() {
+    let e = err(&GOOD.replace("kind = \"construction\"", "kind = \"point\""));
+    assert!(e.contains("first workload"), "{e}");
+    let e = err(&GOOD.replace("generate = { distribution = \"uniform\", count = 100 }", "file = \"missing.fgb\""));
+    assert!(e.contains("line 4") && e.contains("missing.fgb") && e.contains("does not exist"), "{e}");
+    let e = err("name = \"x\"\n[dataset\n");
+    assert!(e.contains("line 2"), "{e}");
+}
