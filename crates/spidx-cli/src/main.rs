@@ -8,6 +8,9 @@ mod devices;
 mod index_args;
 mod iotest;
 mod query;
+mod report;
+mod results;
+mod run;
 
 use std::process::ExitCode;
 
@@ -36,6 +39,13 @@ enum Command {
     Devices(devices::DevicesArgs),
     /// Probe a device with an access pattern (a small fio).
     Iotest(iotest::IotestArgs),
+    /// Run an experiment spec (a matrix of index configurations, devices and workloads).
+    Run(run::RunArgs),
+    /// List, show and export what `spidx run` recorded.
+    #[command(subcommand)]
+    Results(results::ResultsCmd),
+    /// Write an HTML report with charts and tables from a results database.
+    Report(report::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +62,9 @@ fn main() -> ExitCode {
         Command::Dataset(cmd) => dataset::run(cmd),
         Command::Devices(a) => devices::run(a),
         Command::Iotest(a) => iotest::run(a),
+        Command::Run(a) => run::run(a),
+        Command::Results(c) => results::run(c),
+        Command::Report(a) => report::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -9,7 +9,7 @@ generate = { distribution = "uniform", count = 100 }
 [matrix]
 index = [{ kind = "rtree", split = "linear" }, { kind = "rstar", reinsert = "30%" }]
 page_size = ["2KB", "4KB"]
-device = ["ssd-v300", { device = "hdd-7200", params = { queue_depth = 2 }, label = "hdd qd2" }]
+device = ["ssd-v300", { device = "hdd-7200", params = { rpm = 5400 }, label = "hdd qd2" }]
 store = [{ kind = "direct" }]
 [[workload]]
 kind = "construction"
@@ -60,7 +60,7 @@ fn a_good_spec_parses() {
 #[test]
 fn unknown_keys_name_the_key_and_line() {
     let e = err(&GOOD.replace("queries = 5", "querys = 5"));
-    assert!(e.contains("line 18") && e.contains("querys"), "{e}");
+    assert!(e.contains("line 15") && e.contains("querys"), "{e}");
     let e = err(&GOOD.replace("page_size =", "pagesize ="));
     assert!(e.contains("line 7") && e.contains("pagesize"), "{e}");
     let e = err(&GOOD.replace("store = [{ kind = \"direct\" }]", "store = [{ kind = \"direkt\" }]"));
@@ -73,18 +73,18 @@ fn bad_values_name_the_key_and_line() {
     assert!(e.contains("line 7") && e.contains("page_size"), "{e}");
     let e = err(&GOOD.replace("\"ssd-v300\"", "\"ssd-v301\""));
     assert!(e.contains("line 8") && e.contains("ssd-v301"), "{e}");
-    let e = err(&GOOD.replace("queue_depth = 2", "queue_dept = 2"));
-    assert!(e.contains("line 8") && e.contains("queue_dept"), "{e}");
+    let e = err(&GOOD.replace("rpm = 5400", "rpn = 5400"));
+    assert!(e.contains("line 8") && e.contains("rpn"), "{e}");
     let e = err(&GOOD.replace("reinsert = \"30%\"", "reinsert = \"60%\""));
     assert!(e.contains("line 6") && e.contains("reinsert"), "{e}");
     let e = err(&GOOD.replace("split = \"linear\"", "split = \"linear\", reinsert = 30"));
-    assert!(e.contains("line 6") && e.contains("rstar only"), "{e}");
+    assert!(e.contains("line 6") && e.contains("applies to kind"), "{e}");
     let e = err(&GOOD.replace("k = 3", "k = 0"));
-    assert!(e.contains("line 22") && e.contains("k"), "{e}");
+    assert!(e.contains("line 19") && e.contains("k"), "{e}");
     let e = err(&GOOD.replace("query = 10", "query = 20"));
     assert!(e.contains("100%"), "{e}");
     let e = err(&GOOD.replace("aspect = 2.0", "k = 2"));
-    assert!(e.contains("line 19") && e.contains("does not apply"), "{e}");
+    assert!(e.contains("line 16") && e.contains("does not apply"), "{e}");
     let e = err(&GOOD.replace("count = 100", "count = 0"));
     assert!(e.contains("line 4") && e.contains("count"), "{e}");
 }

@@ -1,0 +1,249 @@
+//! `spidx run SPEC`: runs an experiment (see `docs/experiments.md`) and records every run
+//! in the results database, one transaction per finished run; `--resume` skips the runs
+//! of the same experiment (name and spec fingerprint) that already finished.
+
+use std::collections::HashSet;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::json;
+use spidx::experiment::{spec, Experiment, Machine, Progress, ResultsDb, RunResult};
+
+/// Arguments of `spidx run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The experiment spec (TOML).
+    spec: PathBuf,
+    /// Results database (SQLite), created if missing; runs are appended.
+    #[arg(long, default_value = "results.db")]
+    results: PathBuf,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+    /// No progress output (the summary is still printed).
+    #[arg(long)]
+    quiet: bool,
+    /// Skip runs of this experiment that already finished in the database.
+    #[arg(long)]
+    resume: bool,
+}
+
+/// How progress is shown: bars on a terminal, plain lines otherwise, or nothing.
+enum Shown {
+    Bars {
+        overall: ProgressBar,
+        run: ProgressBar,
+        _multi: MultiProgress,
+    },
+    Lines,
+    Quiet,
+}
+
+impl Shown {
+    fn new(quiet: bool, runs: u64) -> Shown {
+        if quiet {
+            return Shown::Quiet;
+        }
+        if !std::io::stderr().is_terminal() {
+            return Shown::Lines;
+        }
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+        let overall = multi.add(ProgressBar::new(runs));
+        overall.set_style(
+            ProgressStyle::with_template("runs {bar:30} {pos}/{len} {elapsed_precise} (eta {eta}) {msg}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        let run = multi.add(ProgressBar::new(1));
+        run.set_style(
+            ProgressStyle::with_template("  {msg:<22} {bar:30} {pos}/{len} ({per_sec})")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        Shown::Bars {
+            overall,
+            run,
+            _multi: multi,
+        }
+    }
+
+    fn line(&self, text: &str) {
+        match self {
+            Shown::Bars { overall, .. } => overall.println(text),
+            Shown::Lines => eprintln!("{text}"),
+            Shown::Quiet => {}
+        }
+    }
+}
+
+pub fn run(a: RunArgs) -> Result<()> {
+    // Cheap checks first: the spec (typos, values, files), then the results database.
+    spec::load(&a.spec)?;
+    let mut db = ResultsDb::open(&a.results)?;
+    let t = Instant::now();
+    let exp = Experiment::prepare(&a.spec)?;
+    let prepare_s = t.elapsed().as_secs_f64();
+    let spec_json = serde_json::to_string(&exp.spec)?;
+    let exp_id = db.experiment(
+        &exp.spec.name,
+        &exp.hash,
+        &spec_json,
+        &exp.spec_text,
+        &a.spec.display().to_string(),
+    )?;
+    let done: HashSet<String> = if a.resume {
+        db.finished_keys(exp_id)?
+    } else {
+        HashSet::new()
+    };
+    let todo: Vec<_> = exp.runs.iter().filter(|r| !done.contains(&r.key)).collect();
+    let machine = serde_json::to_string(&Machine::detect())?;
+    let dataset_json = serde_json::to_string(&exp.spec.dataset)?;
+    let shown = Shown::new(a.quiet, todo.len() as u64);
+    shown.line(&format!(
+        "experiment '{}': {} objects ({:.1} s to load), {} runs ({} already done), {} workloads each; results in {}",
+        exp.spec.name,
+        exp.dataset.len(),
+        prepare_s,
+        exp.runs.len(),
+        exp.runs.len() - todo.len(),
+        exp.spec.workloads.len(),
+        a.results.display()
+    ));
+    let mut outcomes: Vec<(String, i64, std::result::Result<RunResult, String>)> = Vec::new();
+    for (i, run) in todo.iter().enumerate() {
+        let t0 = Instant::now();
+        let run_id = db.start_run(exp_id, run, &dataset_json, exp.dataset.len() as u64, &machine)?;
+        let dir = std::env::temp_dir().join(format!("spidx-run-{}-{}", std::process::id(), run.ordinal));
+        if let Shown::Bars { overall, .. } = &shown {
+            overall.set_message(run.name.clone());
+        } else {
+            shown.line(&format!("[{}/{}] {}", i + 1, todo.len(), run.name));
+        }
+        let mut on_progress = |p: Progress| match (&shown, p) {
+            (Shown::Bars { run, .. }, Progress::Workload { name, steps }) => {
+                run.reset();
+                run.set_length(steps);
+                run.set_message(name.to_string());
+            }
+            (Shown::Bars { run, .. }, Progress::Step(n)) => run.inc(n),
+            (Shown::Lines, Progress::Workload { name, steps }) => eprintln!("  {name} ({steps} steps)"),
+            _ => {}
+        };
+        let result = exp.run(run, &dir, &mut on_progress);
+        match result {
+            Ok(r) => {
+                let outside = t0.elapsed().as_secs_f64() - r.wall_s;
+                db.finish_run(run_id, &r, outside)
+                    .with_context(|| format!("recording run '{}'", run.name))?;
+                shown.line(&format!(
+                    "  {} finished in {:.1} s (runner overhead {:.2} s)",
+                    run.name,
+                    r.wall_s + outside,
+                    r.wall_s + outside - r.index_s
+                ));
+                outcomes.push((run.name.clone(), run_id, Ok(r)));
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                db.fail_run(run_id, &msg)?;
+                shown.line(&format!("  {} FAILED: {msg}", run.name));
+                outcomes.push((run.name.clone(), run_id, Err(msg)));
+            }
+        }
+        if let Shown::Bars { overall, .. } = &shown {
+            overall.inc(1);
+        }
+    }
+    if let Shown::Bars { overall, run, .. } = &shown {
+        run.finish_and_clear();
+        overall.finish_and_clear();
+    }
+    let failed = outcomes.iter().filter(|o| o.2.is_err()).count();
+    if a.json {
+        let runs: Vec<_> = outcomes
+            .iter()
+            .map(|(name, id, r)| match r {
+                Ok(r) => json!({
+                    "run_id": id, "name": name, "status": "finished",
+                    "wall_s": r.wall_s, "index_s": r.index_s,
+                    "workloads": r.workloads.iter().map(|w| json!({
+                        "name": w.name, "kind": w.kind,
+                        "elapsed_s": w.get("elapsed_s"), "cpu_s": w.get("cpu_s"), "device_s": w.get("device_s"),
+                        "reads": w.get("device.host.read_ops"), "writes": w.get("device.host.write_ops"),
+                    })).collect::<Vec<_>>(),
+                }),
+                Err(e) => json!({"run_id": id, "name": name, "status": "failed", "error": e}),
+            })
+            .collect();
+        let v = json!({
+            "experiment": exp.spec.name, "spec_hash": exp.hash, "results": a.results.display().to_string(),
+            "skipped": exp.runs.len() - todo.len(), "runs": runs,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print_summary(&exp, &outcomes);
+        if todo.len() < exp.runs.len() {
+            println!("{} runs were already done and were skipped (--resume)", exp.runs.len() - todo.len());
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} of {} runs failed (recorded as failed in {})", todo.len(), a.results.display());
+    }
+    Ok(())
+}
+
+fn secs(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.5}")
+    }
+}
+
+fn print_summary(exp: &Experiment, outcomes: &[(String, i64, std::result::Result<RunResult, String>)]) {
+    if outcomes.is_empty() {
+        return;
+    }
+    let mut t = Table::new();
+    let mut header = vec!["run".to_string()];
+    for w in &exp.spec.workloads {
+        header.push(format!("{}\nelapsed s", w.name()));
+    }
+    header.push("construction\nreads / writes".into());
+    header.push("runner\noverhead s".into());
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(header);
+    for (name, _, r) in outcomes {
+        let mut row = vec![name.clone()];
+        match r {
+            Ok(r) => {
+                for w in &r.workloads {
+                    row.push(secs(w.get("elapsed_s")));
+                }
+                let c = &r.workloads[0];
+                row.push(format!(
+                    "{} / {}",
+                    c.get("device.host.read_ops"),
+                    c.get("device.host.write_ops")
+                ));
+                row.push(format!("{:.2}", r.wall_s - r.index_s));
+            }
+            Err(e) => {
+                row.push(format!("failed: {e}"));
+            }
+        }
+        t.add_row(row);
+    }
+    println!("{t}");
+    println!(
+        "elapsed: construction = one-by-one insertion; queries = sum over queries of each query's mean over {} repetitions",
+        exp.spec.protocol.repetitions
+    );
+}
