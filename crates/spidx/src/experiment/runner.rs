@@ -237,7 +237,7 @@ fn construct<const D: usize>(
 }
 
 /// The metrics of one query execution.
-fn query_metrics(rep: &QueryReport, store_before: &Metrics, store_after: &Metrics) -> Metrics {
+fn query_metrics(rep: &QueryReport) -> Metrics {
     let total = {
         let mut t = rep.filter.clone();
         t.add(&rep.refinement);
@@ -256,14 +256,6 @@ fn query_metrics(rep: &QueryReport, store_before: &Metrics, store_after: &Metric
     protocol::accumulate(&mut dev, &protocol::flatten("device", &rep.refinement.device));
     m.extend(dev);
     m.extend(protocol::flatten("node_reads_per_level", &rep.node_reads_per_level));
-    for (k, after) in store_after {
-        let v = if k.ends_with("pages_in_use") || k.ends_with("_pages") {
-            *after
-        } else {
-            after - store_before.get(k).copied().unwrap_or(0.0)
-        };
-        m.insert(k.clone(), v);
-    }
     m
 }
 
@@ -286,16 +278,19 @@ fn measure<const D: usize>(
             work.time(|| query(idx, i))?;
         }
         let mut reps = Vec::with_capacity(protocol.repetitions as usize);
+        // The store's counters are read around all repetitions (dropping caches does not
+        // count as store work) and averaged: one report per query, not two per repetition.
+        let before = protocol::flatten("store", &idx.tree().store().report());
         for _ in 0..protocol.repetitions {
             if protocol.drop_caches {
                 work.time(|| idx.drop_caches())?;
             }
-            let before = protocol::flatten("store", &idx.tree().store().report());
             let rep = work.time(|| query(idx, i))?;
-            let after = protocol::flatten("store", &idx.tree().store().report());
-            reps.push(query_metrics(&rep, &before, &after));
+            reps.push(query_metrics(&rep));
         }
-        let mean = protocol::mean(&reps);
+        let after = protocol::flatten("store", &idx.tree().store().report());
+        let mut mean = protocol::mean(&reps);
+        mean.extend(store_delta(&before, &after, protocol.repetitions as f64));
         means.push(mean.get("elapsed_s").copied().unwrap_or(0.0));
         device_means.push(mean.get("device_s").copied().unwrap_or(0.0));
         protocol::accumulate(&mut total, &mean);
@@ -395,15 +390,24 @@ fn mixed<const D: usize>(
     })?;
     total.extend(protocol::flatten("final_flush", &flush));
     let store_after = protocol::flatten("store", &idx.tree().store().report());
-    for (k, after) in &store_after {
-        let v = if k.ends_with("pages_in_use") || k.ends_with("_pages") {
-            *after
-        } else {
-            after - store_before.get(k).copied().unwrap_or(0.0)
-        };
-        total.insert(k.clone(), v);
-    }
+    total.extend(store_delta(&store_before, &store_after, 1.0));
     total.insert("operations".into(), ops.len() as f64);
     protocol::finish(&mut total);
     Ok(total)
+}
+
+/// The store's counters between two reports, divided by `n` (levels such as pages in use
+/// and resident pages: the later value).
+fn store_delta(before: &Metrics, after: &Metrics, n: f64) -> Metrics {
+    after
+        .iter()
+        .map(|(k, a)| {
+            let v = if k.ends_with("pages_in_use") || k.ends_with("_pages") {
+                *a
+            } else {
+                (a - before.get(k).copied().unwrap_or(0.0)) / n
+            };
+            (k.clone(), v)
+        })
+        .collect()
 }
