@@ -50,7 +50,10 @@ fn num(m: &Map<String, Value>, k: &str) -> Option<f64> {
 }
 
 fn text(m: &Map<String, Value>, k: &str) -> String {
-    m.get(k).and_then(Value::as_str).unwrap_or_default().to_string()
+    m.get(k)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn rows(objs: &[Map<String, Value>]) -> Vec<Row> {
@@ -102,11 +105,20 @@ fn ordered<K: Ord + Clone>(rows: &[&Row], key: impl Fn(&Row) -> (K, String)) -> 
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// A grouped bar chart: one group per `groups` entry, one bar per `series` entry.
-fn bars(path: &Path, title: &str, y_label: &str, groups: &[String], series: &[String], values: &[Vec<f64>]) -> Result<()> {
+fn bars(
+    path: &Path,
+    title: &str,
+    y_label: &str,
+    groups: &[String],
+    series: &[String],
+    values: &[Vec<f64>],
+) -> Result<()> {
     let n = groups.len().max(1);
     let width = (160 + n * (40 + 22 * series.len())).clamp(520, 1400) as u32;
     let root = SVGBackend::new(path, (width, 420)).into_drawing_area();
@@ -138,11 +150,16 @@ fn bars(path: &Path, title: &str, y_label: &str, groups: &[String], series: &[St
     for (j, name) in series.iter().enumerate() {
         let color = Palette99::pick(j).mix(0.9);
         let left = (seg_px * 0.1 + j as f64 * slot).round() as u32;
-        let right = (seg_px - seg_px * 0.1 - (j as f64 + 1.0) * slot).max(0.0).round() as u32;
+        let right = (seg_px - seg_px * 0.1 - (j as f64 + 1.0) * slot)
+            .max(0.0)
+            .round() as u32;
         chart
             .draw_series(values.iter().enumerate().map(|(i, v)| {
                 let mut r = Rectangle::new(
-                    [(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), v[j])],
+                    [
+                        (SegmentValue::Exact(i), 0.0),
+                        (SegmentValue::Exact(i + 1), v[j]),
+                    ],
                     color.filled(),
                 );
                 r.set_margin(0, 0, left, right);
@@ -166,7 +183,11 @@ fn bars(path: &Path, title: &str, y_label: &str, groups: &[String], series: &[St
 fn slug(parts: &[&str]) -> String {
     parts
         .iter()
-        .map(|p| p.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect::<String>())
+        .map(|p| {
+            p.chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                .collect::<String>()
+        })
         .collect::<Vec<_>>()
         .join("_")
 }
@@ -181,7 +202,10 @@ pub fn run(a: ReportArgs) -> Result<()> {
     };
     let objs = db.results(Some(&exp), true)?.objects();
     if objs.is_empty() {
-        bail!("experiment '{exp}' has no finished run in {}", a.results.display());
+        bail!(
+            "experiment '{exp}' has no finished run in {}",
+            a.results.display()
+        );
     }
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let all = rows(&objs);
@@ -191,7 +215,8 @@ pub fn run(a: ReportArgs) -> Result<()> {
     let configs = ordered(&refs, |r| (r.ordinal, r.config.clone()));
     let pages = ordered(&refs, |r| (r.page_size, r.page.clone()));
     let find = |w: &str, d: &str, c: &str, p: &str| {
-        all.iter().find(|r| r.workload == w && r.device == d && r.config == c && r.page == p)
+        all.iter()
+            .find(|r| r.workload == w && r.device == d && r.config == c && r.page == p)
     };
     let mut html = String::new();
     let _ = write!(
@@ -212,11 +237,27 @@ pub fn run(a: ReportArgs) -> Result<()> {
         for w in &workloads {
             let values: Vec<Vec<f64>> = configs
                 .iter()
-                .map(|c| pages.iter().map(|p| find(w, d, c, p).map_or(0.0, |r| r.elapsed)).collect())
+                .map(|c| {
+                    pages
+                        .iter()
+                        .map(|p| find(w, d, c, p).map_or(0.0, |r| r.elapsed))
+                        .collect()
+                })
                 .collect();
             let file = format!("elapsed_{}.svg", slug(&[d, w]));
-            bars(&a.out.join(&file), &format!("{w} on {d}"), "elapsed (s)", &configs, &pages, &values)?;
-            let _ = write!(html, "<img src=\"{file}\" alt=\"{}\">", esc(&format!("{w} on {d}")));
+            bars(
+                &a.out.join(&file),
+                &format!("{w} on {d}"),
+                "elapsed (s)",
+                &configs,
+                &pages,
+                &values,
+            )?;
+            let _ = write!(
+                html,
+                "<img src=\"{file}\" alt=\"{}\">",
+                esc(&format!("{w} on {d}"))
+            );
             charts += 1;
         }
     }
@@ -243,15 +284,29 @@ pub fn run(a: ReportArgs) -> Result<()> {
                 series.push("erases".into());
             }
             let file = format!("io_{}.svg", slug(&[d, w]));
-            bars(&a.out.join(&file), &format!("{w} on {d}: device operations"), "operations", &groups, &series, &values)?;
-            let _ = write!(html, "<img src=\"{file}\" alt=\"{}\">", esc(&format!("{w} on {d} I/O")));
+            bars(
+                &a.out.join(&file),
+                &format!("{w} on {d}: device operations"),
+                "operations",
+                &groups,
+                &series,
+                &values,
+            )?;
+            let _ = write!(
+                html,
+                "<img src=\"{file}\" alt=\"{}\">",
+                esc(&format!("{w} on {d} I/O"))
+            );
             charts += 1;
         }
     }
     html.push_str("<h2>Best configuration per workload and device</h2><table><tr><th>workload</th><th>device</th><th>best</th><th>elapsed s</th><th>runner-up</th><th>elapsed s</th><th>gain over runner-up</th></tr>");
     for w in &workloads {
         for d in &devices {
-            let mut cands: Vec<&Row> = all.iter().filter(|r| &r.workload == w && &r.device == d).collect();
+            let mut cands: Vec<&Row> = all
+                .iter()
+                .filter(|r| &r.workload == w && &r.device == d)
+                .collect();
             cands.sort_by(|x, y| x.elapsed.total_cmp(&y.elapsed));
             let Some(best) = cands.first() else { continue };
             let (second, st, gain) = match cands.get(1) {
@@ -285,10 +340,20 @@ pub fn run(a: ReportArgs) -> Result<()> {
         for w in &workloads {
             for d in &devices {
                 for p in &pages {
-                    let Some(b) = find(w, d, base, p) else { continue };
-                    let _ = write!(html, "<tr><td>{}</td><td>{}</td><td>{}</td>", esc(w), esc(d), esc(p));
+                    let Some(b) = find(w, d, base, p) else {
+                        continue;
+                    };
+                    let _ = write!(
+                        html,
+                        "<tr><td>{}</td><td>{}</td><td>{}</td>",
+                        esc(w),
+                        esc(d),
+                        esc(p)
+                    );
                     for c in &configs[1..] {
-                        let g = find(w, d, c, p).map(|r| gain(r.elapsed, b.elapsed)).unwrap_or_default();
+                        let g = find(w, d, c, p)
+                            .map(|r| gain(r.elapsed, b.elapsed))
+                            .unwrap_or_default();
                         let _ = write!(html, "<td>{g}</td>");
                     }
                     html.push_str("</tr>");

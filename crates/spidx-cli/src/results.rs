@@ -111,7 +111,8 @@ fn cell(v: &serde_json::Value) -> String {
 
 fn print_table(rows: &Rows) {
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(rows.columns.clone());
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_header(rows.columns.clone());
     for r in &rows.rows {
         t.add_row(r.iter().map(cell).collect::<Vec<_>>());
     }
@@ -159,7 +160,22 @@ fn show(a: ShowArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    for key in ["id", "experiment", "name", "status", "started_at", "finished_at", "wall_s", "index_s", "overhead_s", "error", "spidx_version", "machine_json", "config_json", "dataset_json"] {
+    for key in [
+        "id",
+        "experiment",
+        "name",
+        "status",
+        "started_at",
+        "finished_at",
+        "wall_s",
+        "index_s",
+        "overhead_s",
+        "error",
+        "spidx_version",
+        "machine_json",
+        "config_json",
+        "dataset_json",
+    ] {
         if let Some(v) = row.get(key) {
             if !v.is_null() {
                 println!("{key:<14} {}", cell(v));
@@ -168,13 +184,23 @@ fn show(a: ShowArgs) -> Result<()> {
     }
     // Workloads as rows, the columns that hold values.
     let keep: Vec<usize> = (0..results.columns.len())
-        .filter(|&i| i >= results.columns.iter().position(|c| c == "workload").unwrap_or(0))
+        .filter(|&i| {
+            i >= results
+                .columns
+                .iter()
+                .position(|c| c == "workload")
+                .unwrap_or(0)
+        })
         .filter(|&i| results.rows.iter().any(|r| !r[i].is_null()))
         .filter(|&i| !["kind", "workload_ordinal"].contains(&results.columns[i].as_str()))
         .collect();
     let narrowed = Rows {
         columns: keep.iter().map(|&i| results.columns[i].clone()).collect(),
-        rows: results.rows.iter().map(|r| keep.iter().map(|&i| r[i].clone()).collect()).collect(),
+        rows: results
+            .rows
+            .iter()
+            .map(|r| keep.iter().map(|&i| r[i].clone()).collect())
+            .collect(),
     };
     print_table(&narrowed);
     if let Some(m) = &metrics {

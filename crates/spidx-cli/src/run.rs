@@ -55,9 +55,11 @@ impl Shown {
         let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
         let overall = multi.add(ProgressBar::new(runs));
         overall.set_style(
-            ProgressStyle::with_template("runs {bar:30} {pos}/{len} {elapsed_precise} (eta {eta}) {msg}")
-                .expect("valid template")
-                .progress_chars("=> "),
+            ProgressStyle::with_template(
+                "runs {bar:30} {pos}/{len} {elapsed_precise} (eta {eta}) {msg}",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
         );
         let run = multi.add(ProgressBar::new(1));
         run.set_style(
@@ -118,8 +120,15 @@ pub fn run(a: RunArgs) -> Result<()> {
     let mut outcomes: Vec<(String, i64, std::result::Result<RunResult, String>)> = Vec::new();
     for (i, run) in todo.iter().enumerate() {
         let t0 = Instant::now();
-        let run_id = db.start_run(exp_id, run, &dataset_json, exp.dataset.len() as u64, &machine)?;
-        let dir = std::env::temp_dir().join(format!("spidx-run-{}-{}", std::process::id(), run.ordinal));
+        let run_id = db.start_run(
+            exp_id,
+            run,
+            &dataset_json,
+            exp.dataset.len() as u64,
+            &machine,
+        )?;
+        let dir =
+            std::env::temp_dir().join(format!("spidx-run-{}-{}", std::process::id(), run.ordinal));
         if let Shown::Bars { overall, .. } = &shown {
             overall.set_message(run.name.clone());
         } else {
@@ -132,7 +141,9 @@ pub fn run(a: RunArgs) -> Result<()> {
                 run.set_message(name.to_string());
             }
             (Shown::Bars { run, .. }, Progress::Step(n)) => run.inc(n),
-            (Shown::Lines, Progress::Workload { name, steps }) => eprintln!("  {name} ({steps} steps)"),
+            (Shown::Lines, Progress::Workload { name, steps }) => {
+                eprintln!("  {name} ({steps} steps)")
+            }
             _ => {}
         };
         let result = exp.run(run, &dir, &mut on_progress);
@@ -189,11 +200,18 @@ pub fn run(a: RunArgs) -> Result<()> {
     } else {
         print_summary(&exp, &outcomes);
         if todo.len() < exp.runs.len() {
-            println!("{} runs were already done and were skipped (--resume)", exp.runs.len() - todo.len());
+            println!(
+                "{} runs were already done and were skipped (--resume)",
+                exp.runs.len() - todo.len()
+            );
         }
     }
     if failed > 0 {
-        bail!("{failed} of {} runs failed (recorded as failed in {})", todo.len(), a.results.display());
+        bail!(
+            "{failed} of {} runs failed (recorded as failed in {})",
+            todo.len(),
+            a.results.display()
+        );
     }
     Ok(())
 }
@@ -208,7 +226,10 @@ fn secs(v: f64) -> String {
     }
 }
 
-fn print_summary(exp: &Experiment, outcomes: &[(String, i64, std::result::Result<RunResult, String>)]) {
+fn print_summary(
+    exp: &Experiment,
+    outcomes: &[(String, i64, std::result::Result<RunResult, String>)],
+) {
     if outcomes.is_empty() {
         return;
     }

@@ -99,12 +99,18 @@ fn a_small_experiment_fills_the_database_and_the_report() {
             _ => {}
         }
         // Flash counters only on the flash device.
-        assert_eq!(r["device"] == "ssd-v300", !r["flash_writes"].is_null(), "{r:?}");
+        assert_eq!(
+            r["device"] == "ssd-v300",
+            !r["flash_writes"].is_null(),
+            "{r:?}"
+        );
     }
     // The long-format metrics hold every layer's statistics.
     let metrics = export(&db, &["--metrics"]);
-    let names: std::collections::HashSet<&str> =
-        metrics.iter().map(|m| m["name"].as_str().unwrap()).collect();
+    let names: std::collections::HashSet<&str> = metrics
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
     for n in [
         "device.host.read_ops",
         "device.host.seq_writes",
@@ -136,9 +142,20 @@ fn a_small_experiment_fills_the_database_and_the_report() {
     // Listing and showing.
     let list = json_of(&["results", "list", "--results", &db, "--json"]);
     assert_eq!(list["experiments"][0]["finished"], 8);
-    let show = json_of(&["results", "show", "1", "--results", &db, "--json", "--metrics"]);
+    let show = json_of(&[
+        "results",
+        "show",
+        "1",
+        "--results",
+        &db,
+        "--json",
+        "--metrics",
+    ]);
     assert_eq!(show["results"].as_array().unwrap().len(), 5);
-    assert!(show["run"]["machine_json"].as_str().unwrap().contains("cpus"));
+    assert!(show["run"]["machine_json"]
+        .as_str()
+        .unwrap()
+        .contains("cpus"));
 
     // The report: one elapsed and one I/O chart per device and workload, and the tables.
     let rep = dir.path().join("report");
@@ -160,9 +177,11 @@ fn a_small_experiment_fills_the_database_and_the_report() {
         let svg = std::fs::read_to_string(rep.join(s)).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("<rect") && svg.contains("<text"));
     }
-    assert!(std::fs::read_to_string(rep.join("elapsed_hdd-7200_construction.svg"))
-        .unwrap()
-        .contains("R*-tree 30%"));
+    assert!(
+        std::fs::read_to_string(rep.join("elapsed_hdd-7200_construction.svg"))
+            .unwrap()
+            .contains("R*-tree 30%")
+    );
 
     // Re-running appends: 16 runs, the report and export use the newest of each.
     json_of(&["run", &spec, "--results", &db, "--json", "--quiet"]);
@@ -249,7 +268,12 @@ fn a_killed_run_resumes_without_repeating_finished_runs() {
                 .unwrap();
             if done.status.success() {
                 let v: Value = serde_json::from_slice(&done.stdout).unwrap();
-                if v["runs"].as_array().unwrap().iter().any(|r| r["status"] == "finished") {
+                if v["runs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|r| r["status"] == "finished")
+                {
                     break;
                 }
             }
@@ -260,7 +284,7 @@ fn a_killed_run_resumes_without_repeating_finished_runs() {
     child.wait().unwrap();
     let before = finished(&db);
     let done_before = before.iter().filter(|r| r.1 == "finished").count();
-    assert!(done_before >= 1 && done_before < 8, "{before:?}");
+    assert!((1..8).contains(&done_before), "{before:?}");
 
     spidx()
         .args(["run", &spec, "--results", &db, "--quiet", "--resume"])
@@ -300,7 +324,10 @@ fn bad_input_fails_early_with_a_clear_message() {
     fails(&["run", &typo, "--results", &db], &["line 16", "querys"]);
     // A bad value.
     let bad = write(d, "bad.toml", &good.replace("\"2KB\"", "\"3XB\""));
-    fails(&["run", &bad, "--results", &db], &["line 9", "page_size", "3XB"]);
+    fails(
+        &["run", &bad, "--results", &db],
+        &["line 9", "page_size", "3XB"],
+    );
     // A missing dataset file.
     let missing = write(
         d,
@@ -310,7 +337,10 @@ fn bad_input_fails_early_with_a_clear_message() {
             "file = \"nowhere.fgb\"",
         ),
     );
-    fails(&["run", &missing, "--results", &db], &["line 4", "nowhere.fgb", "does not exist"]);
+    fails(
+        &["run", &missing, "--results", &db],
+        &["line 4", "nowhere.fgb", "does not exist"],
+    );
     // An unwritable results path.
     let spec = write(d, "good.toml", &good);
     fails(
@@ -330,13 +360,26 @@ fn bad_input_fails_early_with_a_clear_message() {
     );
     let invalid = invalid.replace("area = \"0.5%\"", "area = \"5%\"");
     let p = write(d, "invalid.toml", &invalid);
-    fails(&["run", &p, "--results", &db], &["bad.wkt", "invalid", "skip_invalid"]);
-    let p = write(d, "skip.toml", &invalid.replace("file = \"bad.wkt\"", "file = \"bad.wkt\"\nskip_invalid = true"));
+    fails(
+        &["run", &p, "--results", &db],
+        &["bad.wkt", "invalid", "skip_invalid"],
+    );
+    let p = write(
+        d,
+        "skip.toml",
+        &invalid.replace(
+            "file = \"bad.wkt\"",
+            "file = \"bad.wkt\"\nskip_invalid = true",
+        ),
+    );
     let out = json_of(&["run", &p, "--results", &db, "--json", "--quiet"]);
     assert_eq!(out["runs"].as_array().unwrap().len(), 8);
     // Nothing was recorded for the failed invocations: only the last experiment is there.
     let list = json_of(&["results", "list", "--results", &db, "--json"]);
     assert_eq!(list["experiments"].as_array().unwrap().len(), 1);
     // Reading a database that does not exist.
-    fails(&["results", "list", "--results", "/nonexistent-dir/r.db"], &["does not exist"]);
+    fails(
+        &["results", "list", "--results", "/nonexistent-dir/r.db"],
+        &["does not exist"],
+    );
 }

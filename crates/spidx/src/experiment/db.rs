@@ -140,7 +140,13 @@ impl Table {
     pub fn objects(&self) -> Vec<serde_json::Map<String, serde_json::Value>> {
         self.rows
             .iter()
-            .map(|r| self.columns.iter().cloned().zip(r.iter().cloned()).collect())
+            .map(|r| {
+                self.columns
+                    .iter()
+                    .cloned()
+                    .zip(r.iter().cloned())
+                    .collect()
+            })
             .collect()
     }
 }
@@ -152,7 +158,10 @@ pub struct ResultsDb {
 }
 
 fn db_err(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::invalid(format!("results database {}", path.display()), e.to_string())
+    Error::invalid(
+        format!("results database {}", path.display()),
+        e.to_string(),
+    )
 }
 
 impl ResultsDb {
@@ -314,9 +323,12 @@ impl ResultsDb {
                     None => rusqlite::types::Value::Null,
                 });
             }
-            tx.execute(&sql, rusqlite::params_from_iter(values)).map_err(err)?;
+            tx.execute(&sql, rusqlite::params_from_iter(values))
+                .map_err(err)?;
             let mut st = tx
-                .prepare_cached("INSERT INTO metrics (run_id, workload, name, value) VALUES (?1, ?2, ?3, ?4)")
+                .prepare_cached(
+                    "INSERT INTO metrics (run_id, workload, name, value) VALUES (?1, ?2, ?3, ?4)",
+                )
                 .map_err(err)?;
             for (k, v) in &w.metrics {
                 st.execute(params![id, w.name, k, v]).map_err(err)?;

@@ -40,7 +40,9 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 
 /// A stable fingerprint of a serializable value (its JSON with sorted keys).
 pub fn fingerprint<T: Serialize>(v: &T) -> String {
-    let json = serde_json::to_value(v).map(|v| v.to_string()).unwrap_or_default();
+    let json = serde_json::to_value(v)
+        .map(|v| v.to_string())
+        .unwrap_or_default();
     format!("{:016x}", fnv1a(json.as_bytes()))
 }
 
@@ -101,8 +103,9 @@ pub fn expand(spec: &Spec, dims: usize) -> Result<Vec<RunConfig>> {
                                     device_name: device.name.clone(),
                                     device: device.config.clone(),
                                 };
-                                validate(&options, dims)
-                                    .map_err(|e| Error::invalid(format!("run '{name}'"), e.to_string()))?;
+                                validate(&options, dims).map_err(|e| {
+                                    Error::invalid(format!("run '{name}'"), e.to_string())
+                                })?;
                                 runs.push(RunConfig {
                                     ordinal: runs.len(),
                                     key: fingerprint(&options),

@@ -163,9 +163,25 @@ mod tests {
     #[test]
     fn spread_of_odd_and_even_counts() {
         let s = Spread::of(&[3.0, 1.0, 2.0]);
-        assert_eq!(s, Spread { sum: 6.0, min: 1.0, median: 2.0, max: 3.0 });
+        assert_eq!(
+            s,
+            Spread {
+                sum: 6.0,
+                min: 1.0,
+                median: 2.0,
+                max: 3.0
+            }
+        );
         let s = Spread::of(&[4.0, 1.0, 3.0, 2.0]);
-        assert_eq!(s, Spread { sum: 10.0, min: 1.0, median: 2.5, max: 4.0 });
+        assert_eq!(
+            s,
+            Spread {
+                sum: 10.0,
+                min: 1.0,
+                median: 2.5,
+                max: 4.0
+            }
+        );
         assert_eq!(Spread::of(&[]), Spread::default());
         assert_eq!(Spread::of(&[5.0]).median, 5.0);
     }
@@ -185,14 +201,29 @@ mod tests {
     fn flatten_names_every_numeric_leaf() {
         let v = serde_json::json!({"a": 1, "b": {"c": 2.5, "d": [3, 4]}, "e": "text", "f": true});
         let m = flatten("x", &v);
-        let want: Vec<(&str, f64)> = vec![("x.a", 1.0), ("x.b.c", 2.5), ("x.b.d.0", 3.0), ("x.b.d.1", 4.0), ("x.f", 1.0)];
-        assert_eq!(m.iter().map(|(k, v)| (k.as_str(), *v)).collect::<Vec<_>>(), want);
+        let want: Vec<(&str, f64)> = vec![
+            ("x.a", 1.0),
+            ("x.b.c", 2.5),
+            ("x.b.d.0", 3.0),
+            ("x.b.d.1", 4.0),
+            ("x.f", 1.0),
+        ];
+        assert_eq!(
+            m.iter().map(|(k, v)| (k.as_str(), *v)).collect::<Vec<_>>(),
+            want
+        );
     }
 
     #[test]
     fn means_sum_counts_but_keep_gauges() {
-        let r1 = Metrics::from([("host.read_ops".into(), 4.0), ("flash.erase_max".into(), 7.0)]);
-        let r2 = Metrics::from([("host.read_ops".into(), 6.0), ("flash.erase_max".into(), 9.0)]);
+        let r1 = Metrics::from([
+            ("host.read_ops".into(), 4.0),
+            ("flash.erase_max".into(), 7.0),
+        ]);
+        let r2 = Metrics::from([
+            ("host.read_ops".into(), 6.0),
+            ("flash.erase_max".into(), 9.0),
+        ]);
         let m = mean(&[r1, r2]);
         assert_eq!(m["host.read_ops"], 5.0);
         assert_eq!(m["flash.erase_max"], 9.0);

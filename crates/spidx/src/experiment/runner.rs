@@ -253,9 +253,15 @@ fn query_metrics(rep: &QueryReport) -> Metrics {
     m.extend(protocol::flatten("filter", &rep.filter));
     m.extend(protocol::flatten("refinement", &rep.refinement));
     let mut dev = protocol::flatten("device", &rep.filter.device);
-    protocol::accumulate(&mut dev, &protocol::flatten("device", &rep.refinement.device));
+    protocol::accumulate(
+        &mut dev,
+        &protocol::flatten("device", &rep.refinement.device),
+    );
     m.extend(dev);
-    m.extend(protocol::flatten("node_reads_per_level", &rep.node_reads_per_level));
+    m.extend(protocol::flatten(
+        "node_reads_per_level",
+        &rep.node_reads_per_level,
+    ));
     m
 }
 
@@ -360,7 +366,8 @@ fn mixed<const D: usize>(
             }
             MixedOp::Query(q) => {
                 let r = boxed(q)?;
-                let rep = work.time(|| idx.select(&r, None, crate::query::Predicate::Intersects, true))?;
+                let rep =
+                    work.time(|| idx.select(&r, None, crate::query::Predicate::Intersects, true))?;
                 let mut m = protocol::flatten("", &rep.filter);
                 protocol::accumulate(&mut m, &protocol::flatten("", &rep.refinement));
                 m.insert("results".into(), rep.results as f64);

@@ -124,8 +124,11 @@ pub fn inputs(w: &Workload, ds: &Dataset, ext: &Extent) -> Result<Inputs> {
                     seed,
                 } => {
                     let mut rng = ChaCha8Rng::seed_from_u64(*seed);
-                    let sides = window_sides(ext, *area, *aspect).map_err(|m| Error::invalid(&what, m))?;
-                    (0..*queries).map(|_| window(&mut rng, ext, &sides)).collect()
+                    let sides =
+                        window_sides(ext, *area, *aspect).map_err(|m| Error::invalid(&what, m))?;
+                    (0..*queries)
+                        .map(|_| window(&mut rng, ext, &sides))
+                        .collect()
                 }
                 Windows::File { path } => {
                     if ds.dims() != 2 {
@@ -135,14 +138,24 @@ pub fn inputs(w: &Workload, ds: &Dataset, ext: &Extent) -> Result<Inputs> {
                     if loaded.report.skipped_total() > 0 {
                         return Err(Error::invalid(
                             &what,
-                            format!("{} has unusable records:\n{}", path.display(), loaded.report),
+                            format!(
+                                "{} has unusable records:\n{}",
+                                path.display(),
+                                loaded.report
+                            ),
                         ));
                     }
                     let recs = loaded.dataset.as_geo().ok_or_else(|| {
-                        Error::invalid(&what, format!("{} holds vectors, not geometries", path.display()))
+                        Error::invalid(
+                            &what,
+                            format!("{} holds vectors, not geometries", path.display()),
+                        )
                     })?;
                     if recs.is_empty() {
-                        return Err(Error::invalid(&what, format!("{} holds no window", path.display())));
+                        return Err(Error::invalid(
+                            &what,
+                            format!("{} holds no window", path.display()),
+                        ));
                     }
                     recs.iter()
                         .map(|r| QueryInput {
@@ -195,7 +208,9 @@ pub fn inputs(w: &Workload, ds: &Dataset, ext: &Extent) -> Result<Inputs> {
         } => {
             let mut rng = ChaCha8Rng::seed_from_u64(*seed);
             Ok(Inputs::Knn {
-                points: (0..*queries).map(|_| point(&mut rng, ds, ext, *place)).collect(),
+                points: (0..*queries)
+                    .map(|_| point(&mut rng, ds, ext, *place))
+                    .collect(),
                 k: *k,
                 refine: *refine,
             })
@@ -208,7 +223,14 @@ pub fn inputs(w: &Workload, ds: &Dataset, ext: &Extent) -> Result<Inputs> {
             ..
         } => {
             let sides = window_sides(ext, *area, 1.0).map_err(|m| Error::invalid(&what, m))?;
-            Ok(Inputs::Mixed(mixed(ds, ext, *operations, shares, &sides, *seed)))
+            Ok(Inputs::Mixed(mixed(
+                ds,
+                ext,
+                *operations,
+                shares,
+                &sides,
+                *seed,
+            )))
         }
     }
 }
@@ -296,7 +318,14 @@ fn offset_to(ext: &Extent, lo: &[f64], hi: &[f64], target: &[f64]) -> Vec<f64> {
         .collect()
 }
 
-fn mixed(ds: &Dataset, ext: &Extent, n: u64, shares: &[f64; 4], sides: &[f64], seed: u64) -> Vec<MixedOp> {
+fn mixed(
+    ds: &Dataset,
+    ext: &Extent,
+    n: u64,
+    shares: &[f64; 4],
+    sides: &[f64],
+    seed: u64,
+) -> Vec<MixedOp> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut live: Vec<Live> = (0..ds.len())
         .map(|i| Live {
@@ -320,24 +349,36 @@ fn mixed(ds: &Dataset, ext: &Extent, n: u64, shares: &[f64; 4], sides: &[f64], s
             3
         };
         // Deletes and updates need a live object; with none left they become inserts.
-        let kind = if (kind == 1 || kind == 2) && live.is_empty() { 0 } else { kind };
+        let kind = if (kind == 1 || kind == 2) && live.is_empty() {
+            0
+        } else {
+            kind
+        };
         match kind {
             0 => {
                 let source = rng.gen_range(0..ds.len());
                 let (_, lo, hi) = object_box(ds, source);
-                let target: Vec<f64> = (0..lo.len()).map(|i| ext.min[i] + rng.gen::<f64>() * lens[i]).collect();
+                let target: Vec<f64> = (0..lo.len())
+                    .map(|i| ext.min[i] + rng.gen::<f64>() * lens[i])
+                    .collect();
                 let l = Live {
                     id: next_id,
                     source,
                     offset: offset_to(ext, &lo, &hi, &target),
                 };
                 next_id += 1;
-                ops.push(MixedOp::Insert { id: l.id, mbr: placed(ds, &l) });
+                ops.push(MixedOp::Insert {
+                    id: l.id,
+                    mbr: placed(ds, &l),
+                });
                 live.push(l);
             }
             1 => {
                 let l = live.swap_remove(rng.gen_range(0..live.len()));
-                ops.push(MixedOp::Delete { id: l.id, mbr: placed(ds, &l) });
+                ops.push(MixedOp::Delete {
+                    id: l.id,
+                    mbr: placed(ds, &l),
+                });
             }
             2 => {
                 let i = rng.gen_range(0..live.len());
@@ -349,7 +390,11 @@ fn mixed(ds: &Dataset, ext: &Extent, n: u64, shares: &[f64; 4], sides: &[f64], s
                 let (_, lo, hi) = object_box(ds, live[i].source);
                 live[i].offset = offset_to(ext, &lo, &hi, &target);
                 let new = placed(ds, &live[i]);
-                ops.push(MixedOp::Update { id: live[i].id, old, new });
+                ops.push(MixedOp::Update {
+                    id: live[i].id,
+                    old,
+                    new,
+                });
             }
             _ => ops.push(MixedOp::Query(window(&mut rng, ext, sides))),
         }
@@ -393,8 +438,12 @@ mod tests {
         let b = mixed(&ds, &e, 500, &[0.3, 0.3, 0.2, 0.2], &sides, 7);
         assert_eq!(a, b);
         // Every delete and update names an object that is live at that point, with its box.
-        let mut live: std::collections::HashMap<u64, Vec<f64>> =
-            (0..ds.len()).map(|i| { let (id, lo, _) = object_box(&ds, i); (id, lo) }).collect();
+        let mut live: std::collections::HashMap<u64, Vec<f64>> = (0..ds.len())
+            .map(|i| {
+                let (id, lo, _) = object_box(&ds, i);
+                (id, lo)
+            })
+            .collect();
         for op in &a {
             match op {
                 MixedOp::Insert { id, mbr } => assert!(live.insert(*id, mbr.min.clone()).is_none()),

@@ -8,13 +8,13 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::Serialize;
 use toml::Spanned;
 
 use crate::cache::CacheConfig;
 use crate::data::generate::{self, Distribution, GenerateOptions};
-use crate::device::DeviceSpec;
 use crate::device::DeviceConfig;
+use crate::device::DeviceSpec;
 use crate::index::{IndexKind, RStarOptions, ReinsertPolicy, SplitAlgorithm};
 use crate::node::{LayoutKind, Occupancy};
 use crate::query::Predicate;
@@ -276,188 +276,11 @@ impl Workload {
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// Raw structures (what the file says), with spans.
+mod raw;
+mod workloads;
 
-/// A number or a string (`30` or `"30%"`), kept as text for the unit parsers.
-#[derive(Debug, Clone)]
-struct Text(String);
-
-impl<'de> Deserialize<'de> for Text {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = Text;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a number or a string")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Text, E> {
-                Ok(Text(v.to_string()))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<Text, E> {
-                Ok(Text(v.to_string()))
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Text, E> {
-                Ok(Text(v.to_string()))
-            }
-            fn visit_f64<E: serde::de::Error>(self, v: f64) -> std::result::Result<Text, E> {
-                Ok(Text(v.to_string()))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-type S<T> = Spanned<T>;
-type Opt<T> = Option<Spanned<T>>;
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSpec {
-    name: S<String>,
-    description: Option<String>,
-    dataset: S<RawDataset>,
-    #[serde(default)]
-    protocol: RawProtocol,
-    matrix: S<RawMatrix>,
-    workload: Opt<Vec<S<RawWorkload>>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawDataset {
-    file: Opt<String>,
-    skip_invalid: Opt<bool>,
-    generate: Opt<RawGenerate>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawGenerate {
-    distribution: S<String>,
-    count: S<i64>,
-    dims: Opt<i64>,
-    seed: Opt<i64>,
-    max_side: Opt<f64>,
-    clusters: Opt<i64>,
-    vectors: Option<bool>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawProtocol {
-    repetitions: Opt<i64>,
-    warmup: Opt<i64>,
-    drop_caches: Option<bool>,
-    check: Option<bool>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawMatrix {
-    index: S<Vec<S<RawIndex>>>,
-    page_size: Opt<Vec<S<Text>>>,
-    device: Opt<Vec<S<RawDevice>>>,
-    buffer: Opt<Vec<S<String>>>,
-    store: Opt<Vec<S<StoreConfig>>>,
-    occupancy: Opt<Vec<S<RawOccupancy>>>,
-    layout: Opt<Vec<S<String>>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawIndex {
-    kind: S<String>,
-    label: Option<String>,
-    split: Opt<String>,
-    reinsert: Opt<Text>,
-    reinsert_internal: Opt<Text>,
-    reinsert_policy: Opt<String>,
-    candidates: Opt<i64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawOccupancy {
-    min_fill: Opt<Text>,
-    max_fill: Opt<Text>,
-    leaf_min_fill: Opt<Text>,
-    leaf_max_fill: Opt<Text>,
-}
-
-/// A device: a name (`"ssd-v300"`, `"file:/mnt/x.bin"`, `"my.toml"`) or a table
-/// `{ device = "...", params = { key = value }, label = "..." }`.
-struct RawDevice {
-    device: String,
-    params: toml::Table,
-    label: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawDeviceTable {
-    device: String,
-    #[serde(default)]
-    params: toml::Table,
-    label: Option<String>,
-}
-
-impl<'de> Deserialize<'de> for RawDevice {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = RawDevice;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a device name or a table { device = \"...\", params = { ... } }")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<RawDevice, E> {
-                Ok(RawDevice {
-                    device: v.to_string(),
-                    params: toml::Table::new(),
-                    label: None,
-                })
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                map: A,
-            ) -> std::result::Result<RawDevice, A::Error> {
-                let t = RawDeviceTable::deserialize(serde::de::value::MapAccessDeserializer::new(
-                    map,
-                ))?;
-                Ok(RawDevice {
-                    device: t.device,
-                    params: t.params,
-                    label: t.label,
-                })
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawWorkload {
-    kind: S<String>,
-    name: Opt<String>,
-    area: Opt<Text>,
-    queries: Opt<i64>,
-    aspect: Opt<f64>,
-    windows: Opt<String>,
-    seed: Opt<i64>,
-    predicate: Opt<String>,
-    refine: Opt<bool>,
-    k: Opt<i64>,
-    place: Opt<String>,
-    operations: Opt<i64>,
-    insert: Opt<Text>,
-    delete: Opt<Text>,
-    update: Opt<Text>,
-    query: Opt<Text>,
-}
-
-// ---------------------------------------------------------------------------------------
-// Validation.
+use raw::*;
+use workloads::workloads;
 
 /// The spec file's text, to turn spans into line numbers.
 struct Src<'a> {
@@ -586,11 +409,7 @@ fn dataset(src: &Src, raw: &Spanned<RawDataset>) -> Result<DatasetSpec> {
         }
         (None, Some(g)) => {
             if let Some(s) = &d.skip_invalid {
-                return Err(src.at(
-                    s,
-                    "dataset.skip_invalid",
-                    "applies to dataset files only",
-                ));
+                return Err(src.at(s, "dataset.skip_invalid", "applies to dataset files only"));
             }
             let r = g.get_ref();
             let spec = GenerateSpec {
@@ -623,11 +442,7 @@ fn dataset(src: &Src, raw: &Spanned<RawDataset>) -> Result<DatasetSpec> {
             }
             Ok(DatasetSpec::Generate(spec))
         }
-        (Some(_), Some(_)) => Err(src.at(
-            raw,
-            "dataset",
-            "give either file or generate, not both",
-        )),
+        (Some(_), Some(_)) => Err(src.at(raw, "dataset", "give either file or generate, not both")),
         (None, None) => Err(src.at(
             raw,
             "dataset",
@@ -675,7 +490,11 @@ fn matrix(src: &Src, raw: &Spanned<RawMatrix>) -> Result<Matrix> {
             list.get_ref()
                 .iter()
                 .map(|p| {
-                    let b = src.wrap(p, "matrix.page_size", parse_size("page size", &p.get_ref().0))?;
+                    let b = src.wrap(
+                        p,
+                        "matrix.page_size",
+                        parse_size("page size", &p.get_ref().0),
+                    )?;
                     usize::try_from(b).map_err(|_| src.at(p, "matrix.page_size", "too large"))
                 })
                 .collect::<Result<Vec<_>>>()?
@@ -756,8 +575,14 @@ fn index_choice(src: &Src, raw: &Spanned<RawIndex>) -> Result<IndexChoice> {
         "rtree" => {
             for (v, name) in [
                 (r.reinsert.as_ref().map(|s| s.span()), "reinsert"),
-                (r.reinsert_internal.as_ref().map(|s| s.span()), "reinsert_internal"),
-                (r.reinsert_policy.as_ref().map(|s| s.span()), "reinsert_policy"),
+                (
+                    r.reinsert_internal.as_ref().map(|s| s.span()),
+                    "reinsert_internal",
+                ),
+                (
+                    r.reinsert_policy.as_ref().map(|s| s.span()),
+                    "reinsert_policy",
+                ),
                 (r.candidates.as_ref().map(|s| s.span()), "candidates"),
             ] {
                 if let Some(span) = v {
@@ -813,7 +638,10 @@ fn index_choice(src: &Src, raw: &Spanned<RawIndex>) -> Result<IndexChoice> {
         }
     };
     if let IndexKind::RStar(o) = &kind {
-        for (v, name) in [(o.reinsert_leaf, "reinsert"), (o.reinsert_internal, "reinsert_internal")] {
+        for (v, name) in [
+            (o.reinsert_leaf, "reinsert"),
+            (o.reinsert_internal, "reinsert_internal"),
+        ] {
             if v > 0.5 {
                 return Err(src.at(raw, name, format!("{} % is outside 0-50 %", v * 100.0)));
             }
@@ -887,217 +715,5 @@ fn occupancy(src: &Src, r: &RawOccupancy) -> Result<Occupancy> {
     })
 }
 
-/// Keys each workload kind accepts (besides `kind` and `name`).
-fn allowed(kind: &str) -> &'static [&'static str] {
-    match kind {
-        "construction" => &[],
-        "range" => &["area", "queries", "aspect", "windows", "seed", "predicate", "refine"],
-        "point" => &["queries", "place", "seed", "predicate", "refine"],
-        "knn" => &["k", "queries", "place", "seed", "refine"],
-        "mixed" => &["operations", "insert", "delete", "update", "query", "area", "seed"],
-        _ => &[],
-    }
-}
-
-fn present(w: &RawWorkload) -> Vec<(&'static str, Range<usize>)> {
-    let mut v = Vec::new();
-    macro_rules! p {
-        ($($f:ident),*) => {$(
-            if let Some(x) = &w.$f { v.push((stringify!($f), x.span())); }
-        )*};
-    }
-    p!(area, queries, aspect, windows, seed, predicate, refine, k, place, operations, insert, delete, update, query);
-    v
-}
-
-fn workloads(src: &Src, raw: &RawSpec) -> Result<Vec<Workload>> {
-    let Some(list) = &raw.workload else {
-        return Err(src.at(
-            &raw.name,
-            "workload",
-            "the spec has no [[workload]]; the first must be kind = \"construction\"",
-        ));
-    };
-    let mut out: Vec<Workload> = Vec::new();
-    for (i, w) in list.get_ref().iter().enumerate() {
-        let r = w.get_ref();
-        let kind = r.kind.get_ref().as_str();
-        let key = |k: &str| format!("workload[{i}].{k}");
-        if !["construction", "range", "point", "knn", "mixed"].contains(&kind) {
-            return Err(src.at(
-                &r.kind,
-                &key("kind"),
-                format!("unknown workload '{kind}'; use construction, range, point, knn or mixed"),
-            ));
-        }
-        for (k, span) in present(r) {
-            if !allowed(kind).contains(&k) {
-                return Err(src.err(span, &key(k), format!("does not apply to kind = \"{kind}\"")));
-            }
-        }
-        if (i == 0) != (kind == "construction") {
-            return Err(src.at(
-                &r.kind,
-                &key("kind"),
-                "the first workload, and only the first, must be kind = \"construction\" (queries run on the index it builds)",
-            ));
-        }
-        let seed = src.seed(&r.seed, &key("seed"), 1 + i as u64)?;
-        let queries = match &r.queries {
-            Some(q) => Some(src.count(q, &key("queries"), 1)?),
-            None => None,
-        };
-        let predicate = match &r.predicate {
-            Some(p) => src.wrap(p, &key("predicate"), Predicate::parse(p.get_ref()))?,
-            None => Predicate::Intersects,
-        };
-        let refine = r.refine.as_ref().map(|v| *v.get_ref()).unwrap_or(true);
-        let place = match &r.place {
-            None => Placement::Objects,
-            Some(p) => match p.get_ref().as_str() {
-                "objects" => Placement::Objects,
-                "uniform" => Placement::Uniform,
-                o => {
-                    return Err(src.at(p, &key("place"), format!("unknown placement '{o}'; use objects or uniform")))
-                }
-            },
-        };
-        let area = |default: Option<f64>| -> Result<f64> {
-            match &r.area {
-                Some(a) => {
-                    let v = src.percent(a, &key("area"))?;
-                    if v <= 0.0 {
-                        return Err(src.at(a, &key("area"), "must be more than 0%"));
-                    }
-                    Ok(v)
-                }
-                None => default.ok_or_else(|| src.at(&r.kind, &key("area"), "is required (e.g. area = \"0.01%\")")),
-            }
-        };
-        let wl = match kind {
-            "construction" => Workload::Construction { name: String::new() },
-            "range" => {
-                let windows = match &r.windows {
-                    Some(f) => {
-                        for (k, v) in [("area", r.area.is_some()), ("queries", queries.is_some()), ("aspect", r.aspect.is_some()), ("seed", r.seed.is_some())] {
-                            if v {
-                                return Err(src.at(f, &key(k), "does not apply to windows read from a file"));
-                            }
-                        }
-                        let path = src.path(f.get_ref());
-                        if !path.is_file() {
-                            return Err(src.at(f, &key("windows"), format!("{} does not exist or is not a file", path.display())));
-                        }
-                        Windows::File { path }
-                    }
-                    None => {
-                        let aspect = match &r.aspect {
-                            Some(a) if !(a.get_ref().is_finite() && *a.get_ref() > 0.0) => {
-                                return Err(src.at(a, &key("aspect"), "must be a positive number (width / height)"))
-                            }
-                            Some(a) => *a.get_ref(),
-                            None => 1.0,
-                        };
-                        Windows::Generated {
-                            area: area(None)?,
-                            queries: queries.unwrap_or(100),
-                            aspect,
-                            seed,
-                        }
-                    }
-                };
-                Workload::Range { name: String::new(), windows, predicate, refine }
-            }
-            "point" => Workload::Point {
-                name: String::new(),
-                queries: queries.unwrap_or(100),
-                place,
-                seed,
-                predicate,
-                refine,
-            },
-            "knn" => Workload::Knn {
-                name: String::new(),
-                k: match &r.k {
-                    Some(k) => src.count(k, &key("k"), 1)? as usize,
-                    None => 10,
-                },
-                queries: queries.unwrap_or(100),
-                place,
-                seed,
-                refine,
-            },
-            _ => {
-                let mut shares = [0.0; 4];
-                for (j, (v, k)) in [(&r.insert, "insert"), (&r.delete, "delete"), (&r.update, "update"), (&r.query, "query")].into_iter().enumerate() {
-                    if let Some(v) = v {
-                        shares[j] = src.percent(v, &key(k))?;
-                    }
-                }
-                let total: f64 = shares.iter().sum();
-                if (total - 1.0).abs() > 1e-6 {
-                    return Err(src.at(w, &key("insert"), format!("insert + delete + update + query must be 100%, not {}%", total * 100.0)));
-                }
-                Workload::Mixed {
-                    name: String::new(),
-                    operations: match &r.operations {
-                        Some(o) => src.count(o, &key("operations"), 1)?,
-                        None => 1000,
-                    },
-                    shares,
-                    area: area(Some(0.0001))?,
-                    seed,
-                }
-            }
-        };
-        let name = match &r.name {
-            Some(n) if n.get_ref().trim().is_empty() => {
-                return Err(src.at(n, &key("name"), "must not be empty"))
-            }
-            Some(n) => n.get_ref().trim().to_string(),
-            None => default_name(&wl),
-        };
-        if let Some(dup) = out.iter().find(|o| o.name() == name) {
-            let span = r.name.as_ref().map(|n| n.span()).unwrap_or(w.span());
-            return Err(src.err(span, &key("name"), format!("'{}' names two workloads; give each a distinct name", dup.name())));
-        }
-        out.push(with_name(wl, name));
-    }
-    Ok(out)
-}
-
-fn pct(f: f64) -> String {
-    let p = f * 100.0;
-    let s = format!("{p:.6}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    format!("{s}%")
-}
-
-fn default_name(w: &Workload) -> String {
-    match w {
-        Workload::Construction { .. } => "construction".into(),
-        Workload::Range { windows: Windows::Generated { area, .. }, .. } => format!("range {}", pct(*area)),
-        Workload::Range { windows: Windows::File { path }, .. } => format!(
-            "range {}",
-            path.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default()
-        ),
-        Workload::Point { .. } => "point".into(),
-        Workload::Knn { k, .. } => format!("knn k={k}"),
-        Workload::Mixed { .. } => "mixed".into(),
-    }
-}
-
-fn with_name(mut w: Workload, n: String) -> Workload {
-    match &mut w {
-        Workload::Construction { name }
-        | Workload::Range { name, .. }
-        | Workload::Point { name, .. }
-        | Workload::Knn { name, .. }
-        | Workload::Mixed { name, .. } => *name = n,
-    }
-    w
-}
-
 #[cfg(test)]
-#[path = "spec_tests.rs"]
 mod tests;

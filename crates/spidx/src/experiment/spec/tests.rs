@@ -63,7 +63,10 @@ fn unknown_keys_name_the_key_and_line() {
     assert!(e.contains("line 15") && e.contains("querys"), "{e}");
     let e = err(&GOOD.replace("page_size =", "pagesize ="));
     assert!(e.contains("line 7") && e.contains("pagesize"), "{e}");
-    let e = err(&GOOD.replace("store = [{ kind = \"direct\" }]", "store = [{ kind = \"direkt\" }]"));
+    let e = err(&GOOD.replace(
+        "store = [{ kind = \"direct\" }]",
+        "store = [{ kind = \"direkt\" }]",
+    ));
     assert!(e.contains("line 9") && e.contains("direkt"), "{e}");
 }
 
@@ -93,8 +96,14 @@ fn bad_values_name_the_key_and_line() {
 fn structure_errors() {
     let e = err(&GOOD.replace("kind = \"construction\"", "kind = \"point\""));
     assert!(e.contains("first workload"), "{e}");
-    let e = err(&GOOD.replace("generate = { distribution = \"uniform\", count = 100 }", "file = \"missing.fgb\""));
-    assert!(e.contains("line 4") && e.contains("missing.fgb") && e.contains("does not exist"), "{e}");
+    let e = err(&GOOD.replace(
+        "generate = { distribution = \"uniform\", count = 100 }",
+        "file = \"missing.fgb\"",
+    ));
+    assert!(
+        e.contains("line 4") && e.contains("missing.fgb") && e.contains("does not exist"),
+        "{e}"
+    );
     let e = err("name = \"x\"\n[dataset\n");
     assert!(e.contains("line 2"), "{e}");
 }

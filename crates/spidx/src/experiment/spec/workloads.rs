@@ -1,0 +1,302 @@
+//! Validation of the `[[workload]]` tables: keys that apply to each kind, values, names.
+
+use std::ops::Range;
+
+use super::raw::{RawSpec, RawWorkload};
+use super::{Placement, Src, Windows, Workload};
+use crate::query::Predicate;
+use crate::Result;
+
+/// Keys each workload kind accepts (besides `kind` and `name`).
+fn allowed(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "construction" => &[],
+        "range" => &[
+            "area",
+            "queries",
+            "aspect",
+            "windows",
+            "seed",
+            "predicate",
+            "refine",
+        ],
+        "point" => &["queries", "place", "seed", "predicate", "refine"],
+        "knn" => &["k", "queries", "place", "seed", "refine"],
+        "mixed" => &[
+            "operations",
+            "insert",
+            "delete",
+            "update",
+            "query",
+            "area",
+            "seed",
+        ],
+        _ => &[],
+    }
+}
+
+fn present(w: &RawWorkload) -> Vec<(&'static str, Range<usize>)> {
+    let mut v = Vec::new();
+    macro_rules! p {
+        ($($f:ident),*) => {$(
+            if let Some(x) = &w.$f { v.push((stringify!($f), x.span())); }
+        )*};
+    }
+    p!(
+        area, queries, aspect, windows, seed, predicate, refine, k, place, operations, insert,
+        delete, update, query
+    );
+    v
+}
+
+pub(super) fn workloads(src: &Src, raw: &RawSpec) -> Result<Vec<Workload>> {
+    let Some(list) = &raw.workload else {
+        return Err(src.at(
+            &raw.name,
+            "workload",
+            "the spec has no [[workload]]; the first must be kind = \"construction\"",
+        ));
+    };
+    let mut out: Vec<Workload> = Vec::new();
+    for (i, w) in list.get_ref().iter().enumerate() {
+        let r = w.get_ref();
+        let kind = r.kind.get_ref().as_str();
+        let key = |k: &str| format!("workload[{i}].{k}");
+        if !["construction", "range", "point", "knn", "mixed"].contains(&kind) {
+            return Err(src.at(
+                &r.kind,
+                &key("kind"),
+                format!("unknown workload '{kind}'; use construction, range, point, knn or mixed"),
+            ));
+        }
+        for (k, span) in present(r) {
+            if !allowed(kind).contains(&k) {
+                return Err(src.err(
+                    span,
+                    &key(k),
+                    format!("does not apply to kind = \"{kind}\""),
+                ));
+            }
+        }
+        if (i == 0) != (kind == "construction") {
+            return Err(src.at(
+                &r.kind,
+                &key("kind"),
+                "the first workload, and only the first, must be kind = \"construction\" (queries run on the index it builds)",
+            ));
+        }
+        let seed = src.seed(&r.seed, &key("seed"), 1 + i as u64)?;
+        let queries = match &r.queries {
+            Some(q) => Some(src.count(q, &key("queries"), 1)?),
+            None => None,
+        };
+        let predicate = match &r.predicate {
+            Some(p) => src.wrap(p, &key("predicate"), Predicate::parse(p.get_ref()))?,
+            None => Predicate::Intersects,
+        };
+        let refine = r.refine.as_ref().map(|v| *v.get_ref()).unwrap_or(true);
+        let place = match &r.place {
+            None => Placement::Objects,
+            Some(p) => match p.get_ref().as_str() {
+                "objects" => Placement::Objects,
+                "uniform" => Placement::Uniform,
+                o => {
+                    return Err(src.at(
+                        p,
+                        &key("place"),
+                        format!("unknown placement '{o}'; use objects or uniform"),
+                    ))
+                }
+            },
+        };
+        let area = |default: Option<f64>| -> Result<f64> {
+            match &r.area {
+                Some(a) => {
+                    let v = src.percent(a, &key("area"))?;
+                    if v <= 0.0 {
+                        return Err(src.at(a, &key("area"), "must be more than 0%"));
+                    }
+                    Ok(v)
+                }
+                None => default.ok_or_else(|| {
+                    src.at(&r.kind, &key("area"), "is required (e.g. area = \"0.01%\")")
+                }),
+            }
+        };
+        let wl = match kind {
+            "construction" => Workload::Construction {
+                name: String::new(),
+            },
+            "range" => {
+                let windows = match &r.windows {
+                    Some(f) => {
+                        for (k, v) in [
+                            ("area", r.area.is_some()),
+                            ("queries", queries.is_some()),
+                            ("aspect", r.aspect.is_some()),
+                            ("seed", r.seed.is_some()),
+                        ] {
+                            if v {
+                                return Err(src.at(
+                                    f,
+                                    &key(k),
+                                    "does not apply to windows read from a file",
+                                ));
+                            }
+                        }
+                        let path = src.path(f.get_ref());
+                        if !path.is_file() {
+                            return Err(src.at(
+                                f,
+                                &key("windows"),
+                                format!("{} does not exist or is not a file", path.display()),
+                            ));
+                        }
+                        Windows::File { path }
+                    }
+                    None => {
+                        let aspect = match &r.aspect {
+                            Some(a) if !(a.get_ref().is_finite() && *a.get_ref() > 0.0) => {
+                                return Err(src.at(
+                                    a,
+                                    &key("aspect"),
+                                    "must be a positive number (width / height)",
+                                ))
+                            }
+                            Some(a) => *a.get_ref(),
+                            None => 1.0,
+                        };
+                        Windows::Generated {
+                            area: area(None)?,
+                            queries: queries.unwrap_or(100),
+                            aspect,
+                            seed,
+                        }
+                    }
+                };
+                Workload::Range {
+                    name: String::new(),
+                    windows,
+                    predicate,
+                    refine,
+                }
+            }
+            "point" => Workload::Point {
+                name: String::new(),
+                queries: queries.unwrap_or(100),
+                place,
+                seed,
+                predicate,
+                refine,
+            },
+            "knn" => Workload::Knn {
+                name: String::new(),
+                k: match &r.k {
+                    Some(k) => src.count(k, &key("k"), 1)? as usize,
+                    None => 10,
+                },
+                queries: queries.unwrap_or(100),
+                place,
+                seed,
+                refine,
+            },
+            _ => {
+                let mut shares = [0.0; 4];
+                for (j, (v, k)) in [
+                    (&r.insert, "insert"),
+                    (&r.delete, "delete"),
+                    (&r.update, "update"),
+                    (&r.query, "query"),
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    if let Some(v) = v {
+                        shares[j] = src.percent(v, &key(k))?;
+                    }
+                }
+                let total: f64 = shares.iter().sum();
+                if (total - 1.0).abs() > 1e-6 {
+                    return Err(src.at(
+                        w,
+                        &key("insert"),
+                        format!(
+                            "insert + delete + update + query must be 100%, not {}%",
+                            total * 100.0
+                        ),
+                    ));
+                }
+                Workload::Mixed {
+                    name: String::new(),
+                    operations: match &r.operations {
+                        Some(o) => src.count(o, &key("operations"), 1)?,
+                        None => 1000,
+                    },
+                    shares,
+                    area: area(Some(0.0001))?,
+                    seed,
+                }
+            }
+        };
+        let name = match &r.name {
+            Some(n) if n.get_ref().trim().is_empty() => {
+                return Err(src.at(n, &key("name"), "must not be empty"))
+            }
+            Some(n) => n.get_ref().trim().to_string(),
+            None => default_name(&wl),
+        };
+        if let Some(dup) = out.iter().find(|o| o.name() == name) {
+            let span = r.name.as_ref().map(|n| n.span()).unwrap_or(w.span());
+            return Err(src.err(
+                span,
+                &key("name"),
+                format!(
+                    "'{}' names two workloads; give each a distinct name",
+                    dup.name()
+                ),
+            ));
+        }
+        out.push(with_name(wl, name));
+    }
+    Ok(out)
+}
+
+fn pct(f: f64) -> String {
+    let p = f * 100.0;
+    let s = format!("{p:.6}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}%")
+}
+
+fn default_name(w: &Workload) -> String {
+    match w {
+        Workload::Construction { .. } => "construction".into(),
+        Workload::Range {
+            windows: Windows::Generated { area, .. },
+            ..
+        } => format!("range {}", pct(*area)),
+        Workload::Range {
+            windows: Windows::File { path },
+            ..
+        } => format!(
+            "range {}",
+            path.file_name()
+                .map(|f| f.to_string_lossy().to_string())
+                .unwrap_or_default()
+        ),
+        Workload::Point { .. } => "point".into(),
+        Workload::Knn { k, .. } => format!("knn k={k}"),
+        Workload::Mixed { .. } => "mixed".into(),
+    }
+}
+
+fn with_name(mut w: Workload, n: String) -> Workload {
+    match &mut w {
+        Workload::Construction { name }
+        | Workload::Range { name, .. }
+        | Workload::Point { name, .. }
+        | Workload::Knn { name, .. }
+        | Workload::Mixed { name, .. } => *name = n,
+    }
+    w
+}
