@@ -137,6 +137,13 @@ fn bars(
         .configure_mesh()
         .disable_x_mesh()
         .y_desc(y_label)
+        .y_label_formatter(&|v| {
+            if ymax >= 100.0 {
+                format!("{v:.0}")
+            } else {
+                format!("{v:.3}")
+            }
+        })
         .x_labels(n + 1)
         .x_label_formatter(&|v| match v {
             SegmentValue::CenterOf(i) => groups.get(*i).cloned().unwrap_or_default(),
@@ -144,7 +151,10 @@ fn bars(
         })
         .draw()
         .map_err(|e| draw(&e))?;
-    let seg_px = chart.plotting_area().dim_in_pixel().0 as f64 / n as f64;
+    // The width of one group in pixels, from the coordinate mapping itself.
+    let seg_px = (chart.backend_coord(&(SegmentValue::Exact(1), 0.0)).0
+        - chart.backend_coord(&(SegmentValue::Exact(0), 0.0)).0)
+        .max(1) as f64;
     let k = series.len().max(1) as f64;
     let slot = seg_px * 0.8 / k;
     for (j, name) in series.iter().enumerate() {

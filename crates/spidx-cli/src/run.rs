@@ -106,6 +106,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     let todo: Vec<_> = exp.runs.iter().filter(|r| !done.contains(&r.key)).collect();
     let machine = serde_json::to_string(&Machine::detect())?;
     let dataset_json = serde_json::to_string(&exp.spec.dataset)?;
+    remove_stale_scratch();
     let shown = Shown::new(a.quiet, todo.len() as u64);
     shown.line(&format!(
         "experiment '{}': {} objects ({:.1} s to load), {} runs ({} already done), {} workloads each; results in {}",
@@ -267,4 +268,26 @@ fn print_summary(
         "elapsed: construction = one-by-one insertion; queries = sum over queries of each query's mean over {} repetitions",
         exp.spec.protocol.repetitions
     );
+}
+
+/// Removes the scratch directories (`spidx-run-PID-N` in the temporary directory) that
+/// killed invocations left behind: those whose process no longer exists.
+fn remove_stale_scratch() {
+    let tmp = std::env::temp_dir();
+    let Ok(entries) = std::fs::read_dir(&tmp) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let Some(pid) = name
+            .strip_prefix("spidx-run-")
+            .and_then(|r| r.split_once('-'))
+            .and_then(|(p, _)| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
