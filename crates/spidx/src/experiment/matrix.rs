@@ -18,7 +18,7 @@ pub struct RunConfig {
     pub ordinal: usize,
     /// Readable name, unique in the experiment.
     pub name: String,
-    /// Hash of the configuration (hex), stable across invocations.
+    /// Hash of the name and configuration (hex), stable across invocations.
     pub key: String,
     /// The index's label, e.g. `R*-tree 30%`.
     pub index_label: String,
@@ -108,7 +108,7 @@ pub fn expand(spec: &Spec, dims: usize) -> Result<Vec<RunConfig>> {
                                 })?;
                                 runs.push(RunConfig {
                                     ordinal: runs.len(),
-                                    key: fingerprint(&options),
+                                    key: fingerprint(&(&name, &options)),
                                     name,
                                     index_label: index.label.clone(),
                                     device_label: device.label.clone(),

@@ -252,12 +252,6 @@ fn query_metrics(rep: &QueryReport) -> Metrics {
     ]);
     m.extend(protocol::flatten("filter", &rep.filter));
     m.extend(protocol::flatten("refinement", &rep.refinement));
-    let mut dev = protocol::flatten("device", &rep.filter.device);
-    protocol::accumulate(
-        &mut dev,
-        &protocol::flatten("device", &rep.refinement.device),
-    );
-    m.extend(dev);
     m.extend(protocol::flatten(
         "node_reads_per_level",
         &rep.node_reads_per_level,
@@ -296,6 +290,18 @@ fn measure<const D: usize>(
         }
         let after = protocol::flatten("store", &idx.tree().store().report());
         let mut mean = protocol::mean(&reps);
+        // The device counters of both phases together, from the phases' own (once per query).
+        let both: Vec<Metrics> = ["filter.device.", "refinement.device."]
+            .iter()
+            .map(|p| {
+                mean.iter()
+                    .filter_map(|(k, v)| k.strip_prefix(p).map(|r| (format!("device.{r}"), *v)))
+                    .collect()
+            })
+            .collect();
+        for d in &both {
+            protocol::accumulate(&mut mean, d);
+        }
         mean.extend(store_delta(&before, &after, protocol.repetitions as f64));
         means.push(mean.get("elapsed_s").copied().unwrap_or(0.0));
         device_means.push(mean.get("device_s").copied().unwrap_or(0.0));
