@@ -61,6 +61,7 @@ impl Shown {
             .expect("valid template")
             .progress_chars("=> "),
         );
+        overall.enable_steady_tick(std::time::Duration::from_millis(500));
         let run = multi.add(ProgressBar::new(1));
         run.set_style(
             ProgressStyle::with_template("  {msg:<22} {bar:30} {pos}/{len} ({per_sec})")
