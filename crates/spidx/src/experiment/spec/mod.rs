@@ -4,6 +4,9 @@
 //! (`toml::Spanned`) and reject unknown keys (`deny_unknown_fields`); every value is then
 //! checked and turned into the typed [`Spec`]. Every error names the file, the line and the
 //! key, so a typo fails at once, before any dataset is read or any index built.
+//!
+//! This file holds the typed spec and the checks of the dataset, protocol and matrix tables;
+//! `raw` the spanned structures as written; `workloads` the checks of `[[workload]]` tables.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
