@@ -243,6 +243,11 @@ impl NodeLayout {
         }
     }
 
+    /// The entry count a (verified) page's header holds, whatever the dimensions.
+    pub fn entry_count(&self, page: &[u8]) -> usize {
+        NodeView::<1>::raw_count(self, page)
+    }
+
     /// An in-place view of a (verified) page.
     #[inline]
     pub fn view<'a, const D: usize>(&self, page: &'a [u8]) -> NodeView<'a, D> {
