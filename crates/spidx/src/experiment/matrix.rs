@@ -5,9 +5,12 @@
 
 use serde::Serialize;
 
+use std::collections::BTreeMap;
+
 use super::spec::Spec;
 use crate::node::{Capacity, NodeLayout, Occupancy};
 use crate::spatial::IndexOptions;
+use crate::store::StoreConfig;
 use crate::units::format_size;
 use crate::{Error, Result};
 
@@ -66,16 +69,17 @@ fn occupancy_label(o: &Occupancy) -> String {
 /// `dims` dimensions.
 pub fn expand(spec: &Spec, dims: usize) -> Result<Vec<RunConfig>> {
     let m = &spec.matrix;
+    let store_labels = store_labels(&m.store);
     let mut runs = Vec::new();
     for index in &m.index {
-        for store in &m.store {
+        for (si, store) in m.store.iter().enumerate() {
             for &page_size in &m.page_size {
                 for occupancy in &m.occupancy {
                     for &layout in &m.layout {
                         for buffer in &m.buffer {
                             for device in &m.device {
                                 let mut parts = Vec::new();
-                                let store_label = store.label();
+                                let store_label = &store_labels[si];
                                 parts.push(if store_label.is_empty() {
                                     index.label.clone()
                                 } else {
@@ -143,4 +147,53 @@ fn validate(o: &IndexOptions, dims: usize) -> Result<()> {
     o.buffer.capacity_pages(o.page_size)?;
     o.store.validate(o.page_size)?;
     o.device.validate()
+}
+
+/// Each store's label in run names: the store's own label (`FAST`, empty for direct),
+/// followed, when several stores of the matrix share it, by the options that tell them
+/// apart (`FAST write_buffer=512KB`).
+fn store_labels(stores: &[StoreConfig]) -> Vec<String> {
+    let fields = |s: &StoreConfig| -> BTreeMap<String, String> {
+        match serde_json::to_value(s) {
+            Ok(serde_json::Value::Object(m)) => m
+                .into_iter()
+                .filter(|(k, _)| k != "kind")
+                .map(|(k, v)| {
+                    let v = match v {
+                        serde_json::Value::String(s) => s,
+                        serde_json::Value::Number(n)
+                            if (k.contains("buffer") || k.contains("size"))
+                                && n.as_u64().is_some_and(|b| b >= 1024) =>
+                        {
+                            format_size(n.as_u64().unwrap_or(0))
+                        }
+                        other => other.to_string(),
+                    };
+                    (k, v)
+                })
+                .collect(),
+            _ => BTreeMap::new(),
+        }
+    };
+    stores
+        .iter()
+        .map(|s| {
+            let label = s.label();
+            let same: Vec<&StoreConfig> = stores.iter().filter(|o| o.label() == label).collect();
+            if same.len() < 2 {
+                return label;
+            }
+            let mine = fields(s);
+            let differing: Vec<String> = mine
+                .iter()
+                .filter(|(k, v)| same.iter().any(|o| fields(o).get(*k) != Some(*v)))
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            if differing.is_empty() {
+                label
+            } else {
+                format!("{label} {}", differing.join(" "))
+            }
+        })
+        .collect()
 }

@@ -107,3 +107,34 @@ fn structure_errors() {
     let e = err("name = \"x\"\n[dataset\n");
     assert!(e.contains("line 2"), "{e}");
 }
+
+#[test]
+fn stores_come_from_the_store_table_and_names_tell_them_apart() {
+    let text = GOOD.replace(
+        "store = [{ kind = \"direct\" }]",
+        "store = [{ kind = \"direct\" }, { kind = \"fast\", write_buffer = \"256KB\", flushing_unit = 4, flush_policy = \"fast-star\" }, { kind = \"fast\", write_buffer = \"512KB\", flushing_unit = 4, flush_policy = \"fast-star\" }]",
+    );
+    let s = parse_str(&text).unwrap();
+    assert_eq!(s.matrix.store.len(), 3);
+    let runs = super::super::matrix::expand(&s, 2).unwrap();
+    assert_eq!(runs.len(), 24);
+    let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
+    assert!(
+        names.contains(&"R-tree (linear) · 2KB · ssd-v300"),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"FAST write_buffer=256KB R-tree (linear) · 2KB · ssd-v300"),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"FAST write_buffer=512KB R*-tree 30% · 4KB · hdd qd2"),
+        "{names:?}"
+    );
+    // A store option that does not exist is an error at its line.
+    let e = err(&text.replace(
+        "flushing_unit = 4, flush_policy = \"fast-star\" }]",
+        "flushing_unit = 4, flush_polcy = \"fast-star\" }]",
+    ));
+    assert!(e.contains("line 9") && e.contains("flush_polcy"), "{e}");
+}
