@@ -9,6 +9,7 @@ use spidx::device::DeviceSpec;
 use spidx::index::{IndexKind, RStarOptions, ReinsertPolicy, SplitAlgorithm};
 use spidx::node::{LayoutKind, Occupancy};
 use spidx::spatial::IndexOptions;
+use spidx::store::log::LogSync;
 use spidx::store::StoreConfig;
 use spidx::units::{parse_percent, parse_size};
 
@@ -54,9 +55,25 @@ pub struct IndexArgs {
     /// Page buffer: none, or lru|hlru|s2q|2q:SIZE (e.g. lru:512KB).
     #[arg(long, default_value = "none")]
     pub buffer: String,
-    /// Node store: direct (changes written in place).
+    /// Node store: direct (changes written in place) or fast (FAST: write buffer, flushing
+    /// units, log; needs --write-buffer, --flushing-unit and --flush-policy).
     #[arg(long, default_value = "direct")]
     pub store: String,
+    /// FAST: write buffer capacity, e.g. 512KB.
+    #[arg(long)]
+    pub write_buffer: Option<String>,
+    /// FAST: nodes per flushing unit (consecutive pages written together), e.g. 5.
+    #[arg(long)]
+    pub flushing_unit: Option<u32>,
+    /// FAST: flushing policy: flush-all, random, fast or fast-star.
+    #[arg(long)]
+    pub flush_policy: Option<String>,
+    /// FAST: bytes of the device given to the log (default 16 x the write buffer, >= 1MB).
+    #[arg(long)]
+    pub log_size: Option<String>,
+    /// FAST: log durability: each-op (default), group:N or none.
+    #[arg(long)]
+    pub log_sync: Option<String>,
     /// Device: a preset (see `spidx devices`), file:PATH, or a device .toml file.
     #[arg(long, default_value = "memory")]
     pub device: String,
@@ -66,6 +83,57 @@ pub struct IndexArgs {
 }
 
 impl IndexArgs {
+    /// The node store and its options; FAST's options are errors with another store.
+    fn store_config(&self) -> Result<StoreConfig> {
+        let fast_flags = [
+            (self.write_buffer.is_some(), "--write-buffer"),
+            (self.flushing_unit.is_some(), "--flushing-unit"),
+            (self.flush_policy.is_some(), "--flush-policy"),
+            (self.log_size.is_some(), "--log-size"),
+            (self.log_sync.is_some(), "--log-sync"),
+        ];
+        match self.store.as_str() {
+            "direct" => {
+                if let Some((_, name)) = fast_flags.iter().find(|(set, _)| *set) {
+                    bail!("{name} applies to --store fast only");
+                }
+                Ok(StoreConfig::Direct)
+            }
+            "fast" => {
+                let missing: Vec<&str> = fast_flags[..3]
+                    .iter()
+                    .filter(|(set, _)| !set)
+                    .map(|(_, n)| *n)
+                    .collect();
+                if !missing.is_empty() {
+                    bail!(
+                        "--store fast needs {} (e.g. --write-buffer 512KB --flushing-unit 5 \
+                         --flush-policy fast-star)",
+                        missing.join(", ")
+                    );
+                }
+                Ok(StoreConfig::Fast {
+                    write_buffer: parse_size(
+                        "--write-buffer",
+                        self.write_buffer.as_deref().expect("checked"),
+                    )?,
+                    flushing_unit: self.flushing_unit.expect("checked"),
+                    flush_policy: self.flush_policy.as_deref().expect("checked").parse()?,
+                    log_size: self
+                        .log_size
+                        .as_deref()
+                        .map(|s| parse_size("--log-size", s))
+                        .transpose()?,
+                    log_sync: match &self.log_sync {
+                        Some(s) => s.parse()?,
+                        None => LogSync::EachOp,
+                    },
+                })
+            }
+            other => bail!("unknown store '{other}'; use direct or fast"),
+        }
+    }
+
     /// Validates everything and builds the index options.
     pub fn options(&self) -> Result<IndexOptions> {
         let kind = match self.index.as_str() {
@@ -129,10 +197,7 @@ impl IndexArgs {
             internal_max: max,
         };
         let buffer: CacheConfig = self.buffer.parse()?;
-        let store = match self.store.as_str() {
-            "direct" => StoreConfig::Direct,
-            other => bail!("unknown store '{other}'; use direct"),
-        };
+        let store = self.store_config()?;
         let device = DeviceSpec::new(&self.device)
             .with_params(&self.device_params)?
             .resolve()?;

@@ -8,6 +8,7 @@ mod devices;
 mod index_args;
 mod iotest;
 mod query;
+mod recover;
 mod report;
 mod results;
 mod run;
@@ -46,6 +47,8 @@ enum Command {
     Results(results::ResultsCmd),
     /// Write an HTML report with charts and tables from a results database.
     Report(report::ReportArgs),
+    /// Reopen an index after a crash: replay its store's log, check it, report.
+    Recover(recover::RecoverArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run::run(a),
         Command::Results(c) => results::run(c),
         Command::Report(a) => report::run(a),
+        Command::Recover(a) => recover::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
