@@ -8,6 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::direct::DirectStore;
+use super::efind::{EfindConfig, EfindStats, EfindStore};
 use super::{NodeChange, NodePage, NodeStore, StoreStats, TreeMeta};
 use crate::cache::{CacheConfig, CacheStats, PageCache};
 use crate::device::Device;
@@ -24,6 +25,9 @@ pub enum StoreConfig {
     /// Every change written in place at once (the plain disk-based tree).
     #[default]
     Direct,
+    /// eFIND: write buffer, read buffer, flushing policies, temporal control
+    /// (see [`super::efind`]).
+    Efind(EfindConfig),
 }
 
 impl StoreConfig {
@@ -31,6 +35,7 @@ impl StoreConfig {
     pub fn validate(&self, _page_size: usize) -> Result<()> {
         match self {
             StoreConfig::Direct => Ok(()),
+            StoreConfig::Efind(c) => c.resolve(_page_size).map(|_| ()),
         }
     }
 
@@ -38,6 +43,7 @@ impl StoreConfig {
     pub fn label(&self) -> String {
         match self {
             StoreConfig::Direct => String::new(),
+            StoreConfig::Efind(c) => c.label(),
         }
     }
 
@@ -61,6 +67,15 @@ impl StoreConfig {
                     header.as_deref(),
                 )?))
             }
+            StoreConfig::Efind(c) => {
+                let header = dir.map(|d| d.join(STORE_HEADER));
+                Ok(AnyStore::Efind(EfindStore::create(
+                    cache,
+                    layout,
+                    c,
+                    header.as_deref(),
+                )?))
+            }
         }
     }
 
@@ -80,6 +95,12 @@ impl StoreConfig {
                 layout,
                 &dir.join(STORE_HEADER),
             )?)),
+            StoreConfig::Efind(c) => Ok(AnyStore::Efind(EfindStore::open(
+                cache,
+                layout,
+                c,
+                &dir.join(STORE_HEADER),
+            )?)),
         }
     }
 }
@@ -95,12 +116,17 @@ pub struct StoreReport {
     pub pages_in_use: u64,
     /// The page buffer between the store and the device.
     pub cache: CacheStats,
+    /// eFIND's counters (eFIND stores only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efind: Option<EfindStats>,
 }
 
 /// A node store chosen at run time. See the module documentation.
 pub enum AnyStore {
     /// The direct store.
     Direct(DirectStore),
+    /// The eFIND store.
+    Efind(EfindStore),
 }
 
 /// Calls `$body` with `$s` bound to the store inside `$self`, whatever its kind.
@@ -108,6 +134,7 @@ macro_rules! dispatch {
     ($self:expr, $s:ident => $body:expr) => {
         match $self {
             AnyStore::Direct($s) => $body,
+            AnyStore::Efind($s) => $body,
         }
     };
 }
@@ -121,13 +148,19 @@ impl AnyStore {
     /// Empties the store's read caches and the device's (between query repetitions).
     /// Buffered changes not yet written stay: they are part of the index, not a cache.
     pub fn drop_caches(&mut self) -> Result<()> {
-        dispatch!(self, s => s.cache_mut().drop_caches())
+        match self {
+            AnyStore::Direct(s) => s.cache_mut().drop_caches(),
+            AnyStore::Efind(s) => s.drop_caches(),
+        }
     }
 
     /// Writes every buffered change to the device (at the end of a workload), so the
     /// cost of emptying a write buffer can be measured apart from the workload's.
     pub fn write_back(&mut self) -> Result<()> {
-        dispatch!(self, s => s.cache_mut().sync())
+        match self {
+            AnyStore::Direct(s) => s.cache_mut().sync(),
+            AnyStore::Efind(s) => s.write_back(),
+        }
     }
 
     /// Node pages allocated and not freed.
@@ -143,6 +176,14 @@ impl AnyStore {
                 nodes: NodeStore::<2>::stats(s),
                 pages_in_use: s.pages_in_use(),
                 cache: s.cache().stats(),
+                efind: None,
+            },
+            AnyStore::Efind(s) => StoreReport {
+                kind: "efind".into(),
+                nodes: NodeStore::<2>::stats(s),
+                pages_in_use: s.pages_in_use(),
+                cache: s.cache().stats(),
+                efind: Some(s.efind_stats()),
             },
         }
     }

@@ -7,6 +7,7 @@
 
 pub mod any;
 pub mod direct;
+pub mod efind;
 
 pub use any::{AnyStore, StoreConfig, StoreReport};
 
