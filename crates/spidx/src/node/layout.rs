@@ -234,6 +234,11 @@ impl NodeLayout {
         Ok(())
     }
 
+    /// The entry count of a (verified) page, whatever the number of dimensions.
+    pub fn entry_count(&self, page: &[u8]) -> usize {
+        NodeView::<1>::raw_count(self, page)
+    }
+
     /// Decodes a page (after [`Self::verify`]) into an owned node.
     pub fn decode<const D: usize>(&self, page: &[u8]) -> Node<D> {
         let v = self.view::<D>(page);

@@ -280,7 +280,7 @@ impl EfindStore {
         let page = self
             .cache
             .read_checked(id, level, |bytes| layout.verify(bytes, id))?;
-        let len = layout.view::<1>(&page).len() as u32;
+        let len = layout.entry_count(&page) as u32;
         self.remember_len(id, len);
         let _ = self.rb.insert(id, level, page.clone());
         Ok(page)
@@ -346,7 +346,7 @@ impl EfindStore {
                     self.estats.length_reads += 1;
                 }
                 let page = self.stored_page(id, level)?;
-                self.layout.view::<1>(&page).len() as u32
+                self.layout.entry_count(&page) as u32
             }
         };
         Ok(BufNode::modified(level, 0, len))
