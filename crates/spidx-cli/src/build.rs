@@ -210,4 +210,16 @@ fn print_human(v: &serde_json::Value, c: &PhaseReport) {
         "tree      {} splits, {} forced reinsertions",
         v["tree"]["splits"], v["tree"]["forced_reinserts"]
     );
+    let e = &v["store"]["efind"];
+    if !e.is_null() {
+        println!(
+            "eFIND     {} flushes, {} nodes flushed ({} unnecessary), read buffer {} hits / {} faults, {} forced in",
+            e["flushes"],
+            e["flushed_nodes"],
+            e["unnecessary_flushes"],
+            e["read_buffer"]["hits"],
+            e["read_buffer"]["misses"],
+            e["forced_into_read_buffer"]
+        );
+    }
 }

@@ -12,6 +12,8 @@ use spidx::spatial::IndexOptions;
 use spidx::store::StoreConfig;
 use spidx::units::{parse_percent, parse_size};
 
+use crate::store_args::StoreArgs;
+
 /// Index, page, buffer and device options.
 #[derive(Args, Debug)]
 pub struct IndexArgs {
@@ -54,9 +56,12 @@ pub struct IndexArgs {
     /// Page buffer: none, or lru|hlru|s2q|2q:SIZE (e.g. lru:512KB).
     #[arg(long, default_value = "none")]
     pub buffer: String,
-    /// Node store: direct (changes written in place).
+    /// Node store: direct (changes written in place) or efind (see the eFIND flags).
     #[arg(long, default_value = "direct")]
     pub store: String,
+    /// Options of the flash-aware stores.
+    #[command(flatten)]
+    pub store_args: StoreArgs,
     /// Device: a preset (see `spidx devices`), file:PATH, or a device .toml file.
     #[arg(long, default_value = "memory")]
     pub device: String,
@@ -129,10 +134,8 @@ impl IndexArgs {
             internal_max: max,
         };
         let buffer: CacheConfig = self.buffer.parse()?;
-        let store = match self.store.as_str() {
-            "direct" => StoreConfig::Direct,
-            other => bail!("unknown store '{other}'; use direct"),
-        };
+        let store: StoreConfig = self.store_args.store(&self.store)?;
+        store.validate(page_size)?;
         let device = DeviceSpec::new(&self.device)
             .with_params(&self.device_params)?
             .resolve()?;

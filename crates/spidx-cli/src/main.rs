@@ -8,6 +8,7 @@ mod devices;
 mod index_args;
 mod iotest;
 mod query;
+mod store_args;
 
 use std::process::ExitCode;
 
