@@ -5,6 +5,8 @@
 //! returns the inner device with exactly what had been persisted, for recovery to open.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use super::stats::DeviceStats;
 use super::{check_request, Device, SECTOR};
@@ -25,6 +27,8 @@ pub struct CrashDevice {
     cut: u64,
     tear: Tear,
     writes: u64,
+    /// Write requests seen, shared with [`CrashWatch`]es.
+    seen: Arc<AtomicU64>,
     /// Pages written after the cut, as the running program sees them.
     volatile: HashMap<u64, Box<[u8]>>,
 }
@@ -38,7 +42,18 @@ impl CrashDevice {
             cut,
             tear,
             writes: 0,
+            seen: Arc::new(AtomicU64::new(0)),
             volatile: HashMap::new(),
+        }
+    }
+
+    /// A handle that tells whether the cut has happened, usable after the device was
+    /// handed to a store (tests use it to know which operations were acknowledged before
+    /// the power cut).
+    pub fn watch(&self) -> CrashWatch {
+        CrashWatch {
+            seen: Arc::clone(&self.seen),
+            cut: self.cut,
         }
     }
 
@@ -55,6 +70,25 @@ impl CrashDevice {
     /// The power goes off: everything not persisted is lost; returns the medium.
     pub fn power_off(self) -> Box<dyn Device> {
         self.inner
+    }
+}
+
+/// Observes a [`CrashDevice`] from outside (see [`CrashDevice::watch`]).
+#[derive(Debug, Clone)]
+pub struct CrashWatch {
+    seen: Arc<AtomicU64>,
+    cut: u64,
+}
+
+impl CrashWatch {
+    /// Whether the power cut has happened (the device received its `cut`-th write).
+    pub fn is_cut(&self) -> bool {
+        self.seen.load(Ordering::Relaxed) > self.cut
+    }
+
+    /// Write requests the device has received so far.
+    pub fn writes(&self) -> u64 {
+        self.seen.load(Ordering::Relaxed)
     }
 }
 
@@ -83,6 +117,7 @@ impl Device for CrashDevice {
         check_request(page, data.len(), ps, self.capacity_pages())?;
         let n = self.writes;
         self.writes += 1;
+        self.seen.store(self.writes, Ordering::Relaxed);
         if n < self.cut {
             return self.inner.write(page, data);
         }

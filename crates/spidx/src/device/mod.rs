@@ -20,6 +20,7 @@ pub mod memory;
 pub mod pages;
 pub mod partition;
 pub mod preset;
+pub mod shared;
 pub mod spec;
 pub mod ssd;
 pub mod stats;

@@ -8,6 +8,7 @@
 pub mod any;
 pub mod direct;
 pub mod efind;
+pub mod log;
 
 pub use any::{AnyStore, StoreConfig, StoreReport};
 

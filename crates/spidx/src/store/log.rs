@@ -1,0 +1,647 @@
+//! The shared write-ahead log of the flash-aware stores (FAST, eFIND; `DESIGN.md` section
+//! 6). It sits between a store and the [`Device`]: the store hands it opaque payloads
+//! (the log never looks inside them) and the log writes them sequentially into its own
+//! region of the device, so its writes and syncs are counted and timed like any other I/O.
+//!
+//! # Layout
+//! The log owns a whole device (usually a [`Partition`](crate::device::partition::Partition)
+//! carved from the end of a node partition) of `P >= 4` pages:
+//! * pages 0 and 1: the headers of regions 0 and 1 (`magic "SPIDXLOG"`, version, region,
+//!   generation, page size, region pages, CRC-32);
+//! * two equal data regions of `(P - 2) / 2` pages. The region whose header is valid and has
+//!   the highest generation is the live log.
+//!
+//! # Records
+//! The live region holds a byte stream of records `[len u32][gen u32][kind u32][crc u32]
+//! [payload]`. `kind` is a data record or a commit marker. The CRC-32 is *chained*: it
+//! covers the previous record's CRC (for the first record, a seed made of the generation,
+//! the region and a nonce chosen when the log was created), the first three fields and the
+//! payload. Records carry the low 32 bits of the region's generation. Together, stale
+//! records left in a region by an older generation, an older crashed compaction or an older
+//! log on the same device are never read as a continuation of the live stream.
+//!
+//! # Operations and durability
+//! Records [`append`](Log::append)ed during an operation become valid only with the
+//! operation's commit marker ([`commit`](Log::commit)): recovery never replays half an
+//! operation. When a commit is durable depends on [`LogSync`]:
+//! * `each-op`: every commit writes the log's tail pages and syncs the device; an operation
+//!   is acknowledged (survives any later crash) when `commit` returns;
+//! * `group:N`: every N-th commit writes and syncs; an operation is acknowledged once the
+//!   group it belongs to has been synced (at most N − 1 acknowledged-to-the-caller operations
+//!   can be lost by a crash; [`LogStats::unsynced_commits`] says how many are pending);
+//! * `none`: only full log pages are written, never synced; nothing is guaranteed, but what
+//!   reached the device is still recovered up to the last complete operation.
+//!
+//! [`sync`](Log::sync) forces everything out (stores call it at checkpoints and before
+//! writing pages in place whose recovery depends on logged records).
+//!
+//! # Recovery
+//! [`Log::open`] reads both headers, scans the live region and returns the payloads of every
+//! committed operation in order ([`Recovered`]). A truncated, torn or corrupted tail is not
+//! an error: the scan stops at the first invalid record, and what was dropped (uncommitted
+//! records, bytes, the reason) is reported. Invalid headers on both regions are an error.
+//! Opening always starts a new generation in the other region holding the recovered
+//! payloads (one compaction), so appends never land next to stale records of a crashed run.
+//!
+//! # Compaction
+//! [`compact`](Log::compact) writes the surviving payloads (as one committed operation) into
+//! the other region with the next generation, syncs, and only then writes that region's
+//! header and syncs again: a crash at any point leaves either the old log or the new one.
+
+use serde::{Deserialize, Serialize};
+
+use crate::device::Device;
+use crate::{Error, Result};
+
+const MAGIC: &[u8; 8] = b"SPIDXLOG";
+const VERSION: u32 = 1;
+const RECORD_HEADER: usize = 16;
+const KIND_DATA: u32 = 1;
+const KIND_COMMIT: u32 = 2;
+
+/// When commits reach stable storage. See the module documentation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogSync {
+    /// Write and sync at every commit.
+    #[default]
+    EachOp,
+    /// Write and sync at every N-th commit (group commit).
+    Group(u32),
+    /// Write only full pages; never sync.
+    None,
+}
+
+impl std::fmt::Display for LogSync {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LogSync::EachOp => write!(f, "each-op"),
+            LogSync::Group(n) => write!(f, "group:{n}"),
+            LogSync::None => write!(f, "none"),
+        }
+    }
+}
+
+impl std::str::FromStr for LogSync {
+    type Err = Error;
+
+    /// Parses `each-op`, `group:N` (N >= 1) or `none`.
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || {
+            Error::invalid(
+                "log sync",
+                format!("'{s}'; choose each-op, group:N (N >= 1) or none"),
+            )
+        };
+        match s.trim() {
+            "each-op" => Ok(LogSync::EachOp),
+            "none" => Ok(LogSync::None),
+            t => {
+                let n = t.strip_prefix("group:").ok_or_else(bad)?;
+                match n.parse::<u32>() {
+                    Ok(n) if n >= 1 => Ok(LogSync::Group(n)),
+                    _ => Err(bad()),
+                }
+            }
+        }
+    }
+}
+
+impl Serialize for LogSync {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for LogSync {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Options of a [`Log`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LogConfig {
+    /// Durability of commits.
+    pub sync: LogSync,
+}
+
+/// Counters of a [`Log`] (the device counts the I/O itself).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogStats {
+    /// Data records appended.
+    pub records: u64,
+    /// Bytes appended (record headers included, commit markers included).
+    pub bytes: u64,
+    /// Operations committed.
+    pub commits: u64,
+    /// Committed operations not yet synced (lost by a crash now).
+    pub unsynced_commits: u64,
+    /// Page write requests the log sent to the device.
+    pub write_requests: u64,
+    /// Pages written by the log.
+    pub pages_written: u64,
+    /// Device syncs the log asked for.
+    pub syncs: u64,
+    /// Compactions (including the one every open does).
+    pub compactions: u64,
+}
+
+/// Why the scan of a log stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ScanEnd {
+    /// The end of what was written (an empty slot or a record of an older generation).
+    End,
+    /// A record that failed validation (torn or corrupted), at this byte offset.
+    Invalid {
+        /// Byte offset in the region's record stream.
+        offset: u64,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// What [`Log::open`] recovered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovered {
+    /// Payloads of committed operations, in log order, grouped by operation.
+    pub operations: Vec<Vec<Vec<u8>>>,
+    /// Data records after the last commit marker (an unfinished operation), dropped.
+    pub dropped_records: u64,
+    /// Bytes from the end of the last committed operation to where the scan stopped.
+    pub dropped_bytes: u64,
+    /// Why the scan stopped.
+    pub end: ScanEnd,
+    /// The generation of the log that was recovered.
+    pub generation: u64,
+    /// A region header that was not valid and not empty (a crash during a compaction),
+    /// ignored in favour of the other region.
+    pub ignored_header: Option<String>,
+}
+
+impl Recovered {
+    /// All committed payloads in order.
+    pub fn payloads(&self) -> impl Iterator<Item = &[u8]> {
+        self.operations.iter().flatten().map(|p| p.as_slice())
+    }
+}
+
+/// A sequential log over a device. See the module documentation.
+pub struct Log {
+    dev: Box<dyn Device>,
+    config: LogConfig,
+    page_size: usize,
+    region_pages: u64,
+    region: u64,
+    generation: u64,
+    /// Bytes of the record stream from page `buf_page` (region-relative) on that may not
+    /// be on the device yet (at most one partial page once written out).
+    buf: Vec<u8>,
+    buf_page: u64,
+    /// Length of the record stream.
+    used: u64,
+    /// Data records appended since the last commit.
+    open_records: u64,
+    /// Chosen at creation, kept by compactions: part of the CRC seed.
+    nonce: u64,
+    /// CRC of the last record appended (the chain).
+    prev_crc: u32,
+    stats: LogStats,
+}
+
+impl Log {
+    /// Creates an empty log over `device` (erasing any previous one).
+    pub fn create(device: Box<dyn Device>, config: LogConfig) -> Result<Log> {
+        let mut log = Log::new(device, config)?;
+        // Above any generation a previous log on this device (or a crashed compaction of
+        // it, which writes records one generation ahead of its header) may have used.
+        let mut generation = 1;
+        for r in 0..2 {
+            if let HeaderState::Valid(g, _) = log.read_header(r)? {
+                generation = generation.max(g + 2);
+            }
+        }
+        let zero = vec![0u8; log.page_size];
+        log.dev.write(1, &zero)?;
+        log.region = 0;
+        log.generation = generation;
+        log.nonce = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+            ^ generation.rotate_left(32);
+        log.prev_crc = log.seed();
+        log.write_header()?;
+        log.stats.syncs += 1;
+        log.dev.sync()?;
+        Ok(log)
+    }
+
+    /// Opens the log on `device`, recovering every committed operation; then starts a new
+    /// generation holding them (see the module documentation).
+    pub fn open(device: Box<dyn Device>, config: LogConfig) -> Result<(Log, Recovered)> {
+        let mut log = Log::new(device, config)?;
+        let mut best: Option<(u64, u64, u64)> = None;
+        let mut ignored = None;
+        let mut bad = Vec::new();
+        for r in 0..2 {
+            match log.read_header(r)? {
+                HeaderState::Valid(g, nonce) => {
+                    if best.is_none_or(|(_, bg, _)| g > bg) {
+                        best = Some((r, g, nonce));
+                    }
+                }
+                HeaderState::Empty => {}
+                HeaderState::Invalid(why) => bad.push(format!("region {r}: {why}")),
+            }
+        }
+        let Some((region, generation, nonce)) = best else {
+            return Err(Error::corrupted(
+                "log header",
+                if bad.is_empty() {
+                    "no log header found (the log was never created)".to_string()
+                } else {
+                    bad.join("; ")
+                },
+            ));
+        };
+        if !bad.is_empty() {
+            ignored = Some(bad.join("; "));
+        }
+        log.region = region;
+        log.generation = generation;
+        log.nonce = nonce;
+        let mut rec = log.scan()?;
+        rec.ignored_header = ignored;
+        let payloads: Vec<Vec<u8>> = rec.payloads().map(<[u8]>::to_vec).collect();
+        log.compact(payloads.iter().map(Vec::as_slice))?;
+        Ok((log, rec))
+    }
+
+    fn new(device: Box<dyn Device>, config: LogConfig) -> Result<Log> {
+        let page_size = device.page_size();
+        let pages = device.capacity_pages();
+        if pages < 4 {
+            return Err(Error::invalid(
+                "log size",
+                format!("the log needs at least 4 pages; it has {pages}"),
+            ));
+        }
+        if let LogSync::Group(0) = config.sync {
+            return Err(Error::invalid("log sync", "group:0; N must be at least 1"));
+        }
+        Ok(Log {
+            dev: device,
+            config,
+            page_size,
+            region_pages: (pages - 2) / 2,
+            region: 0,
+            generation: 0,
+            buf: Vec::new(),
+            buf_page: 0,
+            used: 0,
+            open_records: 0,
+            nonce: 0,
+            prev_crc: 0,
+            stats: LogStats::default(),
+        })
+    }
+
+    /// The log's options.
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    /// The current generation (incremented by every compaction).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Bytes of records in the live region.
+    pub fn used_bytes(&self) -> u64 {
+        self.used
+    }
+
+    /// Bytes one region can hold.
+    pub fn capacity_bytes(&self) -> u64 {
+        self.region_pages * self.page_size as u64
+    }
+
+    /// Whether the live region is more than half full: the store should compact it at its
+    /// next operation boundary.
+    pub fn needs_compaction(&self) -> bool {
+        self.used * 2 > self.capacity_bytes()
+    }
+
+    /// The log's counters.
+    pub fn stats(&self) -> LogStats {
+        self.stats
+    }
+
+    /// The device under the log.
+    pub fn device(&self) -> &dyn Device {
+        self.dev.as_ref()
+    }
+
+    /// Appends a data record to the current operation.
+    pub fn append(&mut self, payload: &[u8]) -> Result<()> {
+        self.push(KIND_DATA, payload)?;
+        self.open_records += 1;
+        self.stats.records += 1;
+        Ok(())
+    }
+
+    /// Ends the current operation (a commit marker), making it durable per [`LogSync`].
+    /// An operation that appended nothing commits nothing.
+    pub fn commit(&mut self) -> Result<()> {
+        if self.open_records == 0 {
+            return Ok(());
+        }
+        self.push(KIND_COMMIT, &[])?;
+        self.open_records = 0;
+        self.stats.commits += 1;
+        self.stats.unsynced_commits += 1;
+        match self.config.sync {
+            LogSync::EachOp => self.sync(),
+            LogSync::Group(n) if self.stats.unsynced_commits >= u64::from(n) => self.sync(),
+            LogSync::Group(_) => Ok(()),
+            LogSync::None => self.write_full_pages(),
+        }
+    }
+
+    /// Writes every committed record still in memory and syncs the device.
+    pub fn sync(&mut self) -> Result<()> {
+        self.write_out()?;
+        self.stats.syncs += 1;
+        self.dev.sync()?;
+        self.stats.unsynced_commits = 0;
+        Ok(())
+    }
+
+    /// Writes every committed record still in memory without syncing (the device keeps
+    /// the order of writes; stores use it before in-place writes under `none`).
+    pub fn write_out(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let ps = self.page_size;
+        let pages = self.buf.len().div_ceil(ps);
+        let mut out = std::mem::take(&mut self.buf);
+        out.resize(pages * ps, 0);
+        self.write_region_pages(self.buf_page, &out)?;
+        // Keep the partial last page: later records extend it and rewrite it.
+        let full = (self.used as usize - self.buf_page as usize * ps) / ps;
+        let keep = self.used as usize - (self.buf_page as usize + full) * ps;
+        self.buf_page += full as u64;
+        out.truncate((full * ps) + keep);
+        self.buf = out.split_off(full * ps);
+        Ok(())
+    }
+
+    /// Replaces the log by `payloads` (the records that must survive, as one committed
+    /// operation) in the other region with the next generation. Atomic: a crash leaves the
+    /// old log or the new one. Records of an unfinished operation are discarded.
+    pub fn compact<'a>(&mut self, payloads: impl IntoIterator<Item = &'a [u8]>) -> Result<()> {
+        let old = (self.region, self.generation);
+        self.region = 1 - self.region;
+        self.generation += 1;
+        self.prev_crc = self.seed();
+        self.buf.clear();
+        self.buf_page = 0;
+        self.used = 0;
+        self.open_records = 0;
+        let result = (|| {
+            let mut any = false;
+            for p in payloads {
+                self.push(KIND_DATA, p)?;
+                any = true;
+            }
+            if any {
+                self.push(KIND_COMMIT, &[])?;
+            }
+            self.write_out()?;
+            self.stats.syncs += 1;
+            self.dev.sync()?;
+            self.write_header()?;
+            self.stats.syncs += 1;
+            self.dev.sync()
+        })();
+        if let Err(e) = result {
+            // The old region is still the live log on the device; the caller decides.
+            (self.region, self.generation) = (old.0, old.1);
+            return Err(e);
+        }
+        self.stats.compactions += 1;
+        self.stats.unsynced_commits = 0;
+        Ok(())
+    }
+
+    fn push(&mut self, kind: u32, payload: &[u8]) -> Result<()> {
+        let len = RECORD_HEADER + payload.len();
+        if self.used + len as u64 > self.capacity_bytes() {
+            return Err(Error::DeviceFull(format!(
+                "the log region holds {} bytes and {} are used; a {}-byte record does not fit \
+                 (give the store a larger log size)",
+                self.capacity_bytes(),
+                self.used,
+                len
+            )));
+        }
+        let plen = u32::try_from(payload.len())
+            .map_err(|_| Error::invalid("log record", "payload larger than 4 GB"))?;
+        let gen = self.generation as u32;
+        let mut head = [0u8; RECORD_HEADER];
+        head[0..4].copy_from_slice(&plen.to_le_bytes());
+        head[4..8].copy_from_slice(&gen.to_le_bytes());
+        head[8..12].copy_from_slice(&kind.to_le_bytes());
+        let crc = record_crc(self.prev_crc, &head[0..12], payload);
+        self.prev_crc = crc;
+        head[12..16].copy_from_slice(&crc.to_le_bytes());
+        self.buf.extend_from_slice(&head);
+        self.buf.extend_from_slice(payload);
+        self.used += len as u64;
+        self.stats.bytes += len as u64;
+        Ok(())
+    }
+
+    /// Writes the full pages of the in-memory tail (mode `none`).
+    fn write_full_pages(&mut self) -> Result<()> {
+        let ps = self.page_size;
+        let full = self.buf.len() / ps;
+        if full == 0 {
+            return Ok(());
+        }
+        let rest = self.buf.split_off(full * ps);
+        let out = std::mem::replace(&mut self.buf, rest);
+        self.write_region_pages(self.buf_page, &out)?;
+        self.buf_page += full as u64;
+        Ok(())
+    }
+
+    fn write_region_pages(&mut self, first: u64, data: &[u8]) -> Result<()> {
+        let page = 2 + self.region * self.region_pages + first;
+        self.stats.write_requests += 1;
+        self.stats.pages_written += (data.len() / self.page_size) as u64;
+        self.dev.write(page, data)
+    }
+
+    fn write_header(&mut self) -> Result<()> {
+        let mut page = vec![0u8; self.page_size];
+        page[0..8].copy_from_slice(MAGIC);
+        page[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        page[12..20].copy_from_slice(&self.region.to_le_bytes());
+        page[20..28].copy_from_slice(&self.generation.to_le_bytes());
+        page[28..32].copy_from_slice(&(self.page_size as u32).to_le_bytes());
+        page[32..40].copy_from_slice(&self.region_pages.to_le_bytes());
+        page[40..48].copy_from_slice(&self.nonce.to_le_bytes());
+        let crc = crc32fast::hash(&page[0..48]);
+        page[48..52].copy_from_slice(&crc.to_le_bytes());
+        self.stats.write_requests += 1;
+        self.stats.pages_written += 1;
+        self.dev.write(self.region, &page)
+    }
+
+    fn read_header(&mut self, region: u64) -> Result<HeaderState> {
+        let mut page = vec![0u8; self.page_size];
+        self.dev.read(region, &mut page)?;
+        if page.iter().all(|b| *b == 0) {
+            return Ok(HeaderState::Empty);
+        }
+        let u32_at = |o: usize| u32::from_le_bytes(page[o..o + 4].try_into().expect("4 bytes"));
+        let u64_at = |o: usize| u64::from_le_bytes(page[o..o + 8].try_into().expect("8 bytes"));
+        if &page[0..8] != MAGIC {
+            return Ok(HeaderState::Invalid("not a spidx log header".into()));
+        }
+        if crc32fast::hash(&page[0..48]) != u32_at(48) {
+            return Ok(HeaderState::Invalid("header checksum mismatch".into()));
+        }
+        if u32_at(8) != VERSION {
+            return Ok(HeaderState::Invalid(format!(
+                "version {} is not {VERSION}",
+                u32_at(8)
+            )));
+        }
+        if u64_at(12) != region {
+            return Ok(HeaderState::Invalid(format!(
+                "says region {} but is stored as region {region}",
+                u64_at(12)
+            )));
+        }
+        if u32_at(28) as usize != self.page_size || u64_at(32) != self.region_pages {
+            return Ok(HeaderState::Invalid(format!(
+                "written for {}-byte pages and {}-page regions, opened with {} and {}",
+                u32_at(28),
+                u64_at(32),
+                self.page_size,
+                self.region_pages
+            )));
+        }
+        Ok(HeaderState::Valid(u64_at(20), u64_at(40)))
+    }
+
+    /// The CRC chain's start for the live region.
+    fn seed(&self) -> u32 {
+        let mut h = crc32fast::Hasher::new();
+        h.update(&self.generation.to_le_bytes());
+        h.update(&self.region.to_le_bytes());
+        h.update(&self.nonce.to_le_bytes());
+        h.finalize()
+    }
+
+    /// Scans the live region; positions the log after its last committed operation.
+    fn scan(&mut self) -> Result<Recovered> {
+        let ps = self.page_size;
+        let cap = self.capacity_bytes();
+        let base = 2 + self.region * self.region_pages;
+        let region_pages = self.region_pages;
+        let chunk_pages = 64u64.min(region_pages);
+        let mut data: Vec<u8> = Vec::new();
+        let mut loaded = 0u64;
+        // Loads pages until `data` holds `upto` bytes; false if that is past the region.
+        let mut ensure = |data: &mut Vec<u8>, upto: u64, dev: &mut dyn Device| -> Result<bool> {
+            if upto > cap {
+                return Ok(false);
+            }
+            while (data.len() as u64) < upto {
+                let n = chunk_pages.min(region_pages - loaded);
+                let mut buf = vec![0u8; n as usize * ps];
+                dev.read(base + loaded, &mut buf)?;
+                loaded += n;
+                data.extend_from_slice(&buf);
+            }
+            Ok(true)
+        };
+        let gen = self.generation as u32;
+        let mut prev = self.seed();
+        let mut pos = 0u64;
+        let mut committed_end = 0u64;
+        let mut committed_crc = prev;
+        let mut ops = Vec::new();
+        let mut current: Vec<Vec<u8>> = Vec::new();
+        let end = loop {
+            if !ensure(&mut data, pos + RECORD_HEADER as u64, self.dev.as_mut())? {
+                break ScanEnd::End;
+            }
+            let h = &data[pos as usize..pos as usize + RECORD_HEADER];
+            let u32_at = |o: usize| u32::from_le_bytes(h[o..o + 4].try_into().expect("4 bytes"));
+            let (plen, rgen, kind, crc) = (u32_at(0), u32_at(4), u32_at(8), u32_at(12));
+            if h.iter().all(|b| *b == 0) || rgen != gen {
+                // Never written, or left by another generation: the end of the stream.
+                break ScanEnd::End;
+            }
+            let invalid = |reason: String| ScanEnd::Invalid {
+                offset: pos,
+                reason,
+            };
+            if kind != KIND_DATA && kind != KIND_COMMIT {
+                break invalid(format!("unknown record kind {kind}"));
+            }
+            let end = pos + RECORD_HEADER as u64 + u64::from(plen);
+            if !ensure(&mut data, end, self.dev.as_mut())? {
+                break invalid(format!("record length {plen} runs past the region"));
+            }
+            let h = &data[pos as usize..pos as usize + RECORD_HEADER];
+            let payload = &data[pos as usize + RECORD_HEADER..end as usize];
+            if record_crc(prev, &h[0..12], payload) != crc {
+                break invalid("checksum mismatch (torn, corrupted or stale record)".into());
+            }
+            prev = crc;
+            if kind == KIND_DATA {
+                current.push(payload.to_vec());
+            } else {
+                ops.push(std::mem::take(&mut current));
+                committed_end = end;
+                committed_crc = crc;
+            }
+            pos = end;
+        };
+        self.used = committed_end;
+        self.prev_crc = committed_crc;
+        Ok(Recovered {
+            operations: ops,
+            dropped_records: current.len() as u64,
+            dropped_bytes: pos - committed_end,
+            end,
+            generation: self.generation,
+            ignored_header: None,
+        })
+    }
+}
+
+fn record_crc(prev: u32, head: &[u8], payload: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&prev.to_le_bytes());
+    h.update(head);
+    h.update(payload);
+    h.finalize()
+}
+
+enum HeaderState {
+    Valid(u64, u64),
+    Empty,
+    Invalid(String),
+}
+
+#[cfg(test)]
+#[path = "log_tests.rs"]
+mod tests;
