@@ -165,10 +165,7 @@ fn bad_efind_options_fail_clearly() {
             [&e[..], &["--read-buffer-perc", "100"]].concat(),
             "no write buffer",
         ),
-        (
-            [&e[..], &["--timestamp-perc=-5"]].concat(),
-            "outside 0-100",
-        ),
+        ([&e[..], &["--timestamp-perc=-5"]].concat(), "outside 0-100"),
         (
             [&e[..], &["--read-policy", "mru"]].concat(),
             "'mru' is not a policy",

@@ -57,6 +57,16 @@ impl StoreConfig {
         dir: Option<&Path>,
     ) -> Result<AnyStore> {
         self.validate(layout.page_size())?;
+        if let StoreConfig::Efind(c) = self {
+            let header = dir.map(|d| d.join(STORE_HEADER));
+            return Ok(AnyStore::Efind(EfindStore::create(
+                device,
+                buffer,
+                layout,
+                c,
+                header.as_deref(),
+            )?));
+        }
         let cache = PageCache::new(device, buffer)?;
         match self {
             StoreConfig::Direct => {
@@ -67,15 +77,7 @@ impl StoreConfig {
                     header.as_deref(),
                 )?))
             }
-            StoreConfig::Efind(c) => {
-                let header = dir.map(|d| d.join(STORE_HEADER));
-                Ok(AnyStore::Efind(EfindStore::create(
-                    cache,
-                    layout,
-                    c,
-                    header.as_deref(),
-                )?))
-            }
+            StoreConfig::Efind(_) => unreachable!("handled above"),
         }
     }
 
@@ -88,6 +90,15 @@ impl StoreConfig {
         dir: &Path,
     ) -> Result<AnyStore> {
         self.validate(layout.page_size())?;
+        if let StoreConfig::Efind(c) = self {
+            return Ok(AnyStore::Efind(EfindStore::open(
+                device,
+                buffer,
+                layout,
+                c,
+                &dir.join(STORE_HEADER),
+            )?));
+        }
         let cache = PageCache::new(device, buffer)?;
         match self {
             StoreConfig::Direct => Ok(AnyStore::Direct(DirectStore::open(
@@ -95,12 +106,7 @@ impl StoreConfig {
                 layout,
                 &dir.join(STORE_HEADER),
             )?)),
-            StoreConfig::Efind(c) => Ok(AnyStore::Efind(EfindStore::open(
-                cache,
-                layout,
-                c,
-                &dir.join(STORE_HEADER),
-            )?)),
+            StoreConfig::Efind(_) => unreachable!("handled above"),
         }
     }
 }

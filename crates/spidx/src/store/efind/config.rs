@@ -8,6 +8,7 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::cache::{CachePolicy, DEFAULT_KIN_PCT, DEFAULT_KOUT_PCT, MAX_KOUT_PCT};
+use crate::store::log::LogSync;
 use crate::units::{format_size, parse_size};
 use crate::{Error, Result};
 
@@ -186,6 +187,13 @@ pub struct EfindConfig {
     /// Flushing policy (default mthao).
     #[serde(default = "default_policy")]
     pub flush_policy: FlushPolicy,
+    /// Size of the log, carved from the end of the node partition (default: the larger of
+    /// 1 MB and the minimum, see `docs/stores.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_size: Option<Size>,
+    /// When logged operations reach stable storage: each-op, group:N or none (default each-op).
+    #[serde(default)]
+    pub log_sync: LogSync,
 }
 
 fn default_read_policy() -> CachePolicy {
@@ -230,6 +238,10 @@ pub struct Resolved {
     pub unit: usize,
     /// Flushing policy.
     pub policy: FlushPolicy,
+    /// Log pages.
+    pub log_pages: u64,
+    /// Log durability.
+    pub log_sync: LogSync,
 }
 
 impl EfindConfig {
@@ -249,6 +261,8 @@ impl EfindConfig {
             timestamp_perc: None,
             flushing_unit: default_unit(),
             flush_policy: default_policy(),
+            log_size: None,
+            log_sync: LogSync::default(),
         }
     }
 
@@ -367,7 +381,27 @@ impl EfindConfig {
                 "flushing_unit = {unit} is outside 1-{MAX_FLUSHING_UNIT} nodes"
             ));
         }
+        // The log is compacted when half of a region is used; a region must hold the snapshot
+        // of the write buffer, one operation's records and one flushing unit's entries twice.
+        let ps = page_size as u64;
+        let min_log = 2 * ps + 4 * (2 * write_bytes + (unit as u64 + 8) * ps);
+        let min_log = min_log.div_ceil(ps) * ps;
+        let log_bytes = match self.log_size {
+            Some(Size(b)) if b < min_log => {
+                return bad(format!(
+                    "log_size = {} is too small for a {} buffer, flushing units of {unit} and {} pages: give at least {}",
+                    format_size(b),
+                    format_size(total),
+                    format_size(ps),
+                    format_size(min_log)
+                ))
+            }
+            Some(Size(b)) => b,
+            None => min_log.max(1 << 20),
+        };
         Ok(Resolved {
+            log_pages: log_bytes / ps,
+            log_sync: self.log_sync,
             write_bytes,
             read_pages,
             read_policy: policy,

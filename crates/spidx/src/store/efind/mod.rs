@@ -12,10 +12,10 @@
 //! 4. avoid interleaved reads and writes: **temporal control** of reads (a node flushed
 //!    while in the FIFO of recently read pages is put into the read buffer) and of writes
 //!    (flushing candidates sequential to, or strided from, recently flushed pages);
-//! 5. durability: eFIND's log manager. **Not built yet**: it is to sit on the shared log
-//!    (`store/log`) that is not on `main` yet. Until then the durability point of this store
-//!    is [`NodeStore::flush`], which writes every buffered node and saves the header, the
-//!    same guarantee the direct store gives; a crash loses what was buffered since.
+//! 5. durability: the **log manager** ([`log_manager`]) logs every change at entry
+//!    granularity on the shared [`Log`] (a partition carved from the end of the node
+//!    device), commits each tree operation at `end_operation`, compacts the log to a
+//!    snapshot of the write buffer, and rebuilds the write buffer on restart.
 //!
 //! Flushes happen only in [`NodeStore::end_operation`], so no page on the device ever holds
 //! half a tree operation. Within one operation the write buffer may therefore exceed its
@@ -27,6 +27,7 @@
 
 pub mod config;
 pub mod flushing;
+pub mod log_manager;
 pub mod write_buffer;
 
 use std::collections::{HashMap, VecDeque};
@@ -38,11 +39,15 @@ use serde::{Deserialize, Serialize};
 use config::Resolved;
 pub use config::{EfindConfig, FlushPolicy, Size, TemporalControl};
 use flushing::{Candidate, WriteTcCounts};
+use log_manager::{LoggedChange, Record};
 use write_buffer::{BufNode, EncodedChange, Status};
 
 use super::direct::{write_atomically, StoreHeader};
+use super::log::{Log, LogConfig, LogStats, LogSync};
 use super::{NodeChange, NodePage, NodeStore, StoreStats, TreeMeta};
-use crate::cache::{Buffer, BufferStats, PageCache};
+use crate::cache::{Buffer, BufferStats, CacheConfig, PageCache};
+use crate::device::partition::Partition;
+use crate::device::Device;
 use crate::node::{Entry, NodeLayout, PageId};
 use crate::{Error, Result};
 
@@ -81,6 +86,14 @@ pub struct EfindStats {
     pub read_tc_hits: u64,
     /// Cases of the temporal control of writes.
     pub write_tc: WriteTcCounts,
+    /// The log's counters (records, bytes, commits, syncs, compactions).
+    pub log: LogStats,
+    /// Log operations replayed by the last restart.
+    pub recovered_operations: u64,
+    /// Log records of an unfinished operation (or a torn tail) dropped by the last restart.
+    pub recovery_dropped_records: u64,
+    /// Wall time of the last restart's recovery (log scan, replay, compaction), seconds.
+    pub recovery_s: f64,
 }
 
 /// Stored-page entry counts remembered from recent reads (so that the first buffered
@@ -102,45 +115,99 @@ pub struct EfindStore {
     write_fifo: VecDeque<PageId>,
     lengths: VecDeque<(PageId, u32)>,
     clock: u64,
+    log: Log,
     stats: StoreStats,
     estats: EfindStats,
     scratch: Vec<u8>,
 }
 
 impl EfindStore {
-    /// A new, empty store over `cache` with the options `config`; with `header_path`,
-    /// [`NodeStore::flush`] saves the header there.
+    /// A new, empty store over the node partition `device` (its last pages become the log)
+    /// with the page buffer `buffer` and the options `config`; with `header_path`,
+    /// [`NodeStore::flush`] also saves the header there.
     pub fn create(
-        cache: PageCache,
+        device: Box<dyn Device>,
+        buffer: &CacheConfig,
         layout: NodeLayout,
         config: &EfindConfig,
         header_path: Option<&Path>,
     ) -> Result<Self> {
-        Self::with_header(cache, layout, config, StoreHeader::default(), header_path)
+        let cfg = config.resolve(layout.page_size())?;
+        let (nodes, log_dev) = split_log(device, &cfg)?;
+        let cache = PageCache::new(Box::new(nodes), buffer)?;
+        let log = Log::create(Box::new(log_dev), LogConfig { sync: cfg.log_sync })?;
+        let mut s = Self::assemble(
+            cache,
+            layout,
+            config,
+            cfg,
+            StoreHeader::default(),
+            log,
+            header_path,
+        )?;
+        s.compact()?;
+        Ok(s)
     }
 
-    /// Reopens a store whose header was saved at `header_path`.
+    /// Reopens a store: replays its log (recovering what a crash left buffered) over the
+    /// header saved at `header_path` (if any), then compacts the log.
     pub fn open(
-        cache: PageCache,
+        device: Box<dyn Device>,
+        buffer: &CacheConfig,
         layout: NodeLayout,
         config: &EfindConfig,
         header_path: &Path,
     ) -> Result<Self> {
-        let text = std::fs::read_to_string(header_path).map_err(|e| Error::io(header_path, e))?;
-        let header: StoreHeader = serde_json::from_str(&text).map_err(|e| {
-            Error::corrupted(
-                format!("store header {}", header_path.display()),
-                e.to_string(),
-            )
+        let started = std::time::Instant::now();
+        let cfg = config.resolve(layout.page_size())?;
+        let header = match std::fs::read_to_string(header_path) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| {
+                Error::corrupted(
+                    format!("store header {}", header_path.display()),
+                    e.to_string(),
+                )
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => StoreHeader::default(),
+            Err(e) => return Err(Error::io(header_path, e)),
+        };
+        let (nodes, log_dev) = split_log(device, &cfg)?;
+        let mut cache = PageCache::new(Box::new(nodes), buffer)?;
+        let (log, recovered) = Log::open(Box::new(log_dev), LogConfig { sync: cfg.log_sync })?;
+        let records = recovered
+            .payloads()
+            .map(Record::decode)
+            .collect::<Result<Vec<_>>>()?;
+        let replayed = log_manager::replay(&records, header, layout.entry_size(), |id, level| {
+            let page = cache.read_checked(id, level, |b| layout.verify(b, id))?;
+            Ok(layout.entry_count(&page) as u32)
         })?;
-        Self::with_header(cache, layout, config, header, Some(header_path))
+        let mut s = Self::assemble(
+            cache,
+            layout,
+            config,
+            cfg,
+            replayed.header,
+            log,
+            Some(header_path),
+        )?;
+        s.clock = replayed.clock;
+        for (id, node) in replayed.nodes {
+            s.put_node(id, node);
+        }
+        s.compact()?;
+        s.estats.recovered_operations = recovered.operations.len() as u64;
+        s.estats.recovery_dropped_records = recovered.dropped_records;
+        s.estats.recovery_s = started.elapsed().as_secs_f64();
+        Ok(s)
     }
 
-    fn with_header(
+    fn assemble(
         cache: PageCache,
         layout: NodeLayout,
         config: &EfindConfig,
+        cfg: Resolved,
         header: StoreHeader,
+        log: Log,
         header_path: Option<&Path>,
     ) -> Result<Self> {
         if cache.page_size() != layout.page_size() {
@@ -153,7 +220,6 @@ impl EfindStore {
                 ),
             ));
         }
-        let cfg = config.resolve(layout.page_size())?;
         let rb = Buffer::new(cfg.read_policy.build(cfg.read_pages, cfg.kin, cfg.kout));
         let estats = EfindStats {
             write_buffer_bytes: cfg.write_bytes,
@@ -175,9 +241,46 @@ impl EfindStore {
             write_fifo: VecDeque::new(),
             lengths: VecDeque::new(),
             clock: 0,
+            log,
             stats: StoreStats::default(),
             estats,
         })
+    }
+
+    fn append(&mut self, r: &Record) -> Result<()> {
+        self.log.append(&r.encode()?)
+    }
+
+    /// Makes the in-place pages durable, then replaces the log by a checkpoint and the
+    /// state of every buffered node.
+    fn compact(&mut self) -> Result<()> {
+        self.cache.sync()?;
+        let mut payloads = vec![Record::Checkpoint {
+            meta: self.header.meta,
+            next_page: self.header.next_page,
+            free: self.header.free.clone(),
+            clock: self.clock,
+        }
+        .encode()?];
+        let mut ids: Vec<PageId> = self.wb.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            payloads.push(
+                Record::State {
+                    id,
+                    state: self.wb[&id].state(),
+                }
+                .encode()?,
+            );
+        }
+        self.log.compact(payloads.iter().map(Vec::as_slice))
+    }
+
+    fn compact_if_needed(&mut self) -> Result<()> {
+        if self.log.needs_compaction() {
+            self.compact()?;
+        }
+        Ok(())
     }
 
     /// The options.
@@ -202,6 +305,7 @@ impl EfindStore {
         s.buffered_bytes = self.wb_bytes as u64;
         s.buffered_new = self.wb.values().filter(|n| n.status == Status::New).count() as u64;
         s.buffered_modified = self.wb.len() as u64 - s.buffered_new;
+        s.log = self.log.stats();
         s
     }
 
@@ -214,15 +318,16 @@ impl EfindStore {
         self.cache.drop_caches()
     }
 
-    /// Writes every buffered node (sorted by page, consecutive pages in one request) and
-    /// syncs the device.
+    /// Writes every buffered node, sorted by page in groups of `flushing_unit` nodes
+    /// (consecutive pages in one request), syncs the device and compacts the log.
     pub fn write_back(&mut self) -> Result<()> {
-        if !self.wb.is_empty() {
-            let mut ids: Vec<PageId> = self.wb.keys().copied().collect();
-            ids.sort_unstable();
-            self.write_unit(&ids)?;
+        let mut ids: Vec<PageId> = self.wb.keys().copied().collect();
+        ids.sort_unstable();
+        for group in ids.chunks(self.cfg.unit) {
+            self.compact_if_needed()?;
+            self.write_unit(group)?;
         }
-        self.cache.sync()
+        self.compact()
     }
 
     fn allocate(&mut self) -> Result<PageId> {
@@ -415,13 +520,27 @@ impl EfindStore {
             };
             let out = &mut data[i * ps..(i + 1) * ps];
             node.merge_into(&self.layout, base.as_deref(), out)?;
+            if node.status == Status::Modified {
+                let n = node.len();
+                let from = self.layout.entry_offset(0);
+                let entries = out[from..from + n * es].to_vec();
+                self.log.append(
+                    &Record::Flushed {
+                        id,
+                        level: node.level,
+                        entries,
+                    }
+                    .encode()?,
+                )?;
+            }
             if base.as_deref() == Some(&*out) {
                 self.estats.unnecessary_flushes += 1;
             }
             levels.push(node.level);
             self.remember_len(id, node.len() as u32);
             let page: Arc<[u8]> = Arc::from(&*out);
-            if self.rb.contains(id) {
+            if self.rb.remove(id).is_some() {
+                // Replace the stored copy (never leave a stale one if re-admission fails).
                 let _ = self.rb.insert(id, node.level, page);
             } else if self.cfg.tc.reads() && self.read_fifo.contains(&id) {
                 self.estats.read_tc_hits += 1;
@@ -429,6 +548,13 @@ impl EfindStore {
                     self.estats.forced_into_read_buffer += 1;
                 }
             }
+        }
+        // The log first: a torn in-place write must find the node's entries in the log.
+        self.log.commit()?;
+        match self.cfg.log_sync {
+            LogSync::None => self.log.write_out()?,
+            _ if self.log.stats().unsynced_commits > 0 => self.log.sync()?,
+            _ => {}
         }
         // One device request per run of consecutive pages.
         let mut start = 0;
@@ -455,6 +581,21 @@ impl EfindStore {
         }
         Ok(())
     }
+}
+
+/// Splits the node device: the last `log_pages` pages hold the log.
+fn split_log(device: Box<dyn Device>, cfg: &Resolved) -> Result<(Partition, Partition)> {
+    let cap = device.capacity_pages();
+    if cfg.log_pages + 1 >= cap {
+        return Err(Error::invalid(
+            "eFIND store",
+            format!(
+                "a log of {} pages does not fit on a device of {cap} pages",
+                cfg.log_pages
+            ),
+        ));
+    }
+    Partition::split(device, cap - cfg.log_pages)
 }
 
 /// The MBR (min then max per dimension) of an encoded entry.
@@ -529,6 +670,13 @@ impl<const D: usize> NodeStore<D> for EfindStore {
         self.cache.invalidate(id);
         self.forget(id);
         let stamp = self.tick();
+        self.append(&Record::Alloc(id))?;
+        self.append(&Record::Create {
+            id,
+            level,
+            stamp,
+            entries: enc.concat(),
+        })?;
         self.put_node(id, BufNode::new_node(level, stamp, enc));
         self.stats.nodes_created += 1;
         Ok(id)
@@ -580,7 +728,25 @@ impl<const D: usize> NodeStore<D> for EfindStore {
             return result;
         }
         node.stamp = self.tick();
+        let stamp = node.stamp;
         self.put_node(id, node);
+        for (c, e) in changes.iter().zip(encoded) {
+            let change = match (c, e) {
+                (NodeChange::Set { pos, .. }, Some(b)) => LoggedChange::Set {
+                    pos: *pos as u32,
+                    entry: b.into_vec(),
+                },
+                (NodeChange::Push(_), Some(b)) => LoggedChange::Push(b.into_vec()),
+                (NodeChange::Remove { pos }, _) => LoggedChange::Remove { pos: *pos as u32 },
+                _ => unreachable!("set and push carry an entry"),
+            };
+            self.append(&Record::Change {
+                id,
+                level,
+                stamp,
+                change,
+            })?;
+        }
         self.stats.node_updates += 1;
         self.stats.entry_changes += changes.len() as u64;
         Ok(())
@@ -603,8 +769,15 @@ impl<const D: usize> NodeStore<D> for EfindStore {
             .collect::<Result<Vec<_>>>()?;
         let mut node = self.take_node(id, level)?;
         node.level = level;
+        let stamp = self.tick();
+        self.append(&Record::Rewrite {
+            id,
+            level,
+            stamp,
+            entries: enc.concat(),
+        })?;
         node.rewrite(enc);
-        node.stamp = self.tick();
+        node.stamp = stamp;
         self.put_node(id, node);
         self.stats.node_updates += 1;
         self.stats.entry_changes += entries.len() as u64;
@@ -623,6 +796,7 @@ impl<const D: usize> NodeStore<D> for EfindStore {
         self.forget(id);
         self.read_fifo.retain(|p| *p != id);
         self.header.free.push(id);
+        self.append(&Record::Free(id))?;
         self.stats.nodes_deleted += 1;
         Ok(())
     }
@@ -633,17 +807,20 @@ impl<const D: usize> NodeStore<D> for EfindStore {
 
     fn set_meta(&mut self, meta: TreeMeta) -> Result<()> {
         self.header.meta = Some(meta);
-        Ok(())
+        self.append(&Record::Meta(meta))
     }
 
     fn end_operation(&mut self) -> Result<()> {
+        self.log.commit()?;
         while self.wb_bytes as u64 > self.cfg.write_bytes && !self.wb.is_empty() {
+            self.compact_if_needed()?;
             self.flush_one()?;
         }
-        Ok(())
+        self.compact_if_needed()
     }
 
     fn flush(&mut self) -> Result<()> {
+        self.log.commit()?;
         self.write_back()?;
         self.cache.device_mut().persist()?;
         if let Some(path) = &self.header_path {

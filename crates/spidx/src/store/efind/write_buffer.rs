@@ -54,6 +54,25 @@ pub enum EncodedChange<'a> {
     Remove { pos: usize },
 }
 
+/// A buffered node as the log keeps it in a compacted log (see [`super::log_manager`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct NodeState {
+    /// Status new (else modified).
+    pub new: bool,
+    /// Modification count.
+    pub mods: u64,
+    /// Level.
+    pub level: u32,
+    /// Time of the last change.
+    pub stamp: u64,
+    /// Entries of the stored page the versions apply to.
+    pub base_len: u32,
+    /// Next appended-entry number.
+    pub next_new: u64,
+    /// Entry versions by key.
+    pub versions: Vec<(u64, Option<Vec<u8>>)>,
+}
+
 /// A node in the write buffer.
 #[derive(Debug, Clone)]
 pub struct BufNode {
@@ -269,6 +288,37 @@ impl BufNode {
         }
         layout.put_header(out, self.level, count);
         Ok(())
+    }
+
+    /// The node's state for a compacted log.
+    pub fn state(&self) -> NodeState {
+        NodeState {
+            new: self.status == Status::New,
+            mods: self.mods,
+            level: self.level,
+            stamp: self.stamp,
+            base_len: self.base_len,
+            next_new: self.next_new,
+            versions: self
+                .versions
+                .iter()
+                .map(|(k, v)| (*k, v.as_deref().map(<[u8]>::to_vec)))
+                .collect(),
+        }
+    }
+
+    /// The node a [`NodeState`] describes.
+    pub fn from_state(s: NodeState) -> BufNode {
+        let mut n = BufNode::modified(s.level, s.stamp, s.base_len);
+        if s.new {
+            n.status = Status::New;
+        }
+        n.mods = s.mods;
+        n.next_new = s.next_new;
+        for (k, v) in s.versions {
+            n.put(k, v.map(Vec::into_boxed_slice));
+        }
+        n
     }
 
     /// The encoded entries of the node's live versions (for the area/overlap scores).
