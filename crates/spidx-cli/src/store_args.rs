@@ -5,7 +5,8 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use spidx::cache::CachePolicy;
-use spidx::store::efind::{EfindConfig, FlushPolicy, TemporalControl};
+use spidx::store::efind::{EfindConfig, FlushPolicy, Size, TemporalControl};
+use spidx::store::log::LogSync;
 use spidx::store::StoreConfig;
 use spidx::units::parse_size;
 
@@ -51,6 +52,12 @@ pub struct StoreArgs {
     /// eFIND: flushing policy: m, mt, mth, mtha or mthao (default mthao).
     #[arg(long)]
     pub flush_policy: Option<String>,
+    /// eFIND: log size, carved from the end of the node device (default max(1MB, minimum)).
+    #[arg(long)]
+    pub log_size: Option<String>,
+    /// eFIND: log durability: each-op, group:N or none (default each-op).
+    #[arg(long)]
+    pub log_sync: Option<String>,
 }
 
 impl StoreArgs {
@@ -69,6 +76,8 @@ impl StoreArgs {
             (self.timestamp_perc.is_some(), "--timestamp-perc"),
             (self.flushing_unit.is_some(), "--flushing-unit"),
             (self.flush_policy.is_some(), "--flush-policy"),
+            (self.log_size.is_some(), "--log-size"),
+            (self.log_sync.is_some(), "--log-sync"),
         ]
         .into_iter()
         .filter_map(|(set, name)| set.then_some(name))
@@ -108,6 +117,12 @@ impl StoreArgs {
                 }
                 if let Some(p) = &self.flush_policy {
                     c.flush_policy = FlushPolicy::parse(p)?;
+                }
+                if let Some(l) = &self.log_size {
+                    c.log_size = Some(Size(parse_size("--log-size", l)?));
+                }
+                if let Some(l) = &self.log_sync {
+                    c.log_sync = l.parse::<LogSync>()?;
                 }
                 Ok(StoreConfig::Efind(c))
             }

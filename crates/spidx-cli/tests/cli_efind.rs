@@ -67,6 +67,10 @@ fn efind_index_matches_brute_force() {
             "3",
             "--flush-policy",
             "mth",
+            "--log-size",
+            "4MB",
+            "--log-sync",
+            "group:8",
             "--page-size",
             "2KB",
             "--device",
@@ -221,6 +225,18 @@ fn bad_efind_options_fail_clearly() {
                 "lots",
             ],
             "not a size",
+        ),
+        (
+            [&e[..], &["--log-size", "64KB"]].concat(),
+            "log_size = 64KB is too small",
+        ),
+        (
+            [&e[..], &["--log-sync", "sometimes"]].concat(),
+            "each-op, group:N",
+        ),
+        (
+            vec!["--index", "rtree", "--log-sync", "none"],
+            "--log-sync applies to --store efind",
         ),
     ];
     for (extra, needle) in cases {

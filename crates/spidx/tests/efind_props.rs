@@ -215,6 +215,8 @@ fn spec_files_can_configure_efind() {
         timestamp_perc = 60
         flushing_unit = 4
         flush_policy = "mthao"
+        log_size = "8MB"
+        log_sync = "group:16"
     "#;
     let cfg: StoreConfig = toml::from_str(text).unwrap();
     let StoreConfig::Efind(c) = &cfg else {
