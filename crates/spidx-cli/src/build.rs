@@ -210,6 +210,22 @@ fn print_human(v: &serde_json::Value, c: &PhaseReport) {
         "tree      {} splits, {} forced reinsertions",
         v["tree"]["splits"], v["tree"]["forced_reinserts"]
     );
+    let fast = &v["store"]["fast"];
+    if !fast.is_null() {
+        println!(
+            "FAST      {} flushes, {} nodes flushed ({} unnecessary), {} images logged ({} bytes)",
+            fast["flushes"],
+            fast["flushed_nodes"],
+            fast["unnecessary_flushed_nodes"],
+            fast["image_records"],
+            fast["image_bytes"]
+        );
+        let log = &fast["log"];
+        println!(
+            "log       {} records, {} bytes, {} page writes, {} syncs, {} compactions",
+            log["records"], log["bytes"], log["pages_written"], log["syncs"], log["compactions"]
+        );
+    }
     let e = &v["store"]["efind"];
     if !e.is_null() {
         println!(

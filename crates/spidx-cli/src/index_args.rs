@@ -9,10 +9,11 @@ use spidx::device::DeviceSpec;
 use spidx::index::{IndexKind, RStarOptions, ReinsertPolicy, SplitAlgorithm};
 use spidx::node::{LayoutKind, Occupancy};
 use spidx::spatial::IndexOptions;
+use spidx::store::log::LogSync;
 use spidx::store::StoreConfig;
 use spidx::units::{parse_percent, parse_size};
 
-use crate::store_args::StoreArgs;
+use crate::store_args::{Shared, StoreArgs};
 
 /// Index, page, buffer and device options.
 #[derive(Args, Debug)]
@@ -56,12 +57,31 @@ pub struct IndexArgs {
     /// Page buffer: none, or lru|hlru|s2q|2q:SIZE (e.g. lru:512KB).
     #[arg(long, default_value = "none")]
     pub buffer: String,
-    /// Node store: direct (changes written in place) or efind (see the eFIND flags).
+    /// Node store: direct (changes written in place), fast (FAST: write buffer, flushing
+    /// units, log; needs --write-buffer, --flushing-unit and --flush-policy) or efind (eFIND:
+    /// needs --write-buffer; see the eFIND flags).
     #[arg(long, default_value = "direct")]
     pub store: String,
-    /// Options of the flash-aware stores.
+    /// eFIND's own options.
     #[command(flatten)]
-    pub store_args: StoreArgs,
+    pub efind: StoreArgs,
+    /// FAST: write buffer capacity; eFIND: total buffer (write plus read buffer), e.g. 512KB.
+    #[arg(long)]
+    pub write_buffer: Option<String>,
+    /// FAST, eFIND: nodes per flushing unit (consecutive pages written together), e.g. 5.
+    #[arg(long)]
+    pub flushing_unit: Option<u32>,
+    /// FAST: flushing policy: flush-all, random, fast or fast-star; eFIND: m, mt, mth, mtha or
+    /// mthao (default mthao).
+    #[arg(long)]
+    pub flush_policy: Option<String>,
+    /// FAST, eFIND: bytes of the device given to the log (FAST default: 16 x the write buffer,
+    /// >= 1MB; eFIND: see docs/stores.md).
+    #[arg(long)]
+    pub log_size: Option<String>,
+    /// FAST, eFIND: log durability: each-op (default), group:N or none.
+    #[arg(long)]
+    pub log_sync: Option<String>,
     /// Device: a preset (see `spidx devices`), file:PATH, or a device .toml file.
     #[arg(long, default_value = "memory")]
     pub device: String,
@@ -71,6 +91,69 @@ pub struct IndexArgs {
 }
 
 impl IndexArgs {
+    /// The node store and its options; FAST's options are errors with another store.
+    fn store_config(&self) -> Result<StoreConfig> {
+        let fast_flags = [
+            (self.write_buffer.is_some(), "--write-buffer"),
+            (self.flushing_unit.is_some(), "--flushing-unit"),
+            (self.flush_policy.is_some(), "--flush-policy"),
+            (self.log_size.is_some(), "--log-size"),
+            (self.log_sync.is_some(), "--log-sync"),
+        ];
+        if self.store != "efind" {
+            if let Some(name) = self.efind.first_given() {
+                bail!("{name} applies to --store efind only");
+            }
+        }
+        match self.store.as_str() {
+            "direct" => {
+                if let Some((_, name)) = fast_flags.iter().find(|(set, _)| *set) {
+                    bail!("{name} applies to --store fast or efind only");
+                }
+                Ok(StoreConfig::Direct)
+            }
+            "efind" => self.efind.efind(&Shared {
+                write_buffer: self.write_buffer.as_deref(),
+                flushing_unit: self.flushing_unit,
+                flush_policy: self.flush_policy.as_deref(),
+                log_size: self.log_size.as_deref(),
+                log_sync: self.log_sync.as_deref(),
+            }),
+            "fast" => {
+                let missing: Vec<&str> = fast_flags[..3]
+                    .iter()
+                    .filter(|(set, _)| !set)
+                    .map(|(_, n)| *n)
+                    .collect();
+                if !missing.is_empty() {
+                    bail!(
+                        "--store fast needs {} (e.g. --write-buffer 512KB --flushing-unit 5 \
+                         --flush-policy fast-star)",
+                        missing.join(", ")
+                    );
+                }
+                Ok(StoreConfig::Fast {
+                    write_buffer: parse_size(
+                        "--write-buffer",
+                        self.write_buffer.as_deref().expect("checked"),
+                    )?,
+                    flushing_unit: self.flushing_unit.expect("checked"),
+                    flush_policy: self.flush_policy.as_deref().expect("checked").parse()?,
+                    log_size: self
+                        .log_size
+                        .as_deref()
+                        .map(|s| parse_size("--log-size", s))
+                        .transpose()?,
+                    log_sync: match &self.log_sync {
+                        Some(s) => s.parse()?,
+                        None => LogSync::EachOp,
+                    },
+                })
+            }
+            other => bail!("unknown store '{other}'; use direct, fast or efind"),
+        }
+    }
+
     /// Validates everything and builds the index options.
     pub fn options(&self) -> Result<IndexOptions> {
         let kind = match self.index.as_str() {
@@ -134,7 +217,7 @@ impl IndexArgs {
             internal_max: max,
         };
         let buffer: CacheConfig = self.buffer.parse()?;
-        let store: StoreConfig = self.store_args.store(&self.store)?;
+        let store = self.store_config()?;
         store.validate(page_size)?;
         let device = DeviceSpec::new(&self.device)
             .with_params(&self.device_params)?

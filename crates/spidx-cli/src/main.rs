@@ -8,6 +8,7 @@ mod devices;
 mod index_args;
 mod iotest;
 mod query;
+mod recover;
 mod store_args;
 
 use std::process::ExitCode;
@@ -37,6 +38,8 @@ enum Command {
     Devices(devices::DevicesArgs),
     /// Probe a device with an access pattern (a small fio).
     Iotest(iotest::IotestArgs),
+    /// Reopen an index after a crash: replay its store's log, check it, report.
+    Recover(recover::RecoverArgs),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
         Command::Dataset(cmd) => dataset::run(cmd),
         Command::Devices(a) => devices::run(a),
         Command::Iotest(a) => iotest::run(a),
+        Command::Recover(a) => recover::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

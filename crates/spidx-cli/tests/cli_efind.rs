@@ -155,11 +155,11 @@ fn bad_efind_options_fail_clearly() {
         ),
         (
             vec!["--index", "rtree", "--write-buffer", "512KB"],
-            "--write-buffer applies to --store efind",
+            "--write-buffer applies to --store fast or efind only",
         ),
         (
             vec!["--index", "rtree", "--flush-policy", "m"],
-            "--flush-policy applies to --store efind",
+            "--flush-policy applies to --store fast or efind only",
         ),
         (
             [&e[..], &["--read-buffer-perc", "150"]].concat(),
@@ -236,7 +236,7 @@ fn bad_efind_options_fail_clearly() {
         ),
         (
             vec!["--index", "rtree", "--log-sync", "none"],
-            "--log-sync applies to --store efind",
+            "--log-sync applies to --store fast or efind only",
         ),
     ];
     for (extra, needle) in cases {

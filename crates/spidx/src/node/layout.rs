@@ -234,11 +234,6 @@ impl NodeLayout {
         Ok(())
     }
 
-    /// The entry count of a (verified) page, whatever the number of dimensions.
-    pub fn entry_count(&self, page: &[u8]) -> usize {
-        NodeView::<1>::raw_count(self, page)
-    }
-
     /// Decodes a page (after [`Self::verify`]) into an owned node.
     pub fn decode<const D: usize>(&self, page: &[u8]) -> Node<D> {
         let v = self.view::<D>(page);
@@ -246,6 +241,11 @@ impl NodeLayout {
             level: v.level(),
             entries: (0..v.len()).map(|i| v.entry(i)).collect(),
         }
+    }
+
+    /// The entry count a (verified) page's header holds, whatever the dimensions.
+    pub fn entry_count(&self, page: &[u8]) -> usize {
+        NodeView::<1>::raw_count(self, page)
     }
 
     /// An in-place view of a (verified) page.

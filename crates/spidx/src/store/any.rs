@@ -9,11 +9,14 @@ use serde::{Deserialize, Serialize};
 
 use super::direct::DirectStore;
 use super::efind::{EfindConfig, EfindStats, EfindStore};
+use super::fast::{FastParams, FastReport, FastStore, FlushPolicy};
+use super::log::LogSync;
 use super::{NodeChange, NodePage, NodeStore, StoreStats, TreeMeta};
 use crate::cache::{CacheConfig, CacheStats, PageCache};
+use crate::device::partition::Partition;
 use crate::device::Device;
 use crate::node::{Entry, NodeLayout, NodeView, PageId};
-use crate::Result;
+use crate::{Error, Result};
 
 /// File of an index directory holding the node store's header.
 pub const STORE_HEADER: &str = "store.json";
@@ -28,15 +31,122 @@ pub enum StoreConfig {
     /// eFIND: write buffer, read buffer, flushing policies, temporal control
     /// (see [`super::efind`]).
     Efind(EfindConfig),
+    /// FAST (Sarwat et al. 2013): a write buffer flushed in units, with a log.
+    Fast {
+        /// Write buffer capacity in bytes (`"512KB"` or a number).
+        #[serde(with = "size_bytes")]
+        write_buffer: u64,
+        /// Nodes per flushing unit.
+        flushing_unit: u32,
+        /// `flush-all`, `random`, `fast` or `fast-star`.
+        flush_policy: FlushPolicy,
+        /// Bytes of the device given to the log (default: 16 x the write buffer, at
+        /// least 1MB).
+        #[serde(
+            default,
+            with = "opt_size_bytes",
+            skip_serializing_if = "Option::is_none"
+        )]
+        log_size: Option<u64>,
+        /// `each-op` (default), `group:N` or `none`.
+        #[serde(default)]
+        log_sync: LogSync,
+    },
+}
+
+/// Sizes written as numbers of bytes or strings such as "512KB".
+mod size_bytes {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    pub(super) enum Size {
+        Bytes(u64),
+        Text(String),
+    }
+
+    impl Size {
+        pub(super) fn bytes<E: serde::de::Error>(self) -> Result<u64, E> {
+            match self {
+                Size::Bytes(b) => Ok(b),
+                Size::Text(t) => crate::units::parse_size("size", &t).map_err(E::custom),
+            }
+        }
+    }
+
+    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(*v)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        Size::deserialize(d)?.bytes()
+    }
+}
+
+/// Optional sizes (see `size_bytes`).
+mod opt_size_bytes {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(b) => s.serialize_u64(*b),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        Option::<super::size_bytes::Size>::deserialize(d)?
+            .map(|s| s.bytes())
+            .transpose()
+    }
 }
 
 impl StoreConfig {
     /// Checks the options against the node page size.
-    pub fn validate(&self, _page_size: usize) -> Result<()> {
+    pub fn validate(&self, page_size: usize) -> Result<()> {
         match self {
             StoreConfig::Direct => Ok(()),
-            StoreConfig::Efind(c) => c.resolve(_page_size).map(|_| ()),
+            StoreConfig::Efind(c) => c.resolve(page_size).map(|_| ()),
+            StoreConfig::Fast { .. } => self.fast_params().expect("fast").validate(page_size),
         }
+    }
+
+    /// FAST's resolved options (`None` for other stores).
+    pub fn fast_params(&self) -> Option<FastParams> {
+        match *self {
+            StoreConfig::Fast {
+                write_buffer,
+                flushing_unit,
+                flush_policy,
+                log_size,
+                log_sync,
+            } => Some(FastParams {
+                write_buffer,
+                flushing_unit,
+                flush_policy,
+                log_size: log_size.unwrap_or_else(|| FastParams::default_log_size(write_buffer)),
+                log_sync,
+            }),
+            StoreConfig::Direct | StoreConfig::Efind(_) => None,
+        }
+    }
+
+    /// Splits a node partition into the nodes' pages and FAST's log region (its end).
+    fn split_log(
+        device: Box<dyn Device>,
+        params: &FastParams,
+    ) -> Result<(Box<dyn Device>, Box<dyn Device>)> {
+        let ps = device.page_size();
+        let cap = device.capacity_pages();
+        let log_pages = params.log_pages(ps);
+        if log_pages >= cap {
+            return Err(Error::invalid(
+                "FAST log size",
+                format!("the log needs {log_pages} pages but the node partition has only {cap}"),
+            ));
+        }
+        let (nodes, log) = Partition::split(device, cap - log_pages)?;
+        Ok((Box::new(nodes), Box::new(log)))
     }
 
     /// A short prefix for run and index names ("" for the direct store, e.g. "FAST").
@@ -44,6 +154,7 @@ impl StoreConfig {
         match self {
             StoreConfig::Direct => String::new(),
             StoreConfig::Efind(c) => c.label(),
+            StoreConfig::Fast { .. } => "FAST".into(),
         }
     }
 
@@ -57,27 +168,35 @@ impl StoreConfig {
         dir: Option<&Path>,
     ) -> Result<AnyStore> {
         self.validate(layout.page_size())?;
-        if let StoreConfig::Efind(c) = self {
-            let header = dir.map(|d| d.join(STORE_HEADER));
-            return Ok(AnyStore::Efind(EfindStore::create(
-                device,
-                buffer,
-                layout,
-                c,
-                header.as_deref(),
-            )?));
-        }
-        let cache = PageCache::new(device, buffer)?;
+        let header = dir.map(|d| d.join(STORE_HEADER));
         match self {
             StoreConfig::Direct => {
-                let header = dir.map(|d| d.join(STORE_HEADER));
+                let cache = PageCache::new(device, buffer)?;
                 Ok(AnyStore::Direct(DirectStore::create(
                     cache,
                     layout,
                     header.as_deref(),
                 )?))
             }
-            StoreConfig::Efind(_) => unreachable!("handled above"),
+            StoreConfig::Efind(c) => Ok(AnyStore::Efind(EfindStore::create(
+                device,
+                buffer,
+                layout,
+                c,
+                header.as_deref(),
+            )?)),
+            StoreConfig::Fast { .. } => {
+                let params = self.fast_params().expect("fast");
+                let (nodes, log) = Self::split_log(device, &params)?;
+                let cache = PageCache::new(nodes, buffer)?;
+                Ok(AnyStore::Fast(FastStore::create(
+                    cache,
+                    log,
+                    layout,
+                    params,
+                    header.as_deref(),
+                )?))
+            }
         }
     }
 
@@ -90,23 +209,31 @@ impl StoreConfig {
         dir: &Path,
     ) -> Result<AnyStore> {
         self.validate(layout.page_size())?;
-        if let StoreConfig::Efind(c) = self {
-            return Ok(AnyStore::Efind(EfindStore::open(
+        match self {
+            StoreConfig::Direct => Ok(AnyStore::Direct(DirectStore::open(
+                PageCache::new(device, buffer)?,
+                layout,
+                &dir.join(STORE_HEADER),
+            )?)),
+            StoreConfig::Efind(c) => Ok(AnyStore::Efind(EfindStore::open(
                 device,
                 buffer,
                 layout,
                 c,
                 &dir.join(STORE_HEADER),
-            )?));
-        }
-        let cache = PageCache::new(device, buffer)?;
-        match self {
-            StoreConfig::Direct => Ok(AnyStore::Direct(DirectStore::open(
-                cache,
-                layout,
-                &dir.join(STORE_HEADER),
             )?)),
-            StoreConfig::Efind(_) => unreachable!("handled above"),
+            StoreConfig::Fast { .. } => {
+                let params = self.fast_params().expect("fast");
+                let (nodes, log) = Self::split_log(device, &params)?;
+                let cache = PageCache::new(nodes, buffer)?;
+                Ok(AnyStore::Fast(FastStore::open(
+                    cache,
+                    log,
+                    layout,
+                    params,
+                    Some(&dir.join(STORE_HEADER)),
+                )?))
+            }
         }
     }
 }
@@ -125,6 +252,9 @@ pub struct StoreReport {
     /// eFIND's counters (eFIND stores only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub efind: Option<EfindStats>,
+    /// FAST's counters (FAST stores only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast: Option<FastReport>,
 }
 
 /// A node store chosen at run time. See the module documentation.
@@ -133,6 +263,8 @@ pub enum AnyStore {
     Direct(DirectStore),
     /// The eFIND store.
     Efind(EfindStore),
+    /// The FAST store.
+    Fast(FastStore),
 }
 
 /// Calls `$body` with `$s` bound to the store inside `$self`, whatever its kind.
@@ -141,6 +273,7 @@ macro_rules! dispatch {
         match $self {
             AnyStore::Direct($s) => $body,
             AnyStore::Efind($s) => $body,
+            AnyStore::Fast($s) => $body,
         }
     };
 }
@@ -157,6 +290,7 @@ impl AnyStore {
         match self {
             AnyStore::Direct(s) => s.cache_mut().drop_caches(),
             AnyStore::Efind(s) => s.drop_caches(),
+            AnyStore::Fast(s) => s.cache_mut().drop_caches(),
         }
     }
 
@@ -166,6 +300,7 @@ impl AnyStore {
         match self {
             AnyStore::Direct(s) => s.cache_mut().sync(),
             AnyStore::Efind(s) => s.write_back(),
+            AnyStore::Fast(s) => s.write_back(),
         }
     }
 
@@ -183,6 +318,7 @@ impl AnyStore {
                 pages_in_use: s.pages_in_use(),
                 cache: s.cache().stats(),
                 efind: None,
+                fast: None,
             },
             AnyStore::Efind(s) => StoreReport {
                 kind: "efind".into(),
@@ -190,6 +326,15 @@ impl AnyStore {
                 pages_in_use: s.pages_in_use(),
                 cache: s.cache().stats(),
                 efind: Some(s.efind_stats()),
+                fast: None,
+            },
+            AnyStore::Fast(s) => StoreReport {
+                kind: "fast".into(),
+                nodes: NodeStore::<2>::stats(s),
+                pages_in_use: s.pages_in_use(),
+                cache: s.cache().stats(),
+                fast: Some(s.report()),
+                efind: None,
             },
         }
     }

@@ -3,11 +3,13 @@
 //! Tree code reads nodes and expresses every change at entry level (create a node, set,
 //! push or remove an entry, rewrite or delete a node) through this trait and never asks
 //! which store it runs on. The plain [`direct::DirectStore`] writes each change in place
-//! through a page cache; flash-aware stores (FAST, eFIND) buffer and log the same changes.
+//! through a page cache; flash-aware stores ([`fast::FastStore`], eFIND) buffer the same
+//! changes and make them durable through the shared [`log::Log`].
 
 pub mod any;
 pub mod direct;
 pub mod efind;
+pub mod fast;
 pub mod log;
 
 pub use any::{AnyStore, StoreConfig, StoreReport};

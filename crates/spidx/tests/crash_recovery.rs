@@ -1,0 +1,311 @@
+//! Crash tests of the logging stores, generic over `StoreConfig` (see `stores/mod.rs`):
+//! random operation sequences on a `CrashDevice` that stops persisting at a random write
+//! (seeded), with the write at the cut lost or torn after some sectors; then the store is
+//! reopened on what the medium kept. Every operation acknowledged before the cut (per the
+//! log's sync mode) must be present, nothing after it half-applied: the recovered tree
+//! passes the checker and holds exactly the objects of some prefix of the operations that
+//! is at least as long as the acknowledged one.
+//!
+//! CI runs a few seeds per configuration; `SPIDX_LONG_TESTS=1` runs many more.
+
+mod stores;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use spidx::cache::CacheConfig;
+use spidx::device::crash::{CrashDevice, Tear};
+use spidx::device::memory::{MemoryConfig, MemoryDevice};
+use spidx::device::shared::SharedDevice;
+use spidx::device::Device;
+use spidx::geom::Rect;
+use spidx::index::{IndexKind, MbrPredicate, RStarOptions, SplitAlgorithm, Tree};
+use spidx::node::{Capacity, LayoutKind, NodeLayout, Occupancy};
+use spidx::store::{AnyStore, StoreConfig, StoreReport};
+use stores::{crash_configs, long_cases, PAGE};
+
+type Live = BTreeMap<u64, Rect<2>>;
+
+enum Op {
+    Insert(Rect<2>),
+    Delete(usize),
+    Update(usize, Rect<2>),
+}
+
+fn ops(seed: u64, n: usize) -> Vec<Op> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let rect = |rng: &mut ChaCha8Rng| {
+        let (x, y) = (rng.gen_range(0.0..1000.0f64), rng.gen_range(0.0..1000.0f64));
+        let (w, h) = (rng.gen_range(0.0..40.0f64), rng.gen_range(0.0..40.0f64));
+        Rect {
+            min: [x, y],
+            max: [x + w, y + h],
+        }
+    };
+    (0..n)
+        .map(|_| match rng.gen_range(0..10) {
+            0..=5 => Op::Insert(rect(&mut rng)),
+            6..=7 => Op::Delete(rng.gen()),
+            _ => Op::Update(rng.gen(), rect(&mut rng)),
+        })
+        .collect()
+}
+
+fn layout_cap() -> (NodeLayout, Capacity) {
+    let layout = NodeLayout::new(LayoutKind::Checked, PAGE, 2).unwrap();
+    let cap = Capacity::new(&layout, &Occupancy::default()).unwrap();
+    (layout, cap)
+}
+
+fn cache() -> CacheConfig {
+    "lru:4KB".parse().unwrap()
+}
+
+/// Applies `op` to the tree and the model.
+fn apply(t: &mut Tree<AnyStore, 2>, live: &mut Live, next: &mut u64, op: &Op) {
+    match op {
+        Op::Insert(r) => {
+            t.insert(*r, *next).unwrap();
+            live.insert(*next, *r);
+            *next += 1;
+        }
+        Op::Delete(i) if !live.is_empty() => {
+            let (&id, &r) = live.iter().nth(i % live.len()).unwrap();
+            assert!(t.delete(&r, id).unwrap());
+            live.remove(&id);
+        }
+        Op::Update(i, new) if !live.is_empty() => {
+            let (&id, &r) = live.iter().nth(i % live.len()).unwrap();
+            assert!(t.update(&r, *new, id).unwrap());
+            live.insert(id, *new);
+        }
+        _ => {}
+    }
+}
+
+/// Whether every operation so far is durable (acknowledged per the sync mode).
+fn all_durable(t: &Tree<AnyStore, 2>) -> bool {
+    let r = t.store().report();
+    let log = r.fast.map(|f| f.log).or(r.efind.map(|e| e.log));
+    log.is_some_and(|l| l.unsynced_commits == 0)
+}
+
+/// The last recovery's (operations replayed, records dropped), whatever the store.
+fn recovery(r: &StoreReport) -> Option<(u64, u64)> {
+    if let Some(f) = &r.fast {
+        return f
+            .recovery
+            .as_ref()
+            .map(|x| (x.operations, x.records_dropped));
+    }
+    r.efind
+        .as_ref()
+        .filter(|e| e.recovery_s > 0.0)
+        .map(|e| (e.recovered_operations, e.recovery_dropped_records))
+}
+
+/// Runs the workload with a power cut at write `cut` (`u64::MAX`: none). Returns the
+/// models after each prefix, how many operations were acknowledged before the cut (None:
+/// not even the tree's creation), the number of device writes, and the medium.
+fn run(
+    cfg: &StoreConfig,
+    kind: IndexKind,
+    ops: &[Op],
+    cut: u64,
+    tear: Tear,
+    dir: &Path,
+) -> (Vec<Live>, Option<usize>, u64, SharedDevice) {
+    let (layout, cap) = layout_cap();
+    let mem = MemoryDevice::open(&MemoryConfig { capacity: 4 << 20 }, PAGE, None).unwrap();
+    let medium = SharedDevice::new(Box::new(mem));
+    let crash = CrashDevice::new(Box::new(medium.clone()), cut, tear);
+    let watch = crash.watch();
+    let store = cfg
+        .create(Box::new(crash), &cache(), layout, Some(dir))
+        .unwrap();
+    let mut t = Tree::create(store, cap, kind).unwrap();
+    let mut acked = (!watch.is_cut() && all_durable(&t)).then_some(0);
+    let mut models = vec![Live::new()];
+    let (mut live, mut next) = (Live::new(), 0u64);
+    for (i, op) in ops.iter().enumerate() {
+        apply(&mut t, &mut live, &mut next, op);
+        models.push(live.clone());
+        if !watch.is_cut() && all_durable(&t) {
+            acked = Some(i + 1);
+        }
+    }
+    // The power goes off: the store is dropped without a checkpoint.
+    drop(t);
+    (models, acked, watch.writes(), medium)
+}
+
+fn recover_and_check(
+    cfg: &StoreConfig,
+    kind: IndexKind,
+    models: &[Live],
+    acked: Option<usize>,
+    medium: SharedDevice,
+    dir: &Path,
+    what: &str,
+) {
+    let (layout, cap) = layout_cap();
+    let opened = cfg.open(Box::new(medium), &cache(), layout, dir);
+    let store = match (opened, acked) {
+        (Ok(s), _) => s,
+        (Err(_), None) => return, // the creation itself was not durable
+        (Err(e), Some(_)) => panic!("{what}: recovery failed: {e}"),
+    };
+    let Ok(mut t) = Tree::open(store, cap, kind) else {
+        assert!(
+            acked.is_none(),
+            "{what}: the tree's creation was acknowledged"
+        );
+        return;
+    };
+    let rep = t.check().unwrap();
+    assert!(
+        rep.ok(),
+        "{what}: checker after recovery: {:?}",
+        rep.violations
+    );
+    let mut got = Live::new();
+    let all = Rect {
+        min: [-1e9, -1e9],
+        max: [1e9, 1e9],
+    };
+    t.search(MbrPredicate::All, &all, |e| {
+        got.insert(e.ptr, e.mbr);
+    })
+    .unwrap();
+    let from = acked.unwrap_or(0);
+    assert!(
+        models[from..].contains(&got),
+        "{what}: the recovered tree ({} objects) is no prefix of the operations from the \
+         acknowledged {from} on",
+        got.len()
+    );
+    assert!(
+        recovery(&t.store().report()).is_some(),
+        "{what}: recovery is reported"
+    );
+    // The recovered index keeps working.
+    t.insert(
+        Rect {
+            min: [1.0, 1.0],
+            max: [2.0, 2.0],
+        },
+        1 << 40,
+    )
+    .unwrap();
+    assert!(t.check().unwrap().ok(), "{what}: after a new insert");
+}
+
+fn crash_cases(seeds: u64, n_ops: usize) {
+    let kinds = [
+        IndexKind::RStar(RStarOptions::default()),
+        IndexKind::RTree {
+            split: SplitAlgorithm::Quadratic,
+        },
+    ];
+    for (ci, cfg) in crash_configs().iter().enumerate() {
+        for seed in 0..seeds {
+            let kind = kinds[(seed as usize + ci) % 2];
+            let workload = ops(seed * 1000 + ci as u64, n_ops);
+            let dir = tempfile::tempdir().unwrap();
+            let (_, _, total, _) = run(cfg, kind, &workload, u64::MAX, Tear::Lost, dir.path());
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let cut = rng.gen_range(0..total);
+            let tear = match seed % 3 {
+                0 => Tear::Lost,
+                1 => Tear::Sectors(1),
+                _ => Tear::Sectors(rng.gen_range(1..PAGE * 4 / 512)),
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let (models, acked, _, medium) = run(cfg, kind, &workload, cut, tear, dir.path());
+            let what = format!("{cfg:?} {kind:?} seed {seed} cut {cut}/{total} {tear:?}");
+            recover_and_check(cfg, kind, &models, acked, medium, dir.path(), &what);
+        }
+    }
+}
+
+#[test]
+fn power_cuts_at_random_writes_lose_nothing_acknowledged() {
+    crash_cases(u64::from(long_cases(40, 1000)), 150);
+}
+
+#[test]
+fn recovery_without_a_cut_restores_everything_and_reports_it() {
+    // No power cut at all, but no checkpoint either: the log alone rebuilds the buffer.
+    for cfg in crash_configs() {
+        let kind = IndexKind::RStar(RStarOptions::default());
+        let workload = ops(7, 300);
+        let dir = tempfile::tempdir().unwrap();
+        let (models, acked, _, medium) =
+            run(&cfg, kind, &workload, u64::MAX, Tear::Lost, dir.path());
+        let n = models.len() - 1;
+        let what = format!("{cfg:?} without a cut");
+        let (layout, cap) = layout_cap();
+        let store = cfg
+            .open(Box::new(medium.clone()), &cache(), layout, dir.path())
+            .unwrap();
+        let (operations, dropped) = recovery(&store.report()).expect("recovery reported");
+        assert!(operations > 0, "{what}");
+        assert_eq!(dropped, 0, "{what}");
+        drop(Tree::<AnyStore, 2>::open(store, cap, kind).unwrap());
+        // Everything is there when every operation was synced.
+        if acked == Some(n) {
+            recover_and_check(&cfg, kind, &models, Some(n), medium, dir.path(), &what);
+        }
+    }
+}
+
+#[test]
+fn a_corrupted_log_tail_recovers_the_valid_prefix_and_reports_the_rest() {
+    let cfg = &crash_configs()[0];
+    let kind = IndexKind::RStar(RStarOptions::default());
+    let workload = ops(3, 120);
+    let dir = tempfile::tempdir().unwrap();
+    let (models, _, _, medium) = run(cfg, kind, &workload, u64::MAX, Tear::Lost, dir.path());
+    // Damage the log region's last written page: the log is the end of the device.
+    let mut dev = medium.clone();
+    let cap = dev.capacity_pages();
+    let params = cfg.fast_params().unwrap();
+    let log_first = cap - params.log_pages(PAGE);
+    let mut page = vec![0u8; PAGE];
+    let mut last_written = None;
+    for p in log_first + 2..cap {
+        dev.read(p, &mut page).unwrap();
+        if page.iter().any(|b| *b != 0) {
+            last_written = Some(p);
+        }
+    }
+    let p = last_written.expect("the log holds records");
+    dev.read(p, &mut page).unwrap();
+    for b in &mut page[100..200] {
+        *b ^= 0x5a;
+    }
+    dev.write(p, &page).unwrap();
+    let (layout, cap) = layout_cap();
+    let store = cfg
+        .open(Box::new(medium), &cache(), layout, dir.path())
+        .unwrap();
+    let rec = store.report().fast.unwrap().recovery.unwrap();
+    assert!(rec.log_end.contains("invalid record"), "{rec:?}");
+    let mut t = Tree::open(store, cap, kind).unwrap();
+    assert!(t.check().unwrap().ok());
+    let mut got = Live::new();
+    t.search(
+        MbrPredicate::All,
+        &Rect {
+            min: [-1e9, -1e9],
+            max: [1e9, 1e9],
+        },
+        |e| {
+            got.insert(e.ptr, e.mbr);
+        },
+    )
+    .unwrap();
+    assert!(models.contains(&got), "a prefix of the operations survives");
+}
