@@ -164,7 +164,7 @@ impl Record {
                 let id = r.u64()?;
                 let level = r.u32()?;
                 let entries = r.rest().to_vec();
-                if entries.len() % entry_size != 0 {
+                if !entries.len().is_multiple_of(entry_size) {
                     return Err(bad("entries are not whole entries of this layout"));
                 }
                 if kind == CREATE {
