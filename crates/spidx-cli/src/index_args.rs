@@ -76,7 +76,7 @@ pub struct IndexArgs {
     #[arg(long)]
     pub flush_policy: Option<String>,
     /// FAST, eFIND: bytes of the device given to the log (FAST default: 16 x the write buffer,
-    /// >= 1MB; eFIND: see docs/stores.md).
+    /// >= 1MB; eFIND: see docs/efind.md).
     #[arg(long)]
     pub log_size: Option<String>,
     /// FAST, eFIND: log durability: each-op (default), group:N or none.

@@ -15,7 +15,7 @@ use crate::{Error, Result};
 /// Largest accepted flushing unit, in nodes.
 pub const MAX_FLUSHING_UNIT: usize = 1024;
 
-/// eFIND's flushing policies (Carniel et al. 2019; see `docs/stores.md` for the formulas).
+/// eFIND's flushing policies (Carniel et al. 2019; see `docs/efind.md` for the formulas).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FlushPolicy {
@@ -140,7 +140,7 @@ impl fmt::Display for Size {
     }
 }
 
-/// The eFIND store's options. Optional fields take the defaults listed in `docs/stores.md`
+/// The eFIND store's options. Optional fields take the defaults listed in `docs/efind.md`
 /// when they apply; given where they do not apply, they are errors.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -188,7 +188,7 @@ pub struct EfindConfig {
     #[serde(default = "default_policy")]
     pub flush_policy: FlushPolicy,
     /// Size of the log, carved from the end of the node partition (default: the larger of
-    /// 1 MB and the minimum, see `docs/stores.md`).
+    /// 1 MB and the minimum, see `docs/efind.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_size: Option<Size>,
     /// When logged operations reach stable storage: each-op, group:N or none (default each-op).
