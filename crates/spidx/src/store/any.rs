@@ -189,13 +189,13 @@ impl StoreConfig {
                 let params = self.fast_params().expect("fast");
                 let (nodes, log) = Self::split_log(device, &params)?;
                 let cache = PageCache::new(nodes, buffer)?;
-                Ok(AnyStore::Fast(FastStore::create(
+                Ok(AnyStore::Fast(Box::new(FastStore::create(
                     cache,
                     log,
                     layout,
                     params,
                     header.as_deref(),
-                )?))
+                )?)))
             }
         }
     }
@@ -226,13 +226,13 @@ impl StoreConfig {
                 let params = self.fast_params().expect("fast");
                 let (nodes, log) = Self::split_log(device, &params)?;
                 let cache = PageCache::new(nodes, buffer)?;
-                Ok(AnyStore::Fast(FastStore::open(
+                Ok(AnyStore::Fast(Box::new(FastStore::open(
                     cache,
                     log,
                     layout,
                     params,
                     Some(&dir.join(STORE_HEADER)),
-                )?))
+                )?)))
             }
         }
     }
@@ -258,22 +258,38 @@ pub struct StoreReport {
 }
 
 /// A node store chosen at run time. See the module documentation.
+// One AnyStore per open index: the variants' size difference costs nothing, and the direct
+// store stays unboxed on the baseline's hot path.
+#[allow(clippy::large_enum_variant)]
 pub enum AnyStore {
     /// The direct store.
     Direct(DirectStore),
     /// The eFIND store.
     Efind(EfindStore),
     /// The FAST store.
-    Fast(FastStore),
+    Fast(Box<FastStore>),
 }
 
 /// Calls `$body` with `$s` bound to the store inside `$self`, whatever its kind.
 macro_rules! dispatch {
-    ($self:expr, $s:ident => $body:expr) => {
+    ($self:expr, ref $s:ident => $body:expr) => {
         match $self {
             AnyStore::Direct($s) => $body,
             AnyStore::Efind($s) => $body,
-            AnyStore::Fast($s) => $body,
+            AnyStore::Fast(b) => {
+                let $s: &FastStore = b;
+                $body
+            }
+        }
+    };
+    ($self:expr, mut $s:ident => $body:expr) => {
+        match $self {
+            AnyStore::Direct($s) => $body,
+            AnyStore::Efind($s) => $body,
+            AnyStore::Fast(b) => {
+                let $s: &mut FastStore = b;
+                $body
+            }
         }
     };
 }
@@ -281,7 +297,7 @@ macro_rules! dispatch {
 impl AnyStore {
     /// The device under the store (its statistics cover every partition of it).
     pub fn device(&self) -> &dyn Device {
-        dispatch!(self, s => s.cache().device())
+        dispatch!(self, ref s => s.cache().device())
     }
 
     /// Empties the store's read caches and the device's (between query repetitions).
@@ -306,7 +322,7 @@ impl AnyStore {
 
     /// Node pages allocated and not freed.
     pub fn pages_in_use(&self) -> u64 {
-        dispatch!(self, s => s.pages_in_use())
+        dispatch!(self, ref s => s.pages_in_use())
     }
 
     /// The store's counters.
@@ -330,7 +346,7 @@ impl AnyStore {
             },
             AnyStore::Fast(s) => StoreReport {
                 kind: "fast".into(),
-                nodes: NodeStore::<2>::stats(s),
+                nodes: NodeStore::<2>::stats(s.as_ref()),
                 pages_in_use: s.pages_in_use(),
                 cache: s.cache().stats(),
                 fast: Some(s.report()),
@@ -342,11 +358,11 @@ impl AnyStore {
 
 impl<const D: usize> NodeStore<D> for AnyStore {
     fn layout(&self) -> &NodeLayout {
-        dispatch!(self, s => NodeStore::<D>::layout(s))
+        dispatch!(self, ref s => NodeStore::<D>::layout(s))
     }
 
     fn read(&mut self, id: PageId, level: u32) -> Result<NodePage> {
-        dispatch!(self, s => NodeStore::<D>::read(s, id, level))
+        dispatch!(self, mut s => NodeStore::<D>::read(s, id, level))
     }
 
     fn with_node<R>(
@@ -355,42 +371,42 @@ impl<const D: usize> NodeStore<D> for AnyStore {
         level: u32,
         f: impl FnOnce(NodeView<'_, D>) -> R,
     ) -> Result<R> {
-        dispatch!(self, s => s.with_node(id, level, f))
+        dispatch!(self, mut s => s.with_node(id, level, f))
     }
 
     fn create(&mut self, level: u32, entries: &[Entry<D>]) -> Result<PageId> {
-        dispatch!(self, s => s.create(level, entries))
+        dispatch!(self, mut s => s.create(level, entries))
     }
 
     fn modify(&mut self, id: PageId, level: u32, changes: &[NodeChange<D>]) -> Result<()> {
-        dispatch!(self, s => s.modify(id, level, changes))
+        dispatch!(self, mut s => s.modify(id, level, changes))
     }
 
     fn rewrite(&mut self, id: PageId, level: u32, entries: &[Entry<D>]) -> Result<()> {
-        dispatch!(self, s => s.rewrite(id, level, entries))
+        dispatch!(self, mut s => s.rewrite(id, level, entries))
     }
 
     fn delete(&mut self, id: PageId, level: u32) -> Result<()> {
-        dispatch!(self, s => NodeStore::<D>::delete(s, id, level))
+        dispatch!(self, mut s => NodeStore::<D>::delete(s, id, level))
     }
 
     fn meta(&self) -> Option<TreeMeta> {
-        dispatch!(self, s => NodeStore::<D>::meta(s))
+        dispatch!(self, ref s => NodeStore::<D>::meta(s))
     }
 
     fn set_meta(&mut self, meta: TreeMeta) -> Result<()> {
-        dispatch!(self, s => NodeStore::<D>::set_meta(s, meta))
+        dispatch!(self, mut s => NodeStore::<D>::set_meta(s, meta))
     }
 
     fn end_operation(&mut self) -> Result<()> {
-        dispatch!(self, s => NodeStore::<D>::end_operation(s))
+        dispatch!(self, mut s => NodeStore::<D>::end_operation(s))
     }
 
     fn flush(&mut self) -> Result<()> {
-        dispatch!(self, s => NodeStore::<D>::flush(s))
+        dispatch!(self, mut s => NodeStore::<D>::flush(s))
     }
 
     fn stats(&self) -> StoreStats {
-        dispatch!(self, s => NodeStore::<D>::stats(s))
+        dispatch!(self, ref s => NodeStore::<D>::stats(s))
     }
 }
