@@ -279,3 +279,41 @@ fn log_sync_parses_and_rejects_bad_values() {
     assert_eq!(LogSync::Group(3).to_string(), "group:3");
     assert!(Log::create(Box::new(medium(3)), cfg(LogSync::EachOp)).is_err());
 }
+
+#[test]
+fn a_log_truncated_at_any_byte_recovers_exactly_the_operations_before_it() {
+    // Write 8 operations, note where each commit ends, then cut the stream at every byte.
+    let m = medium(40);
+    let mut log = Log::create(Box::new(m.clone()), cfg(LogSync::EachOp)).unwrap();
+    let mut ends = Vec::new();
+    for i in 0..8 {
+        run_ops(&mut log, i..i + 1);
+        ends.push(log.used_bytes());
+    }
+    drop(log);
+    let total = *ends.last().unwrap() as usize;
+    let mut image = vec![0u8; total.div_ceil(PS) * PS];
+    m.clone().read(2, &mut image).unwrap();
+    for cut in 0..=total {
+        let copy = medium(40);
+        let mut dev = copy.clone();
+        let mut hdr = vec![0u8; PS];
+        m.clone().read(0, &mut hdr).unwrap();
+        dev.write(0, &hdr).unwrap();
+        let mut cut_image = image.clone();
+        cut_image[cut..].fill(0);
+        dev.write(2, &cut_image).unwrap();
+        let (_, rec) = Log::open(Box::new(copy), cfg(LogSync::EachOp)).unwrap();
+        let want = ends.iter().filter(|e| **e as usize <= cut).count();
+        assert_eq!(
+            rec.operations,
+            (0..want).map(op).collect::<Vec<_>>(),
+            "cut at byte {cut}"
+        );
+        let committed = if want == 0 { 0 } else { ends[want - 1] };
+        assert!(
+            rec.dropped_bytes <= cut as u64 - committed,
+            "cut at byte {cut}"
+        );
+    }
+}

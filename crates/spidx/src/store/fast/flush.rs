@@ -250,3 +250,103 @@ fn best(units: &BTreeMap<u64, UnitInfo>, score: impl Fn(&UnitInfo) -> f64) -> Op
     }
     best.map(|(u, _)| u)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::{CacheConfig, PageCache};
+    use crate::device::memory::{MemoryConfig, MemoryDevice};
+    use crate::geom::Rect;
+    use crate::node::{Entry, LayoutKind, NodeLayout};
+    use crate::store::fast::FastParams;
+    use crate::store::{NodeChange, NodeStore};
+
+    fn store(policy: FlushPolicy) -> FastStore {
+        let mem = |cap| {
+            Box::new(MemoryDevice::open(&MemoryConfig { capacity: cap }, 1024, None).unwrap())
+        };
+        let cache = PageCache::new(mem(1 << 20), &"none".parse::<CacheConfig>().unwrap()).unwrap();
+        let layout = NodeLayout::new(LayoutKind::Checked, 1024, 2).unwrap();
+        let params = FastParams {
+            write_buffer: 1 << 20,
+            flushing_unit: 2,
+            flush_policy: policy,
+            log_size: 16 << 20,
+            log_sync: LogSync::None,
+        };
+        FastStore::create(cache, mem(16 << 20), layout, params, None).unwrap()
+    }
+
+    fn entry(i: u64) -> Entry<2> {
+        Entry {
+            mbr: Rect {
+                min: [i as f64, 0.0],
+                max: [i as f64 + 1.0, 1.0],
+            },
+            ptr: i,
+        }
+    }
+
+    /// Units (of 2 pages): A = pages 0-1 with 10 modifications, last changed at operation
+    /// 9; B = pages 2-3 with 8, last changed at operation 1; C = pages 4-5 with 2 (their
+    /// creations), at operation 0. Now = 10.
+    fn scenario(policy: FlushPolicy) -> FastStore {
+        let mut s = store(policy);
+        let ids: Vec<PageId> = (0..6)
+            .map(|_| NodeStore::<2>::create(&mut s, 0, &[]).unwrap())
+            .collect();
+        assert_eq!(ids, vec![0, 1, 2, 3, 4, 5]);
+        // Each unit's two creations count 2 modifications.
+        NodeStore::<2>::end_operation(&mut s).unwrap(); // op 0 -> 1
+        let push = |s: &mut FastStore, id, n: u64| {
+            for i in 0..n {
+                NodeStore::<2>::modify(s, id, 0, &[NodeChange::Push(entry(i))]).unwrap();
+            }
+        };
+        push(&mut s, 2, 6); // B: 2 creations + 6 = 8, last at op 1
+        for _ in 1..9 {
+            NodeStore::<2>::end_operation(&mut s).unwrap();
+        }
+        push(&mut s, 0, 8); // A: 2 creations + 8 = 10, last at op 9
+        NodeStore::<2>::end_operation(&mut s).unwrap(); // now = 10
+        s
+    }
+
+    #[test]
+    fn fast_takes_the_most_modified_unit_and_fast_star_weighs_age_equally() {
+        assert_eq!(scenario(FlushPolicy::Fast).choose_unit(), Some(0));
+        // FAST*: A = 10/10 + (10-9)/10 = 1.1; B = 8/10 + (10-1)/10 = 1.7;
+        // C = 2/10 + (10-0)/10 = 1.2 (C is the oldest: "oldest first" would take it).
+        assert_eq!(scenario(FlushPolicy::FastStar).choose_unit(), Some(1));
+    }
+
+    #[test]
+    fn random_is_deterministic_and_flush_all_empties_the_buffer() {
+        let picks = |_| {
+            let mut s = scenario(FlushPolicy::Random);
+            (0..5).map(|_| s.choose_unit()).collect::<Vec<_>>()
+        };
+        assert_eq!(picks(0), picks(1));
+        let mut s = scenario(FlushPolicy::FlushAll);
+        s.flush_all().unwrap();
+        assert!(s.buf.is_empty());
+        let r = s.report();
+        assert_eq!((r.flushes, r.flushed_nodes), (3, 6));
+        assert_eq!(
+            r.flush_write_requests, 3,
+            "each unit's 2 contiguous pages in one request"
+        );
+    }
+
+    #[test]
+    fn policies_parse_and_print() {
+        for p in ["flush-all", "random", "fast", "fast-star"] {
+            assert_eq!(p.parse::<FlushPolicy>().unwrap().to_string(), p);
+        }
+        let e = "fast*".parse::<FlushPolicy>().unwrap_err().to_string();
+        assert!(
+            e.contains("choose flush-all, random, fast or fast-star"),
+            "{e}"
+        );
+    }
+}
