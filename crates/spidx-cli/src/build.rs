@@ -226,4 +226,16 @@ fn print_human(v: &serde_json::Value, c: &PhaseReport) {
             log["records"], log["bytes"], log["pages_written"], log["syncs"], log["compactions"]
         );
     }
+    let e = &v["store"]["efind"];
+    if !e.is_null() {
+        println!(
+            "eFIND     {} flushes, {} nodes flushed ({} unnecessary), read buffer {} hits / {} faults, {} forced in",
+            e["flushes"],
+            e["flushed_nodes"],
+            e["unnecessary_flushes"],
+            e["read_buffer"]["hits"],
+            e["read_buffer"]["misses"],
+            e["forced_into_read_buffer"]
+        );
+    }
 }

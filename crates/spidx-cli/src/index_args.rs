@@ -13,6 +13,8 @@ use spidx::store::log::LogSync;
 use spidx::store::StoreConfig;
 use spidx::units::{parse_percent, parse_size};
 
+use crate::store_args::{Shared, StoreArgs};
+
 /// Index, page, buffer and device options.
 #[derive(Args, Debug)]
 pub struct IndexArgs {
@@ -55,23 +57,29 @@ pub struct IndexArgs {
     /// Page buffer: none, or lru|hlru|s2q|2q:SIZE (e.g. lru:512KB).
     #[arg(long, default_value = "none")]
     pub buffer: String,
-    /// Node store: direct (changes written in place) or fast (FAST: write buffer, flushing
-    /// units, log; needs --write-buffer, --flushing-unit and --flush-policy).
+    /// Node store: direct (changes written in place), fast (FAST: write buffer, flushing
+    /// units, log; needs --write-buffer, --flushing-unit and --flush-policy) or efind (eFIND:
+    /// needs --write-buffer; see the eFIND flags).
     #[arg(long, default_value = "direct")]
     pub store: String,
-    /// FAST: write buffer capacity, e.g. 512KB.
+    /// eFIND's own options.
+    #[command(flatten)]
+    pub efind: StoreArgs,
+    /// FAST: write buffer capacity; eFIND: total buffer (write plus read buffer), e.g. 512KB.
     #[arg(long)]
     pub write_buffer: Option<String>,
-    /// FAST: nodes per flushing unit (consecutive pages written together), e.g. 5.
+    /// FAST, eFIND: nodes per flushing unit (consecutive pages written together), e.g. 5.
     #[arg(long)]
     pub flushing_unit: Option<u32>,
-    /// FAST: flushing policy: flush-all, random, fast or fast-star.
+    /// FAST: flushing policy: flush-all, random, fast or fast-star; eFIND: m, mt, mth, mtha or
+    /// mthao (default mthao).
     #[arg(long)]
     pub flush_policy: Option<String>,
-    /// FAST: bytes of the device given to the log (default 16 x the write buffer, >= 1MB).
+    /// FAST, eFIND: bytes of the device given to the log (FAST default: 16 x the write buffer,
+    /// >= 1MB; eFIND: see docs/efind.md).
     #[arg(long)]
     pub log_size: Option<String>,
-    /// FAST: log durability: each-op (default), group:N or none.
+    /// FAST, eFIND: log durability: each-op (default), group:N or none.
     #[arg(long)]
     pub log_sync: Option<String>,
     /// Device: a preset (see `spidx devices`), file:PATH, or a device .toml file.
@@ -92,13 +100,25 @@ impl IndexArgs {
             (self.log_size.is_some(), "--log-size"),
             (self.log_sync.is_some(), "--log-sync"),
         ];
+        if self.store != "efind" {
+            if let Some(name) = self.efind.first_given() {
+                bail!("{name} applies to --store efind only");
+            }
+        }
         match self.store.as_str() {
             "direct" => {
                 if let Some((_, name)) = fast_flags.iter().find(|(set, _)| *set) {
-                    bail!("{name} applies to --store fast only");
+                    bail!("{name} applies to --store fast or efind only");
                 }
                 Ok(StoreConfig::Direct)
             }
+            "efind" => self.efind.efind(&Shared {
+                write_buffer: self.write_buffer.as_deref(),
+                flushing_unit: self.flushing_unit,
+                flush_policy: self.flush_policy.as_deref(),
+                log_size: self.log_size.as_deref(),
+                log_sync: self.log_sync.as_deref(),
+            }),
             "fast" => {
                 let missing: Vec<&str> = fast_flags[..3]
                     .iter()
@@ -130,7 +150,7 @@ impl IndexArgs {
                     },
                 })
             }
-            other => bail!("unknown store '{other}'; use direct or fast"),
+            other => bail!("unknown store '{other}'; use direct, fast or efind"),
         }
     }
 
@@ -198,6 +218,7 @@ impl IndexArgs {
         };
         let buffer: CacheConfig = self.buffer.parse()?;
         let store = self.store_config()?;
+        store.validate(page_size)?;
         let device = DeviceSpec::new(&self.device)
             .with_params(&self.device_params)?
             .resolve()?;

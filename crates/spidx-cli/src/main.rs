@@ -12,6 +12,7 @@ mod recover;
 mod report;
 mod results;
 mod run;
+mod store_args;
 
 use std::process::ExitCode;
 

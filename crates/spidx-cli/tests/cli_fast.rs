@@ -103,7 +103,7 @@ fn bad_fast_options_are_clear_errors() {
     let cases: [(&[&str], &str); 8] = [
         (
             &["--store", "direct", "--flush-policy", "fast"],
-            "--flush-policy applies to --store fast only",
+            "--flush-policy applies to --store fast or efind only",
         ),
         (
             &["--store", "fast", "--write-buffer", "64KB"],

@@ -8,6 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::direct::DirectStore;
+use super::efind::{EfindConfig, EfindStats, EfindStore};
 use super::fast::{FastParams, FastReport, FastStore, FlushPolicy};
 use super::log::LogSync;
 use super::{NodeChange, NodePage, NodeStore, StoreStats, TreeMeta};
@@ -27,6 +28,9 @@ pub enum StoreConfig {
     /// Every change written in place at once (the plain disk-based tree).
     #[default]
     Direct,
+    /// eFIND: write buffer, read buffer, flushing policies, temporal control
+    /// (see [`super::efind`]).
+    Efind(EfindConfig),
     /// FAST (Sarwat et al. 2013): a write buffer flushed in units, with a log.
     Fast {
         /// Write buffer capacity in bytes (`"512KB"` or a number).
@@ -102,6 +106,7 @@ impl StoreConfig {
     pub fn validate(&self, page_size: usize) -> Result<()> {
         match self {
             StoreConfig::Direct => Ok(()),
+            StoreConfig::Efind(c) => c.resolve(page_size).map(|_| ()),
             StoreConfig::Fast { .. } => self.fast_params().expect("fast").validate(page_size),
         }
     }
@@ -122,7 +127,7 @@ impl StoreConfig {
                 log_size: log_size.unwrap_or_else(|| FastParams::default_log_size(write_buffer)),
                 log_sync,
             }),
-            StoreConfig::Direct => None,
+            StoreConfig::Direct | StoreConfig::Efind(_) => None,
         }
     }
 
@@ -148,6 +153,7 @@ impl StoreConfig {
     pub fn label(&self) -> String {
         match self {
             StoreConfig::Direct => String::new(),
+            StoreConfig::Efind(c) => c.label(),
             StoreConfig::Fast { .. } => "FAST".into(),
         }
     }
@@ -172,6 +178,13 @@ impl StoreConfig {
                     header.as_deref(),
                 )?))
             }
+            StoreConfig::Efind(c) => Ok(AnyStore::Efind(EfindStore::create(
+                device,
+                buffer,
+                layout,
+                c,
+                header.as_deref(),
+            )?)),
             StoreConfig::Fast { .. } => {
                 let params = self.fast_params().expect("fast");
                 let (nodes, log) = Self::split_log(device, &params)?;
@@ -202,6 +215,13 @@ impl StoreConfig {
                 layout,
                 &dir.join(STORE_HEADER),
             )?)),
+            StoreConfig::Efind(c) => Ok(AnyStore::Efind(EfindStore::open(
+                device,
+                buffer,
+                layout,
+                c,
+                &dir.join(STORE_HEADER),
+            )?)),
             StoreConfig::Fast { .. } => {
                 let params = self.fast_params().expect("fast");
                 let (nodes, log) = Self::split_log(device, &params)?;
@@ -229,6 +249,9 @@ pub struct StoreReport {
     pub pages_in_use: u64,
     /// The page buffer between the store and the device.
     pub cache: CacheStats,
+    /// eFIND's counters (eFIND stores only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efind: Option<EfindStats>,
     /// FAST's counters (FAST stores only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fast: Option<FastReport>,
@@ -241,6 +264,8 @@ pub struct StoreReport {
 pub enum AnyStore {
     /// The direct store.
     Direct(DirectStore),
+    /// The eFIND store.
+    Efind(EfindStore),
     /// The FAST store.
     Fast(Box<FastStore>),
 }
@@ -250,6 +275,7 @@ macro_rules! dispatch {
     ($self:expr, ref $s:ident => $body:expr) => {
         match $self {
             AnyStore::Direct($s) => $body,
+            AnyStore::Efind($s) => $body,
             AnyStore::Fast(b) => {
                 let $s: &FastStore = b;
                 $body
@@ -259,6 +285,7 @@ macro_rules! dispatch {
     ($self:expr, mut $s:ident => $body:expr) => {
         match $self {
             AnyStore::Direct($s) => $body,
+            AnyStore::Efind($s) => $body,
             AnyStore::Fast(b) => {
                 let $s: &mut FastStore = b;
                 $body
@@ -276,7 +303,11 @@ impl AnyStore {
     /// Empties the store's read caches and the device's (between query repetitions).
     /// Buffered changes not yet written stay: they are part of the index, not a cache.
     pub fn drop_caches(&mut self) -> Result<()> {
-        dispatch!(self, mut s => s.cache_mut().drop_caches())
+        match self {
+            AnyStore::Direct(s) => s.cache_mut().drop_caches(),
+            AnyStore::Efind(s) => s.drop_caches(),
+            AnyStore::Fast(s) => s.cache_mut().drop_caches(),
+        }
     }
 
     /// Writes every buffered change to the device (at the end of a workload), so the
@@ -284,6 +315,7 @@ impl AnyStore {
     pub fn write_back(&mut self) -> Result<()> {
         match self {
             AnyStore::Direct(s) => s.cache_mut().sync(),
+            AnyStore::Efind(s) => s.write_back(),
             AnyStore::Fast(s) => s.write_back(),
         }
     }
@@ -301,6 +333,15 @@ impl AnyStore {
                 nodes: NodeStore::<2>::stats(s),
                 pages_in_use: s.pages_in_use(),
                 cache: s.cache().stats(),
+                efind: None,
+                fast: None,
+            },
+            AnyStore::Efind(s) => StoreReport {
+                kind: "efind".into(),
+                nodes: NodeStore::<2>::stats(s),
+                pages_in_use: s.pages_in_use(),
+                cache: s.cache().stats(),
+                efind: Some(s.efind_stats()),
                 fast: None,
             },
             AnyStore::Fast(s) => StoreReport {
@@ -309,6 +350,7 @@ impl AnyStore {
                 pages_in_use: s.pages_in_use(),
                 cache: s.cache().stats(),
                 fast: Some(s.report()),
+                efind: None,
             },
         }
     }

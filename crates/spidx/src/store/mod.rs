@@ -8,6 +8,7 @@
 
 pub mod any;
 pub mod direct;
+pub mod efind;
 pub mod fast;
 pub mod log;
 

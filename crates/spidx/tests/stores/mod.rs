@@ -1,8 +1,10 @@
-//! The node-store configurations every store-generic test runs over. Adding a store (eFIND)
-//! to the property and crash tests is one line in [`store_configs`] / [`crash_configs`].
+//! The node-store configurations every store-generic test runs over: direct, FAST and eFIND
+//! ([`store_configs`], [`crash_configs`]).
 
 #![allow(dead_code)]
 
+use spidx::cache::CachePolicy;
+use spidx::store::efind::{self, EfindConfig, TemporalControl};
 use spidx::store::fast::FlushPolicy;
 use spidx::store::log::LogSync;
 use spidx::store::StoreConfig;
@@ -21,6 +23,24 @@ pub fn fast(policy: FlushPolicy, unit: u32, buffer: u64, sync: LogSync) -> Store
     }
 }
 
+/// An eFIND configuration with a small total buffer so that flushes really happen.
+pub fn efind(
+    policy: efind::FlushPolicy,
+    unit: usize,
+    read: CachePolicy,
+    tc: TemporalControl,
+    sync: LogSync,
+) -> StoreConfig {
+    let mut c = EfindConfig::with_buffer(8 << 10);
+    c.flush_policy = policy;
+    c.flushing_unit = unit;
+    c.read_policy = read;
+    c.read_buffer_perc = Some(if read == CachePolicy::None { 0.0 } else { 25.0 });
+    c.temporal_control = tc;
+    c.log_sync = sync;
+    StoreConfig::Efind(c)
+}
+
 const POLICIES: [FlushPolicy; 4] = [
     FlushPolicy::FlushAll,
     FlushPolicy::Random,
@@ -37,6 +57,17 @@ pub fn store_configs() -> Vec<StoreConfig> {
             v.push(fast(p, unit, 8 << 10, LogSync::EachOp));
         }
     }
+    let reads = [
+        (CachePolicy::Lru, TemporalControl::Both),
+        (CachePolicy::Hlru, TemporalControl::Reads),
+        (CachePolicy::S2q, TemporalControl::Writes),
+        (CachePolicy::TwoQ, TemporalControl::Both),
+        (CachePolicy::None, TemporalControl::None),
+    ];
+    for (i, p) in efind::FlushPolicy::ALL.into_iter().enumerate() {
+        let (read, tc) = reads[i];
+        v.push(efind(p, 1 + i % 4, read, tc, LogSync::EachOp));
+    }
     v
 }
 
@@ -51,6 +82,34 @@ pub fn crash_configs() -> Vec<StoreConfig> {
         fast(FlushPolicy::FlushAll, 4, 8 << 10, LogSync::EachOp),
         fast(FlushPolicy::FastStar, 2, 6 << 10, LogSync::Group(4)),
         fast(FlushPolicy::Fast, 2, 6 << 10, LogSync::None),
+        efind(
+            efind::FlushPolicy::Mthao,
+            3,
+            CachePolicy::Lru,
+            TemporalControl::Both,
+            LogSync::EachOp,
+        ),
+        efind(
+            efind::FlushPolicy::M,
+            1,
+            CachePolicy::TwoQ,
+            TemporalControl::Reads,
+            LogSync::EachOp,
+        ),
+        efind(
+            efind::FlushPolicy::Mth,
+            5,
+            CachePolicy::None,
+            TemporalControl::Writes,
+            LogSync::Group(4),
+        ),
+        efind(
+            efind::FlushPolicy::Mt,
+            2,
+            CachePolicy::Hlru,
+            TemporalControl::None,
+            LogSync::None,
+        ),
     ]
 }
 

@@ -1,0 +1,253 @@
+//! `spidx build --store efind` end to end: the index answers window queries like brute
+//! force and passes the checker after reopening, the report carries eFIND's statistics, and
+//! bad eFIND options fail with clear errors.
+
+use spidx::data::{self, Dataset};
+
+mod common;
+
+use common::{json_of, spidx};
+
+fn generate(dir: &std::path::Path, count: &str) -> String {
+    let p = dir.join("b.fgb");
+    spidx()
+        .args([
+            "dataset",
+            "generate",
+            "--distribution",
+            "buildings",
+            "--count",
+            count,
+            "--dims",
+            "2",
+            "--out",
+        ])
+        .arg(&p)
+        .assert()
+        .success();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn efind_index_matches_brute_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_path = generate(dir.path(), "3000");
+    let ds = data::open(&data_path).unwrap();
+    let Dataset::Geo(recs) = &ds else {
+        panic!("2-D data expected")
+    };
+    let ext = ds.extent().unwrap();
+    let configs: &[&[&str]] = &[
+        &[
+            "--index",
+            "rtree",
+            "--write-buffer",
+            "16KB",
+            "--page-size",
+            "1KB",
+        ],
+        &[
+            "--index",
+            "rstar",
+            "--write-buffer",
+            "32KB",
+            "--read-buffer-perc",
+            "30",
+            "--read-policy",
+            "2q",
+            "--read-kin",
+            "20",
+            "--temporal-control",
+            "writes",
+            "--stride",
+            "32",
+            "--timestamp-perc",
+            "70",
+            "--flushing-unit",
+            "3",
+            "--flush-policy",
+            "mth",
+            "--log-size",
+            "4MB",
+            "--log-sync",
+            "group:8",
+            "--page-size",
+            "2KB",
+            "--device",
+            "ssd-v300",
+        ],
+    ];
+    for (n, cfg) in configs.iter().enumerate() {
+        let out = dir.path().join(format!("idx{n}"));
+        let mut args = vec![
+            "build",
+            "--data",
+            &data_path,
+            "--out",
+            out.to_str().unwrap(),
+            "--store",
+            "efind",
+            "--json",
+        ];
+        args.extend_from_slice(cfg);
+        let b = json_of(&args);
+        assert_eq!(b["store"]["kind"], "efind", "{b}");
+        let e = &b["store"]["efind"];
+        assert!(e["flushes"].as_u64().unwrap() > 0, "{b}");
+        assert_eq!(e["buffered_bytes"], 0, "written back at the end: {b}");
+        let c = json_of(&["check", out.to_str().unwrap(), "--json"]);
+        assert_eq!(c["ok"], true, "{c}");
+        let (x0, y0, x1, y1) = (ext.min[0], ext.min[1], ext.max[0], ext.max[1]);
+        let (qx, qy, w, h) = (
+            x0 + (x1 - x0) * 0.2,
+            y0 + (y1 - y0) * 0.3,
+            (x1 - x0) * 0.3,
+            (y1 - y0) * 0.2,
+        );
+        let window = format!("{},{},{},{}", qx, qy, qx + w, qy + h);
+        let v = json_of(&[
+            "query",
+            out.to_str().unwrap(),
+            "--window",
+            &window,
+            "--filter-only",
+            "--ids",
+            "--json",
+        ]);
+        let mut got: Vec<u64> = v["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect();
+        got.sort();
+        let mut want: Vec<u64> = recs
+            .iter()
+            .filter(|r| {
+                let b = r.bbox;
+                b.min().x <= qx + w && b.max().x >= qx && b.min().y <= qy + h && b.max().y >= qy
+            })
+            .map(|r| r.id)
+            .collect();
+        want.sort();
+        assert_eq!(got, want, "config {n}");
+    }
+}
+
+#[test]
+fn bad_efind_options_fail_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_path = generate(dir.path(), "200");
+    let out = dir.path().join("x");
+    let o = out.to_str().unwrap();
+    let e = [
+        "--index",
+        "rtree",
+        "--store",
+        "efind",
+        "--write-buffer",
+        "512KB",
+    ];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--index", "rtree", "--store", "efind"],
+            "needs --write-buffer",
+        ),
+        (
+            vec!["--index", "rtree", "--write-buffer", "512KB"],
+            "--write-buffer applies to --store fast or efind only",
+        ),
+        (
+            vec!["--index", "rtree", "--flush-policy", "m"],
+            "--flush-policy applies to --store fast or efind only",
+        ),
+        (
+            [&e[..], &["--read-buffer-perc", "150"]].concat(),
+            "outside 0-100",
+        ),
+        (
+            [&e[..], &["--read-buffer-perc", "100"]].concat(),
+            "no write buffer",
+        ),
+        ([&e[..], &["--timestamp-perc=-5"]].concat(), "outside 0-100"),
+        (
+            [&e[..], &["--read-policy", "mru"]].concat(),
+            "'mru' is not a policy",
+        ),
+        (
+            [&e[..], &["--flush-policy", "fast"]].concat(),
+            "'fast' is not a policy",
+        ),
+        (
+            [&e[..], &["--temporal-control", "always"]].concat(),
+            "'always' is not one of",
+        ),
+        (
+            [&e[..], &["--flushing-unit", "0"]].concat(),
+            "flushing_unit = 0",
+        ),
+        (
+            [&e[..], &["--flushing-unit", "100000"]].concat(),
+            "flushing_unit = 100000",
+        ),
+        (
+            [&e[..], &["--read-kout", "10"]].concat(),
+            "read_kout applies to read_policy 2q",
+        ),
+        (
+            [&e[..], &["--temporal-control", "reads", "--stride", "9"]].concat(),
+            "stride applies",
+        ),
+        (
+            [&e[..], &["--flush-policy", "m", "--timestamp-perc", "50"]].concat(),
+            "timestamp_perc does not apply",
+        ),
+        (
+            vec![
+                "--index",
+                "rtree",
+                "--store",
+                "efind",
+                "--write-buffer",
+                "4KB",
+                "--page-size",
+                "4KB",
+            ],
+            "less than one",
+        ),
+        (
+            vec![
+                "--index",
+                "rtree",
+                "--store",
+                "efind",
+                "--write-buffer",
+                "lots",
+            ],
+            "not a size",
+        ),
+        (
+            [&e[..], &["--log-size", "64KB"]].concat(),
+            "log_size = 64KB is too small",
+        ),
+        (
+            [&e[..], &["--log-sync", "sometimes"]].concat(),
+            "each-op, group:N",
+        ),
+        (
+            vec!["--index", "rtree", "--log-sync", "none"],
+            "--log-sync applies to --store fast or efind only",
+        ),
+    ];
+    for (extra, needle) in cases {
+        let mut args = vec!["build", "--data", &data_path, "--out", o];
+        args.extend_from_slice(&extra);
+        let outp = spidx().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&outp.stderr);
+        assert!(
+            !outp.status.success() && err.contains(needle),
+            "{extra:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

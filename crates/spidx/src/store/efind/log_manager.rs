@@ -1,0 +1,298 @@
+//! eFIND's log manager (Carniel et al. 2019, Goal 5) on the shared [`Log`](crate::store::log):
+//! what the eFIND store logs and how a restart rebuilds the write buffer from it.
+//!
+//! Records (postcard-encoded payloads; the shared log frames, checksums and commits them):
+//! - at entry granularity, one per change: `Create` (a new node with its entries), `Change`
+//!   (one positional set / push / remove), `Rewrite` (all entries), `Alloc` / `Free` (page
+//!   allocation; `Free` is a node deletion) and `Meta` (the tree's root, height, count);
+//! - `Flushed`: written for every *modified* node of a flushing unit, before the unit's pages
+//!   are written in place (the log is synced first): the node's full entry list;
+//! - `Checkpoint` and `State`: a compacted log is one `Checkpoint` (allocation, metadata,
+//!   logical clock) followed by the `State` of every buffered node.
+//!
+//! Each tree operation's records are one committed log operation (appended during the
+//! operation, committed at `end_operation`), so recovery never replays half an operation.
+//!
+//! **Torn in-place writes.** A flush overwrites pages in place; a power cut can tear them. A
+//! restart therefore never trusts a page written since the last checkpoint: replaying a
+//! `Flushed` record makes the node a *new* buffered node holding all its entries (a new
+//! node's merged content ignores the page on the device), so a torn page is simply written
+//! again by a later flush. New nodes need no `Flushed` record: their `Create` and later
+//! records already rebuild them completely. The only pages recovery reads are those of
+//! nodes neither flushed nor freed since the checkpoint, which compaction made durable (it
+//! syncs the device first). The cost: the entries of every flushed modified node are logged once more
+//! (at most one page per node, a sequential write), and a restart re-flushes those nodes.
+//!
+//! Recovery replays in log order with one precaution: records of a node before its last
+//! `Flushed` or `Free` record are skipped (a `Flushed` record holds their combined effect; a
+//! freed node is gone; in both cases the page may since have been overwritten or torn, e.g.
+//! by a new node reusing it).
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::write_buffer::{BufNode, EncodedChange, NodeState};
+use crate::node::PageId;
+use crate::store::direct::StoreHeader;
+use crate::store::TreeMeta;
+use crate::{Error, Result};
+
+/// A positional change as logged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum LoggedChange {
+    /// Replace the entry at `pos`.
+    Set { pos: u32, entry: Vec<u8> },
+    /// Append an entry.
+    Push(Vec<u8>),
+    /// Remove the entry at `pos`.
+    Remove { pos: u32 },
+}
+
+/// One log record of the eFIND store. See the module documentation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Record {
+    /// Start of a compacted log: allocation, metadata and logical clock.
+    Checkpoint {
+        /// Tree metadata.
+        meta: Option<TreeMeta>,
+        /// First never-used page.
+        next_page: u64,
+        /// Freed pages.
+        free: Vec<u64>,
+        /// Logical clock.
+        clock: u64,
+    },
+    /// New tree metadata.
+    Meta(TreeMeta),
+    /// Page `0` allocated (from the free list or the end).
+    Alloc(u64),
+    /// Node deleted, its page freed.
+    Free(u64),
+    /// Node created with `entries` (concatenated encoded entries).
+    Create {
+        /// Page.
+        id: u64,
+        /// Level.
+        level: u32,
+        /// Logical time.
+        stamp: u64,
+        /// Entries.
+        entries: Vec<u8>,
+    },
+    /// One entry-level change.
+    Change {
+        /// Page.
+        id: u64,
+        /// Level.
+        level: u32,
+        /// Logical time.
+        stamp: u64,
+        /// The change.
+        change: LoggedChange,
+    },
+    /// All entries replaced.
+    Rewrite {
+        /// Page.
+        id: u64,
+        /// Level.
+        level: u32,
+        /// Logical time.
+        stamp: u64,
+        /// Entries.
+        entries: Vec<u8>,
+    },
+    /// A modified node about to be written in place, with all its entries.
+    Flushed {
+        /// Page.
+        id: u64,
+        /// Level.
+        level: u32,
+        /// Entries.
+        entries: Vec<u8>,
+    },
+    /// A buffered node in a compacted log.
+    State {
+        /// Page.
+        id: u64,
+        /// The node.
+        state: NodeState,
+    },
+}
+
+impl Record {
+    /// The payload bytes.
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        postcard::to_allocvec(self).map_err(|e| Error::invalid("eFIND log record", e.to_string()))
+    }
+
+    /// Decodes a payload.
+    pub fn decode(bytes: &[u8]) -> Result<Record> {
+        postcard::from_bytes(bytes).map_err(|e| Error::corrupted("eFIND log record", e.to_string()))
+    }
+
+    fn node(&self) -> Option<u64> {
+        match self {
+            Record::Create { id, .. }
+            | Record::Change { id, .. }
+            | Record::Rewrite { id, .. }
+            | Record::Flushed { id, .. }
+            | Record::State { id, .. } => Some(*id),
+            _ => None,
+        }
+    }
+}
+
+/// Splits concatenated entries.
+pub fn split_entries(bytes: &[u8], entry_size: usize) -> Result<Vec<Box<[u8]>>> {
+    if !bytes.len().is_multiple_of(entry_size) {
+        return Err(Error::corrupted(
+            "eFIND log record",
+            format!(
+                "{} entry bytes are not whole {entry_size}-byte entries",
+                bytes.len()
+            ),
+        ));
+    }
+    Ok(bytes.chunks_exact(entry_size).map(Box::from).collect())
+}
+
+/// What a restart rebuilt.
+pub struct Replayed {
+    /// Allocation and metadata.
+    pub header: StoreHeader,
+    /// Logical clock.
+    pub clock: u64,
+    /// The write buffer.
+    pub nodes: HashMap<PageId, BufNode>,
+}
+
+/// Replays `records` in order over `header` (the saved header, used when the log holds no
+/// checkpoint). `stored_len(id, level)` reads the entry count of a node's page on the
+/// device (only for nodes not flushed since the checkpoint).
+pub fn replay(
+    records: &[Record],
+    mut header: StoreHeader,
+    entry_size: usize,
+    mut stored_len: impl FnMut(PageId, u32) -> Result<u32>,
+) -> Result<Replayed> {
+    // Index of the last record after which a node's earlier records no longer matter: its
+    // last `Flushed` (holds their effect) or `Free` (the node is gone; a later node on the
+    // same page may have overwritten the page in place).
+    let mut last_reset: HashMap<u64, usize> = HashMap::new();
+    for (i, r) in records.iter().enumerate() {
+        if let Record::Flushed { id, .. } | Record::Free(id) = r {
+            last_reset.insert(*id, i);
+        }
+    }
+    let mut clock = 0u64;
+    let mut nodes: HashMap<PageId, BufNode> = HashMap::new();
+    let bad = |m: String| Error::corrupted("eFIND log", m);
+    for (i, r) in records.iter().enumerate() {
+        if let Some(id) = r.node() {
+            if last_reset.get(&id).is_some_and(|&j| i < j) {
+                continue;
+            }
+        }
+        match r {
+            Record::Checkpoint {
+                meta,
+                next_page,
+                free,
+                clock: c,
+            } => {
+                header = StoreHeader {
+                    meta: *meta,
+                    next_page: *next_page,
+                    free: free.clone(),
+                };
+                clock = *c;
+                nodes.clear();
+            }
+            Record::Meta(m) => header.meta = Some(*m),
+            Record::Alloc(id) => {
+                if *id == header.next_page {
+                    header.next_page += 1;
+                } else if let Some(k) = header.free.iter().rposition(|p| p == id) {
+                    header.free.remove(k);
+                } else {
+                    return Err(bad(format!(
+                        "page {id} allocated but neither free nor next"
+                    )));
+                }
+            }
+            Record::Free(id) => {
+                nodes.remove(id);
+                header.free.push(*id);
+            }
+            Record::Create {
+                id,
+                level,
+                stamp,
+                entries,
+            } => {
+                let e = split_entries(entries, entry_size)?;
+                nodes.insert(*id, BufNode::new_node(*level, *stamp, e));
+                clock = clock.max(*stamp);
+            }
+            Record::Flushed { id, level, entries } => {
+                let e = split_entries(entries, entry_size)?;
+                let keep = nodes.get(id).map(|n| (n.mods, n.stamp));
+                let mut n = BufNode::new_node(*level, 0, e);
+                if let Some((mods, stamp)) = keep {
+                    n.mods = mods;
+                    n.stamp = stamp;
+                }
+                nodes.insert(*id, n);
+            }
+            Record::Change {
+                id,
+                level,
+                stamp,
+                change,
+            } => {
+                let mut n = match nodes.remove(id) {
+                    Some(n) => n,
+                    None => BufNode::modified(*level, *stamp, stored_len(*id, *level)?),
+                };
+                let ec = match change {
+                    LoggedChange::Set { pos, entry } => EncodedChange::Set {
+                        pos: *pos as usize,
+                        entry,
+                    },
+                    LoggedChange::Push(e) => EncodedChange::Push(e),
+                    LoggedChange::Remove { pos } => EncodedChange::Remove { pos: *pos as usize },
+                };
+                n.apply(*id, ec)?;
+                n.stamp = *stamp;
+                clock = clock.max(*stamp);
+                nodes.insert(*id, n);
+            }
+            Record::Rewrite {
+                id,
+                level,
+                stamp,
+                entries,
+            } => {
+                let mut n = match nodes.remove(id) {
+                    Some(n) => n,
+                    None => BufNode::modified(*level, *stamp, stored_len(*id, *level)?),
+                };
+                n.level = *level;
+                n.rewrite(split_entries(entries, entry_size)?);
+                n.stamp = *stamp;
+                clock = clock.max(*stamp);
+                nodes.insert(*id, n);
+            }
+            Record::State { id, state } => {
+                clock = clock.max(state.stamp);
+                nodes.insert(*id, BufNode::from_state(state.clone()));
+            }
+        }
+    }
+    Ok(Replayed {
+        header,
+        clock,
+        nodes,
+    })
+}

@@ -1,0 +1,437 @@
+//! eFIND's write buffer (Carniel et al., "A generic and efficient framework for flash-aware
+//! spatial indexing", Information Systems 2019, section 4.1; the PhD summary in
+//! `shared/seeds/carniel-2018-vldb-phd-efind.txt`, "Buffer Manager"): a hash of buffered
+//! nodes, each with a status (new / modified), a modification count, its height, the
+//! logical time of its last change and the changed entries, kept ordered by key, a newer
+//! version of an entry replacing the older one.
+//!
+//! The trees express changes by position ([`NodeChange`](crate::store::NodeChange):
+//! set / push / remove at a position of the node as they read it). eFIND keys entry versions
+//! by the entry's pointer; in spidx a pointer is not unique inside a leaf (an object id may
+//! be indexed twice), so the key of an entry is its *identity*: `slot` for the entry stored at
+//! that slot of the page on the device, `NEW_KEY + n` for the `n`-th entry appended since the
+//! node entered the buffer. Keys are ordered (slots first, appended entries after) and the
+//! merged node lists the surviving stored entries in slot order (a `Set` replaces an entry in
+//! place) followed by the appended ones in order. That is exactly the order the in-place
+//! (direct) store produces: its `Remove` keeps the relative order and its `Push` appends, so a
+//! node read through eFIND equals, entry for entry, what the direct store would hold.
+//!
+//! Entries are kept as their encoded bytes (the node layout's entry format), so the buffer is
+//! independent of the number of dimensions and merging a node is a sequence of copies.
+
+use std::collections::BTreeMap;
+
+use crate::node::{NodeLayout, PageId};
+use crate::{Error, Result};
+
+/// Key of the first entry appended after a node entered the buffer (slots are below).
+pub const NEW_KEY: u64 = 1 << 32;
+
+/// Bytes a buffered node costs besides its entry versions (id, status, count, height,
+/// time, stored length, map header), as counted against the write-buffer capacity.
+pub const NODE_BYTES: usize = 48;
+
+/// Bytes an entry version costs besides the entry itself (its key and map bookkeeping).
+pub const VERSION_BYTES: usize = 16;
+
+/// Whether a buffered node exists on the device yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Created since the last flush of its page: the page on the device means nothing.
+    New,
+    /// Stored on the device, with buffered changes on top.
+    Modified,
+}
+
+/// One positional change with the entry already encoded.
+#[derive(Debug, Clone, Copy)]
+pub enum EncodedChange<'a> {
+    /// Replace the entry at `pos`.
+    Set { pos: usize, entry: &'a [u8] },
+    /// Append an entry.
+    Push(&'a [u8]),
+    /// Remove the entry at `pos`.
+    Remove { pos: usize },
+}
+
+/// A buffered node as the log keeps it in a compacted log (see [`super::log_manager`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct NodeState {
+    /// Status new (else modified).
+    pub new: bool,
+    /// Modification count.
+    pub mods: u64,
+    /// Level.
+    pub level: u32,
+    /// Time of the last change.
+    pub stamp: u64,
+    /// Entries of the stored page the versions apply to.
+    pub base_len: u32,
+    /// Next appended-entry number.
+    pub next_new: u64,
+    /// Entry versions by key.
+    pub versions: Vec<(u64, Option<Vec<u8>>)>,
+}
+
+/// A node in the write buffer.
+#[derive(Debug, Clone)]
+pub struct BufNode {
+    /// New or modified.
+    pub status: Status,
+    /// Modifications since the node entered the buffer (creation counts one, each entry
+    /// change one), the "M" of the flushing policies.
+    pub mods: u64,
+    /// The node's level (0 = leaf): its height in the eFIND papers' sense.
+    pub level: u32,
+    /// Logical time of the last change.
+    pub stamp: u64,
+    /// Entries on the stored page (0 for a new node).
+    pub base_len: u32,
+    /// Entry versions by key: `Some(bytes)` the newest version, `None` a removed stored entry.
+    pub versions: BTreeMap<u64, Option<Box<[u8]>>>,
+    next_new: u64,
+    removed_base: u32,
+    live: usize,
+    appended: usize,
+}
+
+impl BufNode {
+    /// A node created with `entries` (encoded).
+    pub fn new_node(level: u32, stamp: u64, entries: Vec<Box<[u8]>>) -> BufNode {
+        let mut n = BufNode::modified(level, stamp, 0);
+        n.status = Status::New;
+        n.mods = 1;
+        for e in entries {
+            n.push(e);
+        }
+        n
+    }
+
+    /// A stored node of `base_len` entries entering the buffer with no change yet.
+    pub fn modified(level: u32, stamp: u64, base_len: u32) -> BufNode {
+        BufNode {
+            status: Status::Modified,
+            mods: 0,
+            level,
+            stamp,
+            base_len,
+            versions: BTreeMap::new(),
+            next_new: 0,
+            removed_base: 0,
+            live: 0,
+            appended: 0,
+        }
+    }
+
+    /// Number of entries of the merged node.
+    pub fn len(&self) -> usize {
+        self.base_len as usize - self.removed_base as usize + self.appended
+    }
+
+    /// Whether the merged node has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes the node costs in the write buffer.
+    pub fn bytes(&self, entry_size: usize) -> usize {
+        NODE_BYTES + self.versions.len() * VERSION_BYTES + self.live * entry_size
+    }
+
+    /// The key of the entry at position `pos` of the merged node.
+    fn key_at(&self, pos: usize) -> Option<u64> {
+        let survivors = self.base_len as usize - self.removed_base as usize;
+        if pos >= survivors {
+            return self
+                .versions
+                .range(NEW_KEY..)
+                .nth(pos - survivors)
+                .map(|(k, _)| *k);
+        }
+        // Walk the stored slots, skipping removed ones.
+        let mut removed = self
+            .versions
+            .range(..NEW_KEY)
+            .filter(|(_, v)| v.is_none())
+            .map(|(k, _)| *k)
+            .peekable();
+        let mut left = pos;
+        for slot in 0..u64::from(self.base_len) {
+            if removed.peek() == Some(&slot) {
+                removed.next();
+                continue;
+            }
+            if left == 0 {
+                return Some(slot);
+            }
+            left -= 1;
+        }
+        None
+    }
+
+    fn put(&mut self, key: u64, value: Option<Box<[u8]>>) {
+        let new_live = value.is_some();
+        let new_removed = value.is_none() && key < NEW_KEY;
+        match self.versions.insert(key, value) {
+            Some(Some(_)) => self.live -= 1,
+            Some(None) => self.removed_base -= 1,
+            None => self.appended += usize::from(key >= NEW_KEY),
+        }
+        self.live += usize::from(new_live);
+        self.removed_base += u32::from(new_removed);
+    }
+
+    fn push(&mut self, entry: Box<[u8]>) {
+        let key = NEW_KEY + self.next_new;
+        self.next_new += 1;
+        self.put(key, Some(entry));
+    }
+
+    /// Applies one positional change (a newer version replaces the older one).
+    pub fn apply(&mut self, id: PageId, change: EncodedChange<'_>) -> Result<()> {
+        let missing = |pos: usize, len: usize| {
+            Error::invalid(
+                "node change",
+                format!("node {id}: entry {pos} does not exist ({len} entries)"),
+            )
+        };
+        match change {
+            EncodedChange::Set { pos, entry } => {
+                let key = self.key_at(pos).ok_or_else(|| missing(pos, self.len()))?;
+                self.put(key, Some(entry.into()));
+            }
+            EncodedChange::Push(entry) => self.push(entry.into()),
+            EncodedChange::Remove { pos } => {
+                let key = self.key_at(pos).ok_or_else(|| missing(pos, self.len()))?;
+                if key >= NEW_KEY {
+                    if self.versions.remove(&key).flatten().is_some() {
+                        self.live -= 1;
+                    }
+                    self.appended -= 1;
+                } else {
+                    self.put(key, None);
+                }
+            }
+        }
+        self.mods += 1;
+        Ok(())
+    }
+
+    /// Replaces all entries (a rewrite after a split or reinsertion): the stored slots get
+    /// the first entries (or are removed), the rest are appended.
+    pub fn rewrite(&mut self, entries: Vec<Box<[u8]>>) {
+        self.versions.clear();
+        self.live = 0;
+        self.removed_base = 0;
+        self.appended = 0;
+        self.next_new = 0;
+        self.mods += entries.len().max(1) as u64;
+        let mut it = entries.into_iter();
+        for slot in 0..u64::from(self.base_len) {
+            let v = it.next();
+            self.put(slot, v);
+        }
+        for e in it {
+            self.push(e);
+        }
+    }
+
+    /// Writes the merged node into `out` (one page): the stored page `base` (for a modified
+    /// node) with the buffered versions applied, then the header.
+    pub fn merge_into(
+        &self,
+        layout: &NodeLayout,
+        base: Option<&[u8]>,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let es = layout.entry_size();
+        out.fill(0);
+        let mut count = 0usize;
+        let mut put = |bytes: &[u8], count: &mut usize| {
+            let o = layout.entry_offset(*count);
+            out[o..o + es].copy_from_slice(bytes);
+            *count += 1;
+        };
+        if self.status == Status::Modified && self.base_len > 0 {
+            let base = base.ok_or_else(|| {
+                Error::invalid("eFIND merge", "a modified node needs its stored page")
+            })?;
+            let mut versions = self.versions.range(..NEW_KEY).peekable();
+            for slot in 0..self.base_len as usize {
+                let o = layout.entry_offset(slot);
+                match versions.peek() {
+                    Some((&k, v)) if k == slot as u64 => {
+                        if let Some(b) = v {
+                            put(b, &mut count);
+                        }
+                        versions.next();
+                    }
+                    _ => put(&base[o..o + es], &mut count),
+                }
+            }
+        }
+        for b in self
+            .versions
+            .range(NEW_KEY..)
+            .filter_map(|(_, v)| v.as_deref())
+        {
+            put(b, &mut count);
+        }
+        if count > layout.fits() {
+            return Err(Error::invalid(
+                "node change",
+                format!(
+                    "{count} entries do not fit in a page ({} fit)",
+                    layout.fits()
+                ),
+            ));
+        }
+        layout.put_header(out, self.level, count);
+        Ok(())
+    }
+
+    /// The node's state for a compacted log.
+    pub fn state(&self) -> NodeState {
+        NodeState {
+            new: self.status == Status::New,
+            mods: self.mods,
+            level: self.level,
+            stamp: self.stamp,
+            base_len: self.base_len,
+            next_new: self.next_new,
+            versions: self
+                .versions
+                .iter()
+                .map(|(k, v)| (*k, v.as_deref().map(<[u8]>::to_vec)))
+                .collect(),
+        }
+    }
+
+    /// The node a [`NodeState`] describes.
+    pub fn from_state(s: NodeState) -> BufNode {
+        let mut n = BufNode::modified(s.level, s.stamp, s.base_len);
+        if s.new {
+            n.status = Status::New;
+        }
+        n.mods = s.mods;
+        n.next_new = s.next_new;
+        for (k, v) in s.versions {
+            n.put(k, v.map(Vec::into_boxed_slice));
+        }
+        n
+    }
+
+    /// The encoded entries of the node's live versions (for the area/overlap scores).
+    pub fn live_versions(&self) -> impl Iterator<Item = &[u8]> {
+        self.versions.values().filter_map(|v| v.as_deref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geom::Rect;
+    use crate::node::{Entry, LayoutKind, Node};
+    use crate::store::{apply_changes, NodeChange};
+
+    fn enc(layout: &NodeLayout, e: &Entry<2>) -> Box<[u8]> {
+        let mut page = vec![0u8; layout.page_size()];
+        layout.put_entry(&mut page, 0, e).unwrap();
+        let o = layout.entry_offset(0);
+        page[o..o + layout.entry_size()].into()
+    }
+
+    fn entry(i: u64) -> Entry<2> {
+        let x = i as f64;
+        Entry {
+            mbr: Rect::new([x, x], [x + 1.0, x + 2.0]).unwrap(),
+            ptr: i % 7,
+        }
+    }
+
+    /// Random positional changes applied through the buffer equal the direct application.
+    #[test]
+    fn merged_node_equals_in_place_application() {
+        let layout = NodeLayout::new(LayoutKind::Checked, 1024, 2).unwrap();
+        let mut seed = 12345u64;
+        let mut rnd = |n: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 33) as usize) % n.max(1)
+        };
+        for round in 0..200 {
+            let base_n = rnd(10);
+            let base: Vec<Entry<2>> = (0..base_n as u64).map(entry).collect();
+            let mut page = vec![0u8; 1024];
+            layout
+                .encode(
+                    &Node {
+                        level: 1,
+                        entries: base.clone(),
+                    },
+                    &mut page,
+                )
+                .unwrap();
+            let mut want = base.clone();
+            let mut node = if round % 3 == 0 {
+                want.clear();
+                BufNode::new_node(1, 0, Vec::new())
+            } else {
+                BufNode::modified(1, 0, base_n as u32)
+            };
+            for step in 0..30 {
+                let c = match rnd(4) {
+                    0 | 1 => NodeChange::Push(entry(100 + step)),
+                    2 if !want.is_empty() => NodeChange::Set {
+                        pos: rnd(want.len()),
+                        entry: entry(200 + step),
+                    },
+                    _ if !want.is_empty() => NodeChange::Remove {
+                        pos: rnd(want.len()),
+                    },
+                    _ => NodeChange::Push(entry(300 + step)),
+                };
+                if want.len() >= layout.fits() && matches!(c, NodeChange::Push(_)) {
+                    continue;
+                }
+                apply_changes(&mut want, &[c]).unwrap();
+                let bytes;
+                let ec = match c {
+                    NodeChange::Set { pos, entry } => {
+                        bytes = enc(&layout, &entry);
+                        EncodedChange::Set { pos, entry: &bytes }
+                    }
+                    NodeChange::Push(e) => {
+                        bytes = enc(&layout, &e);
+                        EncodedChange::Push(&bytes)
+                    }
+                    NodeChange::Remove { pos } => EncodedChange::Remove { pos },
+                };
+                node.apply(7, ec).unwrap();
+                if rnd(10) == 0 {
+                    want = (0..rnd(8) as u64).map(|i| entry(500 + i)).collect();
+                    node.rewrite(want.iter().map(|e| enc(&layout, e)).collect());
+                }
+                assert_eq!(node.len(), want.len());
+                let mut out = vec![0u8; 1024];
+                node.merge_into(&layout, Some(&page), &mut out).unwrap();
+                layout.verify(&out, 7).unwrap();
+                assert_eq!(
+                    layout.decode::<2>(&out).entries,
+                    want,
+                    "round {round} step {step}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bad_positions_are_errors() {
+        let mut n = BufNode::modified(0, 0, 2);
+        assert!(n.apply(3, EncodedChange::Remove { pos: 2 }).is_err());
+        n.apply(3, EncodedChange::Remove { pos: 0 }).unwrap();
+        assert!(n.apply(3, EncodedChange::Remove { pos: 1 }).is_err());
+        assert_eq!(n.len(), 1);
+    }
+}
