@@ -26,6 +26,49 @@ pub struct StoreHeader {
     pub free: Vec<PageId>,
 }
 
+impl StoreHeader {
+    /// Takes a freed page, or else the first never-used one of the `capacity` pages.
+    pub fn allocate(&mut self, capacity: u64) -> Result<PageId> {
+        if let Some(p) = self.free.pop() {
+            return Ok(p);
+        }
+        let p = self.next_page;
+        if p >= capacity {
+            return Err(Error::DeviceFull(format!(
+                "the index needs page {p} but the device holds {capacity} pages"
+            )));
+        }
+        self.next_page += 1;
+        Ok(p)
+    }
+
+    /// Checks that page `id` was ever allocated (a pointer past it means a damaged tree).
+    pub fn check_page(&self, id: PageId) -> Result<()> {
+        if id >= self.next_page {
+            return Err(Error::corrupted(
+                format!("node page {id}"),
+                "points past the last allocated page",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Checks that a store's device pages (`device_page` bytes) hold exactly one node each.
+pub fn check_page_size(device_page: usize, layout: &NodeLayout) -> Result<()> {
+    if device_page != layout.page_size() {
+        return Err(Error::invalid(
+            "page size",
+            format!(
+                "the device pages are {} bytes but nodes are {}",
+                device_page,
+                layout.page_size()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Writes node changes in place through a [`PageCache`].
 pub struct DirectStore {
     cache: PageCache,
@@ -65,16 +108,7 @@ impl DirectStore {
         header: StoreHeader,
         header_path: Option<&Path>,
     ) -> Result<Self> {
-        if cache.page_size() != layout.page_size() {
-            return Err(Error::invalid(
-                "page size",
-                format!(
-                    "the device pages are {} bytes but nodes are {}",
-                    cache.page_size(),
-                    layout.page_size()
-                ),
-            ));
-        }
+        check_page_size(cache.page_size(), &layout)?;
         Ok(DirectStore {
             scratch: vec![0u8; layout.page_size()],
             cache,
@@ -101,18 +135,8 @@ impl DirectStore {
     }
 
     fn allocate(&mut self) -> Result<PageId> {
-        if let Some(p) = self.header.free.pop() {
-            return Ok(p);
-        }
-        let p = self.header.next_page;
         let cap = self.cache.device().capacity_pages();
-        if p >= cap {
-            return Err(Error::DeviceFull(format!(
-                "the index needs page {p} but the device holds {cap} pages"
-            )));
-        }
-        self.header.next_page += 1;
-        Ok(p)
+        self.header.allocate(cap)
     }
 
     fn write_scratch(&mut self, id: PageId, level: u32) -> Result<()> {
@@ -120,18 +144,8 @@ impl DirectStore {
         self.cache.write(id, &self.scratch, level)
     }
 
-    fn check_page(&self, id: PageId) -> Result<()> {
-        if id >= self.header.next_page {
-            return Err(Error::corrupted(
-                format!("node page {id}"),
-                "points past the last allocated page",
-            ));
-        }
-        Ok(())
-    }
-
     fn load(&mut self, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        self.check_page(id)?;
+        self.header.check_page(id)?;
         let layout = self.layout;
         self.cache
             .read_checked(id, level, |bytes| layout.verify(bytes, id))
@@ -155,7 +169,7 @@ impl<const D: usize> NodeStore<D> for DirectStore {
         f: impl FnOnce(NodeView<'_, D>) -> R,
     ) -> Result<R> {
         self.stats.node_reads += 1;
-        self.check_page(id)?;
+        self.header.check_page(id)?;
         let layout = self.layout;
         let bytes = self
             .cache
@@ -176,7 +190,7 @@ impl<const D: usize> NodeStore<D> for DirectStore {
     }
 
     fn modify(&mut self, id: PageId, level: u32, changes: &[NodeChange<D>]) -> Result<()> {
-        self.check_page(id)?;
+        self.header.check_page(id)?;
         let layout = self.layout;
         let page = self
             .cache

@@ -42,7 +42,7 @@ use flushing::{Candidate, WriteTcCounts};
 use log_manager::{LoggedChange, Record};
 use write_buffer::{BufNode, EncodedChange, Status};
 
-use super::direct::{write_atomically, StoreHeader};
+use super::direct::{check_page_size, write_atomically, StoreHeader};
 use super::log::{Log, LogConfig, LogStats, LogSync};
 use super::{NodeChange, NodePage, NodeStore, StoreStats, TreeMeta};
 use crate::cache::{Buffer, BufferStats, CacheConfig, PageCache};
@@ -210,16 +210,7 @@ impl EfindStore {
         log: Log,
         header_path: Option<&Path>,
     ) -> Result<Self> {
-        if cache.page_size() != layout.page_size() {
-            return Err(Error::invalid(
-                "page size",
-                format!(
-                    "the device pages are {} bytes but nodes are {}",
-                    cache.page_size(),
-                    layout.page_size()
-                ),
-            ));
-        }
+        check_page_size(cache.page_size(), &layout)?;
         let rb = Buffer::new(cfg.read_policy.build(cfg.read_pages, cfg.kin, cfg.kout));
         let estats = EfindStats {
             write_buffer_bytes: cfg.write_bytes,
@@ -331,28 +322,8 @@ impl EfindStore {
     }
 
     fn allocate(&mut self) -> Result<PageId> {
-        if let Some(p) = self.header.free.pop() {
-            return Ok(p);
-        }
-        let p = self.header.next_page;
         let cap = self.cache.device().capacity_pages();
-        if p >= cap {
-            return Err(Error::DeviceFull(format!(
-                "the index needs page {p} but the device holds {cap} pages"
-            )));
-        }
-        self.header.next_page += 1;
-        Ok(p)
-    }
-
-    fn check_page(&self, id: PageId) -> Result<()> {
-        if id >= self.header.next_page {
-            return Err(Error::corrupted(
-                format!("node page {id}"),
-                "points past the last allocated page",
-            ));
-        }
-        Ok(())
+        self.header.allocate(cap)
     }
 
     fn tick(&mut self) -> u64 {
@@ -377,7 +348,7 @@ impl EfindStore {
 
     /// The page stored on the device for `id`, through the read buffer.
     fn stored_page(&mut self, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        self.check_page(id)?;
+        self.header.check_page(id)?;
         if self.rb.touch(id, level) {
             return Ok(self.rb.peek(id).expect("resident").clone());
         }
@@ -437,7 +408,7 @@ impl EfindStore {
             self.wb_bytes -= n.bytes(es);
             return Ok(n);
         }
-        self.check_page(id)?;
+        self.header.check_page(id)?;
         let known = self
             .lengths
             .iter()
@@ -785,7 +756,7 @@ impl<const D: usize> NodeStore<D> for EfindStore {
     }
 
     fn delete(&mut self, id: PageId, _level: u32) -> Result<()> {
-        self.check_page(id)?;
+        self.header.check_page(id)?;
         // A deleted node needs no write: its page is freed; what was buffered or cached
         // for it goes.
         if let Some(n) = self.wb.remove(&id) {

@@ -40,6 +40,7 @@ use serde::{Deserialize, Serialize};
 
 use self::buffer::{page_from_entries, BufferContents, Status, WriteBuffer};
 use self::record::{RawChange, Record};
+use super::direct::check_page_size;
 use super::log::{Log, LogConfig, LogStats, LogSync, Recovered, ScanEnd};
 use super::{NodeChange, NodePage, NodeStore, StoreStats, TreeMeta};
 use crate::cache::PageCache;
@@ -258,16 +259,7 @@ impl FastStore {
         params: FastParams,
         header_path: Option<&Path>,
     ) -> Result<Self> {
-        if cache.page_size() != layout.page_size() {
-            return Err(Error::invalid(
-                "page size",
-                format!(
-                    "the device pages are {} bytes but nodes are {}",
-                    cache.page_size(),
-                    layout.page_size()
-                ),
-            ));
-        }
+        check_page_size(cache.page_size(), &layout)?;
         params.validate(layout.page_size())?;
         Ok(FastStore {
             scratch: vec![0u8; layout.page_size()],
