@@ -7,6 +7,7 @@ mod dataset;
 mod devices;
 mod index_args;
 mod iotest;
+mod parquet_export;
 mod query;
 mod recover;
 mod report;

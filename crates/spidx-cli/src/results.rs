@@ -57,6 +57,8 @@ pub enum Format {
     Csv,
     /// A JSON array of objects.
     Json,
+    /// A Parquet file (needs --out): typed columns, nulls for missing values.
+    Parquet,
 }
 
 /// Arguments of `spidx results export`.
@@ -216,6 +218,12 @@ fn export(a: ExportArgs) -> Result<()> {
     } else {
         db.results(a.experiment.as_deref(), !a.all)?
     };
+    if a.format == Format::Parquet {
+        let Some(path) = &a.out else {
+            bail!("--format parquet writes a binary file: give it with --out FILE");
+        };
+        return crate::parquet_export::write(path, &rows.columns, &rows.rows);
+    }
     let mut out: Box<dyn Write> = match &a.out {
         Some(p) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
@@ -239,6 +247,7 @@ fn export(a: ExportArgs) -> Result<()> {
             }
             w.flush()?;
         }
+        Format::Parquet => unreachable!("written above"),
     }
     out.flush()?;
     Ok(())

@@ -139,6 +139,29 @@ fn a_small_experiment_fills_the_database_and_the_report() {
     assert!(csv.status.success());
     let mut rdr = csv::Reader::from_reader(&csv.stdout[..]);
     assert_eq!(rdr.records().count(), 40);
+    // Parquet export: a file with Parquet's magic at both ends; it needs --out.
+    let pq = dir.path().join("r.parquet");
+    spidx()
+        .args([
+            "results",
+            "export",
+            "--format",
+            "parquet",
+            "--results",
+            &db,
+            "--out",
+        ])
+        .arg(&pq)
+        .assert()
+        .success();
+    let bytes = std::fs::read(&pq).unwrap();
+    assert!(bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1"));
+    let no_out = spidx()
+        .args(["results", "export", "--format", "parquet", "--results", &db])
+        .output()
+        .unwrap();
+    assert!(!no_out.status.success());
+    assert!(String::from_utf8_lossy(&no_out.stderr).contains("--out"));
     // Listing and showing.
     let list = json_of(&["results", "list", "--results", &db, "--json"]);
     assert_eq!(list["experiments"][0]["finished"], 8);
