@@ -42,6 +42,13 @@ impl StoreHeader {
         Ok(p)
     }
 
+    /// Saves the header as JSON at `path`, atomically.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let json = serde_json::to_vec_pretty(self)
+            .map_err(|e| Error::invalid("store header", e.to_string()))?;
+        write_atomically(path, &json)
+    }
+
     /// Checks that page `id` was ever allocated (a pointer past it means a damaged tree).
     pub fn check_page(&self, id: PageId) -> Result<()> {
         if id >= self.next_page {
@@ -271,9 +278,7 @@ impl<const D: usize> NodeStore<D> for DirectStore {
         self.cache.sync()?;
         self.cache.device_mut().persist()?;
         if let Some(path) = &self.header_path {
-            let json = serde_json::to_vec_pretty(&self.header)
-                .map_err(|e| Error::invalid("store header", e.to_string()))?;
-            write_atomically(path, &json)?;
+            self.header.save(path)?;
         }
         Ok(())
     }

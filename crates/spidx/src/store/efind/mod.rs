@@ -42,7 +42,7 @@ use flushing::{Candidate, WriteTcCounts};
 use log_manager::{LoggedChange, Record};
 use write_buffer::{BufNode, EncodedChange, Status};
 
-use super::direct::{check_page_size, write_atomically, StoreHeader};
+use super::direct::{check_page_size, StoreHeader};
 use super::log::{Log, LogConfig, LogStats, LogSync};
 use super::{NodeChange, NodePage, NodeStore, StoreStats, TreeMeta};
 use crate::cache::{Buffer, BufferStats, CacheConfig, PageCache};
@@ -795,9 +795,7 @@ impl<const D: usize> NodeStore<D> for EfindStore {
         self.write_back()?;
         self.cache.device_mut().persist()?;
         if let Some(path) = &self.header_path {
-            let json = serde_json::to_vec_pretty(&self.header)
-                .map_err(|e| Error::invalid("store header", e.to_string()))?;
-            write_atomically(path, &json)?;
+            self.header.save(path)?;
         }
         Ok(())
     }
