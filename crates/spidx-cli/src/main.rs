@@ -5,13 +5,16 @@ mod build;
 mod check;
 mod dataset;
 mod devices;
+mod export_table;
 mod index_args;
 mod iotest;
+mod numfmt;
 mod parquet_export;
 mod query;
 mod recover;
 mod report;
 mod results;
+mod results_path;
 mod run;
 mod store_args;
 
@@ -82,14 +85,41 @@ fn main() -> ExitCode {
 }
 
 /// The error and its causes on one line, without a backtrace, leaving out causes whose
-/// text the message already contains (library errors often embed their source).
+/// text the message already contains (library errors often embed their source) and
+/// leading `PATH: ` parts of a cause that the message already names, so a path is said
+/// once: `reading a.fgb: No such file or directory`, not `reading a.fgb: a.fgb: No such ...`.
 fn message(e: &anyhow::Error) -> String {
     let mut text = e.to_string();
     for cause in e.chain().skip(1) {
-        let c = cause.to_string();
-        if !text.contains(&c) {
-            text = format!("{text}: {c}");
+        let mut c = cause.to_string();
+        if text.contains(&c) {
+            continue;
         }
+        while let Some((head, rest)) = c.split_once(": ") {
+            if head.is_empty() || !text.contains(head) {
+                break;
+            }
+            c = rest.to_string();
+        }
+        text = format!("{text}: {c}");
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::message;
+    use anyhow::Context;
+
+    #[test]
+    fn a_path_is_named_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory");
+        let lib = anyhow::anyhow!("nofile.fgb: {io}");
+        let e = Err::<(), _>(lib).context("reading nofile.fgb").unwrap_err();
+        assert_eq!(message(&e), "reading nofile.fgb: No such file or directory");
+        let e = Err::<(), _>(anyhow::anyhow!("disk full"))
+            .context("writing out.db")
+            .unwrap_err();
+        assert_eq!(message(&e), "writing out.db: disk full");
+    }
 }

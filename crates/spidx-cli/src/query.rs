@@ -13,6 +13,8 @@ use spidx::spatial::query::{mbr_of, QueryReport};
 use spidx::spatial::{read_manifest, SpatialIndex};
 use spidx::with_dims;
 
+use crate::numfmt::{count, secs};
+
 /// Arguments of `spidx query`.
 #[derive(Args, Debug)]
 #[command(group(clap::ArgGroup::new("kind").required(true).args(["window", "point", "knn", "geometry"])))]
@@ -123,6 +125,7 @@ fn run_dims<const D: usize>(a: &QueryArgs, pred: Predicate) -> Result<()> {
             "cpu_s": total.cpu_s,
             "device_s": total.device_s,
             "elapsed_s": total.elapsed_s,
+            "times": if idx.simulated() { "modelled" } else { "wall" },
             "reads": reads,
             "filter": rep.filter,
             "refinement": rep.refinement,
@@ -146,15 +149,30 @@ fn run_dims<const D: usize>(a: &QueryArgs, pred: Predicate) -> Result<()> {
             rep.candidates,
             rep.results
         );
+        let clock = if idx.simulated() {
+            "modelled: CPU + simulated device time"
+        } else {
+            "wall-clock, device time measured"
+        };
         println!(
-            "time      elapsed {:.6} s (filter {:.6} s, refinement {:.6} s), cpu {:.6} s, device {:.6} s",
-            total.elapsed_s, rep.filter.elapsed_s, rep.refinement.elapsed_s, total.cpu_s, total.device_s
+            "time      elapsed {} ({clock}): filter {}, refinement {}; CPU {}, device {}",
+            secs(total.elapsed_s),
+            secs(rep.filter.elapsed_s),
+            secs(rep.refinement.elapsed_s),
+            secs(total.cpu_s),
+            secs(total.device_s)
         );
         println!(
-            "I/O       {reads} reads; node reads per level (leaves first) {:?}",
+            "I/O       {} reads; node reads per level (leaves first) {:?}",
+            count(reads as f64),
             rep.node_reads_per_level
         );
         if a.ids {
+            if kind == "knn" {
+                println!("id\tdistance");
+            } else {
+                println!("id");
+            }
             for (i, id) in rep.ids.iter().enumerate() {
                 match rep.distances.get(i) {
                     Some(d) => println!("{id}\t{d}"),

@@ -1,13 +1,23 @@
 //! `spidx results list|show|export`: reading the results database that `spidx run` writes,
-//! as tables, JSON, or CSV for analysis elsewhere.
+//! as tables (at most 120 columns wide unless `--wide`), JSON, or CSV/Parquet with plain
+//! typed columns for analysis elsewhere (see `export_table`).
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
+use serde_json::Value;
 use spidx::experiment::db::{ResultsDb, Table as Rows};
+use spidx::spatial::IndexOptions;
+
+use crate::export_table::{csv_cell, option_text, typed};
+use crate::numfmt::{count, secs};
+use crate::results_path::{check_experiment, resolve};
+
+/// Width every table fits unless `--wide` is given.
+pub const TABLE_WIDTH: u16 = 120;
 
 /// `spidx results` subcommands.
 #[derive(Subcommand, Debug)]
@@ -23,12 +33,15 @@ pub enum ResultsCmd {
 /// Arguments of `spidx results list`.
 #[derive(Args, Debug)]
 pub struct ListArgs {
-    /// Results database.
-    #[arg(long, default_value = "results.db")]
-    results: PathBuf,
-    /// Only this experiment's runs.
+    /// Results database (default: the newest `*.db` or `*/results.db` here).
+    #[arg(long)]
+    results: Option<PathBuf>,
+    /// Only this experiment and its runs.
     #[arg(long)]
     experiment: Option<String>,
+    /// Every column, full width.
+    #[arg(long)]
+    wide: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -39,12 +52,15 @@ pub struct ListArgs {
 pub struct ShowArgs {
     /// Run id (see `spidx results list`).
     run: i64,
-    /// Results database.
-    #[arg(long, default_value = "results.db")]
-    results: PathBuf,
+    /// Results database (default: the newest `*.db` or `*/results.db` here).
+    #[arg(long)]
+    results: Option<PathBuf>,
     /// Also every metric of every layer (long format).
     #[arg(long)]
     metrics: bool,
+    /// Every column and the full configuration, full width.
+    #[arg(long)]
+    wide: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -67,9 +83,9 @@ pub struct ExportArgs {
     /// Output format.
     #[arg(long, value_enum)]
     format: Format,
-    /// Results database.
-    #[arg(long, default_value = "results.db")]
-    results: PathBuf,
+    /// Results database (default: the newest `*.db` or `*/results.db` here).
+    #[arg(long)]
+    results: Option<PathBuf>,
     /// Only this experiment.
     #[arg(long)]
     experiment: Option<String>,
@@ -93,62 +109,170 @@ pub fn run(cmd: ResultsCmd) -> Result<()> {
     }
 }
 
-fn cell(v: &serde_json::Value) -> String {
+/// A table that fits [`TABLE_WIDTH`] columns (cells wrap) unless `wide`.
+pub fn new_table(header: Vec<String>, wide: bool) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(header);
+    if wide {
+        t.set_content_arrangement(ContentArrangement::Disabled);
+    } else {
+        t.set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(TABLE_WIDTH);
+    }
+    t
+}
+
+fn text(v: &Value) -> String {
     match v {
-        serde_json::Value::Null => String::new(),
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Number(n) => match n.as_f64() {
-            Some(f) if n.is_f64() => {
-                if f.abs() >= 1000.0 || f == f.trunc() {
-                    format!("{f:.0}")
-                } else {
-                    format!("{f:.6}")
-                }
-            }
-            _ => n.to_string(),
-        },
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
         other => other.to_string(),
     }
 }
 
-fn print_table(rows: &Rows) {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED)
-        .set_header(rows.columns.clone());
-    for r in &rows.rows {
-        t.add_row(r.iter().map(cell).collect::<Vec<_>>());
-    }
-    println!("{t}");
+/// `2026-11-23T09:01:02.123Z` → `2026-11-23 09:01:02`.
+fn timestamp(v: &Value) -> String {
+    let s = text(v);
+    s.get(..19).map_or(s.clone(), |t| t.replace('T', " "))
+}
+
+fn seconds(v: &Value) -> String {
+    v.as_f64().map(secs).unwrap_or_default()
 }
 
 fn list(a: ListArgs) -> Result<()> {
-    let db = ResultsDb::open_existing(&a.results)?;
-    let exps = db.experiments()?;
+    let path = resolve(a.results.as_deref())?;
+    let db = ResultsDb::open_existing(&path)?;
+    if let Some(e) = &a.experiment {
+        check_experiment(&db, &path, e)?;
+    }
+    let mut exps = db.experiments()?;
+    if let Some(e) = &a.experiment {
+        let i = exps.columns.iter().position(|c| c == "name");
+        exps.rows
+            .retain(|r| i.is_some_and(|i| r[i].as_str() == Some(e)));
+    }
     let runs = db.runs(a.experiment.as_deref())?;
     if a.json {
         let v = serde_json::json!({ "experiments": exps.objects(), "runs": runs.objects() });
         println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        print_table(&exps);
-        print_table(&runs);
+        return Ok(());
     }
+    if a.wide {
+        print_raw(&exps);
+        print_raw(&runs);
+        return Ok(());
+    }
+    let mut t = new_table(
+        [
+            "id",
+            "experiment",
+            "spec",
+            "fingerprint",
+            "created (UTC)",
+            "runs",
+            "finished",
+            "failed",
+        ]
+        .map(String::from)
+        .to_vec(),
+        false,
+    );
+    for e in exps.objects() {
+        t.add_row(vec![
+            text(&e["id"]),
+            text(&e["name"]),
+            text(&e["spec_path"]),
+            text(&e["spec_hash"]).chars().take(12).collect(),
+            timestamp(&e["created_at"]),
+            text(&e["runs"]),
+            text(&e["finished"]),
+            text(&e["failed"]),
+        ]);
+    }
+    println!("{t}");
+    let mut t = new_table(
+        [
+            "run",
+            "experiment",
+            "name",
+            "status",
+            "started (UTC)",
+            "wall",
+            "in index",
+            "error",
+        ]
+        .map(String::from)
+        .to_vec(),
+        false,
+    );
+    for r in runs.objects() {
+        t.add_row(vec![
+            text(&r["id"]),
+            text(&r["experiment"]),
+            text(&r["name"]),
+            text(&r["status"]),
+            timestamp(&r["started_at"]),
+            seconds(&r["wall_s"]),
+            seconds(&r["index_s"]),
+            text(&r["error"]),
+        ]);
+    }
+    println!("{t}");
+    println!(
+        "wall: wall-clock time of the whole run; in index: wall time inside index and device calls"
+    );
+    println!("the workloads' own times (modelled on simulated devices): spidx results show RUN");
     Ok(())
 }
 
+fn print_raw(rows: &Rows) {
+    let mut t = new_table(rows.columns.clone(), true);
+    for r in &rows.rows {
+        t.add_row(r.iter().map(csv_cell).collect::<Vec<_>>());
+    }
+    println!("{t}");
+}
+
+/// The headline figures `show` prints, in order: (column, label, is a time).
+const FIGURES: [(&str, &str, bool); 22] = [
+    ("elapsed_s", "elapsed", true),
+    ("cpu_s", "CPU", true),
+    ("device_s", "device time", true),
+    ("filter_s", "filter", true),
+    ("refinement_s", "refinement", true),
+    ("elapsed_min_s", "per query: min", true),
+    ("elapsed_median_s", "per query: median", true),
+    ("elapsed_max_s", "per query: max", true),
+    ("queries", "queries", false),
+    ("repetitions", "repetitions", false),
+    ("candidates", "candidates", false),
+    ("answers", "answers", false),
+    ("reads", "reads", false),
+    ("writes", "writes", false),
+    ("random_reads", "random reads", false),
+    ("random_writes", "random writes", false),
+    ("erases", "flash erases", false),
+    ("write_amplification", "write amplification", false),
+    ("buffer_hits", "page buffer hits", false),
+    ("splits", "splits", false),
+    ("height", "tree height", false),
+    ("nodes", "tree nodes", false),
+];
+
 fn show(a: ShowArgs) -> Result<()> {
-    let db = ResultsDb::open_existing(&a.results)?;
+    let path = resolve(a.results.as_deref())?;
+    let db = ResultsDb::open_existing(&path)?;
     let run = db.run(a.run)?;
     let Some(row) = run.objects().into_iter().next() else {
-        bail!("no run {} in {}", a.run, a.results.display());
+        bail!("no run {} in {}", a.run, path.display());
     };
     let all = db.results(None, false)?;
     let mut results = all.clone();
-    results.rows.retain(|r| {
-        all.columns
-            .iter()
-            .position(|c| c == "run_id")
-            .is_some_and(|i| r[i] == serde_json::json!(a.run))
-    });
+    let id_col = all.columns.iter().position(|c| c == "run_id");
+    results
+        .rows
+        .retain(|r| id_col.is_some_and(|i| r[i] == serde_json::json!(a.run)));
     let metrics = if a.metrics {
         Some(db.metrics(None, Some(a.run))?)
     } else {
@@ -162,67 +286,175 @@ fn show(a: ShowArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    for key in [
-        "id",
-        "experiment",
-        "name",
-        "status",
-        "started_at",
-        "finished_at",
-        "wall_s",
-        "index_s",
-        "overhead_s",
-        "error",
-        "spidx_version",
-        "machine_json",
-        "config_json",
-        "dataset_json",
-    ] {
-        if let Some(v) = row.get(key) {
-            if !v.is_null() {
-                println!("{key:<14} {}", cell(v));
-            }
+    let simulated = row
+        .get("config_json")
+        .and_then(Value::as_str)
+        .and_then(|c| serde_json::from_str::<IndexOptions>(c).ok())
+        .is_none_or(|o| o.device.is_simulated());
+    let clock = if simulated { "modelled" } else { "wall" };
+    let mut keys = vec![
+        ("run", text(&row["id"])),
+        ("experiment", text(&row["experiment"])),
+        ("name", text(&row["name"])),
+        ("status", text(&row["status"])),
+        ("index", text(&row["index_label"])),
+        ("store", option_text(&row["store"])),
+        (
+            "page size",
+            row["page_size"]
+                .as_u64()
+                .map(spidx::units::format_size)
+                .unwrap_or_default(),
+        ),
+        ("occupancy", option_text(&row["occupancy"])),
+        ("layout", option_text(&row["layout"])),
+        ("buffer", text(&row["buffer"])),
+        (
+            "device",
+            format!("{} ({clock} times)", text(&row["device"])),
+        ),
+        (
+            "objects",
+            row["objects"].as_f64().map(count).unwrap_or_default(),
+        ),
+        ("started (UTC)", timestamp(&row["started_at"])),
+        ("finished (UTC)", timestamp(&row["finished_at"])),
+        ("wall", seconds(&row["wall_s"])),
+        ("in index (wall)", seconds(&row["index_s"])),
+        ("error", text(&row["error"])),
+        ("spidx", text(&row["spidx_version"])),
+        ("machine", option_text(&row["machine_json"])),
+        ("dataset", option_text(&row["dataset_json"])),
+    ];
+    if a.wide {
+        keys.push(("config", text(&row["config_json"])));
+    }
+    for (k, v) in keys {
+        if !v.is_empty() {
+            print_wrapped(k, &v, a.wide);
         }
     }
-    // Workloads as rows, the columns that hold values.
-    let keep: Vec<usize> = (0..results.columns.len())
-        .filter(|&i| {
-            i >= results
-                .columns
-                .iter()
-                .position(|c| c == "workload")
-                .unwrap_or(0)
-        })
-        .filter(|&i| results.rows.iter().any(|r| !r[i].is_null()))
-        .filter(|&i| !["kind", "workload_ordinal"].contains(&results.columns[i].as_str()))
-        .collect();
-    let narrowed = Rows {
-        columns: keep.iter().map(|&i| results.columns[i].clone()).collect(),
-        rows: results
-            .rows
-            .iter()
-            .map(|r| keep.iter().map(|&i| r[i].clone()).collect())
-            .collect(),
-    };
-    print_table(&narrowed);
+    if !a.wide {
+        println!(
+            "{:<16} (the full configuration: --wide or --json)",
+            "config"
+        );
+    }
+    if a.wide {
+        print_raw(&results);
+    } else {
+        print_figures(&results, clock);
+    }
     if let Some(m) = &metrics {
-        print_table(m);
+        let keep = ["workload", "name", "value"];
+        let idx: Vec<usize> = keep
+            .iter()
+            .filter_map(|k| m.columns.iter().position(|c| c == k))
+            .collect();
+        let mut t = new_table(keep.map(String::from).to_vec(), a.wide);
+        for r in &m.rows {
+            t.add_row(idx.iter().map(|&i| csv_cell(&r[i])).collect::<Vec<_>>());
+        }
+        println!("{t}");
     }
     Ok(())
 }
 
+/// `key   value`, the value wrapped at spaces to fit [`TABLE_WIDTH`] (unless `wide`) with
+/// continuation lines indented under it.
+fn print_wrapped(key: &str, value: &str, wide: bool) {
+    let indent = 17;
+    let room = TABLE_WIDTH as usize - indent;
+    let mut line = String::new();
+    let mut first = true;
+    let emit = |line: &str, first: &mut bool| {
+        if *first {
+            println!("{key:<16} {line}");
+            *first = false;
+        } else {
+            println!("{:indent$}{line}", "");
+        }
+    };
+    for word in value.split(' ') {
+        if !wide && !line.is_empty() && line.chars().count() + 1 + word.chars().count() > room {
+            emit(&line, &mut first);
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    emit(&line, &mut first);
+}
+
+/// The workloads' headline figures, one column per workload, in tables that each fit
+/// [`TABLE_WIDTH`].
+fn print_figures(results: &Rows, clock: &str) {
+    let objs = results.objects();
+    let label_w = 24;
+    let mut start = 0;
+    while start < objs.len() {
+        let mut width = label_w + 4;
+        let mut end = start;
+        while end < objs.len() {
+            let w = text(&objs[end]["workload"]).chars().count().max(12) + 3;
+            if end > start && width + w > TABLE_WIDTH as usize {
+                break;
+            }
+            width += w;
+            end += 1;
+        }
+        let mut header = vec!["figure".to_string()];
+        header.extend(objs[start..end].iter().map(|o| text(&o["workload"])));
+        let mut t = new_table(header, false);
+        for (col, label, time) in FIGURES {
+            let cells: Vec<String> = objs[start..end]
+                .iter()
+                .map(|o| match o.get(col).and_then(Value::as_f64) {
+                    Some(v) if time => secs(v),
+                    Some(v) if col == "write_amplification" => format!("{v:.2}"),
+                    Some(v) => count(v),
+                    None => String::new(),
+                })
+                .collect();
+            if cells.iter().all(String::is_empty) {
+                continue;
+            }
+            let label = if col == "cpu_s" {
+                format!("{label} (process)")
+            } else if time {
+                format!("{label} ({clock})")
+            } else {
+                label.to_string()
+            };
+            let mut row = vec![label];
+            row.extend(cells);
+            t.add_row(row);
+        }
+        println!("{t}");
+        start = end;
+    }
+    println!("query workloads: sums over queries of each query's mean over its repetitions;");
+    println!("per query: the minimum, median and maximum of those means");
+}
+
 fn export(a: ExportArgs) -> Result<()> {
-    let db = ResultsDb::open_existing(&a.results)?;
+    let path = resolve(a.results.as_deref())?;
+    let db = ResultsDb::open_existing(&path)?;
+    if let Some(e) = &a.experiment {
+        check_experiment(&db, &path, e)?;
+    }
     let rows = if a.metrics {
         db.metrics(a.experiment.as_deref(), None)?
     } else {
-        db.results(a.experiment.as_deref(), !a.all)?
+        typed(&db.results(a.experiment.as_deref(), !a.all)?)
     };
     if a.format == Format::Parquet {
-        let Some(path) = &a.out else {
+        let Some(out) = &a.out else {
             bail!("--format parquet writes a binary file: give it with --out FILE");
         };
-        return crate::parquet_export::write(path, &rows.columns, &rows.rows);
+        return crate::parquet_export::write(out, &rows.columns, &rows.rows);
     }
     let mut out: Box<dyn Write> = match &a.out {
         Some(p) => Box::new(std::io::BufWriter::new(
@@ -239,11 +471,7 @@ fn export(a: ExportArgs) -> Result<()> {
             let mut w = csv::Writer::from_writer(&mut out);
             w.write_record(&rows.columns)?;
             for r in &rows.rows {
-                w.write_record(r.iter().map(|v| match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    serde_json::Value::Null => String::new(),
-                    other => other.to_string(),
-                }))?;
+                w.write_record(r.iter().map(csv_cell))?;
             }
             w.flush()?;
         }

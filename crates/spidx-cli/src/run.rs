@@ -9,10 +9,12 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 use spidx::experiment::{spec, Experiment, Machine, Progress, ResultsDb, RunResult};
+
+use crate::numfmt::{count, secs};
+use crate::results::new_table;
 
 /// Arguments of `spidx run`.
 #[derive(Args, Debug)]
@@ -154,11 +156,18 @@ pub fn run(a: RunArgs) -> Result<()> {
                 let outside = t0.elapsed().as_secs_f64() - r.wall_s;
                 db.finish_run(run_id, &r, outside)
                     .with_context(|| format!("recording run '{}'", run.name))?;
+                let clock = clock(run.options.device.is_simulated());
+                let times: Vec<String> = r
+                    .workloads
+                    .iter()
+                    .map(|w| format!("{} {}", w.name, secs(w.get("elapsed_s"))))
+                    .collect();
                 shown.line(&format!(
-                    "  {} finished in {:.1} s (runner overhead {:.2} s)",
+                    "  {}: run took {} wall (runner overhead {}); {clock} elapsed: {}",
                     run.name,
-                    r.wall_s + outside,
-                    r.wall_s + outside - r.index_s
+                    secs(r.wall_s + outside),
+                    secs(r.wall_s + outside - r.index_s),
+                    times.join(", ")
                 ));
                 outcomes.push((run.name.clone(), run_id, Ok(r)));
             }
@@ -218,13 +227,13 @@ pub fn run(a: RunArgs) -> Result<()> {
     Ok(())
 }
 
-fn secs(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.1}")
-    } else if v >= 1.0 {
-        format!("{v:.3}")
+/// "modelled" for simulated devices (elapsed = CPU + the model's device time), "wall"
+/// for real ones.
+fn clock(simulated: bool) -> &'static str {
+    if simulated {
+        "modelled"
     } else {
-        format!("{v:.5}")
+        "wall"
     }
 }
 
@@ -235,16 +244,22 @@ fn print_summary(
     if outcomes.is_empty() {
         return;
     }
-    let mut t = Table::new();
-    let mut header = vec!["run".to_string()];
+    let mut header = vec!["run".to_string(), "times".to_string()];
     for w in &exp.spec.workloads {
-        header.push(format!("{}\nelapsed s", w.name()));
+        header.push(format!("{}\nelapsed", w.name()));
     }
     header.push("construction\nreads / writes".into());
-    header.push("runner\noverhead s".into());
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(header);
+    header.push("runner\noverhead".into());
+    let mut t = new_table(header, false);
+    let mut kinds = std::collections::BTreeSet::new();
     for (name, _, r) in outcomes {
-        let mut row = vec![name.clone()];
+        let simulated = exp
+            .runs
+            .iter()
+            .find(|x| &x.name == name)
+            .is_none_or(|x| x.options.device.is_simulated());
+        kinds.insert(simulated);
+        let mut row = vec![name.clone(), clock(simulated).to_string()];
         match r {
             Ok(r) => {
                 for w in &r.workloads {
@@ -253,10 +268,10 @@ fn print_summary(
                 let c = &r.workloads[0];
                 row.push(format!(
                     "{} / {}",
-                    c.get("device.host.read_ops"),
-                    c.get("device.host.write_ops")
+                    count(c.get("device.host.read_ops")),
+                    count(c.get("device.host.write_ops"))
                 ));
-                row.push(format!("{:.2}", r.wall_s - r.index_s));
+                row.push(secs(r.wall_s - r.index_s));
             }
             Err(e) => {
                 row.push(format!("failed: {e}"));
@@ -269,6 +284,13 @@ fn print_summary(
         "elapsed: construction = one-by-one insertion; queries = sum over queries of each query's mean over {} repetitions",
         exp.spec.protocol.repetitions
     );
+    if kinds.contains(&true) {
+        println!("modelled: simulated device, elapsed = CPU time + the device model's service time (not the wall time the run took)");
+    }
+    if kinds.contains(&false) {
+        println!("wall: real device, elapsed = wall-clock time");
+    }
+    println!("runner overhead: wall time of the run outside index and device calls");
 }
 
 /// Removes the scratch directories (`spidx-run-PID-N` in the temporary directory) that

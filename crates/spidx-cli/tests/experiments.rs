@@ -180,25 +180,60 @@ fn a_small_experiment_fills_the_database_and_the_report() {
         .unwrap()
         .contains("cpus"));
 
-    // The report: one elapsed and one I/O chart per device and workload, and the tables.
+    // The report: per device and workload the seeds' chart and the CPU/device split (and
+    // more for queries), inline in one page and as SVG files; context and tables.
     let rep = dir.path().join("report");
     spidx()
         .args(["report", "--results", &db, "--out", rep.to_str().unwrap()])
         .assert()
         .success();
     let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
-    assert!(html.contains("Best configuration per workload and device"));
-    assert!(html.contains("Performance gains over R-tree (linear)"));
+    for needle in [
+        "<h2>Context</h2>",
+        "buildings",
+        "modelled time",
+        "Best configuration per workload and device",
+        "Performance gains over R-tree (linear)",
+        "Tree shape after construction",
+        "selectivity",
+        "per query",
+    ] {
+        assert!(html.contains(needle), "{needle} not in the report");
+    }
     let svgs: Vec<_> = std::fs::read_dir(&rep)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .filter(|n| n.ends_with(".svg"))
         .collect();
-    assert_eq!(svgs.len(), 2 * 2 * 5, "{svgs:?}");
+    for d in ["ssd-v300", "hdd-7200"] {
+        for chart in ["elapsed", "cpu-device", "reads", "writes"] {
+            let f = format!("{chart}_{d}_construction.svg");
+            assert!(svgs.contains(&f), "{f} missing from {svgs:?}");
+        }
+        for chart in ["elapsed", "per-query", "filter-refinement"] {
+            let f = format!("{chart}_{d}_range-0-5-.svg");
+            assert!(svgs.contains(&f), "{f} missing from {svgs:?}");
+        }
+    }
+    // Erases only where the flash device erased; no chart of writes for queries (all zero).
+    let erased = rows
+        .iter()
+        .any(|r| r["kind"] == "construction" && r["erases"].as_f64().unwrap_or(0.0) > 0.0);
+    assert_eq!(
+        svgs.contains(&"erases_ssd-v300_construction.svg".to_string()),
+        erased
+    );
+    assert!(!svgs.iter().any(|s| s.starts_with("erases_hdd")));
+    assert!(!svgs
+        .iter()
+        .any(|s| s.starts_with("writes_") && s.contains("range")));
     for s in &svgs {
-        assert!(html.contains(s.as_str()), "{s} not linked");
         let svg = std::fs::read_to_string(rep.join(s)).unwrap();
-        assert!(svg.starts_with("<svg") && svg.contains("<rect") && svg.contains("<text"));
+        assert!(
+            svg.starts_with("<svg") && svg.contains(r#"class="bar""#),
+            "{s}"
+        );
+        assert!(html.contains(&svg), "{s} not inline in the page");
     }
     assert!(
         std::fs::read_to_string(rep.join("elapsed_hdd-7200_construction.svg"))

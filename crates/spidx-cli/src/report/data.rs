@@ -1,0 +1,274 @@
+//! What the report reads from the results database: one [`Row`] per finished run and
+//! workload (the newest run of each configuration), every metric of those runs, and the
+//! [`Context`] a reader needs to judge the numbers (spec, dataset, protocol, machines,
+//! versions, dates). The `run_results` view and the metrics come through the library's
+//! [`ResultsDb`]; the experiment's spec and the runs' provenance are read here with a
+//! read-only SQLite connection, as the library offers no query for them.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+
+use anyhow::{Context as _, Result};
+use rusqlite::{Connection, OpenFlags};
+use serde_json::{Map, Value};
+use spidx::experiment::ResultsDb;
+use spidx::spatial::IndexOptions;
+use spidx::units::format_size;
+
+/// One finished run × workload.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// Run id in the database.
+    pub run_id: i64,
+    /// The run's position in the matrix (orders configurations as the spec lists them).
+    pub ordinal: i64,
+    /// The configuration: the run's name without its page size and device.
+    pub config: String,
+    /// Page size as written (`4KB`).
+    pub page: String,
+    /// Page size in bytes.
+    pub page_size: i64,
+    /// Device label.
+    pub device: String,
+    /// Whether the device is simulated (times modelled) or real (times measured).
+    pub simulated: bool,
+    /// Workload name.
+    pub workload: String,
+    /// Workload kind (`construction`, `range`, ...).
+    pub kind: String,
+    /// Workload position in the spec.
+    pub workload_ordinal: i64,
+    /// Headline columns of `run_results` by name (numbers only; NULLs absent).
+    pub figures: BTreeMap<String, f64>,
+}
+
+impl Row {
+    /// A headline figure (`elapsed_s`, `reads`, ...), if recorded.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.figures.get(name).copied()
+    }
+
+    /// A headline figure, 0 when absent.
+    pub fn val(&self, name: &str) -> f64 {
+        self.get(name).unwrap_or(0.0)
+    }
+
+    /// `config · page`, the label of a run within one device's chart.
+    pub fn config_page(&self) -> String {
+        format!("{} · {}", self.config, self.page)
+    }
+}
+
+/// Provenance of the reported runs.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// The spec's description.
+    pub description: String,
+    /// Spec files the experiment was run from, with their fingerprints.
+    pub specs: Vec<(String, String)>,
+    /// The spec as written (the newest one).
+    pub spec_text: String,
+    /// The dataset descriptions (JSON) and object counts.
+    pub datasets: BTreeSet<(String, i64)>,
+    /// Repetitions, warmup, cache dropping, from the spec.
+    pub protocol: Map<String, Value>,
+    /// Machines (host, CPU, CPUs, memory, kernel) the runs ran on.
+    pub machines: BTreeSet<String>,
+    /// spidx versions that made the runs.
+    pub versions: BTreeSet<String>,
+    /// First start and last finish of the reported runs.
+    pub started: String,
+    /// Last finish.
+    pub finished: String,
+    /// When this report was written (UTC).
+    pub now: String,
+}
+
+/// Everything the report shows.
+pub struct Data {
+    /// Rows, in the order of the database (run, then workload).
+    pub rows: Vec<Row>,
+    /// Every metric of `(run_id, workload)`.
+    pub metrics: HashMap<(i64, String), BTreeMap<String, f64>>,
+    /// Provenance.
+    pub context: Context,
+}
+
+impl Data {
+    /// A metric of one row, 0 when absent.
+    pub fn metric(&self, row: &Row, name: &str) -> f64 {
+        self.metrics
+            .get(&(row.run_id, row.workload.clone()))
+            .and_then(|m| m.get(name))
+            .copied()
+            .unwrap_or(0.0)
+    }
+
+    /// Every metric of one row.
+    pub fn metrics_of(&self, row: &Row) -> Option<&BTreeMap<String, f64>> {
+        self.metrics.get(&(row.run_id, row.workload.clone()))
+    }
+}
+
+fn text(m: &Map<String, Value>, k: &str) -> String {
+    m.get(k)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn int(m: &Map<String, Value>, k: &str) -> i64 {
+    m.get(k).and_then(Value::as_f64).unwrap_or(0.0) as i64
+}
+
+/// Reads the newest finished run of each configuration of `experiment`.
+pub fn load(path: &Path, experiment: &str) -> Result<Data> {
+    let db = ResultsDb::open_existing(path)?;
+    let objs = db.results(Some(experiment), true)?.objects();
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .with_context(|| format!("opening {}", path.display()))?;
+    let run_ids: BTreeSet<i64> = objs.iter().map(|m| int(m, "run_id")).collect();
+    let runs = run_rows(&conn, &run_ids)?;
+    let rows = objs
+        .iter()
+        .map(|m| {
+            let run_id = int(m, "run_id");
+            let page_size = int(m, "page_size");
+            let page = format_size(page_size as u64);
+            let device = text(m, "device");
+            // The configuration: the run's name without its page size and device parts.
+            let config = text(m, "run")
+                .split(" · ")
+                .filter(|p| *p != page && *p != device)
+                .collect::<Vec<_>>()
+                .join(" · ");
+            let figures = m
+                .iter()
+                .filter_map(|(k, v)| v.as_f64().map(|f| (k.clone(), f)))
+                .collect();
+            Row {
+                run_id,
+                ordinal: int(m, "ordinal"),
+                config,
+                page,
+                page_size,
+                simulated: runs.get(&run_id).is_none_or(|r| r.simulated),
+                device,
+                workload: text(m, "workload"),
+                kind: text(m, "kind"),
+                workload_ordinal: int(m, "workload_ordinal"),
+                figures,
+            }
+        })
+        .collect::<Vec<_>>();
+    let mut metrics: HashMap<(i64, String), BTreeMap<String, f64>> = HashMap::new();
+    for m in db.metrics(Some(experiment), None)?.objects() {
+        let run_id = int(&m, "run_id");
+        if !run_ids.contains(&run_id) {
+            continue;
+        }
+        if let Some(v) = m.get("value").and_then(Value::as_f64) {
+            metrics
+                .entry((run_id, text(&m, "workload")))
+                .or_default()
+                .insert(text(&m, "name"), v);
+        }
+    }
+    let context = context(&conn, experiment, &runs)?;
+    Ok(Data {
+        rows,
+        metrics,
+        context,
+    })
+}
+
+/// What the report needs of one run's row in `runs`.
+struct RunInfo {
+    simulated: bool,
+    dataset: String,
+    objects: i64,
+    version: String,
+    machine: String,
+    started: String,
+    finished: String,
+}
+
+fn run_rows(conn: &Connection, ids: &BTreeSet<i64>) -> Result<BTreeMap<i64, RunInfo>> {
+    let mut st = conn.prepare(
+        "SELECT config_json, dataset_json, objects, spidx_version, machine_json, started_at,
+                coalesce(finished_at, '') FROM runs WHERE id = ?1",
+    )?;
+    let mut out = BTreeMap::new();
+    for id in ids {
+        let info = st.query_row([id], |r| {
+            let config: String = r.get(0)?;
+            let simulated = serde_json::from_str::<IndexOptions>(&config)
+                .map(|o| o.device.is_simulated())
+                .unwrap_or(true);
+            Ok(RunInfo {
+                simulated,
+                dataset: r.get(1)?,
+                objects: r.get(2)?,
+                version: r.get(3)?,
+                machine: machine_text(&r.get::<_, String>(4)?),
+                started: r.get(5)?,
+                finished: r.get(6)?,
+            })
+        })?;
+        out.insert(*id, info);
+    }
+    Ok(out)
+}
+
+/// `host: CPU model, N CPUs, M GiB, Linux kernel` from the recorded machine JSON.
+fn machine_text(json: &str) -> String {
+    let Ok(Value::Object(m)) = serde_json::from_str::<Value>(json) else {
+        return json.to_string();
+    };
+    format!(
+        "{}: {}, {} CPUs, {:.1} GiB memory, Linux {}",
+        text(&m, "host"),
+        text(&m, "cpu"),
+        int(&m, "cpus"),
+        m.get("mem_gib").and_then(Value::as_f64).unwrap_or(0.0),
+        text(&m, "kernel")
+    )
+}
+
+fn context(conn: &Connection, experiment: &str, runs: &BTreeMap<i64, RunInfo>) -> Result<Context> {
+    let mut c = Context::default();
+    let mut st = conn.prepare(
+        "SELECT spec_path, spec_hash, spec_json, spec_text FROM experiments WHERE name = ?1 ORDER BY id",
+    )?;
+    let mut q = st.query([experiment])?;
+    while let Some(r) = q.next()? {
+        c.specs.push((r.get(0)?, r.get(1)?));
+        let spec: Value = serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or_default();
+        c.description = spec
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        c.protocol = spec
+            .get("protocol")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        c.spec_text = r.get(3)?;
+    }
+    for r in runs.values() {
+        c.datasets.insert((r.dataset.clone(), r.objects));
+        c.machines.insert(r.machine.clone());
+        c.versions.insert(r.version.clone());
+        if c.started.is_empty() || r.started < c.started {
+            c.started = r.started.clone();
+        }
+        if r.finished > c.finished {
+            c.finished = r.finished.clone();
+        }
+    }
+    c.now = conn.query_row("SELECT strftime('%Y-%m-%d %H:%M UTC', 'now')", [], |r| {
+        r.get(0)
+    })?;
+    Ok(c)
+}

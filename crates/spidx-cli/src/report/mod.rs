@@ -1,0 +1,72 @@
+//! `spidx report`: one self-contained HTML page (`index.html`, charts inline as SVG, each
+//! chart also written as its own `.svg` file for papers) that explains one experiment:
+//! its context (spec, dataset, protocol, machine, version, dates), per workload and device
+//! the seeds' figure (elapsed time per configuration and page size), the per-query mean
+//! with its min/median/max, CPU vs device and filter vs refinement splits, device
+//! operations, tree shapes, answer counts and selectivity, notes derived from the metrics,
+//! the best configuration and the gains over a baseline, (time_B − time_A) / time_B.
+//!
+//! Layers: reads the results database (`data`), draws charts (`svg`), writes HTML
+//! (`page`); it never runs anything.
+
+mod data;
+mod notes;
+mod page;
+mod svg;
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use spidx::experiment::ResultsDb;
+
+/// Arguments of `spidx report`.
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Results database (default: the newest results database in the current directory,
+    /// `quickstart/` or another direct subdirectory).
+    #[arg(long)]
+    results: Option<PathBuf>,
+    /// Output directory (created; index.html and the charts as SVG files go there).
+    #[arg(long)]
+    out: PathBuf,
+    /// Experiment to report (default: the one with the newest run).
+    #[arg(long)]
+    experiment: Option<String>,
+}
+
+pub fn run(a: ReportArgs) -> Result<()> {
+    let path = crate::results_path::resolve(a.results.as_deref())?;
+    let db = ResultsDb::open_existing(&path)?;
+    let exp = match &a.experiment {
+        Some(e) => {
+            crate::results_path::check_experiment(&db, &path, e)?;
+            e.clone()
+        }
+        None => db
+            .latest_experiment()?
+            .ok_or_else(|| anyhow!("{} holds no run yet", path.display()))?,
+    };
+    let data = data::load(&path, &exp)?;
+    if data.rows.is_empty() {
+        bail!(
+            "experiment '{exp}' has no finished run in {}",
+            path.display()
+        );
+    }
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let page = page::Page::write(&data, &exp, &path);
+    for (file, svg) in &page.charts {
+        let p = a.out.join(file);
+        std::fs::write(&p, svg).with_context(|| format!("writing {}", p.display()))?;
+    }
+    let index = a.out.join("index.html");
+    std::fs::write(&index, &page.html).with_context(|| format!("writing {}", index.display()))?;
+    println!(
+        "report of experiment '{exp}' from {}: {} ({} charts)",
+        path.display(),
+        index.display(),
+        page.charts.len()
+    );
+    Ok(())
+}

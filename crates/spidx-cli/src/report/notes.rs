@@ -1,0 +1,121 @@
+//! Notes that explain what the figures alone would leave puzzling, derived from the
+//! recorded metrics (never written in advance): a device cache that served most requests
+//! (why a simulated HDD can build faster than a simulated SSD), a page buffer that did, and
+//! query sums dominated by a few expensive queries.
+
+use super::data::{Data, Row};
+use crate::numfmt::{count, percent, secs};
+
+/// Shares at or above this are worth a note.
+const MOST: f64 = 0.5;
+
+/// Device-level caches the devices count: metric suffix and what serves the hits.
+const DEVICE_CACHES: [(&str, &str); 1] = [(
+    "device.hdd.buffer_hits",
+    "the drive's track/read-ahead buffer",
+)];
+
+/// Notes for one workload on one device; `rows` are that workload's rows on that device,
+/// `all` every row of the workload (to compare devices).
+pub fn notes(data: &Data, rows: &[&Row], all: &[&Row]) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(first) = rows.first() else {
+        return out;
+    };
+    let (w, d) = (&first.workload, &first.device);
+    let reads: f64 = rows.iter().map(|r| r.val("reads")).sum();
+    for (metric, what) in DEVICE_CACHES {
+        let hits: f64 = rows.iter().map(|r| data.metric(r, metric)).sum();
+        if reads > 0.0 && hits / reads >= MOST {
+            let mut note = format!(
+                "On {d}, {what} served {} of the {} read requests of {w} ({}, summed over the {} runs shown): \
+                 those reads cost no seek and no rotational delay, only the transfer",
+                count(hits),
+                count(reads),
+                percent(hits / reads),
+                rows.len()
+            );
+            if let Some(cmp) = faster_than_others(rows, all) {
+                note.push_str(&format!(
+                    "; this is why {w} takes less time on {d} than {cmp}"
+                ));
+            }
+            note.push('.');
+            if first.kind != "construction" {
+                note.push_str(
+                    " Device caches are dropped before every measured repetition, so these hits \
+                     come from within one query.",
+                );
+            }
+            out.push(note);
+        }
+    }
+    let hits: f64 = rows
+        .iter()
+        .map(|r| data.metric(r, "store.cache.hits"))
+        .sum();
+    let faults: f64 = rows
+        .iter()
+        .map(|r| data.metric(r, "store.cache.faults"))
+        .sum();
+    if hits + faults > 0.0 && hits / (hits + faults) >= MOST {
+        out.push(format!(
+            "On {d}, the page buffer served {} of {} node reads of {w} ({}): most node reads never reached the device.",
+            count(hits),
+            count(hits + faults),
+            percent(hits / (hits + faults))
+        ));
+    }
+    // Query sums that a few queries dominate.
+    let worst = rows
+        .iter()
+        .filter_map(|r| {
+            let (sum, max) = (r.get("elapsed_s")?, r.get("elapsed_max_s")?);
+            (sum > 0.0 && r.val("queries") > 1.0).then_some((max / sum, *r))
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    if let Some((share, r)) = worst {
+        if share >= MOST {
+            out.push(format!(
+                "In {w} on {d}, one query's mean makes up to {} of a configuration's sum over {} queries \
+                 ({}: the most expensive query {} of {} in total; median query {}): the sums compare a \
+                 few expensive queries more than the indices; see the per-query chart.",
+                percent(share),
+                count(r.val("queries")),
+                r.config_page(),
+                secs(r.val("elapsed_max_s")),
+                secs(r.val("elapsed_s")),
+                secs(r.val("elapsed_median_s")),
+            ));
+        }
+    }
+    out
+}
+
+/// "on X for k of n configurations" when `rows` (one device) beat another device's rows of
+/// the same configurations.
+fn faster_than_others(rows: &[&Row], all: &[&Row]) -> Option<String> {
+    let d = &rows.first()?.device;
+    let mut others: Vec<&String> = all.iter().map(|r| &r.device).filter(|o| *o != d).collect();
+    others.sort();
+    others.dedup();
+    let mut parts = Vec::new();
+    for o in others {
+        let (mut wins, mut n) = (0, 0);
+        for r in rows {
+            if let Some(x) = all
+                .iter()
+                .find(|x| &x.device == o && x.config == r.config && x.page == r.page)
+            {
+                n += 1;
+                if r.val("elapsed_s") < x.val("elapsed_s") {
+                    wins += 1;
+                }
+            }
+        }
+        if wins > 0 {
+            parts.push(format!("on {o} for {wins} of {n} configurations"));
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join(" and "))
+}

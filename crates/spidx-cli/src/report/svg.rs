@@ -1,0 +1,499 @@
+//! The report's charts as inline SVG: grouped vertical bars (the seeds' figures: one group
+//! per page size, one bar per configuration, optionally with min–max whiskers and a median
+//! mark) and horizontal stacked bars (a run's time split into parts). Every chart has the
+//! same width; the layout is computed here (text widths estimated generously), so labels
+//! rotate when they would not fit side by side, legends sit outside the plot, and no slot
+//! is left empty. A browser test (`tests/report_browser.rs`) checks the result in
+//! Chromium: no overlapping or clipped text, no chart without bars.
+//!
+//! Hand-written rather than drawn with a plotting crate because the layout (legend outside
+//! the plot, rotation decided from the labels, stacked bars with whiskers) is the product.
+
+use std::fmt::Write as _;
+
+use crate::numfmt::{decimals_for, sig3, ticks, CountAxis, TimeUnit};
+
+/// Width of every chart, in pixels.
+pub const WIDTH: f64 = 600.0;
+
+/// Okabe & Ito's colour-blind-safe palette (yellow last: weak on white).
+pub const PALETTE: [&str; 8] = [
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#000000", "#F0E442",
+];
+
+const FONT: f64 = 12.0;
+const TITLE_FONT: f64 = 14.0;
+/// Estimated advance of one character, as a share of the font size (generous, so that the
+/// estimate is wider than what DejaVu or Liberation Sans draw).
+const CHAR_EM: f64 = 0.64;
+const PLOT_HEIGHT: f64 = 240.0;
+const ROTATION_DEG: f64 = 40.0;
+
+/// What an axis measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantity {
+    /// Seconds (shown in s, ms or µs).
+    Time,
+    /// Operations, nodes, objects.
+    Count,
+}
+
+/// Estimated width in pixels of `s` at `size`.
+fn text_w(s: &str, size: f64) -> f64 {
+    s.chars().count() as f64 * size * CHAR_EM
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A value axis from 0: ticks, their labels and the axis title with its unit.
+struct Axis {
+    /// Raw value at the axis end.
+    end: f64,
+    ticks: Vec<(f64, String)>,
+    title: String,
+    /// Formats a raw value the way the ticks do (with the unit for times).
+    unit: Option<TimeUnit>,
+}
+
+impl Axis {
+    fn new(max: f64, quantity: Quantity, what: &str) -> Axis {
+        match quantity {
+            Quantity::Time => {
+                let unit = TimeUnit::for_max(max);
+                let (step, t) = ticks(max / unit.scale(), 5);
+                let d = decimals_for(step);
+                Axis {
+                    end: t.last().copied().unwrap_or(1.0) * unit.scale(),
+                    ticks: t
+                        .iter()
+                        .map(|v| (v * unit.scale(), format!("{v:.d$}")))
+                        .collect(),
+                    title: format!("{what} ({})", unit.symbol()),
+                    unit: Some(unit),
+                }
+            }
+            Quantity::Count => {
+                let (step, t) = ticks(max, 5);
+                let labels = CountAxis::new(step, *t.last().unwrap_or(&1.0));
+                Axis {
+                    end: t.last().copied().unwrap_or(1.0),
+                    ticks: t.iter().map(|v| (*v, labels.label(*v))).collect(),
+                    title: what.to_string(),
+                    unit: None,
+                }
+            }
+        }
+    }
+
+    fn value(&self, v: f64) -> String {
+        match self.unit {
+            Some(u) => format!("{} {}", sig3(v / u.scale()), u.symbol()),
+            None => crate::numfmt::count(v),
+        }
+    }
+
+    fn widest_tick(&self) -> f64 {
+        self.ticks
+            .iter()
+            .map(|(_, l)| text_w(l, FONT))
+            .fold(0.0, f64::max)
+    }
+}
+
+/// A legend laid out in rows across the chart's width, starting at `y`; returns its SVG and
+/// height.
+fn legend(entries: &[(String, &str)], y: f64) -> (String, f64) {
+    let mut svg = String::new();
+    let (mut x, mut row) = (12.0, 0usize);
+    for (name, colour) in entries {
+        let w = 16.0 + text_w(name, FONT) + 14.0;
+        if x + w > WIDTH - 8.0 && x > 12.0 {
+            x = 12.0;
+            row += 1;
+        }
+        let top = y + row as f64 * 18.0;
+        let _ = write!(
+            svg,
+            r#"<rect class="swatch" x="{x:.1}" y="{:.1}" width="11" height="11" fill="{colour}"/><text x="{:.1}" y="{:.1}" font-size="{FONT}">{}</text>"#,
+            top + 1.0,
+            x + 16.0,
+            top + 10.5,
+            esc(name)
+        );
+        x += w;
+    }
+    let h = if entries.is_empty() {
+        0.0
+    } else {
+        (row + 1) as f64 * 18.0
+    };
+    (svg, h)
+}
+
+fn open(svg: &mut String, height: f64, title: &str) {
+    let _ = write!(
+        svg,
+        r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height:.0}" viewBox="0 0 {WIDTH} {height:.0}" font-family="sans-serif" data-title="{t}"><title>{t}</title><rect width="100%" height="100%" fill="white"/><text x="{:.1}" y="18" font-size="{TITLE_FONT}" font-weight="bold" text-anchor="middle">{t}</text>"#,
+        WIDTH / 2.0,
+        t = esc(title)
+    );
+}
+
+/// The min / median / max of per-query means drawn over a bar of their mean.
+#[derive(Debug, Clone, Copy)]
+pub struct Whisker {
+    /// Smallest value.
+    pub min: f64,
+    /// Median value.
+    pub median: f64,
+    /// Largest value.
+    pub max: f64,
+}
+
+/// Grouped vertical bars: `groups` along the x axis (page sizes), one bar per `series`
+/// entry in each group (configurations); `values[g][s]`, `None` where a combination was not
+/// run. Series whose values are all zero or missing must be left out by the caller.
+pub struct Grouped<'a> {
+    /// Chart title.
+    pub title: &'a str,
+    /// What the y axis measures (the unit is added).
+    pub y_label: &'a str,
+    /// What the x axis shows.
+    pub x_label: &'a str,
+    /// Time or count.
+    pub quantity: Quantity,
+    /// Group labels.
+    pub groups: &'a [String],
+    /// Series names (the legend).
+    pub series: &'a [String],
+    /// Bar heights, `[group][series]`.
+    pub values: &'a [Vec<Option<f64>>],
+    /// Optional whiskers, `[group][series]`.
+    pub whiskers: Option<&'a [Vec<Option<Whisker>>]>,
+}
+
+impl Grouped<'_> {
+    /// The chart as an SVG element.
+    pub fn svg(&self) -> String {
+        let mut max = 0f64;
+        for (g, row) in self.values.iter().enumerate() {
+            for (s, v) in row.iter().enumerate() {
+                max = max.max(v.unwrap_or(0.0));
+                if let Some(w) = self.whiskers.and_then(|w| w[g][s]) {
+                    max = max.max(w.max);
+                }
+            }
+        }
+        let axis = Axis::new(max, self.quantity, self.y_label);
+        let entries: Vec<(String, &str)> = self
+            .series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.clone(), PALETTE[i % PALETTE.len()]))
+            .collect();
+        let (legend_svg, legend_h) = legend(&entries, 30.0);
+        let top = 30.0 + legend_h + 10.0;
+        let n = self.groups.len().max(1) as f64;
+        let widest = self
+            .groups
+            .iter()
+            .map(|g| text_w(g, FONT))
+            .fold(0.0, f64::max);
+        let mut left = 30.0 + axis.widest_tick() + 8.0;
+        let right = 16.0;
+        let mut gw = (WIDTH - left - right) / n;
+        let rotate = widest > gw - 8.0;
+        let (sin, cos) = ROTATION_DEG.to_radians().sin_cos();
+        if rotate {
+            // The first label extends left of its group's centre.
+            let first = self.groups.first().map_or(0.0, |g| text_w(g, FONT));
+            left = left.max(first * cos - gw / 2.0 + 8.0);
+            gw = (WIDTH - left - right) / n;
+        }
+        let label_h = if rotate {
+            widest * sin + FONT * cos + 8.0
+        } else {
+            FONT + 8.0
+        };
+        let bottom = top + PLOT_HEIGHT;
+        let height = bottom + label_h + 26.0;
+        let y = |v: f64| bottom - v / axis.end * PLOT_HEIGHT;
+        let mut svg = String::new();
+        open(&mut svg, height, self.title);
+        svg.push_str(&legend_svg);
+        // Grid, ticks and the y axis title.
+        for (v, label) in &axis.ticks {
+            let _ = write!(
+                svg,
+                r##"<line x1="{left:.1}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="{FONT}" text-anchor="end">{label}</text>"##,
+                WIDTH - right,
+                left - 6.0,
+                y(*v) + 4.0,
+                yy = y(*v)
+            );
+        }
+        let _ = write!(
+            svg,
+            r#"<text transform="translate(14 {:.1}) rotate(-90)" font-size="{FONT}" text-anchor="middle">{}</text>"#,
+            (top + bottom) / 2.0,
+            esc(&axis.title)
+        );
+        // Bars, whiskers, group labels.
+        let k = self.series.len().max(1) as f64;
+        let bw = gw * 0.8 / k;
+        for (g, name) in self.groups.iter().enumerate() {
+            let x0 = left + g as f64 * gw + gw * 0.1;
+            for (s, v) in self.values[g].iter().enumerate() {
+                let Some(v) = v else { continue };
+                let x = x0 + s as f64 * bw;
+                let _ = write!(
+                    svg,
+                    r#"<rect class="bar" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{}, {}: {}</title></rect>"#,
+                    x + 0.5,
+                    y(*v),
+                    (bw - 1.0).max(1.0),
+                    (bottom - y(*v)).max(0.0),
+                    PALETTE[s % PALETTE.len()],
+                    esc(&self.series[s]),
+                    esc(name),
+                    axis.value(*v)
+                );
+                if let Some(w) = self.whiskers.and_then(|w| w[g][s]) {
+                    let cx = x + bw / 2.0;
+                    let cap = (bw * 0.25).max(2.0);
+                    let _ = write!(
+                        svg,
+                        r#"<g class="whisker" stroke="black"><title>{}, {}: min {}, median {}, max {}</title><line x1="{cx:.1}" x2="{cx:.1}" y1="{:.1}" y2="{:.1}"/><line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}"/><line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}"/><line stroke-width="2.5" x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}"/></g>"#,
+                        esc(&self.series[s]),
+                        esc(name),
+                        axis.value(w.min),
+                        axis.value(w.median),
+                        axis.value(w.max),
+                        y(w.min),
+                        y(w.max),
+                        cx - cap,
+                        cx + cap,
+                        y(w.min),
+                        y(w.min),
+                        cx - cap,
+                        cx + cap,
+                        y(w.max),
+                        y(w.max),
+                        cx - bw * 0.4,
+                        cx + bw * 0.4,
+                        y(w.median),
+                        y(w.median),
+                    );
+                }
+            }
+            let cx = left + (g as f64 + 0.5) * gw;
+            if rotate {
+                let _ = write!(
+                    svg,
+                    r#"<text transform="translate({:.1} {:.1}) rotate(-{ROTATION_DEG})" font-size="{FONT}" text-anchor="end">{}</text>"#,
+                    cx + 4.0,
+                    bottom + 12.0,
+                    esc(name)
+                );
+            } else {
+                let _ = write!(
+                    svg,
+                    r#"<text x="{cx:.1}" y="{:.1}" font-size="{FONT}" text-anchor="middle">{}</text>"#,
+                    bottom + FONT + 4.0,
+                    esc(name)
+                );
+            }
+        }
+        let _ = write!(
+            svg,
+            r#"<line x1="{left:.1}" x2="{:.1}" y1="{bottom:.1}" y2="{bottom:.1}" stroke="black"/><text x="{:.1}" y="{:.1}" font-size="{FONT}" text-anchor="middle">{}</text></svg>"#,
+            WIDTH - right,
+            (left + WIDTH - right) / 2.0,
+            height - 8.0,
+            esc(self.x_label)
+        );
+        svg
+    }
+}
+
+/// Horizontal stacked bars: one row per `rows` entry (a configuration and page size), its
+/// bar split into `parts` (e.g. filter and refinement); `values[row][part]`. Parts that are
+/// zero in every row must be left out by the caller. Each bar's total is written after it.
+pub struct Stacked<'a> {
+    /// Chart title.
+    pub title: &'a str,
+    /// What the x axis measures (the unit is added).
+    pub x_label: &'a str,
+    /// Time or count.
+    pub quantity: Quantity,
+    /// Row labels.
+    pub rows: &'a [String],
+    /// Part names (the legend).
+    pub parts: &'a [String],
+    /// Segment lengths, `[row][part]`.
+    pub values: &'a [Vec<f64>],
+}
+
+impl Stacked<'_> {
+    /// The chart as an SVG element.
+    pub fn svg(&self) -> String {
+        const ROW: f64 = 22.0;
+        let totals: Vec<f64> = self.values.iter().map(|r| r.iter().sum()).collect();
+        let max = totals.iter().copied().fold(0.0, f64::max);
+        let axis = Axis::new(max, self.quantity, self.x_label);
+        let entries: Vec<(String, &str)> = self
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.clone(), PALETTE[i % PALETTE.len()]))
+            .collect();
+        let (legend_svg, legend_h) = legend(&entries, 30.0);
+        let top = 30.0 + legend_h + 10.0;
+        let label_w = self
+            .rows
+            .iter()
+            .map(|r| text_w(r, FONT))
+            .fold(0.0, f64::max);
+        let left = 12.0 + label_w + 8.0;
+        let total_w = totals
+            .iter()
+            .map(|t| text_w(&axis.value(*t), FONT))
+            .fold(0.0, f64::max);
+        // Room for the totals after the longest bar and for the last tick label.
+        let right = (total_w + 14.0).max(axis.widest_tick() / 2.0 + 8.0);
+        let plot_w = WIDTH - left - right;
+        let bottom = top + self.rows.len() as f64 * ROW;
+        let height = bottom + FONT + 8.0 + 26.0;
+        let x = |v: f64| left + v / axis.end * plot_w;
+        let mut svg = String::new();
+        open(&mut svg, height, self.title);
+        svg.push_str(&legend_svg);
+        for (v, label) in &axis.ticks {
+            let _ = write!(
+                svg,
+                r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{top:.1}" y2="{bottom:.1}" stroke="#ddd"/><text x="{xx:.1}" y="{:.1}" font-size="{FONT}" text-anchor="middle">{label}</text>"##,
+                bottom + FONT + 4.0,
+                xx = x(*v)
+            );
+        }
+        for (r, name) in self.rows.iter().enumerate() {
+            let y0 = top + r as f64 * ROW + 3.0;
+            let _ = write!(
+                svg,
+                r#"<text x="{:.1}" y="{:.1}" font-size="{FONT}" text-anchor="end">{}</text>"#,
+                left - 6.0,
+                y0 + 12.0,
+                esc(name)
+            );
+            let mut at = 0.0;
+            for (p, v) in self.values[r].iter().enumerate() {
+                if *v > 0.0 {
+                    let _ = write!(
+                        svg,
+                        r#"<rect class="bar" x="{:.1}" y="{y0:.1}" width="{:.1}" height="16" fill="{}"><title>{}, {}: {}</title></rect>"#,
+                        x(at),
+                        x(at + v) - x(at),
+                        PALETTE[p % PALETTE.len()],
+                        esc(name),
+                        esc(&self.parts[p]),
+                        axis.value(*v)
+                    );
+                }
+                at += v;
+            }
+            let _ = write!(
+                svg,
+                r#"<text x="{:.1}" y="{:.1}" font-size="{FONT}">{}</text>"#,
+                x(at) + 5.0,
+                y0 + 12.0,
+                axis.value(at)
+            );
+        }
+        let _ = write!(
+            svg,
+            r#"<line x1="{left:.1}" x2="{left:.1}" y1="{top:.1}" y2="{bottom:.1}" stroke="black"/><text x="{:.1}" y="{:.1}" font-size="{FONT}" text-anchor="middle">{}</text></svg>"#,
+            left + plot_w / 2.0,
+            height - 8.0,
+            esc(&axis.title)
+        );
+        svg
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn grouped_chart_has_one_bar_per_value_and_the_width() {
+        let groups = names(&["2KB", "4KB"]);
+        let series = names(&["R-tree", "R*-tree"]);
+        let values = vec![vec![Some(0.5), Some(0.25)], vec![Some(0.125), None]];
+        let svg = Grouped {
+            title: "t",
+            y_label: "elapsed",
+            x_label: "page size",
+            quantity: Quantity::Time,
+            groups: &groups,
+            series: &series,
+            values: &values,
+            whiskers: None,
+        }
+        .svg();
+        assert_eq!(svg.matches(r#"class="bar""#).count(), 3);
+        assert!(svg.contains(r#"width="600""#));
+        assert!(svg.contains("elapsed (ms)"), "{svg}");
+        assert!(!svg.contains("rotate(-40)"), "short labels stay horizontal");
+    }
+
+    #[test]
+    fn long_group_labels_rotate() {
+        let groups: Vec<String> = (0..12)
+            .map(|i| format!("R*-tree 30% · {i}KB · ssd"))
+            .collect();
+        let series = names(&["reads"]);
+        let values: Vec<Vec<Option<f64>>> = (0..12).map(|i| vec![Some(i as f64)]).collect();
+        let svg = Grouped {
+            title: "t",
+            y_label: "reads",
+            x_label: "run",
+            quantity: Quantity::Count,
+            groups: &groups,
+            series: &series,
+            values: &values,
+            whiskers: None,
+        }
+        .svg();
+        assert_eq!(svg.matches("rotate(-40)").count(), 12);
+    }
+
+    #[test]
+    fn stacked_chart_skips_zero_segments_and_writes_totals() {
+        let rows = names(&["a", "b"]);
+        let parts = names(&["filter", "refinement"]);
+        let values = vec![vec![1.0, 2.0], vec![0.0, 4.0]];
+        let svg = Stacked {
+            title: "t",
+            x_label: "time",
+            quantity: Quantity::Time,
+            rows: &rows,
+            parts: &parts,
+            values: &values,
+        }
+        .svg();
+        assert_eq!(svg.matches(r#"class="bar""#).count(), 3);
+        assert!(
+            svg.contains(">3.00 s<") && svg.contains(">4.00 s<"),
+            "{svg}"
+        );
+    }
+}
