@@ -253,7 +253,7 @@ impl<'a> Writer<'a> {
         item("report written", esc(&c.now));
         let _ = write!(
             self.html,
-            "<h2>Context</h2><dl>{dl}</dl><details><summary>The spec as written</summary><pre>{}</pre></details>",
+            "<section id=\"context\"><h2>Context</h2><dl>{dl}</dl><details><summary>The spec as written</summary><pre>{}</pre></details>",
             esc(&c.spec_text)
         );
         let _ = write!(self.html, "<p>Sections: ");
@@ -267,7 +267,7 @@ impl<'a> Writer<'a> {
             );
         }
         self.html.push_str(
-            " · <a href=\"#shape\">tree shape</a> · <a href=\"#best\">best configurations</a> · <a href=\"#gains\">gains</a></p>",
+            " · <a href=\"#shape\">tree shape</a> · <a href=\"#best\">best configurations</a> · <a href=\"#gains\">gains</a></p></section>",
         );
     }
 
@@ -291,7 +291,7 @@ impl<'a> Writer<'a> {
         let queries = first.val("queries");
         let _ = write!(
             self.html,
-            "<h2 id=\"{}\">{}</h2><p>",
+            "<section id=\"{}\"><h2>{}</h2><p>",
             slug(&["w", wl]),
             esc(wl)
         );
@@ -328,6 +328,7 @@ impl<'a> Writer<'a> {
             }
         }
         self.workload_table(&rows, query);
+        self.html.push_str("</section>");
     }
 
     /// Values per page size (groups) and configuration (series), hiding configurations
@@ -616,7 +617,7 @@ impl<'a> Writer<'a> {
             )
         });
         self.html.push_str(
-            "<h2 id=\"shape\">Tree shape after construction</h2><p>Per level from the leaves (level 0). \
+            "<section id=\"shape\"><h2>Tree shape after construction</h2><p>Per level from the leaves (level 0). \
              Fill: entries / capacity. Overlap: the area two or more sibling MBRs share, relative to the area they cover.</p>\
              <div class=\"wide\"><table><tr><th>configuration</th><th>page</th><th>devices</th><th>height</th><th>nodes</th>\
              <th>leaves</th><th>leaf fill</th><th>internal fill</th><th>leaf overlap</th></tr>",
@@ -653,7 +654,7 @@ impl<'a> Writer<'a> {
                 percent(m("shape.levels.0.overlap")),
             );
         }
-        self.html.push_str("</table></div>");
+        self.html.push_str("</table></div></section>");
     }
 
     fn shape_key(&self, r: &Row) -> String {
@@ -671,7 +672,7 @@ impl<'a> Writer<'a> {
 
     fn best(&mut self) {
         self.html.push_str(
-            "<h2 id=\"best\">Best configuration per workload and device</h2><div class=\"wide\"><table><tr>\
+            "<section id=\"best\"><h2>Best configuration per workload and device</h2><div class=\"wide\"><table><tr>\
              <th>workload</th><th>device</th><th>best</th><th>elapsed</th><th>runner-up</th><th>elapsed</th>\
              <th>gain over runner-up</th></tr>",
         );
@@ -704,7 +705,7 @@ impl<'a> Writer<'a> {
                 );
             }
         }
-        self.html.push_str("</table></div>");
+        self.html.push_str("</table></div></section>");
     }
 
     fn gains(&mut self) {
@@ -716,7 +717,7 @@ impl<'a> Writer<'a> {
         }
         let _ = write!(
             self.html,
-            "<h2 id=\"gains\">Performance gains over {b}</h2><p>Gain of configuration A over the baseline B = {b} \
+            "<section id=\"gains\"><h2>Performance gains over {b}</h2><p>Gain of configuration A over the baseline B = {b} \
              (the first index configuration of the spec), same workload, device and page size: \
              (time_B − time_A) / time_B. Positive: A is faster.</p><div class=\"wide\"><table><tr><th>workload</th><th>device</th><th>page</th>",
             b = esc(&base)
@@ -749,6 +750,6 @@ impl<'a> Writer<'a> {
                 }
             }
         }
-        self.html.push_str("</table></div>");
+        self.html.push_str("</table></div></section>");
     }
 }
