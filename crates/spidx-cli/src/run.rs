@@ -112,10 +112,10 @@ pub fn run(a: RunArgs) -> Result<()> {
     remove_stale_scratch();
     let shown = Shown::new(a.quiet, todo.len() as u64);
     shown.line(&format!(
-        "experiment '{}': {} objects ({:.1} s to load), {} runs ({} already done), {} workloads each; results in {}",
+        "experiment '{}': {} objects ({} to load), {} runs ({} already done), {} workloads each; results in {}",
         exp.spec.name,
-        exp.dataset.len(),
-        prepare_s,
+        count(exp.dataset.len() as f64),
+        secs(prepare_s),
         exp.runs.len(),
         exp.runs.len() - todo.len(),
         exp.spec.workloads.len(),
@@ -244,22 +244,33 @@ fn print_summary(
     if outcomes.is_empty() {
         return;
     }
-    let mut header = vec!["run".to_string(), "times".to_string()];
+    let simulated = |name: &str| {
+        exp.runs
+            .iter()
+            .find(|x| x.name == name)
+            .is_none_or(|x| x.options.device.is_simulated())
+    };
+    let kinds: std::collections::BTreeSet<bool> = outcomes
+        .iter()
+        .map(|(name, _, _)| simulated(name))
+        .collect();
+    // A column saying modelled or wall only when the runs differ; the notes below say it.
+    let mixed = kinds.len() > 1;
+    let mut header = vec!["run".to_string()];
+    if mixed {
+        header.push("times".to_string());
+    }
     for w in &exp.spec.workloads {
         header.push(format!("{}\nelapsed", w.name()));
     }
     header.push("construction\nreads / writes".into());
     header.push("runner\noverhead".into());
     let mut t = new_table(header, false);
-    let mut kinds = std::collections::BTreeSet::new();
     for (name, _, r) in outcomes {
-        let simulated = exp
-            .runs
-            .iter()
-            .find(|x| &x.name == name)
-            .is_none_or(|x| x.options.device.is_simulated());
-        kinds.insert(simulated);
-        let mut row = vec![name.clone(), clock(simulated).to_string()];
+        let mut row = vec![name.clone()];
+        if mixed {
+            row.push(clock(simulated(name)).to_string());
+        }
         match r {
             Ok(r) => {
                 for w in &r.workloads {
@@ -285,7 +296,10 @@ fn print_summary(
         exp.spec.protocol.repetitions
     );
     if kinds.contains(&true) {
-        println!("modelled: simulated device, elapsed = CPU time + the device model's service time (not the wall time the run took)");
+        println!(
+            "{}: elapsed = CPU time + the simulated device's service time, not the wall time the run took",
+            if mixed { "modelled" } else { "all times modelled" }
+        );
     }
     if kinds.contains(&false) {
         println!("wall: real device, elapsed = wall-clock time");

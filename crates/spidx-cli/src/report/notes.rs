@@ -37,7 +37,7 @@ pub fn notes(data: &Data, rows: &[&Row], all: &[&Row]) -> Vec<String> {
             );
             if let Some(cmp) = faster_than_others(rows, all) {
                 note.push_str(&format!(
-                    "; this is why {w} takes less time on {d} than {cmp}"
+                    "; this is how {w} can take less modelled time on {d} than {cmp}"
                 ));
             }
             note.push('.');

@@ -387,6 +387,7 @@ impl<'a> Writer<'a> {
                 series: &series,
                 values: &values,
                 whiskers: None,
+                log: false,
             }
             .svg();
             self.chart(&slug(&["elapsed", d, wl]), svg);
@@ -423,6 +424,7 @@ impl<'a> Writer<'a> {
                     series: &series,
                     values: &values,
                     whiskers: Some(&whiskers),
+                    log: true,
                 }
                 .svg();
                 self.chart(&slug(&["per-query", d, wl]), svg);
@@ -470,6 +472,7 @@ impl<'a> Writer<'a> {
                 series: &series,
                 values: &values,
                 whiskers: None,
+                log: false,
             }
             .svg();
             self.chart(&slug(&[col, d, wl]), svg);

@@ -58,6 +58,8 @@ struct Axis {
     title: String,
     /// Formats a raw value the way the ticks do (with the unit for times).
     unit: Option<TimeUnit>,
+    /// A logarithmic axis from the first to the second value (times only).
+    log: Option<(f64, f64)>,
 }
 
 impl Axis {
@@ -75,6 +77,7 @@ impl Axis {
                         .collect(),
                     title: format!("{what} ({})", unit.symbol()),
                     unit: Some(unit),
+                    log: None,
                 }
             }
             Quantity::Count => {
@@ -85,12 +88,46 @@ impl Axis {
                     ticks: t.iter().map(|v| (*v, labels.label(*v))).collect(),
                     title: what.to_string(),
                     unit: None,
+                    log: None,
                 }
             }
         }
     }
 
+    /// A logarithmic time axis over whole decades covering `min`..`max` (both > 0), one
+    /// tick per decade labelled with its own unit (`100 µs`, `1 ms`, `10 ms`).
+    fn log_time(min: f64, max: f64, what: &str) -> Axis {
+        let lo = 10f64.powf(min.log10().floor());
+        let hi = 10f64.powf(max.log10().ceil()).max(lo * 10.0);
+        let decades = (hi / lo).log10().round() as i32;
+        let ticks = (0..=decades)
+            .map(|i| {
+                let v = lo * 10f64.powi(i);
+                let u = TimeUnit::for_max(v * 1.000_001);
+                (v, format!("{:.0} {}", v / u.scale(), u.symbol()))
+            })
+            .collect();
+        Axis {
+            end: hi,
+            ticks,
+            title: format!("{what} (log scale)"),
+            unit: None,
+            log: Some((lo, hi)),
+        }
+    }
+
+    /// Where `v` lies on the axis, from 0 (origin) to 1 (end).
+    fn frac(&self, v: f64) -> f64 {
+        match self.log {
+            Some((lo, hi)) => ((v.max(lo) / lo).log10() / (hi / lo).log10()).clamp(0.0, 1.0),
+            None => v / self.end,
+        }
+    }
+
     fn value(&self, v: f64) -> String {
+        if self.log.is_some() {
+            return crate::numfmt::secs(v);
+        }
         match self.unit {
             Some(u) => format!("{} {}", sig3(v / u.scale()), u.symbol()),
             None => crate::numfmt::count(v),
@@ -175,6 +212,8 @@ pub struct Grouped<'a> {
     pub values: &'a [Vec<Option<f64>>],
     /// Optional whiskers, `[group][series]`.
     pub whiskers: Option<&'a [Vec<Option<Whisker>>]>,
+    /// A logarithmic y axis (times only), for values spanning several decades.
+    pub log: bool,
 }
 
 impl Grouped<'_> {
@@ -189,7 +228,27 @@ impl Grouped<'_> {
                 }
             }
         }
-        let axis = Axis::new(max, self.quantity, self.y_label);
+        let min = self
+            .values
+            .iter()
+            .flatten()
+            .flatten()
+            .copied()
+            .chain(
+                self.whiskers
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .flatten()
+                    .map(|w| w.min),
+            )
+            .filter(|v| *v > 0.0)
+            .fold(f64::INFINITY, f64::min);
+        let axis = if self.log && self.quantity == Quantity::Time && min.is_finite() {
+            Axis::log_time(min, max, self.y_label)
+        } else {
+            Axis::new(max, self.quantity, self.y_label)
+        };
         let entries: Vec<(String, &str)> = self
             .series
             .iter()
@@ -222,7 +281,7 @@ impl Grouped<'_> {
         };
         let bottom = top + PLOT_HEIGHT;
         let height = bottom + label_h + 26.0;
-        let y = |v: f64| bottom - v / axis.end * PLOT_HEIGHT;
+        let y = |v: f64| bottom - axis.frac(v) * PLOT_HEIGHT;
         let mut svg = String::new();
         open(&mut svg, height, self.title);
         svg.push_str(&legend_svg);
@@ -369,7 +428,7 @@ impl Stacked<'_> {
         let plot_w = WIDTH - left - right;
         let bottom = top + self.rows.len() as f64 * ROW;
         let height = bottom + FONT + 8.0 + 26.0;
-        let x = |v: f64| left + v / axis.end * plot_w;
+        let x = |v: f64| left + axis.frac(v) * plot_w;
         let mut svg = String::new();
         open(&mut svg, height, self.title);
         svg.push_str(&legend_svg);
@@ -447,6 +506,7 @@ mod tests {
             series: &series,
             values: &values,
             whiskers: None,
+            log: false,
         }
         .svg();
         assert_eq!(svg.matches(r#"class="bar""#).count(), 3);
@@ -471,9 +531,19 @@ mod tests {
             series: &series,
             values: &values,
             whiskers: None,
+            log: false,
         }
         .svg();
         assert_eq!(svg.matches("rotate(-40)").count(), 12);
+    }
+
+    #[test]
+    fn a_log_axis_has_one_tick_per_decade() {
+        let axis = Axis::log_time(0.000_3, 4.7, "per query");
+        let labels: Vec<&str> = axis.ticks.iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(labels, ["100 µs", "1 ms", "10 ms", "100 ms", "1 s", "10 s"]);
+        assert!((axis.frac(0.001) - 0.2).abs() < 1e-9);
+        assert_eq!(axis.frac(1e-9), 0.0);
     }
 
     #[test]
