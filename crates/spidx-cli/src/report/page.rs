@@ -233,22 +233,11 @@ impl<'a> Writer<'a> {
                 esc(&short_time(&c.finished))
             ),
         );
-        item(
-            "machine",
-            c.machines
-                .iter()
-                .map(|m| esc(m))
-                .collect::<Vec<_>>()
-                .join("<br>"),
-        );
-        item(
-            "spidx",
-            c.versions
-                .iter()
-                .map(|v| esc(v))
-                .collect::<Vec<_>>()
-                .join(", "),
-        );
+        let joined = |set: &std::collections::BTreeSet<String>, sep: &str| {
+            set.iter().map(|m| esc(m)).collect::<Vec<_>>().join(sep)
+        };
+        item("machine", joined(&c.machines, "<br>"));
+        item("spidx", joined(&c.versions, ", "));
         item("results", esc(&db.display().to_string()));
         item("report written", esc(&c.now));
         let _ = write!(

@@ -142,18 +142,20 @@ impl Axis {
     }
 }
 
-/// A legend laid out in rows across the chart's width, starting at `y`; returns its SVG and
-/// height.
-fn legend(entries: &[(String, &str)], y: f64) -> (String, f64) {
+/// A legend of `names` in the palette's colours, laid out in rows across the chart's width
+/// under the title; returns its SVG and where the plot may start below it.
+fn legend(names: &[String]) -> (String, f64) {
+    const Y: f64 = 30.0;
     let mut svg = String::new();
     let (mut x, mut row) = (12.0, 0usize);
-    for (name, colour) in entries {
+    for (i, name) in names.iter().enumerate() {
+        let colour = PALETTE[i % PALETTE.len()];
         let w = 16.0 + text_w(name, FONT) + 14.0;
         if x + w > WIDTH - 8.0 && x > 12.0 {
             x = 12.0;
             row += 1;
         }
-        let top = y + row as f64 * 18.0;
+        let top = Y + row as f64 * 18.0;
         let _ = write!(
             svg,
             r#"<rect class="swatch" x="{x:.1}" y="{:.1}" width="11" height="11" fill="{colour}"/><text x="{:.1}" y="{:.1}" font-size="{FONT}">{}</text>"#,
@@ -164,12 +166,12 @@ fn legend(entries: &[(String, &str)], y: f64) -> (String, f64) {
         );
         x += w;
     }
-    let h = if entries.is_empty() {
+    let h = if names.is_empty() {
         0.0
     } else {
         (row + 1) as f64 * 18.0
     };
-    (svg, h)
+    (svg, Y + h + 10.0)
 }
 
 fn open(svg: &mut String, height: f64, title: &str) {
@@ -249,14 +251,7 @@ impl Grouped<'_> {
         } else {
             Axis::new(max, self.quantity, self.y_label)
         };
-        let entries: Vec<(String, &str)> = self
-            .series
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.clone(), PALETTE[i % PALETTE.len()]))
-            .collect();
-        let (legend_svg, legend_h) = legend(&entries, 30.0);
-        let top = 30.0 + legend_h + 10.0;
+        let (legend_svg, top) = legend(self.series);
         let n = self.groups.len().max(1) as f64;
         let widest = self
             .groups
@@ -405,14 +400,7 @@ impl Stacked<'_> {
         let totals: Vec<f64> = self.values.iter().map(|r| r.iter().sum()).collect();
         let max = totals.iter().copied().fold(0.0, f64::max);
         let axis = Axis::new(max, self.quantity, self.x_label);
-        let entries: Vec<(String, &str)> = self
-            .parts
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.clone(), PALETTE[i % PALETTE.len()]))
-            .collect();
-        let (legend_svg, legend_h) = legend(&entries, 30.0);
-        let top = 30.0 + legend_h + 10.0;
+        let (legend_svg, top) = legend(self.parts);
         let label_w = self
             .rows
             .iter()
