@@ -79,6 +79,15 @@ fn short_time(t: &str) -> String {
     }
 }
 
+/// `part / whole` as a percentage; empty when `whole` is zero.
+fn share(part: f64, whole: f64) -> String {
+    if whole > 0.0 {
+        percent(part / whole)
+    } else {
+        String::new()
+    }
+}
+
 /// (time_B − time_A) / time_B as a percentage.
 fn gain(a: f64, b: f64) -> String {
     if b > 0.0 {
@@ -512,7 +521,7 @@ impl<'a> Writer<'a> {
 
     fn workload_table(&mut self, rows: &[&Row], query: bool) {
         let objects = self.data.context.datasets.iter().next().map(|d| d.1 as f64);
-        let flash = rows.iter().any(|r| r.get("erases").is_some());
+        let flash = rows.iter().any(|r| r.val("erases") > 0.0);
         let mut head = vec![
             "device",
             "configuration",
@@ -610,7 +619,8 @@ impl<'a> Writer<'a> {
         });
         self.html.push_str(
             "<section id=\"shape\"><h2>Tree shape after construction</h2><p>Per level from the leaves (level 0). \
-             Fill: entries / capacity. Overlap: the area two or more sibling MBRs share, relative to the area they cover.</p>\
+             Fill: entries / capacity (internal levels from the leaves up). Leaf overlap: the pairwise \
+             overlap areas of sibling leaves summed, divided by the leaves' summed MBR areas (can exceed 100 %).</p>\
              <div class=\"wide\"><table><tr><th>configuration</th><th>page</th><th>devices</th><th>height</th><th>nodes</th>\
              <th>leaves</th><th>leaf fill</th><th>internal fill</th><th>leaf overlap</th></tr>",
         );
@@ -629,6 +639,7 @@ impl<'a> Writer<'a> {
                 .collect();
             let m = |name: &str| self.data.metric(r, name);
             let height = r.val("height") as usize;
+            let area = m("shape.levels.0.coverage");
             let internal_fill: Vec<String> = (1..height)
                 .map(|l| percent(m(&format!("shape.levels.{l}.fill"))))
                 .collect();
@@ -643,7 +654,7 @@ impl<'a> Writer<'a> {
                 count(m("shape.levels.0.nodes")),
                 percent(m("shape.levels.0.fill")),
                 esc(&internal_fill.join(" / ")),
-                percent(m("shape.levels.0.overlap")),
+                share(m("shape.levels.0.overlap"), area),
             );
         }
         self.html.push_str("</table></div></section>");
