@@ -146,8 +146,8 @@ fn run_dims<const D: usize>(a: &QueryArgs, pred: Predicate) -> Result<()> {
             } else {
                 pred.name()
             },
-            rep.candidates,
-            rep.results
+            count(rep.candidates as f64),
+            count(rep.results as f64)
         );
         let clock = if idx.simulated() {
             "modelled: CPU + simulated device time"
