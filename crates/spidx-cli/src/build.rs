@@ -14,6 +14,7 @@ use spidx::spatial::{IndexOptions, PhaseReport, SpatialIndex};
 use spidx::with_dims;
 
 use crate::index_args::IndexArgs;
+use crate::numfmt::{count, secs};
 
 /// Arguments of `spidx build`.
 #[derive(Args, Debug)]
@@ -51,6 +52,7 @@ pub fn run(a: BuildArgs) -> Result<()> {
     if loaded.dataset.is_empty() {
         bail!("{} holds no usable object", a.data.display());
     }
+    let simulated = opts.device.is_simulated();
     let (load, construction, summary) = match &loaded.dataset {
         Dataset::Geo(_) => build::<2>(&a.out, opts, &loaded.dataset)?,
         Dataset::Vectors(v) => {
@@ -70,7 +72,7 @@ pub fn run(a: BuildArgs) -> Result<()> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        print_human(&out, &construction);
+        print_human(&out, &construction, simulated);
     }
     Ok(())
 }
@@ -169,7 +171,7 @@ fn build<const D: usize>(
     Ok((load, construction, summary))
 }
 
-fn print_human(v: &serde_json::Value, c: &PhaseReport) {
+fn print_human(v: &serde_json::Value, c: &PhaseReport, simulated: bool) {
     println!(
         "built {} over {} objects ({}-D) in {}",
         v["index"].as_str().unwrap_or("?"),
@@ -186,13 +188,25 @@ fn print_human(v: &serde_json::Value, c: &PhaseReport) {
         v["device_name"].as_str().unwrap_or("?"),
         v["buffer"].as_str().unwrap_or("?")
     );
-    println!(
-        "time      elapsed {:.3} s = cpu {:.3} s + device {:.3} s",
-        c.elapsed_s, c.cpu_s, c.device_s
-    );
+    if simulated {
+        println!(
+            "time      elapsed {} (modelled) = CPU {} + simulated device {}",
+            secs(c.elapsed_s),
+            secs(c.cpu_s),
+            secs(c.device_s)
+        );
+    } else {
+        println!(
+            "time      elapsed {} (wall); CPU {}, device {} (measured)",
+            secs(c.elapsed_s),
+            secs(c.cpu_s),
+            secs(c.device_s)
+        );
+    }
     println!(
         "I/O       {} reads, {} writes",
-        c.device.host.read_ops, c.device.host.write_ops
+        count(c.device.host.read_ops as f64),
+        count(c.device.host.write_ops as f64)
     );
     if let Some(f) = &c.device.flash {
         println!(
