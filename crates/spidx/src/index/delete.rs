@@ -1,20 +1,25 @@
-//! Deletion (Guttman 1984): find the leaf holding the entry, remove it, condense the tree
-//! (underfull nodes leave the tree and their entries are reinserted at their own level),
-//! and shorten the tree while the root is an internal node with a single child.
+//! The deletion engine (Guttman 1984): find the leaf holding the entry, remove it, hand
+//! every non-root node left underfull to the variant's [`UnderflowTreatment`] at its
+//! parent (condense and reinsert, or borrow and merge), reinsert what it set aside, and
+//! shorten the tree while the root is an internal node with a single child.
+//!
+//! [`UnderflowTreatment`]: super::strategy::UnderflowTreatment
 
 use super::insert::InsertCtx;
+use super::strategy::Underfull;
 use super::Tree;
 use crate::geom::Rect;
-use crate::node::{Entry, PageId};
-use crate::store::{NodeChange, NodeStore, TreeMeta};
+use crate::node::{Node, PageId};
+use crate::store::{apply_changes, NodeChange, NodeStore, TreeMeta};
 use crate::Result;
 
 /// What a deletion did to a subtree.
 enum Removal<const D: usize> {
     /// The subtree's MBR is now this.
     Shrunk(Rect<D>),
-    /// The node became underfull and left the tree; its entries are pending reinsertion.
-    Dissolved,
+    /// The (non-root) node holds fewer entries than its minimum; nothing written yet: the
+    /// parent treats it.
+    Underfull(Node<D>),
 }
 
 impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
@@ -94,9 +99,17 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             }
             match found {
                 None => return Ok(None),
-                Some((i, Removal::Dissolved)) => {
-                    node.entries.remove(i);
-                    NodeChange::Remove { pos: i }
+                Some((i, Removal::Underfull(child))) => {
+                    let underflow = std::sync::Arc::clone(&self.strategy.underflow);
+                    let at = Underfull {
+                        id: node.entries[i].ptr,
+                        node: child,
+                        parent: &node.entries,
+                        pos: i,
+                    };
+                    let changes = underflow.treat(self, at, ctx)?;
+                    apply_changes(&mut node.entries, &changes)?;
+                    return self.after_removal(id, node, &changes);
                 }
                 Some((i, Removal::Shrunk(m))) => {
                     if m == node.entries[i].mbr {
@@ -110,14 +123,25 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 }
             }
         };
+        self.after_removal(id, node, &[change])
+    }
+
+    /// Node `id` now holds `node`'s entries after `changes`: reported underfull to the
+    /// parent (non-root nodes below their minimum) or written as one update.
+    fn after_removal(
+        &mut self,
+        id: PageId,
+        node: Node<D>,
+        changes: &[NodeChange<D>],
+    ) -> Result<Option<Removal<D>>> {
+        let level = node.level;
         if id != self.meta.root && node.entries.len() < self.cap.min(level) {
-            self.stats.condensed_nodes += 1;
-            ctx.pending
-                .extend(node.entries.iter().map(|e: &Entry<D>| (*e, level)));
-            self.store.delete(id, level)?;
-            return Ok(Some(Removal::Dissolved));
+            return Ok(Some(Removal::Underfull(node)));
         }
-        self.store.modify(id, level, &[change])?;
+        if changes.is_empty() {
+            return Ok(Some(Removal::Shrunk(node.mbr())));
+        }
+        self.store.modify(id, level, changes)?;
         self.note_write(level);
         Ok(Some(Removal::Shrunk(node.mbr())))
     }

@@ -12,12 +12,16 @@
 pub mod check;
 pub mod delete;
 pub mod insert;
+pub mod rstar;
+mod rtree;
 pub mod search;
 pub mod split;
+pub mod strategy;
 
 use serde::{Deserialize, Serialize};
 
 pub use check::{CheckReport, LevelShape};
+pub use rstar::{RStarOptions, ReinsertPolicy};
 pub use search::MbrPredicate;
 pub use split::SplitAlgorithm;
 
@@ -25,55 +29,7 @@ use crate::geom::Rect;
 use crate::node::{Capacity, Entry, Node, NodeView, PageId};
 use crate::store::{NodePage, NodeStore, TreeMeta};
 use crate::{Error, Result};
-
-/// Order in which the R*-tree reinserts the entries it removed from an overflowing node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ReinsertPolicy {
-    /// Nearest to the node's centre first (Beckmann et al.'s recommended "close reinsert").
-    Close,
-    /// Farthest first.
-    Far,
-}
-
-impl ReinsertPolicy {
-    /// Parses `close` or `far`.
-    pub fn parse(text: &str) -> Result<Self> {
-        match text {
-            "close" => Ok(Self::Close),
-            "far" => Ok(Self::Far),
-            o => Err(Error::invalid(
-                "reinsert policy",
-                format!("unknown policy '{o}'; use close or far"),
-            )),
-        }
-    }
-}
-
-/// Options of the R*-tree.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct RStarOptions {
-    /// Share of a leaf's max entries removed and reinserted on its first overflow (0 disables).
-    pub reinsert_leaf: f64,
-    /// The same for internal nodes.
-    pub reinsert_internal: f64,
-    /// Reinsertion order.
-    pub policy: ReinsertPolicy,
-    /// Candidates examined for least overlap enlargement (Beckmann et al.'s p = 32).
-    pub candidates: usize,
-}
-
-impl Default for RStarOptions {
-    /// 30 % reinsertion, close reinsert, p = 32 (Beckmann et al.).
-    fn default() -> Self {
-        RStarOptions {
-            reinsert_leaf: 0.3,
-            reinsert_internal: 0.3,
-            policy: ReinsertPolicy::Close,
-            candidates: 32,
-        }
-    }
-}
+use strategy::{NodeAccess, Strategy};
 
 /// Which tree algorithm to run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -129,6 +85,14 @@ impl IndexKind {
         }
     }
 
+    /// The strategy parts of the variant (its registration: one arm per variant).
+    fn strategy<const D: usize>(&self) -> Strategy<D> {
+        match self {
+            IndexKind::RTree { split } => rtree::strategy(*split),
+            IndexKind::RStar(o) => rstar::strategy(o),
+        }
+    }
+
     /// A readable name, e.g. `R-tree (quadratic)` or `R*-tree 30%`.
     pub fn label(&self) -> String {
         match self {
@@ -179,10 +143,10 @@ pub struct Tree<S, const D: usize> {
     kind: IndexKind,
     meta: TreeMeta,
     stats: TreeStats,
+    /// The variant's insertion and deletion parts, made from `kind`.
+    strategy: Strategy<D>,
     /// The traversal stack of [`Tree::search`], kept between calls to save allocations.
     search_stack: Vec<(PageId, u32)>,
-    /// Decoded entries for the R*-tree's subtree choice, kept to save allocations.
-    entry_scratch: Vec<Entry<D>>,
 }
 
 impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
@@ -208,8 +172,8 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             kind,
             meta,
             stats,
+            strategy: kind.strategy(),
             search_stack: Vec::new(),
-            entry_scratch: Vec::new(),
         })
     }
 
@@ -228,8 +192,8 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             kind,
             meta,
             stats: TreeStats::default(),
+            strategy: kind.strategy(),
             search_stack: Vec::new(),
-            entry_scratch: Vec::new(),
         })
     }
 
@@ -331,5 +295,31 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     /// Validates an object's box before it enters the tree.
     fn check_box(mbr: &Rect<D>) -> Result<()> {
         mbr.validate()
+    }
+}
+
+impl<S: NodeStore<D>, const D: usize> NodeAccess<D> for Tree<S, D> {
+    fn create(&mut self, level: u32, entries: &[Entry<D>]) -> Result<PageId> {
+        let id = self.store.create(level, entries)?;
+        self.note_write(level);
+        Ok(id)
+    }
+
+    fn rewrite(&mut self, id: PageId, level: u32, entries: &[Entry<D>]) -> Result<()> {
+        self.store.rewrite(id, level, entries)?;
+        self.note_write(level);
+        Ok(())
+    }
+
+    fn delete(&mut self, id: PageId, level: u32) -> Result<()> {
+        self.store.delete(id, level)
+    }
+
+    fn capacity(&self) -> &Capacity {
+        &self.cap
+    }
+
+    fn stats_mut(&mut self) -> &mut TreeStats {
+        &mut self.stats
     }
 }

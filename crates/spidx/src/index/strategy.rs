@@ -1,0 +1,174 @@
+//! Insertion and deletion as strategies, in the spirit of rstar's `InsertionStrategy` and
+//! Boost.Geometry's independent choose/split/redistribute options: a tree variant is the
+//! three parts below, chosen once when the tree is opened; the engines of [`super::insert`]
+//! and [`super::delete`] descend, apply entry-level changes and call the parts where a
+//! variant differs. None of them ever sees the store.
+//!
+//! * [`ChooseSubtree`]: which child of an internal node receives a new entry;
+//! * [`OverflowTreatment`]: what happens to a node holding one entry too many. It runs at
+//!   the parent, so it sees the parent's entries and may change them (a split adds a
+//!   sibling; a cooperative split, e.g. the Hilbert R-tree's, redistributes among the
+//!   overflowing node's siblings); at the root it sees a one-entry parent, and whatever
+//!   that parent ends up holding beyond one entry becomes the new root;
+//! * [`UnderflowTreatment`]: what happens to a non-root node left with fewer entries than
+//!   its minimum after a delete (condense and reinsert, or borrow and merge).
+//!
+//! The parts reach nodes through [`NodeAccess`], which the tree implements for every store
+//! (an object-safe view, so the parts are plain trait objects).
+
+use crate::geom::Rect;
+use crate::node::{Capacity, Entry, Node, NodeView, PageId};
+use crate::store::NodeChange;
+use crate::Result;
+
+use super::insert::InsertCtx;
+use super::TreeStats;
+
+/// What the strategy parts may do to the tree's nodes. Every call goes to the store as the
+/// tree's own calls do and is counted in the tree's statistics.
+pub trait NodeAccess<const D: usize> {
+    /// Creates a node at `level` holding `entries`.
+    fn create(&mut self, level: u32, entries: &[Entry<D>]) -> Result<PageId>;
+    /// Replaces all entries of node `id`.
+    fn rewrite(&mut self, id: PageId, level: u32, entries: &[Entry<D>]) -> Result<()>;
+    /// Deletes node `id`.
+    fn delete(&mut self, id: PageId, level: u32) -> Result<()>;
+    /// Node capacities.
+    fn capacity(&self) -> &Capacity;
+    /// The tree's own counters.
+    fn stats_mut(&mut self) -> &mut TreeStats;
+}
+
+/// Chooses the child of an internal node that receives a new entry.
+pub trait ChooseSubtree<const D: usize>: Send {
+    /// The position in `node` (at `level` >= 1) of the child whose subtree should receive
+    /// an entry with box `mbr`.
+    fn choose(&mut self, node: NodeView<'_, D>, level: u32, mbr: &Rect<D>) -> usize;
+}
+
+/// A node holding one entry more than its maximum, as its parent sees it.
+pub struct Overflowing<'a, const D: usize> {
+    /// The node's page.
+    pub id: PageId,
+    /// Its entries, the new one included (not yet written).
+    pub node: Node<D>,
+    /// The parent's entries before the treatment (a single entry for the root).
+    pub parent: &'a [Entry<D>],
+    /// The node's position in `parent`.
+    pub pos: usize,
+    /// Whether the node is the root.
+    pub is_root: bool,
+}
+
+/// What an overflow treatment did.
+pub enum Treated<const D: usize> {
+    /// The node was rewritten in place and keeps its place in the parent with this MBR.
+    Resized(Rect<D>),
+    /// The parent's entries change so (positions as in [`Overflowing::parent`]).
+    Parent(Vec<NodeChange<D>>),
+}
+
+/// Treats an overflowing node (split, forced reinsertion, cooperative split).
+pub trait OverflowTreatment<const D: usize>: Send + Sync {
+    /// Writes what the node becomes and says how its parent changes. Entries that must be
+    /// inserted again go to `ctx`.
+    fn treat(
+        &self,
+        tree: &mut dyn NodeAccess<D>,
+        at: Overflowing<'_, D>,
+        ctx: &mut InsertCtx<D>,
+    ) -> Result<Treated<D>>;
+}
+
+/// A non-root node left with fewer entries than its minimum, as its parent sees it.
+pub struct Underfull<'a, const D: usize> {
+    /// The node's page.
+    pub id: PageId,
+    /// Its remaining entries (not yet written).
+    pub node: Node<D>,
+    /// The parent's entries.
+    pub parent: &'a [Entry<D>],
+    /// The node's position in `parent`.
+    pub pos: usize,
+}
+
+/// Treats an underfull node after a delete.
+pub trait UnderflowTreatment<const D: usize>: Send + Sync {
+    /// Writes what becomes of the node (and its siblings) and returns the changes of the
+    /// parent's entries. Entries that must be inserted again go to `ctx`.
+    fn treat(
+        &self,
+        tree: &mut dyn NodeAccess<D>,
+        at: Underfull<'_, D>,
+        ctx: &mut InsertCtx<D>,
+    ) -> Result<Vec<NodeChange<D>>>;
+}
+
+/// The parts of one tree variant.
+pub struct Strategy<const D: usize> {
+    /// Subtree choice.
+    pub choose: Box<dyn ChooseSubtree<D>>,
+    /// Overflow treatment.
+    pub overflow: std::sync::Arc<dyn OverflowTreatment<D>>,
+    /// Underflow treatment.
+    pub underflow: std::sync::Arc<dyn UnderflowTreatment<D>>,
+}
+
+/// The MBR of a list of entries, folded in order.
+pub fn mbr_of<const D: usize>(es: &[Entry<D>]) -> Rect<D> {
+    let mut r = Rect::empty();
+    for e in es {
+        r.expand(&e.mbr);
+    }
+    r
+}
+
+/// Splits `node` into two by `split` (it returns the two groups), rewriting the node with
+/// the first group and creating a sibling with the second; returns the parent's changes
+/// (the node's entry updated, the sibling's appended). Shared by the split-based
+/// treatments.
+pub fn split_in_two<const D: usize>(
+    tree: &mut dyn NodeAccess<D>,
+    at: Overflowing<'_, D>,
+    split: impl FnOnce(Vec<Entry<D>>, usize) -> (Vec<Entry<D>>, Vec<Entry<D>>),
+) -> Result<Treated<D>> {
+    let level = at.node.level;
+    let min = tree.capacity().min(level);
+    let (a, b) = split(at.node.entries, min);
+    tree.stats_mut().splits += 1;
+    tree.rewrite(at.id, level, &a)?;
+    let sibling = tree.create(level, &b)?;
+    Ok(Treated::Parent(vec![
+        NodeChange::Set {
+            pos: at.pos,
+            entry: Entry {
+                mbr: mbr_of(&a),
+                ptr: at.id,
+            },
+        },
+        NodeChange::Push(Entry {
+            mbr: mbr_of(&b),
+            ptr: sibling,
+        }),
+    ]))
+}
+
+/// Guttman's condense step (1984): the underfull node leaves the tree and its entries are
+/// reinserted at their own level. Used by the R-tree and the R*-tree.
+pub struct CondenseReinsert;
+
+impl<const D: usize> UnderflowTreatment<D> for CondenseReinsert {
+    fn treat(
+        &self,
+        tree: &mut dyn NodeAccess<D>,
+        at: Underfull<'_, D>,
+        ctx: &mut InsertCtx<D>,
+    ) -> Result<Vec<NodeChange<D>>> {
+        let level = at.node.level;
+        tree.stats_mut().condensed_nodes += 1;
+        ctx.pending
+            .extend(at.node.entries.iter().map(|e| (*e, level)));
+        tree.delete(at.id, level)?;
+        Ok(vec![NodeChange::Remove { pos: at.pos }])
+    }
+}
