@@ -7,16 +7,16 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::buffered::placement::split_log;
 use super::direct::DirectStore;
-use super::efind::{EfindConfig, EfindStats, EfindStore};
-use super::fast::{FastParams, FastReport, FastStore, FlushPolicy};
-use super::log::LogSync;
-use super::{NodeChange, NodePage, NodeStore, StoreStats, TreeMeta};
+use super::efind::{EfindConfig, EfindPolicy, EfindStats, EfindStore};
+use super::fast::{FastParams, FastPolicy, FastReport, FastStore, FlushPolicy};
+use super::log::{LogConfig, LogSync};
+use super::{NodeChange, NodePage, NodeStore, StoreControl, StoreStats, TreeMeta};
 use crate::cache::{CacheConfig, CacheStats, PageCache};
-use crate::device::partition::Partition;
 use crate::device::Device;
 use crate::node::{Entry, NodeLayout, NodeView, PageId};
-use crate::{Error, Result};
+use crate::Result;
 
 /// File of an index directory holding the node store's header.
 pub const STORE_HEADER: &str = "store.json";
@@ -131,24 +131,6 @@ impl StoreConfig {
         }
     }
 
-    /// Splits a node partition into the nodes' pages and FAST's log region (its end).
-    fn split_log(
-        device: Box<dyn Device>,
-        params: &FastParams,
-    ) -> Result<(Box<dyn Device>, Box<dyn Device>)> {
-        let ps = device.page_size();
-        let cap = device.capacity_pages();
-        let log_pages = params.log_pages(ps);
-        if log_pages >= cap {
-            return Err(Error::invalid(
-                "FAST log size",
-                format!("the log needs {log_pages} pages but the node partition has only {cap}"),
-            ));
-        }
-        let (nodes, log) = Partition::split(device, cap - log_pages)?;
-        Ok((Box::new(nodes), Box::new(log)))
-    }
-
     /// A short prefix for run and index names ("" for the direct store, e.g. "FAST").
     pub fn label(&self) -> String {
         match self {
@@ -167,37 +149,7 @@ impl StoreConfig {
         layout: NodeLayout,
         dir: Option<&Path>,
     ) -> Result<AnyStore> {
-        self.validate(layout.page_size())?;
-        let header = dir.map(|d| d.join(STORE_HEADER));
-        match self {
-            StoreConfig::Direct => {
-                let cache = PageCache::new(device, buffer)?;
-                Ok(AnyStore::Direct(DirectStore::create(
-                    cache,
-                    layout,
-                    header.as_deref(),
-                )?))
-            }
-            StoreConfig::Efind(c) => Ok(AnyStore::Efind(EfindStore::create(
-                device,
-                buffer,
-                layout,
-                c,
-                header.as_deref(),
-            )?)),
-            StoreConfig::Fast { .. } => {
-                let params = self.fast_params().expect("fast");
-                let (nodes, log) = Self::split_log(device, &params)?;
-                let cache = PageCache::new(nodes, buffer)?;
-                Ok(AnyStore::Fast(Box::new(FastStore::create(
-                    cache,
-                    log,
-                    layout,
-                    params,
-                    header.as_deref(),
-                )?)))
-            }
-        }
+        self.build(device, buffer, layout, dir, false)
     }
 
     /// Reopens the store an index directory `dir` holds (recovering what a crash left).
@@ -208,31 +160,51 @@ impl StoreConfig {
         layout: NodeLayout,
         dir: &Path,
     ) -> Result<AnyStore> {
+        self.build(device, buffer, layout, Some(dir), true)
+    }
+
+    fn build(
+        &self,
+        device: Box<dyn Device>,
+        buffer: &CacheConfig,
+        layout: NodeLayout,
+        dir: Option<&Path>,
+        reopen: bool,
+    ) -> Result<AnyStore> {
         self.validate(layout.page_size())?;
+        let header = dir.map(|d| d.join(STORE_HEADER));
+        let header = header.as_deref();
         match self {
-            StoreConfig::Direct => Ok(AnyStore::Direct(DirectStore::open(
-                PageCache::new(device, buffer)?,
-                layout,
-                &dir.join(STORE_HEADER),
-            )?)),
-            StoreConfig::Efind(c) => Ok(AnyStore::Efind(EfindStore::open(
-                device,
-                buffer,
-                layout,
-                c,
-                &dir.join(STORE_HEADER),
-            )?)),
+            StoreConfig::Direct => {
+                let cache = PageCache::new(device, buffer)?;
+                Ok(AnyStore::Direct(match (reopen, header) {
+                    (true, Some(h)) => DirectStore::open(cache, layout, h)?,
+                    _ => DirectStore::create(cache, layout, header)?,
+                }))
+            }
+            StoreConfig::Efind(c) => {
+                let policy = EfindPolicy::new(c, layout.page_size())?;
+                let (nodes, log) = split_log(device, policy.log_pages(), "eFIND")?;
+                let sync = LogConfig { sync: c.log_sync };
+                Ok(AnyStore::Efind(Box::new(if reopen {
+                    EfindStore::open(nodes, log, buffer, layout, sync, policy, header)?
+                } else {
+                    EfindStore::create(nodes, log, buffer, layout, sync, policy, header)?
+                })))
+            }
             StoreConfig::Fast { .. } => {
                 let params = self.fast_params().expect("fast");
-                let (nodes, log) = Self::split_log(device, &params)?;
-                let cache = PageCache::new(nodes, buffer)?;
-                Ok(AnyStore::Fast(Box::new(FastStore::open(
-                    cache,
-                    log,
-                    layout,
-                    params,
-                    Some(&dir.join(STORE_HEADER)),
-                )?)))
+                let log_pages = params.log_pages(layout.page_size());
+                let (nodes, log) = split_log(device, log_pages, "FAST")?;
+                let sync = LogConfig {
+                    sync: params.log_sync,
+                };
+                let policy = FastPolicy::new(params);
+                Ok(AnyStore::Fast(Box::new(if reopen {
+                    FastStore::open(nodes, log, buffer, layout, sync, policy, header)?
+                } else {
+                    FastStore::create(nodes, log, buffer, layout, sync, policy, header)?
+                })))
             }
         }
     }
@@ -265,7 +237,7 @@ pub enum AnyStore {
     /// The direct store.
     Direct(DirectStore),
     /// The eFIND store.
-    Efind(EfindStore),
+    Efind(Box<EfindStore>),
     /// The FAST store.
     Fast(Box<FastStore>),
 }
@@ -275,7 +247,10 @@ macro_rules! dispatch {
     ($self:expr, ref $s:ident => $body:expr) => {
         match $self {
             AnyStore::Direct($s) => $body,
-            AnyStore::Efind($s) => $body,
+            AnyStore::Efind(b) => {
+                let $s: &EfindStore = b;
+                $body
+            }
             AnyStore::Fast(b) => {
                 let $s: &FastStore = b;
                 $body
@@ -285,7 +260,10 @@ macro_rules! dispatch {
     ($self:expr, mut $s:ident => $body:expr) => {
         match $self {
             AnyStore::Direct($s) => $body,
-            AnyStore::Efind($s) => $body,
+            AnyStore::Efind(b) => {
+                let $s: &mut EfindStore = b;
+                $body
+            }
             AnyStore::Fast(b) => {
                 let $s: &mut FastStore = b;
                 $body
@@ -297,62 +275,49 @@ macro_rules! dispatch {
 impl AnyStore {
     /// The device under the store (its statistics cover every partition of it).
     pub fn device(&self) -> &dyn Device {
-        dispatch!(self, ref s => s.cache().device())
+        StoreControl::device(self)
     }
 
-    /// Empties the store's read caches and the device's (between query repetitions).
-    /// Buffered changes not yet written stay: they are part of the index, not a cache.
+    /// See [`StoreControl::drop_caches`].
     pub fn drop_caches(&mut self) -> Result<()> {
-        match self {
-            AnyStore::Direct(s) => s.cache_mut().drop_caches(),
-            AnyStore::Efind(s) => s.drop_caches(),
-            AnyStore::Fast(s) => s.cache_mut().drop_caches(),
-        }
+        StoreControl::drop_caches(self)
     }
 
-    /// Writes every buffered change to the device (at the end of a workload), so the
-    /// cost of emptying a write buffer can be measured apart from the workload's.
+    /// See [`StoreControl::write_back`].
     pub fn write_back(&mut self) -> Result<()> {
-        match self {
-            AnyStore::Direct(s) => s.cache_mut().sync(),
-            AnyStore::Efind(s) => s.write_back(),
-            AnyStore::Fast(s) => s.write_back(),
-        }
+        StoreControl::write_back(self)
     }
 
     /// Node pages allocated and not freed.
     pub fn pages_in_use(&self) -> u64 {
-        dispatch!(self, ref s => s.pages_in_use())
+        StoreControl::pages_in_use(self)
     }
 
     /// The store's counters.
     pub fn report(&self) -> StoreReport {
-        match self {
-            AnyStore::Direct(s) => StoreReport {
-                kind: "direct".into(),
-                nodes: NodeStore::<2>::stats(s),
-                pages_in_use: s.pages_in_use(),
-                cache: s.cache().stats(),
-                efind: None,
-                fast: None,
-            },
-            AnyStore::Efind(s) => StoreReport {
-                kind: "efind".into(),
-                nodes: NodeStore::<2>::stats(s),
-                pages_in_use: s.pages_in_use(),
-                cache: s.cache().stats(),
-                efind: Some(s.efind_stats()),
-                fast: None,
-            },
-            AnyStore::Fast(s) => StoreReport {
-                kind: "fast".into(),
-                nodes: NodeStore::<2>::stats(s.as_ref()),
-                pages_in_use: s.pages_in_use(),
-                cache: s.cache().stats(),
-                fast: Some(s.report()),
-                efind: None,
-            },
-        }
+        StoreControl::report(self)
+    }
+}
+
+impl StoreControl for AnyStore {
+    fn device(&self) -> &dyn Device {
+        dispatch!(self, ref s => StoreControl::device(s))
+    }
+
+    fn drop_caches(&mut self) -> Result<()> {
+        dispatch!(self, mut s => StoreControl::drop_caches(s))
+    }
+
+    fn write_back(&mut self) -> Result<()> {
+        dispatch!(self, mut s => StoreControl::write_back(s))
+    }
+
+    fn pages_in_use(&self) -> u64 {
+        dispatch!(self, ref s => StoreControl::pages_in_use(s))
+    }
+
+    fn report(&self) -> StoreReport {
+        dispatch!(self, ref s => StoreControl::report(s))
     }
 }
 

@@ -2,79 +2,20 @@
 //! cache (no write buffer, no log). This is how a disk-based R-tree behaves and the
 //! baseline the flash-aware stores are compared with.
 //!
-//! Page allocation (next unused page and a free list) and the tree metadata live in a small
-//! header file (`store.json`) saved atomically by [`NodeStore::flush`].
+//! Page allocation (next unused page and a free list) and the tree metadata live in the
+//! store's [`StoreHeader`] (`store.json`), saved atomically by [`NodeStore::flush`].
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
-use super::{NodeChange, NodePage, NodeStore, StoreStats, TreeMeta};
+pub use super::header::{check_page_size, write_atomically, StoreHeader};
+use super::{
+    Change, NodeChange, NodePage, NodeStore, StoreControl, StoreReport, StoreStats, TreeMeta,
+};
 use crate::cache::PageCache;
+use crate::device::Device;
 use crate::node::{Entry, NodeLayout, NodeView, PageId};
 use crate::{Error, Result};
-
-/// What the direct store persists besides the node pages.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct StoreHeader {
-    /// The tree's metadata.
-    pub meta: Option<TreeMeta>,
-    /// First never-used page.
-    pub next_page: PageId,
-    /// Pages freed by deleted nodes, reused first.
-    pub free: Vec<PageId>,
-}
-
-impl StoreHeader {
-    /// Takes a freed page, or else the first never-used one of the `capacity` pages.
-    pub fn allocate(&mut self, capacity: u64) -> Result<PageId> {
-        if let Some(p) = self.free.pop() {
-            return Ok(p);
-        }
-        let p = self.next_page;
-        if p >= capacity {
-            return Err(Error::DeviceFull(format!(
-                "the index needs page {p} but the device holds {capacity} pages"
-            )));
-        }
-        self.next_page += 1;
-        Ok(p)
-    }
-
-    /// Saves the header as JSON at `path`, atomically.
-    pub fn save(&self, path: &Path) -> Result<()> {
-        let json = serde_json::to_vec_pretty(self)
-            .map_err(|e| Error::invalid("store header", e.to_string()))?;
-        write_atomically(path, &json)
-    }
-
-    /// Checks that page `id` was ever allocated (a pointer past it means a damaged tree).
-    pub fn check_page(&self, id: PageId) -> Result<()> {
-        if id >= self.next_page {
-            return Err(Error::corrupted(
-                format!("node page {id}"),
-                "points past the last allocated page",
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// Checks that a store's device pages (`device_page` bytes) hold exactly one node each.
-pub fn check_page_size(device_page: usize, layout: &NodeLayout) -> Result<()> {
-    if device_page != layout.page_size() {
-        return Err(Error::invalid(
-            "page size",
-            format!(
-                "the device pages are {} bytes but nodes are {}",
-                device_page,
-                layout.page_size()
-            ),
-        ));
-    }
-    Ok(())
-}
 
 /// Writes node changes in place through a [`PageCache`].
 pub struct DirectStore {
@@ -94,18 +35,12 @@ impl DirectStore {
         layout: NodeLayout,
         header_path: Option<&Path>,
     ) -> Result<Self> {
-        Self::with_header(cache, layout, StoreHeader::default(), header_path)
+        Self::with_header(cache, layout, StoreHeader::new("direct"), header_path)
     }
 
     /// Reopens a store whose header was saved at `header_path`.
     pub fn open(cache: PageCache, layout: NodeLayout, header_path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(header_path).map_err(|e| Error::io(header_path, e))?;
-        let header: StoreHeader = serde_json::from_str(&text).map_err(|e| {
-            Error::corrupted(
-                format!("store header {}", header_path.display()),
-                e.to_string(),
-            )
-        })?;
+        let header = StoreHeader::load(header_path)?;
         Self::with_header(cache, layout, header, Some(header_path))
     }
 
@@ -138,7 +73,7 @@ impl DirectStore {
 
     /// Pages in use (allocated and not freed).
     pub fn pages_in_use(&self) -> u64 {
-        self.header.next_page - self.header.free.len() as u64
+        self.header.pages_in_use()
     }
 
     fn allocate(&mut self) -> Result<PageId> {
@@ -213,13 +148,13 @@ impl<const D: usize> NodeStore<D> for DirectStore {
         };
         for c in changes {
             match *c {
-                NodeChange::Set { pos, entry } => {
+                Change::Set { pos, entry } => {
                     if pos >= count {
                         return Err(bad(pos, count));
                     }
                     layout.put_entry(&mut self.scratch, pos, &entry)?;
                 }
-                NodeChange::Push(entry) => {
+                Change::Push(entry) => {
                     if count >= layout.fits() {
                         return Err(Error::invalid(
                             "node change",
@@ -229,7 +164,7 @@ impl<const D: usize> NodeStore<D> for DirectStore {
                     layout.put_entry(&mut self.scratch, count, &entry)?;
                     count += 1;
                 }
-                NodeChange::Remove { pos } => {
+                Change::Remove { pos } => {
                     if pos >= count {
                         return Err(bad(pos, count));
                     }
@@ -288,15 +223,30 @@ impl<const D: usize> NodeStore<D> for DirectStore {
     }
 }
 
-/// Writes a small file atomically: temporary file, fsync, rename.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let tmp = path.with_extension("tmp");
-    let run = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    run().map_err(|e| Error::io(path, e))
+impl StoreControl for DirectStore {
+    fn device(&self) -> &dyn Device {
+        self.cache.device()
+    }
+
+    fn drop_caches(&mut self) -> Result<()> {
+        self.cache.drop_caches()
+    }
+
+    fn write_back(&mut self) -> Result<()> {
+        self.cache.sync()
+    }
+
+    fn pages_in_use(&self) -> u64 {
+        self.header.pages_in_use()
+    }
+
+    fn report(&self) -> StoreReport {
+        StoreReport {
+            kind: "direct".into(),
+            nodes: self.stats,
+            pages_in_use: self.header.pages_in_use(),
+            cache: self.cache.stats(),
+            ..Default::default()
+        }
+    }
 }

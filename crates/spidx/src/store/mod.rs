@@ -1,23 +1,29 @@
 //! The `NodeStore` seam (`DESIGN.md` section 2): how node changes reach storage.
 //!
 //! Tree code reads nodes and expresses every change at entry level (create a node, set,
-//! push or remove an entry, rewrite or delete a node) through this trait and never asks
-//! which store it runs on. The plain [`direct::DirectStore`] writes each change in place
-//! through a page cache; flash-aware stores ([`fast::FastStore`], eFIND) buffer the same
-//! changes and make them durable through the shared [`log::Log`].
+//! push or remove an entry, rewrite or delete a node) through [`NodeStore`] and never asks
+//! which store it runs on; the runner drives every store through [`StoreControl`] (drop
+//! caches, write back, report). The plain [`direct::DirectStore`] writes each change in
+//! place through a page cache; flash-aware stores are policies ([`fast`], [`efind`]) over
+//! one buffered-store skeleton ([`buffered`]) that buffers the same changes and makes them
+//! durable through the shared [`log::Log`].
 
 pub mod any;
+pub mod buffered;
 pub mod direct;
 pub mod efind;
 pub mod fast;
+pub mod header;
 pub mod log;
 
 pub use any::{AnyStore, StoreConfig, StoreReport};
+pub use header::StoreHeader;
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::device::Device;
 use crate::node::{Entry, NodeLayout, NodeView, PageId};
 use crate::Result;
 
@@ -46,15 +52,47 @@ impl NodePage {
     }
 }
 
-/// One entry-level change to a node, the unit flash-aware stores account and log.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum NodeChange<const D: usize> {
+/// One entry-level change to a node, the unit flash-aware stores account and log. The
+/// entry type `E` says how the entry is held: the tree's [`Entry`] ([`NodeChange`]), or its
+/// encoded bytes inside buffered stores ([`buffered::RawChange`]); it is the one change
+/// type of every store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Change<E> {
     /// Replace the entry at `pos`.
-    Set { pos: usize, entry: Entry<D> },
+    Set { pos: usize, entry: E },
     /// Append an entry.
-    Push(Entry<D>),
+    Push(E),
     /// Remove the entry at `pos`; later entries shift down by one.
     Remove { pos: usize },
+}
+
+/// A change as trees express it.
+pub type NodeChange<const D: usize> = Change<Entry<D>>;
+
+impl<E> Change<E> {
+    /// The same change with its entry converted by `f`.
+    pub fn try_map<F, Err>(
+        &self,
+        f: impl FnOnce(&E) -> std::result::Result<F, Err>,
+    ) -> std::result::Result<Change<F>, Err> {
+        Ok(match self {
+            Change::Set { pos, entry } => Change::Set {
+                pos: *pos,
+                entry: f(entry)?,
+            },
+            Change::Push(entry) => Change::Push(f(entry)?),
+            Change::Remove { pos } => Change::Remove { pos: *pos },
+        })
+    }
+
+    /// The same change borrowing its entry.
+    pub fn as_ref(&self) -> Change<&E> {
+        match self {
+            Change::Set { pos, entry } => Change::Set { pos: *pos, entry },
+            Change::Push(entry) => Change::Push(entry),
+            Change::Remove { pos } => Change::Remove { pos: *pos },
+        }
+    }
 }
 
 /// Applies `changes` in order to an entry list (what every store must do on read).
@@ -64,12 +102,12 @@ pub fn apply_changes<const D: usize>(
 ) -> Result<()> {
     for c in changes {
         match *c {
-            NodeChange::Set { pos, entry } => {
+            Change::Set { pos, entry } => {
                 let slot = entries.get_mut(pos).ok_or_else(|| bad_pos(pos))?;
                 *slot = entry;
             }
-            NodeChange::Push(e) => entries.push(e),
-            NodeChange::Remove { pos } => {
+            Change::Push(e) => entries.push(e),
+            Change::Remove { pos } => {
                 if pos >= entries.len() {
                     return Err(bad_pos(pos));
                 }
@@ -171,4 +209,26 @@ pub trait NodeStore<const D: usize> {
 
     /// The store's counters.
     fn stats(&self) -> StoreStats;
+}
+
+/// What the runner and the CLI need of any store besides node access: its device, the
+/// cache and buffer controls of the measurement protocol, and its report. Every store
+/// implements it, so a store can plug in beside [`AnyStore`]'s.
+pub trait StoreControl {
+    /// The device under the store (its statistics cover every partition of it).
+    fn device(&self) -> &dyn Device;
+
+    /// Empties the store's read caches and the device's (between query repetitions).
+    /// Buffered changes not yet written stay: they are part of the index, not a cache.
+    fn drop_caches(&mut self) -> Result<()>;
+
+    /// Writes every buffered change to the device (at the end of a workload), so the cost
+    /// of emptying a write buffer can be measured apart from the workload's.
+    fn write_back(&mut self) -> Result<()>;
+
+    /// Node pages allocated and not freed.
+    fn pages_in_use(&self) -> u64;
+
+    /// The store's statistics.
+    fn report(&self) -> StoreReport;
 }

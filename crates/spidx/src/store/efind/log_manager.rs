@@ -32,22 +32,11 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::write_buffer::{BufNode, EncodedChange, NodeState};
+use super::write_buffer::{BufNode, NodeState};
 use crate::node::PageId;
-use crate::store::direct::StoreHeader;
-use crate::store::TreeMeta;
+use crate::store::buffered::RawChange;
+use crate::store::{StoreHeader, TreeMeta};
 use crate::{Error, Result};
-
-/// A positional change as logged.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum LoggedChange {
-    /// Replace the entry at `pos`.
-    Set { pos: u32, entry: Vec<u8> },
-    /// Append an entry.
-    Push(Vec<u8>),
-    /// Remove the entry at `pos`.
-    Remove { pos: u32 },
-}
 
 /// One log record of the eFIND store. See the module documentation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -89,7 +78,7 @@ pub enum Record {
         /// Logical time.
         stamp: u64,
         /// The change.
-        change: LoggedChange,
+        change: RawChange,
     },
     /// All entries replaced.
     Rewrite {
@@ -201,25 +190,20 @@ pub fn replay(
                 free,
                 clock: c,
             } => {
-                header = StoreHeader {
-                    meta: *meta,
-                    next_page: *next_page,
-                    free: free.clone(),
-                };
+                header.meta = *meta;
+                header.next_page = *next_page;
+                header.free = free.clone();
                 clock = *c;
                 nodes.clear();
             }
             Record::Meta(m) => header.meta = Some(*m),
             Record::Alloc(id) => {
-                if *id == header.next_page {
-                    header.next_page += 1;
-                } else if let Some(k) = header.free.iter().rposition(|p| p == id) {
-                    header.free.remove(k);
-                } else {
+                if *id != header.next_page && !header.free.contains(id) {
                     return Err(bad(format!(
                         "page {id} allocated but neither free nor next"
                     )));
                 }
+                header.replay_allocate(*id);
             }
             Record::Free(id) => {
                 nodes.remove(id);
@@ -255,15 +239,7 @@ pub fn replay(
                     Some(n) => n,
                     None => BufNode::modified(*level, *stamp, stored_len(*id, *level)?),
                 };
-                let ec = match change {
-                    LoggedChange::Set { pos, entry } => EncodedChange::Set {
-                        pos: *pos as usize,
-                        entry,
-                    },
-                    LoggedChange::Push(e) => EncodedChange::Push(e),
-                    LoggedChange::Remove { pos } => EncodedChange::Remove { pos: *pos as usize },
-                };
-                n.apply(*id, ec)?;
+                n.apply(*id, change)?;
                 n.stamp = *stamp;
                 clock = clock.max(*stamp);
                 nodes.insert(*id, n);

@@ -17,13 +17,14 @@
 //!    device), commits each tree operation at `end_operation`, compacts the log to a
 //!    snapshot of the write buffer, and rebuilds the write buffer on restart.
 //!
-//! Flushes happen only in [`NodeStore::end_operation`], so no page on the device ever holds
+//! Flushes happen only at the end of a tree operation (`NodeStore::end_operation`), so no page on the device ever holds
 //! half a tree operation. Within one operation the write buffer may therefore exceed its
 //! capacity by that operation's changes; at the end of it, units are flushed until it fits.
 //!
-//! Layers: the tree calls this store; this store reads and writes pages through a
-//! [`PageCache`] (normally `none`, eFIND having its own read buffer) over the device. Its
-//! statistics ([`EfindStats`]) are its own.
+//! Layers: eFIND is a policy over the buffered-store skeleton ([`crate::store::buffered`]):
+//! the tree calls the skeleton, which hands eFIND's hooks the encoded changes; pages are
+//! read and written through a page cache (normally `none`, eFIND having its own read
+//! buffer) over the device. Its statistics ([`EfindStats`]) are its own.
 
 pub mod config;
 pub mod flushing;
@@ -31,7 +32,6 @@ pub mod log_manager;
 pub mod write_buffer;
 
 use std::collections::{HashMap, VecDeque};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -39,16 +39,14 @@ use serde::{Deserialize, Serialize};
 use config::Resolved;
 pub use config::{EfindConfig, FlushPolicy, Size, TemporalControl};
 use flushing::{Candidate, WriteTcCounts};
-use log_manager::{LoggedChange, Record};
-use write_buffer::{BufNode, EncodedChange, Status};
+use log_manager::Record;
+use write_buffer::{BufNode, Status};
 
-use super::direct::{check_page_size, StoreHeader};
-use super::log::{Log, LogConfig, LogStats, LogSync};
-use super::{NodeChange, NodePage, NodeStore, StoreStats, TreeMeta};
-use crate::cache::{Buffer, BufferStats, CacheConfig, PageCache};
-use crate::device::partition::Partition;
-use crate::device::Device;
-use crate::node::{Entry, NodeLayout, PageId};
+use super::buffered::{BufferPolicy, BufferedStore, Core, RawChange, RecoveryReport};
+use super::log::{LogStats, LogSync, Recovered};
+use super::{Change, StoreReport, TreeMeta};
+use crate::cache::{Buffer, BufferStats};
+use crate::node::PageId;
 use crate::{Error, Result};
 
 /// eFIND's own counters.
@@ -100,12 +98,11 @@ pub struct EfindStats {
 /// change of a node need not read its page again).
 const LENGTH_MEMO: usize = 256;
 
-/// The eFIND store. See the module documentation.
-pub struct EfindStore {
-    cache: PageCache,
-    layout: NodeLayout,
-    header: StoreHeader,
-    header_path: Option<PathBuf>,
+/// The eFIND store: the buffered-store skeleton with the eFIND policy.
+pub type EfindStore = BufferedStore<EfindPolicy>;
+
+/// eFIND's buffers, flushing manager and log records. See the module documentation.
+pub struct EfindPolicy {
     config: EfindConfig,
     cfg: Resolved,
     wb: HashMap<PageId, BufNode>,
@@ -115,114 +112,20 @@ pub struct EfindStore {
     write_fifo: VecDeque<PageId>,
     lengths: VecDeque<(PageId, u32)>,
     clock: u64,
-    log: Log,
-    stats: StoreStats,
     estats: EfindStats,
-    scratch: Vec<u8>,
 }
 
-impl EfindStore {
-    /// A new, empty store over the node partition `device` (its last pages become the log)
-    /// with the page buffer `buffer` and the options `config`; with `header_path`,
-    /// [`NodeStore::flush`] also saves the header there.
-    pub fn create(
-        device: Box<dyn Device>,
-        buffer: &CacheConfig,
-        layout: NodeLayout,
-        config: &EfindConfig,
-        header_path: Option<&Path>,
-    ) -> Result<Self> {
-        let cfg = config.resolve(layout.page_size())?;
-        let (nodes, log_dev) = split_log(device, &cfg)?;
-        let cache = PageCache::new(Box::new(nodes), buffer)?;
-        let log = Log::create(Box::new(log_dev), LogConfig { sync: cfg.log_sync })?;
-        let mut s = Self::assemble(
-            cache,
-            layout,
-            config,
-            cfg,
-            StoreHeader::default(),
-            log,
-            header_path,
-        )?;
-        s.compact()?;
-        Ok(s)
-    }
-
-    /// Reopens a store: replays its log (recovering what a crash left buffered) over the
-    /// header saved at `header_path` (if any), then compacts the log.
-    pub fn open(
-        device: Box<dyn Device>,
-        buffer: &CacheConfig,
-        layout: NodeLayout,
-        config: &EfindConfig,
-        header_path: &Path,
-    ) -> Result<Self> {
-        let started = std::time::Instant::now();
-        let cfg = config.resolve(layout.page_size())?;
-        let header = match std::fs::read_to_string(header_path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| {
-                Error::corrupted(
-                    format!("store header {}", header_path.display()),
-                    e.to_string(),
-                )
-            })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => StoreHeader::default(),
-            Err(e) => return Err(Error::io(header_path, e)),
-        };
-        let (nodes, log_dev) = split_log(device, &cfg)?;
-        let mut cache = PageCache::new(Box::new(nodes), buffer)?;
-        let (log, recovered) = Log::open(Box::new(log_dev), LogConfig { sync: cfg.log_sync })?;
-        let records = recovered
-            .payloads()
-            .map(Record::decode)
-            .collect::<Result<Vec<_>>>()?;
-        let replayed = log_manager::replay(&records, header, layout.entry_size(), |id, level| {
-            let page = cache.read_checked(id, level, |b| layout.verify(b, id))?;
-            Ok(layout.entry_count(&page) as u32)
-        })?;
-        let mut s = Self::assemble(
-            cache,
-            layout,
-            config,
-            cfg,
-            replayed.header,
-            log,
-            Some(header_path),
-        )?;
-        s.clock = replayed.clock;
-        for (id, node) in replayed.nodes {
-            s.put_node(id, node);
-        }
-        s.compact()?;
-        s.estats.recovered_operations = recovered.operations.len() as u64;
-        s.estats.recovery_dropped_records = recovered.dropped_records;
-        s.estats.recovery_s = started.elapsed().as_secs_f64();
-        Ok(s)
-    }
-
-    fn assemble(
-        cache: PageCache,
-        layout: NodeLayout,
-        config: &EfindConfig,
-        cfg: Resolved,
-        header: StoreHeader,
-        log: Log,
-        header_path: Option<&Path>,
-    ) -> Result<Self> {
-        check_page_size(cache.page_size(), &layout)?;
+impl EfindPolicy {
+    /// The policy with options `config`, resolved for `page_size`-byte nodes.
+    pub fn new(config: &EfindConfig, page_size: usize) -> Result<Self> {
+        let cfg = config.resolve(page_size)?;
         let rb = Buffer::new(cfg.read_policy.build(cfg.read_pages, cfg.kin, cfg.kout));
         let estats = EfindStats {
             write_buffer_bytes: cfg.write_bytes,
             read_buffer_pages: cfg.read_pages as u64,
             ..EfindStats::default()
         };
-        Ok(EfindStore {
-            scratch: vec![0u8; layout.page_size()],
-            cache,
-            layout,
-            header,
-            header_path: header_path.map(Path::to_path_buf),
+        Ok(EfindPolicy {
             config: config.clone(),
             cfg,
             wb: HashMap::new(),
@@ -232,24 +135,32 @@ impl EfindStore {
             write_fifo: VecDeque::new(),
             lengths: VecDeque::new(),
             clock: 0,
-            log,
-            stats: StoreStats::default(),
             estats,
         })
     }
 
-    fn append(&mut self, r: &Record) -> Result<()> {
-        self.log.append(&r.encode()?)
+    /// The log pages the options ask for.
+    pub fn log_pages(&self) -> u64 {
+        self.cfg.log_pages
+    }
+
+    /// The options.
+    pub fn config(&self) -> &EfindConfig {
+        &self.config
+    }
+
+    fn append(core: &mut Core, r: &Record) -> Result<()> {
+        core.log.append(&r.encode()?)
     }
 
     /// Makes the in-place pages durable, then replaces the log by a checkpoint and the
     /// state of every buffered node.
-    fn compact(&mut self) -> Result<()> {
-        self.cache.sync()?;
+    fn compact(&self, core: &mut Core) -> Result<()> {
+        core.cache.sync()?;
         let mut payloads = vec![Record::Checkpoint {
-            meta: self.header.meta,
-            next_page: self.header.next_page,
-            free: self.header.free.clone(),
+            meta: core.header.meta,
+            next_page: core.header.next_page,
+            free: core.header.free.clone(),
             clock: self.clock,
         }
         .encode()?];
@@ -264,66 +175,30 @@ impl EfindStore {
                 .encode()?,
             );
         }
-        self.log.compact(payloads.iter().map(Vec::as_slice))
+        core.log.compact(payloads.iter().map(Vec::as_slice))
     }
 
-    fn compact_if_needed(&mut self) -> Result<()> {
-        if self.log.needs_compaction() {
-            self.compact()?;
+    fn compact_if_needed(&self, core: &mut Core) -> Result<()> {
+        if core.log.needs_compaction() {
+            self.compact(core)?;
         }
         Ok(())
     }
 
-    /// The options.
-    pub fn config(&self) -> &EfindConfig {
-        &self.config
-    }
-
-    /// The page cache under the store (and through it the device).
-    pub fn cache(&self) -> &PageCache {
-        &self.cache
-    }
-
-    /// Pages in use (allocated and not freed).
-    pub fn pages_in_use(&self) -> u64 {
-        self.header.next_page - self.header.free.len() as u64
-    }
-
     /// eFIND's counters.
-    pub fn efind_stats(&self) -> EfindStats {
+    pub fn efind_stats(&self, core: &Core) -> EfindStats {
         let mut s = self.estats;
         s.read_buffer = self.rb.stats();
         s.buffered_bytes = self.wb_bytes as u64;
         s.buffered_new = self.wb.values().filter(|n| n.status == Status::New).count() as u64;
         s.buffered_modified = self.wb.len() as u64 - s.buffered_new;
-        s.log = self.log.stats();
-        s
-    }
-
-    /// Empties the read buffer, the page cache and the device's caches (between query
-    /// repetitions). The write buffer stays: it is part of the index.
-    pub fn drop_caches(&mut self) -> Result<()> {
-        self.rb.clear();
-        self.read_fifo.clear();
-        self.lengths.clear();
-        self.cache.drop_caches()
-    }
-
-    /// Writes every buffered node, sorted by page in groups of `flushing_unit` nodes
-    /// (consecutive pages in one request), syncs the device and compacts the log.
-    pub fn write_back(&mut self) -> Result<()> {
-        let mut ids: Vec<PageId> = self.wb.keys().copied().collect();
-        ids.sort_unstable();
-        for group in ids.chunks(self.cfg.unit) {
-            self.compact_if_needed()?;
-            self.write_unit(group)?;
+        s.log = core.log.stats();
+        if let Some(r) = &core.recovery {
+            s.recovered_operations = r.operations;
+            s.recovery_dropped_records = r.records_dropped;
+            s.recovery_s = r.seconds;
         }
-        self.compact()
-    }
-
-    fn allocate(&mut self) -> Result<PageId> {
-        let cap = self.cache.device().capacity_pages();
-        self.header.allocate(cap)
+        s
     }
 
     fn tick(&mut self) -> u64 {
@@ -347,13 +222,13 @@ impl EfindStore {
     }
 
     /// The page stored on the device for `id`, through the read buffer.
-    fn stored_page(&mut self, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        self.header.check_page(id)?;
+    fn stored_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+        core.header.check_page(id)?;
         if self.rb.touch(id, level) {
             return Ok(self.rb.peek(id).expect("resident").clone());
         }
-        let layout = self.layout;
-        let page = self
+        let layout = core.layout;
+        let page = core
             .cache
             .read_checked(id, level, |bytes| layout.verify(bytes, id))?;
         let len = layout.entry_count(&page) as u32;
@@ -362,38 +237,8 @@ impl EfindStore {
         Ok(page)
     }
 
-    /// The node as the tree sees it: the stored page merged with buffered changes.
-    fn node_page(&mut self, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        self.stats.node_reads += 1;
-        if self.cfg.tc.reads() && self.read_fifo.back() != Some(&id) {
-            if self.read_fifo.len() == self.cfg.read_tc_size {
-                self.read_fifo.pop_front();
-            }
-            self.read_fifo.push_back(id);
-        }
-        let (status, lvl) = match self.wb.get(&id) {
-            None => return self.stored_page(id, level),
-            Some(n) => (n.status, n.level),
-        };
-        let base = match status {
-            Status::Modified => Some(self.stored_page(id, lvl)?),
-            Status::New => None,
-        };
-        let node = &self.wb[&id];
-        let mut out = vec![0u8; self.layout.page_size()];
-        node.merge_into(&self.layout, base.as_deref(), &mut out)?;
-        Ok(out.into())
-    }
-
-    fn encode_entry<const D: usize>(&mut self, e: &Entry<D>) -> Result<Box<[u8]>> {
-        let o = self.layout.entry_offset(0);
-        self.layout.put_entry(&mut self.scratch, 0, e)?;
-        Ok(self.scratch[o..o + self.layout.entry_size()].into())
-    }
-
     /// Puts `node` into the write buffer under `id`, keeping the byte count.
-    fn put_node(&mut self, id: PageId, node: BufNode) {
-        let es = self.layout.entry_size();
+    fn put_node(&mut self, es: usize, id: PageId, node: BufNode) {
         self.wb_bytes += node.bytes(es);
         if let Some(old) = self.wb.insert(id, node) {
             self.wb_bytes -= old.bytes(es);
@@ -402,13 +247,12 @@ impl EfindStore {
     }
 
     /// Takes node `id` out of the write buffer for a change (a stored node enters it).
-    fn take_node(&mut self, id: PageId, level: u32) -> Result<BufNode> {
-        let es = self.layout.entry_size();
+    fn take_node(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<BufNode> {
+        let es = core.layout.entry_size();
         if let Some(n) = self.wb.remove(&id) {
             self.wb_bytes -= n.bytes(es);
             return Ok(n);
         }
-        self.header.check_page(id)?;
         let known = self
             .lengths
             .iter()
@@ -421,15 +265,15 @@ impl EfindStore {
                 if !self.rb.contains(id) {
                     self.estats.length_reads += 1;
                 }
-                let page = self.stored_page(id, level)?;
-                self.layout.entry_count(&page) as u32
+                let page = self.stored_page(core, id, level)?;
+                core.layout.entry_count(&page) as u32
             }
         };
         Ok(BufNode::modified(level, 0, len))
     }
 
     /// One flushing operation: choose a unit by the policy and write it.
-    fn flush_one(&mut self) -> Result<()> {
+    fn flush_one(&mut self, core: &mut Core) -> Result<()> {
         let need_geometry = matches!(self.cfg.policy, FlushPolicy::Mtha | FlushPolicy::Mthao);
         let all: Vec<Candidate> = self
             .wb
@@ -453,7 +297,7 @@ impl EfindStore {
             );
         }
         if need_geometry {
-            let dims = self.layout.dims();
+            let dims = core.layout.dims();
             for c in &mut cands {
                 let boxes: Vec<Vec<f64>> = self.wb[&c.id]
                     .live_versions()
@@ -468,16 +312,16 @@ impl EfindStore {
             }
         }
         let unit = flushing::best_unit(cands, &self.cfg);
-        self.write_unit(&unit)
+        self.write_unit(core, &unit)
     }
 
     /// Writes the buffered nodes `ids` (sorted) and takes them out of the write buffer.
-    fn write_unit(&mut self, ids: &[PageId]) -> Result<()> {
+    fn write_unit(&mut self, core: &mut Core, ids: &[PageId]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
-        let ps = self.layout.page_size();
-        let es = self.layout.entry_size();
+        let ps = core.layout.page_size();
+        let es = core.layout.entry_size();
         let mut data = vec![0u8; ids.len() * ps];
         let mut levels = Vec::with_capacity(ids.len());
         for (i, &id) in ids.iter().enumerate() {
@@ -486,22 +330,22 @@ impl EfindStore {
             })?;
             self.wb_bytes -= node.bytes(es);
             let base = match node.status {
-                Status::Modified => Some(self.stored_page(id, node.level)?),
+                Status::Modified => Some(self.stored_page(core, id, node.level)?),
                 Status::New => None,
             };
             let out = &mut data[i * ps..(i + 1) * ps];
-            node.merge_into(&self.layout, base.as_deref(), out)?;
+            node.merge_into(&core.layout, base.as_deref(), out)?;
             if node.status == Status::Modified {
                 let n = node.len();
-                let from = self.layout.entry_offset(0);
+                let from = core.layout.entry_offset(0);
                 let entries = out[from..from + n * es].to_vec();
-                self.log.append(
+                Self::append(
+                    core,
                     &Record::Flushed {
                         id,
                         level: node.level,
                         entries,
-                    }
-                    .encode()?,
+                    },
                 )?;
             }
             if base.as_deref() == Some(&*out) {
@@ -521,25 +365,13 @@ impl EfindStore {
             }
         }
         // The log first: a torn in-place write must find the node's entries in the log.
-        self.log.commit()?;
+        core.log.commit()?;
         match self.cfg.log_sync {
-            LogSync::None => self.log.write_out()?,
-            _ if self.log.stats().unsynced_commits > 0 => self.log.sync()?,
+            LogSync::None => core.log.write_out()?,
+            _ if core.log.stats().unsynced_commits > 0 => core.log.sync()?,
             _ => {}
         }
-        // One device request per run of consecutive pages.
-        let mut start = 0;
-        while start < ids.len() {
-            let mut end = start + 1;
-            while end < ids.len() && ids[end] == ids[end - 1] + 1 {
-                end += 1;
-            }
-            self.cache
-                .write_run(ids[start], &data[start * ps..end * ps], &levels[start..end])?;
-            self.estats.write_requests += 1;
-            start = end;
-        }
-        self.stats.page_writes += ids.len() as u64;
+        self.estats.write_requests += core.write_runs(ids, &data, &levels)?;
         self.estats.flushes += 1;
         self.estats.flushed_nodes += ids.len() as u64;
         if self.cfg.tc.writes() {
@@ -552,21 +384,18 @@ impl EfindStore {
         }
         Ok(())
     }
-}
 
-/// Splits the node device: the last `log_pages` pages hold the log.
-fn split_log(device: Box<dyn Device>, cfg: &Resolved) -> Result<(Partition, Partition)> {
-    let cap = device.capacity_pages();
-    if cfg.log_pages + 1 >= cap {
-        return Err(Error::invalid(
-            "eFIND store",
-            format!(
-                "a log of {} pages does not fit on a device of {cap} pages",
-                cfg.log_pages
-            ),
-        ));
+    /// Writes every buffered node, sorted by page in groups of `flushing_unit` nodes
+    /// (consecutive pages in one request), syncs the device and compacts the log.
+    fn write_all(&mut self, core: &mut Core) -> Result<()> {
+        let mut ids: Vec<PageId> = self.wb.keys().copied().collect();
+        ids.sort_unstable();
+        for group in ids.chunks(self.cfg.unit) {
+            self.compact_if_needed(core)?;
+            self.write_unit(core, group)?;
+        }
+        self.compact(core)
     }
-    Partition::split(device, cap - cfg.log_pages)
 }
 
 /// The MBR (min then max per dimension) of an encoded entry.
@@ -610,83 +439,105 @@ fn pairwise_overlap(boxes: &[Vec<f64>], dims: usize) -> f64 {
     sum
 }
 
-impl<const D: usize> NodeStore<D> for EfindStore {
-    fn layout(&self) -> &NodeLayout {
-        &self.layout
+impl BufferPolicy for EfindPolicy {
+    const KIND: &'static str = "efind";
+
+    fn created(&mut self, core: &mut Core) -> Result<()> {
+        self.compact(core)
     }
 
-    fn read(&mut self, id: PageId, level: u32) -> Result<NodePage> {
-        let bytes = self.node_page(id, level)?;
-        Ok(NodePage::new(bytes, self.layout))
-    }
-
-    fn create(&mut self, level: u32, entries: &[Entry<D>]) -> Result<PageId> {
-        if entries.len() > self.layout.fits() {
-            return Err(Error::invalid(
-                "node",
-                format!(
-                    "{} entries do not fit in a page ({} fit)",
-                    entries.len(),
-                    self.layout.fits()
-                ),
-            ));
-        }
-        let id = self.allocate()?;
-        let enc = entries
-            .iter()
-            .map(|e| self.encode_entry(e))
+    /// Replays the log over the header the last checkpoint saved, then compacts the log.
+    fn recover(
+        &mut self,
+        core: &mut Core,
+        recovered: &Recovered,
+        _report: &mut RecoveryReport,
+    ) -> Result<()> {
+        let records = recovered
+            .payloads()
+            .map(Record::decode)
             .collect::<Result<Vec<_>>>()?;
+        let layout = core.layout;
+        let cache = &mut core.cache;
+        let header = std::mem::take(&mut core.header);
+        let replayed = log_manager::replay(&records, header, layout.entry_size(), |id, level| {
+            let page = cache.read_checked(id, level, |b| layout.verify(b, id))?;
+            Ok(layout.entry_count(&page) as u32)
+        })?;
+        core.header = replayed.header;
+        self.clock = replayed.clock;
+        let es = layout.entry_size();
+        for (id, node) in replayed.nodes {
+            self.put_node(es, id, node);
+        }
+        self.compact(core)
+    }
+
+    /// The node as the tree sees it: the stored page merged with buffered changes.
+    fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+        if self.cfg.tc.reads() && self.read_fifo.back() != Some(&id) {
+            if self.read_fifo.len() == self.cfg.read_tc_size {
+                self.read_fifo.pop_front();
+            }
+            self.read_fifo.push_back(id);
+        }
+        let (status, lvl) = match self.wb.get(&id) {
+            None => return self.stored_page(core, id, level),
+            Some(n) => (n.status, n.level),
+        };
+        let base = match status {
+            Status::Modified => Some(self.stored_page(core, id, lvl)?),
+            Status::New => None,
+        };
+        let node = &self.wb[&id];
+        let mut out = vec![0u8; core.layout.page_size()];
+        node.merge_into(&core.layout, base.as_deref(), &mut out)?;
+        Ok(out.into())
+    }
+
+    fn create(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
+        let es = core.layout.entry_size();
         // A reused page: whatever was stored or cached for it is stale.
         self.rb.remove(id);
-        self.cache.invalidate(id);
+        core.cache.invalidate(id);
         self.forget(id);
         let stamp = self.tick();
-        self.append(&Record::Alloc(id))?;
-        self.append(&Record::Create {
-            id,
-            level,
-            stamp,
-            entries: enc.concat(),
-        })?;
-        self.put_node(id, BufNode::new_node(level, stamp, enc));
-        self.stats.nodes_created += 1;
-        Ok(id)
+        Self::append(core, &Record::Alloc(id))?;
+        let enc = log_manager::split_entries(&entries, es)?;
+        Self::append(
+            core,
+            &Record::Create {
+                id,
+                level,
+                stamp,
+                entries,
+            },
+        )?;
+        self.put_node(es, id, BufNode::new_node(level, stamp, enc));
+        Ok(())
     }
 
-    fn modify(&mut self, id: PageId, level: u32, changes: &[NodeChange<D>]) -> Result<()> {
-        let encoded = changes
-            .iter()
-            .map(|c| match c {
-                NodeChange::Set { entry, .. } | NodeChange::Push(entry) => {
-                    self.encode_entry(entry).map(Some)
-                }
-                NodeChange::Remove { .. } => Ok(None),
-            })
-            .collect::<Result<Vec<_>>>()?;
+    fn modify(
+        &mut self,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+        changes: Vec<RawChange>,
+    ) -> Result<()> {
+        let es = core.layout.entry_size();
         let was_buffered = self.wb.contains_key(&id);
-        let mut node = self.take_node(id, level)?;
+        let mut node = self.take_node(core, id, level)?;
         let before = node.clone();
         let mut result = Ok(());
-        for (c, e) in changes.iter().zip(&encoded) {
-            let ec = match (c, e) {
-                (NodeChange::Set { pos, .. }, Some(b)) => EncodedChange::Set {
-                    pos: *pos,
-                    entry: b,
-                },
-                (NodeChange::Push(_), Some(b)) => EncodedChange::Push(b),
-                (_, _) => match c {
-                    NodeChange::Remove { pos } => EncodedChange::Remove { pos: *pos },
-                    _ => unreachable!("set and push carry an entry"),
-                },
-            };
-            if matches!(ec, EncodedChange::Push(_)) && node.len() >= self.layout.fits() {
+        for c in &changes {
+            if matches!(c, Change::Push(_)) && node.len() >= core.layout.fits() {
                 result = Err(Error::invalid(
                     "node change",
                     format!("node {id} is full ({} entries)", node.len()),
                 ));
                 break;
             }
-            if let Err(e) = node.apply(id, ec) {
+            if let Err(e) = node.apply(id, c) {
                 result = Err(e);
                 break;
             }
@@ -694,113 +545,87 @@ impl<const D: usize> NodeStore<D> for EfindStore {
         if result.is_err() {
             // Nothing of a failed modification stays.
             if was_buffered {
-                self.put_node(id, before);
+                self.put_node(es, id, before);
             }
             return result;
         }
         node.stamp = self.tick();
         let stamp = node.stamp;
-        self.put_node(id, node);
-        for (c, e) in changes.iter().zip(encoded) {
-            let change = match (c, e) {
-                (NodeChange::Set { pos, .. }, Some(b)) => LoggedChange::Set {
-                    pos: *pos as u32,
-                    entry: b.into_vec(),
+        self.put_node(es, id, node);
+        for change in changes {
+            Self::append(
+                core,
+                &Record::Change {
+                    id,
+                    level,
+                    stamp,
+                    change,
                 },
-                (NodeChange::Push(_), Some(b)) => LoggedChange::Push(b.into_vec()),
-                (NodeChange::Remove { pos }, _) => LoggedChange::Remove { pos: *pos as u32 },
-                _ => unreachable!("set and push carry an entry"),
-            };
-            self.append(&Record::Change {
+            )?;
+        }
+        Ok(())
+    }
+
+    fn rewrite(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
+        let es = core.layout.entry_size();
+        let enc = log_manager::split_entries(&entries, es)?;
+        let mut node = self.take_node(core, id, level)?;
+        node.level = level;
+        let stamp = self.tick();
+        Self::append(
+            core,
+            &Record::Rewrite {
                 id,
                 level,
                 stamp,
-                change,
-            })?;
-        }
-        self.stats.node_updates += 1;
-        self.stats.entry_changes += changes.len() as u64;
-        Ok(())
-    }
-
-    fn rewrite(&mut self, id: PageId, level: u32, entries: &[Entry<D>]) -> Result<()> {
-        if entries.len() > self.layout.fits() {
-            return Err(Error::invalid(
-                "node",
-                format!(
-                    "{} entries do not fit in a page ({} fit)",
-                    entries.len(),
-                    self.layout.fits()
-                ),
-            ));
-        }
-        let enc = entries
-            .iter()
-            .map(|e| self.encode_entry(e))
-            .collect::<Result<Vec<_>>>()?;
-        let mut node = self.take_node(id, level)?;
-        node.level = level;
-        let stamp = self.tick();
-        self.append(&Record::Rewrite {
-            id,
-            level,
-            stamp,
-            entries: enc.concat(),
-        })?;
+                entries,
+            },
+        )?;
         node.rewrite(enc);
         node.stamp = stamp;
-        self.put_node(id, node);
-        self.stats.node_updates += 1;
-        self.stats.entry_changes += entries.len() as u64;
+        self.put_node(es, id, node);
         Ok(())
     }
 
-    fn delete(&mut self, id: PageId, _level: u32) -> Result<()> {
-        self.header.check_page(id)?;
+    fn delete(&mut self, core: &mut Core, id: PageId, _level: u32) -> Result<()> {
         // A deleted node needs no write: its page is freed; what was buffered or cached
         // for it goes.
         if let Some(n) = self.wb.remove(&id) {
-            self.wb_bytes -= n.bytes(self.layout.entry_size());
+            self.wb_bytes -= n.bytes(core.layout.entry_size());
         }
         self.rb.remove(id);
-        self.cache.invalidate(id);
         self.forget(id);
         self.read_fifo.retain(|p| *p != id);
-        self.header.free.push(id);
-        self.append(&Record::Free(id))?;
-        self.stats.nodes_deleted += 1;
-        Ok(())
+        Self::append(core, &Record::Free(id))
     }
 
-    fn meta(&self) -> Option<TreeMeta> {
-        self.header.meta
+    fn log_meta(&mut self, core: &mut Core, meta: TreeMeta) -> Result<()> {
+        Self::append(core, &Record::Meta(meta))
     }
 
-    fn set_meta(&mut self, meta: TreeMeta) -> Result<()> {
-        self.header.meta = Some(meta);
-        self.append(&Record::Meta(meta))
-    }
-
-    fn end_operation(&mut self) -> Result<()> {
-        self.log.commit()?;
+    fn end_operation(&mut self, core: &mut Core) -> Result<()> {
         while self.wb_bytes as u64 > self.cfg.write_bytes && !self.wb.is_empty() {
-            self.compact_if_needed()?;
-            self.flush_one()?;
+            self.compact_if_needed(core)?;
+            self.flush_one(core)?;
         }
-        self.compact_if_needed()
+        self.compact_if_needed(core)
     }
 
-    fn flush(&mut self) -> Result<()> {
-        self.log.commit()?;
-        self.write_back()?;
-        self.cache.device_mut().persist()?;
-        if let Some(path) = &self.header_path {
-            self.header.save(path)?;
-        }
-        Ok(())
+    fn write_back(&mut self, core: &mut Core) -> Result<()> {
+        self.write_all(core)
     }
 
-    fn stats(&self) -> StoreStats {
-        self.stats
+    fn checkpoint(&mut self, core: &mut Core) -> Result<()> {
+        self.write_all(core)
+    }
+
+    fn drop_caches(&mut self, _core: &mut Core) {
+        self.rb.clear();
+        self.read_fifo.clear();
+        self.lengths.clear();
+    }
+
+    fn report(&self, core: &Core, report: &mut StoreReport) {
+        report.efind = Some(self.efind_stats(core));
     }
 }

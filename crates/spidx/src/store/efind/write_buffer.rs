@@ -5,7 +5,7 @@
 //! logical time of its last change and the changed entries, kept ordered by key, a newer
 //! version of an entry replacing the older one.
 //!
-//! The trees express changes by position ([`NodeChange`](crate::store::NodeChange):
+//! The trees express changes by position ([`Change`](crate::store::Change):
 //! set / push / remove at a position of the node as they read it). eFIND keys entry versions
 //! by the entry's pointer; in spidx a pointer is not unique inside a leaf (an object id may
 //! be indexed twice), so the key of an entry is its *identity*: `slot` for the entry stored at
@@ -22,6 +22,8 @@
 use std::collections::BTreeMap;
 
 use crate::node::{NodeLayout, PageId};
+use crate::store::buffered::RawChange;
+use crate::store::Change;
 use crate::{Error, Result};
 
 /// Key of the first entry appended after a node entered the buffer (slots are below).
@@ -41,17 +43,6 @@ pub enum Status {
     New,
     /// Stored on the device, with buffered changes on top.
     Modified,
-}
-
-/// One positional change with the entry already encoded.
-#[derive(Debug, Clone, Copy)]
-pub enum EncodedChange<'a> {
-    /// Replace the entry at `pos`.
-    Set { pos: usize, entry: &'a [u8] },
-    /// Append an entry.
-    Push(&'a [u8]),
-    /// Remove the entry at `pos`.
-    Remove { pos: usize },
 }
 
 /// A buffered node as the log keeps it in a compacted log (see [`super::log_manager`]).
@@ -188,20 +179,20 @@ impl BufNode {
     }
 
     /// Applies one positional change (a newer version replaces the older one).
-    pub fn apply(&mut self, id: PageId, change: EncodedChange<'_>) -> Result<()> {
+    pub fn apply(&mut self, id: PageId, change: &RawChange) -> Result<()> {
         let missing = |pos: usize, len: usize| {
             Error::invalid(
                 "node change",
                 format!("node {id}: entry {pos} does not exist ({len} entries)"),
             )
         };
-        match change {
-            EncodedChange::Set { pos, entry } => {
+        match *change {
+            Change::Set { pos, ref entry } => {
                 let key = self.key_at(pos).ok_or_else(|| missing(pos, self.len()))?;
-                self.put(key, Some(entry.into()));
+                self.put(key, Some(entry.clone()));
             }
-            EncodedChange::Push(entry) => self.push(entry.into()),
-            EncodedChange::Remove { pos } => {
+            Change::Push(ref entry) => self.push(entry.clone()),
+            Change::Remove { pos } => {
                 let key = self.key_at(pos).ok_or_else(|| missing(pos, self.len()))?;
                 if key >= NEW_KEY {
                     if self.versions.remove(&key).flatten().is_some() {
@@ -396,19 +387,8 @@ mod tests {
                     continue;
                 }
                 apply_changes(&mut want, &[c]).unwrap();
-                let bytes;
-                let ec = match c {
-                    NodeChange::Set { pos, entry } => {
-                        bytes = enc(&layout, &entry);
-                        EncodedChange::Set { pos, entry: &bytes }
-                    }
-                    NodeChange::Push(e) => {
-                        bytes = enc(&layout, &e);
-                        EncodedChange::Push(&bytes)
-                    }
-                    NodeChange::Remove { pos } => EncodedChange::Remove { pos },
-                };
-                node.apply(7, ec).unwrap();
+                let ec = c.try_map(|e| Ok::<_, ()>(enc(&layout, e))).unwrap();
+                node.apply(7, &ec).unwrap();
                 if rnd(10) == 0 {
                     want = (0..rnd(8) as u64).map(|i| entry(500 + i)).collect();
                     node.rewrite(want.iter().map(|e| enc(&layout, e)).collect());
@@ -429,9 +409,9 @@ mod tests {
     #[test]
     fn bad_positions_are_errors() {
         let mut n = BufNode::modified(0, 0, 2);
-        assert!(n.apply(3, EncodedChange::Remove { pos: 2 }).is_err());
-        n.apply(3, EncodedChange::Remove { pos: 0 }).unwrap();
-        assert!(n.apply(3, EncodedChange::Remove { pos: 1 }).is_err());
+        assert!(n.apply(3, &Change::Remove { pos: 2 }).is_err());
+        n.apply(3, &Change::Remove { pos: 0 }).unwrap();
+        assert!(n.apply(3, &Change::Remove { pos: 1 }).is_err());
         assert_eq!(n.len(), 1);
     }
 }

@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::record::RawChange;
 use crate::node::{NodeLayout, PageId};
+use crate::store::buffered::RawChange;
+use crate::store::Change;
 use crate::{Error, Result};
 
 /// Status of a buffered node.
@@ -223,7 +224,7 @@ pub fn apply_raw(
     changes: &[RawChange],
 ) -> Result<()> {
     let es = layout.entry_size();
-    let bad = |pos: u32, count: usize| {
+    let bad = |pos: usize, count: usize| {
         Error::corrupted(
             format!("FAST buffer of node {id}"),
             format!("entry {pos} does not exist ({count} entries)"),
@@ -231,15 +232,15 @@ pub fn apply_raw(
     };
     for c in changes {
         match c {
-            RawChange::Set { pos, entry } => {
-                let p = *pos as usize;
+            Change::Set { pos, entry } => {
+                let p = *pos;
                 if p >= count {
                     return Err(bad(*pos, count));
                 }
                 let o = layout.entry_offset(p);
                 page[o..o + es].copy_from_slice(entry);
             }
-            RawChange::Push(entry) => {
+            Change::Push(entry) => {
                 if count >= layout.fits() {
                     return Err(Error::corrupted(
                         format!("FAST buffer of node {id}"),
@@ -250,8 +251,8 @@ pub fn apply_raw(
                 page[o..o + es].copy_from_slice(entry);
                 count += 1;
             }
-            RawChange::Remove { pos } => {
-                let p = *pos as usize;
+            Change::Remove { pos } => {
+                let p = *pos;
                 if p >= count {
                     return Err(bad(*pos, count));
                 }

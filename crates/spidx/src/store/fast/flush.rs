@@ -30,8 +30,9 @@ use serde::{Deserialize, Serialize};
 
 use super::buffer::{entries_of, Status};
 use super::record::Record;
-use super::FastStore;
+use super::FastPolicy;
 use crate::node::PageId;
+use crate::store::buffered::Core;
 use crate::store::log::LogSync;
 use crate::{Error, Result};
 
@@ -84,7 +85,7 @@ struct UnitInfo {
     last: u64,
 }
 
-impl FastStore {
+impl FastPolicy {
     fn units(&self) -> BTreeMap<u64, UnitInfo> {
         let f = u64::from(self.params.flushing_unit);
         let mut units: BTreeMap<u64, UnitInfo> = BTreeMap::new();
@@ -132,28 +133,28 @@ impl FastStore {
     }
 
     /// Flushes units until the buffer fits its capacity again.
-    pub(super) fn flush_for_space(&mut self) -> Result<()> {
+    pub(super) fn flush_for_space(&mut self, core: &mut Core) -> Result<()> {
         if self.params.flush_policy == FlushPolicy::FlushAll {
-            return self.flush_all();
+            return self.flush_all(core);
         }
         while self.buf.bytes() as u64 > self.params.write_buffer {
             let Some(u) = self.choose_unit() else { break };
-            self.flush_unit(u)?;
+            self.flush_unit(core, u)?;
         }
         Ok(())
     }
 
     /// Flushes every unit holding buffered nodes.
-    pub(super) fn flush_all(&mut self) -> Result<()> {
+    pub(super) fn flush_all(&mut self, core: &mut Core) -> Result<()> {
         let units: Vec<u64> = self.units().keys().copied().collect();
         for u in units {
-            self.flush_unit(u)?;
+            self.flush_unit(core, u)?;
         }
         Ok(())
     }
 
     /// Writes unit `u`'s buffered nodes to their pages. See the module documentation.
-    pub(super) fn flush_unit(&mut self, u: u64) -> Result<()> {
+    pub(super) fn flush_unit(&mut self, core: &mut Core, u: u64) -> Result<()> {
         let f = u64::from(self.params.flushing_unit);
         let range = u * f..(u + 1) * f;
         let members: Vec<(PageId, Status, u32, bool)> = self
@@ -165,61 +166,51 @@ impl FastStore {
             return Ok(());
         }
         // Materialize the live nodes; log images of those built on their old page.
-        let mut pages: Vec<(PageId, u32, std::sync::Arc<[u8]>)> = Vec::new();
+        let ps = core.layout.page_size();
+        let mut ids: Vec<PageId> = Vec::with_capacity(members.len());
+        let mut levels: Vec<u32> = Vec::with_capacity(members.len());
+        let mut data: Vec<u8> = Vec::with_capacity(members.len() * ps);
         let mut imaged = false;
         for &(id, status, level, has_image) in &members {
             if status == Status::Deleted {
                 continue;
             }
-            let page = self.node_page(id, level)?;
+            let page = self.node_page(core, id, level)?;
             if status == Status::Modified && !has_image {
-                let entries = entries_of(&self.layout, &page);
+                let entries = entries_of(&core.layout, &page);
                 self.report.image_records += 1;
                 self.report.image_bytes += entries.len() as u64;
-                self.log_record(&Record::Image {
-                    id,
-                    level,
-                    entries: entries.clone(),
-                })?;
+                Self::log_record(
+                    core,
+                    &Record::Image {
+                        id,
+                        level,
+                        entries: entries.clone(),
+                    },
+                )?;
                 self.buf.image(id, level, entries, 0, self.op);
                 imaged = true;
             }
-            pages.push((id, level, page));
+            ids.push(id);
+            levels.push(level);
+            data.extend_from_slice(&page);
         }
         let sync = self.params.log_sync != LogSync::None;
         if imaged {
-            self.log.commit()?;
+            core.log.commit()?;
             if sync {
-                self.log.sync()?;
+                core.log.sync()?;
             } else {
-                self.log.write_out()?;
+                core.log.write_out()?;
             }
         }
-        // One request per contiguous run of pages.
-        let ps = self.layout.page_size();
-        let mut i = 0;
-        while i < pages.len() {
-            let mut j = i + 1;
-            while j < pages.len() && pages[j].0 == pages[j - 1].0 + 1 {
-                j += 1;
-            }
-            let mut data = Vec::with_capacity((j - i) * ps);
-            let mut levels = Vec::with_capacity(j - i);
-            for (_, level, page) in &pages[i..j] {
-                data.extend_from_slice(page);
-                levels.push(*level);
-            }
-            self.cache.write_run(pages[i].0, &data, &levels)?;
-            self.stats.page_writes += (j - i) as u64;
-            self.report.flush_write_requests += 1;
-            i = j;
+        self.report.flush_write_requests += core.write_runs(&ids, &data, &levels)?;
+        if sync && !ids.is_empty() {
+            core.cache.device_mut().sync()?;
         }
-        if sync && !pages.is_empty() {
-            self.cache.device_mut().sync()?;
-        }
-        let ids: Vec<PageId> = members.iter().map(|m| m.0).collect();
-        self.log_record(&Record::Flushed(ids.clone()))?;
-        self.log.commit()?;
+        let all: Vec<PageId> = members.iter().map(|m| m.0).collect();
+        Self::log_record(core, &Record::Flushed(all))?;
+        core.log.commit()?;
         for &(id, status, _, _) in &members {
             self.buf.remove(id);
             if status == Status::Deleted {
@@ -227,14 +218,12 @@ impl FastStore {
             }
         }
         self.report.flushes += 1;
-        self.report.flushed_nodes += pages.len() as u64;
-        let in_use = range
-            .filter(|p| *p < self.next_page && !self.free.contains(p))
-            .count() as u64;
-        self.report.unnecessary_flushed_nodes += in_use.saturating_sub(pages.len() as u64);
+        self.report.flushed_nodes += ids.len() as u64;
+        let in_use = range.filter(|p| core.header.in_use(*p)).count() as u64;
+        self.report.unnecessary_flushed_nodes += in_use.saturating_sub(ids.len() as u64);
         // Images make flushes log much more than the buffer frees: compact between units.
-        if self.log.needs_compaction() {
-            self.compact_log()?;
+        if core.log.needs_compaction() {
+            self.compact_log(core)?;
         }
         Ok(())
     }
@@ -254,18 +243,18 @@ fn best(units: &BTreeMap<u64, UnitInfo>, score: impl Fn(&UnitInfo) -> f64) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::{CacheConfig, PageCache};
+    use crate::cache::CacheConfig;
     use crate::device::memory::{MemoryConfig, MemoryDevice};
     use crate::geom::Rect;
     use crate::node::{Entry, LayoutKind, NodeLayout};
-    use crate::store::fast::FastParams;
+    use crate::store::fast::{FastParams, FastStore};
+    use crate::store::log::LogConfig;
     use crate::store::{NodeChange, NodeStore};
 
     fn store(policy: FlushPolicy) -> FastStore {
-        let mem = |cap| {
+        let mem = |cap| -> Box<dyn crate::device::Device> {
             Box::new(MemoryDevice::open(&MemoryConfig { capacity: cap }, 1024, None).unwrap())
         };
-        let cache = PageCache::new(mem(1 << 20), &"none".parse::<CacheConfig>().unwrap()).unwrap();
         let layout = NodeLayout::new(LayoutKind::Checked, 1024, 2).unwrap();
         let params = FastParams {
             write_buffer: 1 << 20,
@@ -274,7 +263,18 @@ mod tests {
             log_size: 16 << 20,
             log_sync: LogSync::None,
         };
-        FastStore::create(cache, mem(16 << 20), layout, params, None).unwrap()
+        FastStore::create(
+            mem(1 << 20),
+            mem(16 << 20),
+            &"none".parse::<CacheConfig>().unwrap(),
+            layout,
+            LogConfig {
+                sync: params.log_sync,
+            },
+            super::FastPolicy::new(params),
+            None,
+        )
+        .unwrap()
     }
 
     fn entry(i: u64) -> Entry<2> {
@@ -314,23 +314,27 @@ mod tests {
 
     #[test]
     fn fast_takes_the_most_modified_unit_and_fast_star_weighs_age_equally() {
-        assert_eq!(scenario(FlushPolicy::Fast).choose_unit(), Some(0));
+        let choose = |p| scenario(p).parts_mut().0.choose_unit();
+        assert_eq!(choose(FlushPolicy::Fast), Some(0));
         // FAST*: A = 10/10 + (10-9)/10 = 1.1; B = 8/10 + (10-1)/10 = 1.7;
         // C = 2/10 + (10-0)/10 = 1.2 (C is the oldest: "oldest first" would take it).
-        assert_eq!(scenario(FlushPolicy::FastStar).choose_unit(), Some(1));
+        assert_eq!(choose(FlushPolicy::FastStar), Some(1));
     }
 
     #[test]
     fn random_is_deterministic_and_flush_all_empties_the_buffer() {
         let picks = |_| {
             let mut s = scenario(FlushPolicy::Random);
-            (0..5).map(|_| s.choose_unit()).collect::<Vec<_>>()
+            (0..5)
+                .map(|_| s.parts_mut().0.choose_unit())
+                .collect::<Vec<_>>()
         };
         assert_eq!(picks(0), picks(1));
         let mut s = scenario(FlushPolicy::FlushAll);
-        s.flush_all().unwrap();
-        assert!(s.buf.is_empty());
-        let r = s.report();
+        let (p, core) = s.parts_mut();
+        p.flush_all(core).unwrap();
+        assert!(p.buf.is_empty());
+        let r = p.fast_report(core);
         assert_eq!((r.flushes, r.flushed_nodes), (3, 6));
         assert_eq!(
             r.flush_write_requests, 3,

@@ -4,29 +4,9 @@
 //! dimensions. All integers are little-endian.
 
 use crate::node::PageId;
-use crate::store::TreeMeta;
+use crate::store::buffered::RawChange;
+use crate::store::{Change, TreeMeta};
 use crate::{Error, Result};
-
-/// One raw entry-level change (an entry as the layout encodes it in a page).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RawChange {
-    /// Replace entry `pos`.
-    Set { pos: u32, entry: Box<[u8]> },
-    /// Append an entry.
-    Push(Box<[u8]>),
-    /// Remove entry `pos` (later entries shift down).
-    Remove { pos: u32 },
-}
-
-impl RawChange {
-    /// Bytes this change occupies in the write buffer (position + entry).
-    pub fn buffer_bytes(&self) -> usize {
-        match self {
-            RawChange::Set { entry, .. } | RawChange::Push(entry) => 8 + entry.len(),
-            RawChange::Remove { .. } => 8,
-        }
-    }
-}
 
 /// A FAST log record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,18 +77,18 @@ impl Record {
                 b.extend_from_slice(&level.to_le_bytes());
                 for c in changes {
                     match c {
-                        RawChange::Set { pos, entry } => {
+                        Change::Set { pos, entry } => {
                             b.push(1);
-                            b.extend_from_slice(&pos.to_le_bytes());
+                            b.extend_from_slice(&(*pos as u32).to_le_bytes());
                             b.extend_from_slice(entry);
                         }
-                        RawChange::Push(entry) => {
+                        Change::Push(entry) => {
                             b.push(2);
                             b.extend_from_slice(entry);
                         }
-                        RawChange::Remove { pos } => {
+                        Change::Remove { pos } => {
                             b.push(3);
-                            b.extend_from_slice(&pos.to_le_bytes());
+                            b.extend_from_slice(&(*pos as u32).to_le_bytes());
                         }
                     }
                 }
@@ -179,12 +159,14 @@ impl Record {
                 let mut changes = Vec::new();
                 while !r.done() {
                     changes.push(match r.u8()? {
-                        1 => RawChange::Set {
-                            pos: r.u32()?,
+                        1 => Change::Set {
+                            pos: r.u32()? as usize,
                             entry: r.bytes(entry_size)?.into(),
                         },
-                        2 => RawChange::Push(r.bytes(entry_size)?.into()),
-                        3 => RawChange::Remove { pos: r.u32()? },
+                        2 => Change::Push(r.bytes(entry_size)?.into()),
+                        3 => Change::Remove {
+                            pos: r.u32()? as usize,
+                        },
                         _ => return Err(bad("unknown change kind")),
                     });
                 }
@@ -301,12 +283,12 @@ mod tests {
                 id: 9,
                 level: 0,
                 changes: vec![
-                    RawChange::Set {
+                    Change::Set {
                         pos: 3,
                         entry: e.clone(),
                     },
-                    RawChange::Push(e.clone()),
-                    RawChange::Remove { pos: 0 },
+                    Change::Push(e.clone()),
+                    Change::Remove { pos: 0 },
                 ],
             },
             Record::Delete { id: 4 },
