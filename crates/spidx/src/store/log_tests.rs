@@ -304,7 +304,11 @@ fn a_log_truncated_at_any_byte_recovers_exactly_the_operations_before_it() {
         cut_image[cut..].fill(0);
         dev.write(2, &cut_image).unwrap();
         let (_, rec) = Log::open(Box::new(copy), cfg(LogSync::EachOp)).unwrap();
-        let want = ends.iter().filter(|e| **e as usize <= cut).count();
+        // Zeroing from `cut` changes nothing up to a commit whose remaining bytes are zero
+        // already (a CRC, seeded by the log's random nonce, can end in 0x00 bytes): that
+        // operation is intact and must be recovered.
+        let intact = |e: usize| e <= cut || image[cut..e].iter().all(|b| *b == 0);
+        let want = ends.iter().filter(|e| intact(**e as usize)).count();
         assert_eq!(
             rec.operations,
             (0..want).map(op).collect::<Vec<_>>(),
@@ -312,7 +316,7 @@ fn a_log_truncated_at_any_byte_recovers_exactly_the_operations_before_it() {
         );
         let committed = if want == 0 { 0 } else { ends[want - 1] };
         assert!(
-            rec.dropped_bytes <= cut as u64 - committed,
+            rec.dropped_bytes <= (cut as u64).saturating_sub(committed),
             "cut at byte {cut}"
         );
     }
