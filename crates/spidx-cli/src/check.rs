@@ -1,4 +1,6 @@
-//! `spidx check`: verifies every invariant of an index directory and prints its shape.
+//! `spidx check`: verifies every invariant of an index directory and prints its shape:
+//! the tree's invariants, and every object record (checksum, geometry, the MBR its tree
+//! entry holds; see `spidx::spatial::check`). `--deep` re-reads everything from the device.
 //! Exits non-zero when any invariant fails.
 
 use std::path::PathBuf;
@@ -7,9 +9,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::json;
-use spidx::geom::Rect;
-use spidx::index::MbrPredicate;
-use spidx::spatial::{read_manifest, SpatialIndex};
+use spidx::spatial::{read_manifest, CheckDepth, SpatialIndex};
 use spidx::with_dims;
 
 /// Arguments of `spidx check`.
@@ -20,6 +20,10 @@ pub struct CheckArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Re-read everything: drop caches first so every node comes from the device, and walk
+    /// the whole object record area (superseded records too), not only the live records.
+    #[arg(long)]
+    deep: bool,
 }
 
 pub fn run(a: CheckArgs) -> Result<()> {
@@ -29,27 +33,28 @@ pub fn run(a: CheckArgs) -> Result<()> {
 
 fn check<const D: usize>(a: &CheckArgs) -> Result<()> {
     let mut idx = SpatialIndex::<D>::open(&a.dir)?;
+    let depth = if a.deep {
+        idx.drop_caches()?;
+        CheckDepth::Deep
+    } else {
+        CheckDepth::Normal
+    };
     let mut rep = idx.tree_mut().check()?;
-    // Every indexed object must have its geometry in the object store, and vice versa.
-    if let Some(stored) = idx.objects().map(|o| o.len() as u64) {
-        let mut ids = Vec::new();
-        let any = Rect::point([0.0; D]);
-        if rep.ok() {
-            idx.tree_mut()
-                .search(MbrPredicate::All, &any, |e| ids.push(e.ptr))?;
+    // Every object record: checksum, geometry, and the MBR its tree entry holds.
+    let objects = idx.check_objects(depth, rep.ok())?;
+    if let Some(o) = &objects {
+        rep.violations.extend(o.violations.iter().cloned());
+        if o.violations.is_empty() && !o.ok() {
+            rep.violations
+                .push("the object records are inconsistent".to_string());
         }
-        let objects = idx.objects().expect("checked above");
-        let missing = ids.iter().filter(|id| !objects.contains(**id)).count();
-        if missing > 0 {
-            rep.violations.push(format!(
-                "{missing} indexed objects have no geometry in the object store"
-            ));
-        }
-        if stored != rep.objects {
-            rep.violations.push(format!(
-                "the object store holds {stored} geometries for {} indexed objects",
-                rep.objects
-            ));
+        if let Some(indexed) = o.indexed {
+            if o.records != indexed {
+                rep.violations.push(format!(
+                    "the object store holds {} geometries for {indexed} indexed objects",
+                    o.records
+                ));
+            }
         }
     }
     let m = idx.manifest();
@@ -60,7 +65,9 @@ fn check<const D: usize>(a: &CheckArgs) -> Result<()> {
             "dims": m.dims,
             "page_size": m.options.page_size,
             "capacity": m.capacity,
+            "depth": depth,
             "report": rep,
+            "objects": objects,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -95,6 +102,18 @@ fn check<const D: usize>(a: &CheckArgs) -> Result<()> {
             ]);
         }
         println!("{t}");
+        if let Some(o) = &objects {
+            println!(
+                "objects: {} of {} records verified (checksum, geometry, MBR of the tree entry)",
+                o.verified, o.records
+            );
+            if let Some(s) = &o.scan {
+                println!(
+                    "record area: {} records ({} live) in {} bytes walked",
+                    s.records, s.live, s.bytes
+                );
+            }
+        }
         if rep.ok() {
             println!("all invariants hold");
         }

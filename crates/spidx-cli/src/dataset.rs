@@ -238,6 +238,7 @@ pub fn run(cmd: DatasetCmd) -> Result<()> {
                     polygons_only,
                 },
                 renumber,
+                allow_duplicate_ids: false,
             };
             let t0 = Instant::now();
             let loaded = data::read(&src, &opts)?;
@@ -273,8 +274,10 @@ pub fn run(cmd: DatasetCmd) -> Result<()> {
             Ok(())
         }
         DatasetCmd::Info { path, format, json } => {
+            // Inspection: duplicate ids are counted as a warning, not refused.
             let opts = ReadOptions {
                 format: format.as_deref().map(Format::from_name).transpose()?,
+                allow_duplicate_ids: true,
                 ..Default::default()
             };
             let t0 = Instant::now();

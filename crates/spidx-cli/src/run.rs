@@ -1,6 +1,8 @@
 //! `spidx run SPEC`: runs an experiment (see `docs/experiments.md`) and records every run
 //! in the results database, one transaction per finished run; `--resume` skips the runs
-//! of the same experiment (name and spec fingerprint) that already finished.
+//! of the same experiment (name and spec fingerprint) that already finished, and claims
+//! each run it starts in the database (with a lease), so several `--resume`s at once split
+//! the remaining runs between them.
 
 use std::collections::HashSet;
 use std::io::IsTerminal;
@@ -11,6 +13,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
+use spidx::experiment::db::{Heartbeat, Invocation, Owner};
 use spidx::experiment::{spec, Experiment, Machine, Progress, ResultsDb, RunResult};
 
 use crate::numfmt::{count, secs};
@@ -106,9 +109,17 @@ pub fn run(a: RunArgs) -> Result<()> {
     } else {
         HashSet::new()
     };
+    // What is left when this process starts (with --resume, concurrent processes may take
+    // some of it: each run is claimed in the database before it starts).
     let todo: Vec<_> = exp.runs.iter().filter(|r| !done.contains(&r.key)).collect();
-    let machine = serde_json::to_string(&Machine::detect())?;
-    let dataset_json = serde_json::to_string(&exp.spec.dataset)?;
+    let inv = Invocation {
+        dataset_json: serde_json::to_string(&exp.spec.dataset)?,
+        objects: exp.dataset.len() as u64,
+        machine_json: serde_json::to_string(&Machine::detect())?,
+        owner: Owner::this_process(),
+    };
+    let since = db.session_start()?;
+    let mut tried: HashSet<String> = HashSet::new();
     remove_stale_scratch();
     let shown = Shown::new(a.quiet, todo.len() as u64);
     shown.line(&format!(
@@ -122,15 +133,21 @@ pub fn run(a: RunArgs) -> Result<()> {
         a.results.display()
     ));
     let mut outcomes: Vec<(String, i64, std::result::Result<RunResult, String>)> = Vec::new();
-    for (i, run) in todo.iter().enumerate() {
+    let mut next = 0;
+    for i in 0.. {
+        let (run, run_id) = if a.resume {
+            match db.claim_next(exp_id, &exp.runs, &tried, &since, &inv)? {
+                Some(c) => (&exp.runs[c.index], c.run_id),
+                None => break,
+            }
+        } else {
+            let Some(run) = todo.get(next) else { break };
+            next += 1;
+            (*run, db.start_run(exp_id, run, &inv)?)
+        };
+        tried.insert(run.key.clone());
+        let _lease = Heartbeat::start(db.path(), run_id);
         let t0 = Instant::now();
-        let run_id = db.start_run(
-            exp_id,
-            run,
-            &dataset_json,
-            exp.dataset.len() as u64,
-            &machine,
-        )?;
         let dir =
             std::env::temp_dir().join(format!("spidx-run-{}-{}", std::process::id(), run.ordinal));
         if let Shown::Bars { overall, .. } = &shown {
@@ -205,7 +222,8 @@ pub fn run(a: RunArgs) -> Result<()> {
             .collect();
         let v = json!({
             "experiment": exp.spec.name, "spec_hash": exp.hash, "results": a.results.display().to_string(),
-            "skipped": exp.runs.len() - todo.len(), "runs": runs,
+            "skipped": exp.runs.len() - todo.len(), "run_elsewhere": todo.len() - outcomes.len(),
+            "runs": runs,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -216,11 +234,18 @@ pub fn run(a: RunArgs) -> Result<()> {
                 exp.runs.len() - todo.len()
             );
         }
+        if outcomes.len() < todo.len() {
+            println!(
+                "{} runs were claimed by another spidx process on {} and run there (--resume)",
+                todo.len() - outcomes.len(),
+                a.results.display()
+            );
+        }
     }
     if failed > 0 {
         bail!(
             "{failed} of {} runs failed (recorded as failed in {})",
-            todo.len(),
+            outcomes.len(),
             a.results.display()
         );
     }

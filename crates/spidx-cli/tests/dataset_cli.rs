@@ -252,18 +252,41 @@ fn import_geojson_with_renumbering_and_format_override() {
         std::fs::read_to_string(&out).unwrap(),
         "POINT(1 2)\nPOINT(3 4)\n"
     );
+    // Without --renumber, repeated ids are refused (an index keeps one geometry per id),
+    // and the output written before is left as it was.
     spidx()
         .args(["dataset", "import", "--format", "geojson"])
         .arg(&src)
         .arg("--out")
         .arg(&out)
         .assert()
-        .success()
-        .stdout(predicate::str::contains("duplicate id"));
+        .failure()
+        .stderr(predicate::str::contains(
+            "id 9 at feature 1, already at feature 0",
+        ))
+        .stderr(predicate::str::contains("--renumber"));
     assert_eq!(
         std::fs::read_to_string(&out).unwrap(),
-        "9\tPOINT(1 2)\n9\tPOINT(3 4)\n"
+        "POINT(1 2)\nPOINT(3 4)\n"
     );
+    // `dataset info` (inspection) counts them as a warning.
+    spidx()
+        .args(["dataset", "info", "--format", "geojson"])
+        .arg(&src)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("duplicate id"));
+    // `build --data` refuses them too, before building anything.
+    let named = dir.path().join("dup.geojson");
+    std::fs::copy(&src, &named).unwrap();
+    spidx()
+        .args(["build", "--index", "rtree", "--data"])
+        .arg(&named)
+        .arg("--out")
+        .arg(dir.path().join("idx"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("already at feature 0"));
 }
 
 #[test]

@@ -358,8 +358,13 @@ fn a_killed_run_resumes_without_repeating_finished_runs() {
     }
     assert_eq!(count.len(), 8, "{after:?}");
     assert!(count.values().all(|c| *c == 1), "{after:?}");
-    // The interrupted run stays recorded as it was left: running, never finished.
+    // The interrupted run stays recorded, marked failed ("abandoned": its process is
+    // gone), and was run again.
     assert!(after.len() <= 9);
+    assert!(
+        after.iter().all(|r| r.1 == "finished" || r.1 == "failed"),
+        "{after:?}"
+    );
 }
 
 fn fails(args: &[&str], needles: &[&str]) {

@@ -35,7 +35,8 @@ pub use report::{ImportReport, Issue, Loc, Severity};
 use crate::{Error, Result};
 use geo_types::{Coord, Geometry, Rect};
 use serde::Serialize;
-use std::collections::HashSet;
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 use std::path::Path;
 
 /// One 2-D spatial object: an id, its exact geometry, and its bounding box (the MBR an index
@@ -306,6 +307,10 @@ pub struct ReadOptions {
     pub policy: Policy,
     /// Replace the source's ids by 0, 1, 2, ... in kept order (for unique, dense ids).
     pub renumber: bool,
+    /// Keep records whose id an earlier record already has, with a `duplicate_id` warning
+    /// (for inspection: `dataset info`, query windows). Otherwise such a file is an error
+    /// (see [`read`]), since an index keeps one geometry per id.
+    pub allow_duplicate_ids: bool,
 }
 
 /// A dataset read from a file together with the report of what the reader did.
@@ -334,8 +339,13 @@ pub fn open(path: impl AsRef<Path>) -> Result<Dataset> {
 /// Ids: the source's own id when it has one (GeoJSON feature `id` or property `id`,
 /// FlatGeobuf and Shapefile `id` column, OSM way id; OSM relation ids have
 /// [`formats::osm::RELATION_ID_FLAG`] set), otherwise the record's 0-based ordinal in the
-/// source (WKT/WKB: line number − 1). Duplicate ids are kept and reported; set
-/// [`ReadOptions::renumber`] for unique ids.
+/// source (WKT/WKB: line number − 1).
+///
+/// Duplicate ids are an error naming the first duplicate, its two records and the count:
+/// an index keeps one geometry per id, so a second record with the same id would silently
+/// replace the first one's geometry. Set [`ReadOptions::renumber`] to give every record a
+/// new dense id (0, 1, 2, ... in kept order), or [`ReadOptions::allow_duplicate_ids`] to
+/// keep them with a warning (inspection only).
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<Loaded> {
     let format = match opts.format {
         Some(f) => f,
@@ -362,7 +372,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Loaded> {
         Format::OsmPbf => formats::osm::read(path, &mut sink)?,
         Format::Npy => unreachable!("handled above"),
     }
-    Ok(sink.finish())
+    sink.finish()
 }
 
 /// Writes `dataset` to `path` in the format its extension names (see [`Format::for_output`]).
@@ -408,7 +418,11 @@ pub(crate) struct GeoSink<'a> {
     opts: &'a ReadOptions,
     report: ImportReport,
     records: Vec<GeoRecord>,
-    seen: HashSet<u64>,
+    /// Where each id was first seen (unless renumbering).
+    seen: HashMap<u64, Loc>,
+    /// Records whose id an earlier record has, and the first such (id, its loc, first loc).
+    duplicates: u64,
+    first_duplicate: Option<(u64, Loc, Loc)>,
     ordinal: u64,
     notes: repair::Notes,
 }
@@ -419,7 +433,9 @@ impl<'a> GeoSink<'a> {
             opts,
             report,
             records: Vec::new(),
-            seen: HashSet::new(),
+            seen: HashMap::new(),
+            duplicates: 0,
+            first_duplicate: None,
             ordinal: 0,
             notes: Vec::new(),
         }
@@ -456,9 +472,22 @@ impl<'a> GeoSink<'a> {
             self.report.note(*issue, loc, detail);
         }
         let id = id.unwrap_or(ordinal);
-        if !self.opts.renumber && !self.seen.insert(id) {
-            self.report
-                .note(Issue::DuplicateId, loc, &format!("id {id} occurs before"));
+        if !self.opts.renumber {
+            match self.seen.entry(id) {
+                Entry::Vacant(v) => {
+                    v.insert(loc);
+                }
+                Entry::Occupied(o) => {
+                    let first = *o.get();
+                    self.duplicates += 1;
+                    self.first_duplicate.get_or_insert((id, loc, first));
+                    self.report.note(
+                        Issue::DuplicateId,
+                        loc,
+                        &format!("id {id} occurs before, at {first}"),
+                    );
+                }
+            }
         }
         self.report.kept(kind_name(&geometry));
         let rec = GeoRecord::new(id, geometry).expect("repair keeps only non-empty geometries");
@@ -475,7 +504,20 @@ impl<'a> GeoSink<'a> {
         self.ordinal
     }
 
-    fn finish(mut self) -> Loaded {
+    fn finish(mut self) -> Result<Loaded> {
+        if let (Some((id, loc, first)), false) =
+            (self.first_duplicate, self.opts.allow_duplicate_ids)
+        {
+            return Err(Error::invalid(
+                format!("dataset {}", self.report.source),
+                format!(
+                    "{} records reuse the id of an earlier record (the first: id {id} at {loc}, already at {first}); \
+                     an index keeps one geometry per id, so ids must be unique. Give the records new ids with \
+                     `spidx dataset import SRC --out OUT.fgb --renumber` (in a spec: renumber = true under [dataset])",
+                    self.duplicates
+                ),
+            ));
+        }
         let mut recs = std::mem::take(&mut self.records);
         if self.opts.renumber {
             for (i, r) in recs.iter_mut().enumerate() {
@@ -499,10 +541,10 @@ impl<'a> GeoSink<'a> {
                 }
             }
         }
-        Loaded {
+        Ok(Loaded {
             dataset: Dataset::Geo(recs),
             report: self.report,
-        }
+        })
     }
 }
 

@@ -5,9 +5,9 @@
 
 use serde::Serialize;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::spec::Spec;
+use super::spec::{Matrix, Spec};
 use crate::node::{Capacity, NodeLayout, Occupancy};
 use crate::spatial::IndexOptions;
 use crate::store::StoreConfig;
@@ -29,6 +29,44 @@ pub struct RunConfig {
     pub device_label: String,
     /// Everything the index is created with.
     pub options: IndexOptions,
+}
+
+/// The most runs one experiment may expand to. Every run builds an index, so a matrix
+/// beyond this is almost certainly a mistake in a list (and would take days); split such
+/// an experiment into several specs.
+pub const MAX_RUNS: usize = 10_000;
+
+/// Number of runs `m` expands to (the product of its list lengths), `None` on overflow.
+pub fn run_count(m: &Matrix) -> Option<usize> {
+    [
+        m.index.len(),
+        m.store.len(),
+        m.page_size.len(),
+        m.occupancy.len(),
+        m.layout.len(),
+        m.buffer.len(),
+        m.device.len(),
+    ]
+    .into_iter()
+    .try_fold(1usize, |n, l| n.checked_mul(l))
+}
+
+/// Checks that `m` expands to at most [`MAX_RUNS`] runs, naming the list lengths otherwise.
+pub fn check_size(m: &Matrix) -> std::result::Result<usize, String> {
+    match run_count(m) {
+        Some(n) if n <= MAX_RUNS => Ok(n),
+        n => Err(format!(
+            "expands to {} runs ({} index × {} store × {} page_size × {} occupancy × {} layout × {} buffer × {} device), more than the limit of {MAX_RUNS}; split the experiment into several specs",
+            n.map_or("more than 2^64".to_string(), |n| n.to_string()),
+            m.index.len(),
+            m.store.len(),
+            m.page_size.len(),
+            m.occupancy.len(),
+            m.layout.len(),
+            m.buffer.len(),
+            m.device.len()
+        )),
+    }
 }
 
 /// FNV-1a, 64 bits: a stable (not cryptographic) fingerprint of configurations and specs.
@@ -69,8 +107,9 @@ fn occupancy_label(o: &Occupancy) -> String {
 /// `dims` dimensions.
 pub fn expand(spec: &Spec, dims: usize) -> Result<Vec<RunConfig>> {
     let m = &spec.matrix;
+    let total = check_size(m).map_err(|e| Error::invalid("matrix", e))?;
     let store_labels = store_labels(&m.store);
-    let mut runs = Vec::new();
+    let mut runs = Vec::with_capacity(total);
     for index in &m.index {
         for (si, store) in m.store.iter().enumerate() {
             for &page_size in &m.page_size {
@@ -125,16 +164,15 @@ pub fn expand(spec: &Spec, dims: usize) -> Result<Vec<RunConfig>> {
             }
         }
     }
-    for (i, r) in runs.iter().enumerate() {
-        if let Some(o) = runs[..i].iter().find(|o| o.name == r.name) {
-            return Err(Error::invalid(
-                "matrix",
-                format!(
-                    "two runs are both named '{}'; give the index or device entries distinct labels",
-                    o.name
-                ),
-            ));
-        }
+    let mut names = HashSet::with_capacity(runs.len());
+    if let Some(r) = runs.iter().find(|r| !names.insert(r.name.as_str())) {
+        return Err(Error::invalid(
+            "matrix",
+            format!(
+                "two runs are both named '{}'; give the index or device entries distinct labels",
+                r.name
+            ),
+        ));
     }
     Ok(runs)
 }
@@ -175,22 +213,50 @@ fn store_labels(stores: &[StoreConfig]) -> Vec<String> {
             _ => BTreeMap::new(),
         }
     };
-    stores
-        .iter()
-        .map(|s| {
-            let label = s.label();
-            let same: Vec<&StoreConfig> = stores.iter().filter(|o| o.label() == label).collect();
-            if same.len() < 2 {
-                return label;
+    // Linear in the number of stores: each store's fields are computed once, then for
+    // every label shared by several stores the keys whose values are not all equal.
+    let all: Vec<(String, BTreeMap<String, String>)> =
+        stores.iter().map(|s| (s.label(), fields(s))).collect();
+    let mut groups: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, (label, _)) in all.iter().enumerate() {
+        groups.entry(label.as_str()).or_default().push(i);
+    }
+    let mut differing_keys: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for (label, members) in &groups {
+        if members.len() < 2 {
+            continue;
+        }
+        let mut keys: HashSet<&str> = HashSet::new();
+        let mut first: HashMap<&str, &str> = HashMap::new();
+        for &i in members {
+            for (k, v) in &all[i].1 {
+                if *first.entry(k.as_str()).or_insert(v.as_str()) != v.as_str() {
+                    keys.insert(k.as_str());
+                }
             }
-            let mine = fields(s);
+        }
+        // A key some member lacks differs too.
+        for &i in members {
+            for k in first.keys() {
+                if !all[i].1.contains_key(*k) {
+                    keys.insert(k);
+                }
+            }
+        }
+        differing_keys.insert(label, keys);
+    }
+    all.iter()
+        .map(|(label, mine)| {
+            let Some(keys) = differing_keys.get(label.as_str()) else {
+                return label.clone();
+            };
             let differing: Vec<String> = mine
                 .iter()
-                .filter(|(k, v)| same.iter().any(|o| fields(o).get(*k) != Some(*v)))
+                .filter(|(k, _)| keys.contains(k.as_str()))
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();
             if differing.is_empty() {
-                label
+                label.clone()
             } else {
                 format!("{label} {}", differing.join(" "))
             }

@@ -103,12 +103,17 @@ impl Experiment {
 fn load_dataset(d: &DatasetSpec) -> Result<Dataset> {
     match d {
         DatasetSpec::Generate(g) => generate::generate(&g.options()?),
-        DatasetSpec::File { path, skip_invalid } => {
+        DatasetSpec::File {
+            path,
+            skip_invalid,
+            renumber,
+        } => {
             let opts = ReadOptions {
                 policy: Policy {
                     skip_invalid: true,
                     polygons_only: false,
                 },
+                renumber: *renumber,
                 ..ReadOptions::default()
             };
             let loaded = data::read(path, &opts)?;

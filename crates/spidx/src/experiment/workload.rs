@@ -134,7 +134,12 @@ pub fn inputs(w: &Workload, ds: &Dataset, ext: &Extent) -> Result<Inputs> {
                     if ds.dims() != 2 {
                         return Err(Error::invalid(&what, "windows from a file need 2-D data"));
                     }
-                    let loaded = data::read(path, &ReadOptions::default())?;
+                    // Windows are not indexed: their ids do not matter.
+                    let opts = ReadOptions {
+                        allow_duplicate_ids: true,
+                        ..ReadOptions::default()
+                    };
+                    let loaded = data::read(path, &opts)?;
                     if loaded.report.skipped_total() > 0 {
                         return Err(Error::invalid(
                             &what,
@@ -223,14 +228,9 @@ pub fn inputs(w: &Workload, ds: &Dataset, ext: &Extent) -> Result<Inputs> {
             ..
         } => {
             let sides = window_sides(ext, *area, 1.0).map_err(|m| Error::invalid(&what, m))?;
-            Ok(Inputs::Mixed(mixed(
-                ds,
-                ext,
-                *operations,
-                shares,
-                &sides,
-                *seed,
-            )))
+            let ops = mixed(ds, ext, *operations, shares, &sides, *seed)
+                .map_err(|m| Error::invalid(&what, m))?;
+            Ok(Inputs::Mixed(ops))
         }
     }
 }
@@ -325,7 +325,7 @@ fn mixed(
     shares: &[f64; 4],
     sides: &[f64],
     seed: u64,
-) -> Vec<MixedOp> {
+) -> std::result::Result<Vec<MixedOp>, String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut live: Vec<Live> = (0..ds.len())
         .map(|i| Live {
@@ -348,12 +348,18 @@ fn mixed(
         } else {
             3
         };
-        // Deletes and updates need a live object; with none left they become inserts.
-        let kind = if (kind == 1 || kind == 2) && live.is_empty() {
-            0
-        } else {
-            kind
-        };
+        // Deletes and updates need a live object. With none left the stream cannot follow
+        // its shares: an error (turning them into inserts would insert even with insert = 0).
+        if (kind == 1 || kind == 2) && live.is_empty() {
+            return Err(format!(
+                "operation {} of {n} would be {}, but every object has been deleted by then (the dataset has {}; insert = {}%, delete = {}%); lower operations or the delete share, or raise the insert share",
+                ops.len() + 1,
+                if kind == 1 { "a delete" } else { "an update" },
+                ds.len(),
+                shares[0] * 100.0,
+                shares[1] * 100.0
+            ));
+        }
         match kind {
             0 => {
                 let source = rng.gen_range(0..ds.len());
@@ -399,7 +405,7 @@ fn mixed(
             _ => ops.push(MixedOp::Query(window(&mut rng, ext, sides))),
         }
     }
-    ops
+    Ok(ops)
 }
 
 #[cfg(test)]
@@ -434,8 +440,8 @@ mod tests {
         let ds = generate(&GenerateOptions::new(Distribution::Uniform, 200)).unwrap();
         let e = ds.extent().unwrap();
         let sides = window_sides(&e, 0.001, 1.0).unwrap();
-        let a = mixed(&ds, &e, 500, &[0.3, 0.3, 0.2, 0.2], &sides, 7);
-        let b = mixed(&ds, &e, 500, &[0.3, 0.3, 0.2, 0.2], &sides, 7);
+        let a = mixed(&ds, &e, 500, &[0.3, 0.3, 0.2, 0.2], &sides, 7).unwrap();
+        let b = mixed(&ds, &e, 500, &[0.3, 0.3, 0.2, 0.2], &sides, 7).unwrap();
         assert_eq!(a, b);
         // Every delete and update names an object that is live at that point, with its box.
         let mut live: std::collections::HashMap<u64, Vec<f64>> = (0..ds.len())
@@ -454,5 +460,22 @@ mod tests {
                 MixedOp::Query(_) => {}
             }
         }
+    }
+
+    #[test]
+    fn a_stream_that_runs_out_of_objects_is_an_error_not_inserts() {
+        // 20 objects, no inserts, half deletes: the objects run out long before 200 operations.
+        let ds = generate(&GenerateOptions::new(Distribution::Uniform, 20)).unwrap();
+        let e = ds.extent().unwrap();
+        let sides = window_sides(&e, 0.001, 1.0).unwrap();
+        let err = mixed(&ds, &e, 200, &[0.0, 0.5, 0.0, 0.5], &sides, 3).unwrap_err();
+        assert!(
+            err.contains("every object has been deleted") && err.contains("insert = 0%"),
+            "{err}"
+        );
+        // While objects remain, insert = 0 never inserts.
+        let ops = mixed(&ds, &e, 30, &[0.0, 0.3, 0.3, 0.4], &sides, 3).unwrap();
+        assert!(ops.iter().all(|o| !matches!(o, MixedOp::Insert { .. })));
+        assert!(ops.iter().any(|o| matches!(o, MixedOp::Delete { .. })));
     }
 }

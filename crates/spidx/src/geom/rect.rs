@@ -28,11 +28,15 @@ impl<const D: usize> Rect<D> {
     /// Checks the coordinates are finite and not inverted.
     pub fn validate(&self) -> Result<()> {
         for d in 0..D {
-            if !self.min[d].is_finite() || !self.max[d].is_finite() {
-                return Err(Error::invalid(
-                    "box",
-                    format!("non-finite coordinate in {self:?}"),
-                ));
+            for (corner, v) in [("lower", self.min[d]), ("upper", self.max[d])] {
+                if !v.is_finite() {
+                    return Err(Error::invalid(
+                        "box",
+                        format!(
+                            "coordinate {d} of the {corner} corner is {v}; every coordinate must be a finite number"
+                        ),
+                    ));
+                }
             }
             if self.min[d] > self.max[d] {
                 return Err(Error::invalid(
@@ -205,7 +209,13 @@ mod tests {
 
     #[test]
     fn rejects_malformed() {
-        assert!(Rect::new([0.0, f64::NAN], [1.0, 1.0]).is_err());
+        let e = Rect::new([0.0, f64::NAN], [1.0, 1.0])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("coordinate 1 of the lower corner is NaN") && !e.contains("Rect {"),
+            "{e}"
+        );
         assert!(Rect::new([0.0, 0.0], [f64::INFINITY, 1.0]).is_err());
         assert!(Rect::new([2.0, 0.0], [1.0, 1.0])
             .unwrap_err()

@@ -156,6 +156,32 @@ impl ObjectStore {
         let Some(&(offset, len)) = self.dir.entries.get(&id) else {
             return Ok(None);
         };
+        if len < RECORD_HEADER as u32 || offset + len as u64 > self.dir.end {
+            return Err(Error::corrupted(
+                format!("object {id}"),
+                format!(
+                    "the directory places its record at bytes {offset}..{} but records end at byte {} (objects.dir is damaged)",
+                    offset + len as u64,
+                    self.dir.end
+                ),
+            ));
+        }
+        let end = self.dir.end;
+        self.read_span(offset, len as usize)?;
+        self.stats.objects_read += 1;
+        let rec = self.buf_record(offset, len as usize);
+        match check_record(rec, Some(id), end - offset) {
+            Ok(_) => Ok(Some(&rec[RECORD_HEADER..])),
+            Err(msg) => Err(Error::corrupted(
+                format!("object {id}"),
+                format!("record at byte {offset} {msg}"),
+            )),
+        }
+    }
+
+    /// The bytes `offset..offset + len` of the record area: the pages they cover are read
+    /// from the device, except the partly filled tail page, which is in memory.
+    fn read_span(&mut self, offset: u64, len: usize) -> Result<&[u8]> {
         let ps = self.page_size as u64;
         let (first, last) = (offset / ps, (offset + len as u64 - 1) / ps);
         let tail_page = self.dir.end / ps;
@@ -175,21 +201,59 @@ impl ObjectStore {
             let at = ((tail_page - first) * ps) as usize;
             self.buf[at..at + self.tail.len()].copy_from_slice(&self.tail);
         }
-        self.stats.objects_read += 1;
-        let start = (offset - first * ps) as usize;
-        let rec = &self.buf[start..start + len as usize];
-        let what = || format!("object {id}");
-        let stored_len = u32::from_le_bytes(rec[0..4].try_into().unwrap());
-        let crc = u32::from_le_bytes(rec[4..8].try_into().unwrap());
-        let stored_id = u64::from_le_bytes(rec[8..16].try_into().unwrap());
-        let payload = &rec[RECORD_HEADER..];
-        if stored_len != len || stored_id != id || record_crc(id, payload) != crc {
-            return Err(Error::corrupted(
-                what(),
-                format!("record at byte {offset} fails its checksum"),
-            ));
+        Ok(self.buf_record(offset, len))
+    }
+
+    /// The record at `offset` in the buffer [`Self::read_span`] filled.
+    fn buf_record(&self, offset: u64, len: usize) -> &[u8] {
+        let start = (offset % self.page_size as u64) as usize;
+        &self.buf[start..start + len]
+    }
+
+    /// Ids of the live objects, in record order.
+    pub fn ids(&self) -> Vec<u64> {
+        let mut ids: Vec<(u64, u64)> = self.dir.entries.iter().map(|(id, e)| (e.0, *id)).collect();
+        ids.sort_unstable();
+        ids.into_iter().map(|(_, id)| id).collect()
+    }
+
+    /// Walks the whole record area from its first byte to its end, record after record
+    /// (live and superseded versions alike), and checks each one's length and checksum:
+    /// what `spidx check --deep` adds to reading the live records. Stops at the first
+    /// record whose length cannot be trusted (the chain is broken there).
+    pub fn scan(&mut self) -> Result<ScanReport> {
+        let mut rep = ScanReport::default();
+        let end = self.dir.end;
+        let mut offset = 0u64;
+        while offset < end {
+            if end - offset < RECORD_HEADER as u64 {
+                rep.problems.push(format!(
+                    "{} bytes at byte {offset} are too few for a record header",
+                    end - offset
+                ));
+                break;
+            }
+            let head = self.read_span(offset, RECORD_HEADER)?;
+            let len = u32::from_le_bytes(head[0..4].try_into().expect("4 bytes"));
+            let id = u64::from_le_bytes(head[8..16].try_into().expect("8 bytes"));
+            if (len as usize) < RECORD_HEADER || offset + len as u64 > end {
+                rep.problems.push(format!(
+                    "the record at byte {offset} has length {len}, which does not fit the {end} bytes written; the chain of records is broken there"
+                ));
+                break;
+            }
+            let rec = self.read_span(offset, len as usize)?;
+            if let Err(msg) = check_record(rec, None, end - offset) {
+                rep.problems
+                    .push(format!("the record of object {id} at byte {offset} {msg}"));
+            }
+            let live = self.dir.entries.get(&id) == Some(&(offset, len));
+            rep.records += 1;
+            rep.live += u64::from(live);
+            offset += len as u64;
         }
-        Ok(Some(payload))
+        rep.bytes = offset;
+        Ok(rep)
     }
 
     /// Forgets object `id`; returns whether it existed.
@@ -212,6 +276,40 @@ impl ObjectStore {
         }
         Ok(())
     }
+}
+
+/// What [`ObjectStore::scan`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ScanReport {
+    /// Records walked (every version ever appended).
+    pub records: u64,
+    /// Of these, the current versions of live objects.
+    pub live: u64,
+    /// Bytes walked.
+    pub bytes: u64,
+    /// Problems, each naming the byte offset (and object id when it can be read).
+    pub problems: Vec<String>,
+}
+
+/// Checks a whole record: its stored length, id (when `id` is given) and checksum. The
+/// error completes "record at byte N ...".
+fn check_record(rec: &[u8], id: Option<u64>, room: u64) -> std::result::Result<u64, String> {
+    let stored_len = u32::from_le_bytes(rec[0..4].try_into().expect("4 bytes"));
+    let crc = u32::from_le_bytes(rec[4..8].try_into().expect("4 bytes"));
+    let stored_id = u64::from_le_bytes(rec[8..16].try_into().expect("8 bytes"));
+    if stored_len as usize != rec.len() || stored_len as u64 > room {
+        return Err(format!(
+            "has length {stored_len} where {} was expected",
+            rec.len()
+        ));
+    }
+    if let Some(id) = id.filter(|id| *id != stored_id) {
+        return Err(format!("holds object {stored_id}, not {id}"));
+    }
+    if record_crc(stored_id, &rec[RECORD_HEADER..]) != crc {
+        return Err("fails its checksum".to_string());
+    }
+    Ok(stored_id)
 }
 
 fn record_crc(id: u64, payload: &[u8]) -> u32 {

@@ -5,7 +5,7 @@
 //! query geometry, `within` those that lie within it, and so on (as PostGIS's
 //! `ST_Contains(object, query)`).
 
-use geo::{Geometry, Relate};
+use geo::{Coord, Geometry, MapCoords, Relate};
 use serde::{Deserialize, Serialize};
 
 use crate::index::MbrPredicate;
@@ -96,9 +96,26 @@ impl Predicate {
         }
     }
 
-    /// Evaluates "object P query" exactly.
+    /// Evaluates "object P query" exactly, for any finite coordinates.
+    ///
+    /// The `geo` crate's relate is exact (robust orientation tests) only while the products
+    /// of coordinate differences it forms stay finite: beyond about ±1e154 they overflow to
+    /// infinity and a polygon would never match. So geometries with huge (or tiny)
+    /// coordinates are first scaled by a power of two, which is exact in binary floating
+    /// point and preserves every topological relation (see [`exact_scale`]).
     pub fn eval(self, object: &Geometry<f64>, query: &Geometry<f64>) -> bool {
-        let m = object.relate(query);
+        let m = match exact_scale(object, query) {
+            None => object.relate(query),
+            Some(f) => {
+                let scale = |g: &Geometry<f64>| {
+                    g.map_coords(|c| Coord {
+                        x: c.x * f,
+                        y: c.y * f,
+                    })
+                };
+                scale(object).relate(&scale(query))
+            }
+        };
         match self {
             Self::Intersects => m.is_intersects(),
             Self::Contains => m.is_contains(),
@@ -113,10 +130,41 @@ impl Predicate {
     }
 }
 
+/// Coordinates above this magnitude (2^256, about 1.2e77) are scaled down before relate:
+/// it squares and multiplies coordinate differences, which must stay below `f64::MAX`.
+const HUGE: f64 = 1.157_920_892_373_162e77;
+/// Coordinates all below this magnitude (2^-256) are scaled up, so products of differences
+/// do not underflow to zero.
+const TINY: f64 = 8.636_168_555_094_445e-78;
+
+/// The power of two to multiply both geometries' coordinates by so that the largest
+/// magnitude is about 2^256 (huge inputs) or about 1 (tiny inputs); `None` when they need
+/// no scaling. Scaling by a power of two is exact unless a value underflows, which only
+/// coordinates more than ~1000 binary orders of magnitude below the largest can do.
+pub fn exact_scale(a: &Geometry<f64>, b: &Geometry<f64>) -> Option<f64> {
+    let mut max = 0.0f64;
+    for g in [a, b] {
+        crate::data::for_each_coord(g, &mut |c| max = max.max(c.x.abs()).max(c.y.abs()));
+    }
+    if !max.is_finite() || max == 0.0 {
+        return None;
+    }
+    let exponent = max.log2().floor() as i32;
+    let target = if max > HUGE {
+        256
+    } else if max < TINY {
+        0
+    } else {
+        return None;
+    };
+    Some(2f64.powi((target - exponent).clamp(-1000, 1000)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use geo::{polygon, Point};
+    use proptest::prelude::*;
 
     #[test]
     fn predicates_on_a_polygon_with_a_hole() {
@@ -143,5 +191,89 @@ mod tests {
             assert_eq!(Predicate::parse(p.name()).unwrap(), p);
         }
         assert!(Predicate::parse("near").is_err());
+    }
+
+    fn times(g: &Geometry<f64>, f: f64) -> Geometry<f64> {
+        g.map_coords(|c| Coord {
+            x: c.x * f,
+            y: c.y * f,
+        })
+    }
+
+    #[test]
+    fn huge_coordinates_match() {
+        // The case: a polygon beyond ±1e154 must still contain, intersect, cover.
+        let big: Geometry<f64> = polygon!(
+            (x: -3e300, y: -2e300), (x: 4e300, y: -2e300), (x: 4e300, y: 5e300), (x: -3e300, y: 5e300), (x: -3e300, y: -2e300)
+        )
+        .into();
+        let inside: Geometry<f64> = Point::new(1e299, 2e299).into();
+        let outside: Geometry<f64> = Point::new(5e300, 0.0).into();
+        assert!(Predicate::Intersects.eval(&big, &inside));
+        assert!(Predicate::Contains.eval(&big, &inside));
+        assert!(Predicate::Within.eval(&inside, &big));
+        assert!(Predicate::Disjoint.eval(&big, &outside));
+        assert!(Predicate::Equals.eval(&big, &big));
+        let tri: Geometry<f64> =
+            polygon!((x: 0., y: 0.), (x: 2e154, y: 0.), (x: 0., y: 2e154), (x: 0., y: 0.)).into();
+        assert!(Predicate::Contains.eval(&tri, &Point::new(5e153, 5e153).into()));
+        assert!(Predicate::Touches.eval(&tri, &Point::new(1e154, 1e154).into()));
+        assert!(!Predicate::Intersects.eval(&tri, &Point::new(1.5e154, 1e154).into()));
+        // Tiny coordinates: products of differences must not underflow to zero.
+        let small: Geometry<f64> =
+            polygon!((x: 0., y: 0.), (x: 1e-300, y: 0.), (x: 0., y: 1e-300), (x: 0., y: 0.)).into();
+        assert!(Predicate::Contains.eval(&small, &Point::new(2e-301, 2e-301).into()));
+        assert!(!Predicate::Intersects.eval(&small, &Point::new(6e-301, 6e-301).into()));
+        let unit: Geometry<f64> = Point::new(3.0, 4.0).into();
+        assert_eq!(
+            exact_scale(&unit, &unit),
+            None,
+            "ordinary data is not touched"
+        );
+    }
+
+    fn shape() -> impl Strategy<Value = Geometry<f64>> {
+        let c = || -8i32..8;
+        prop_oneof![
+            (c(), c()).prop_map(|(x, y)| Point::new(x as f64, y as f64).into()),
+            (c(), c(), 1i32..8, 1i32..8).prop_map(|(x, y, w, h)| {
+                let (x, y, w, h) = (x as f64, y as f64, w as f64, h as f64);
+                polygon!((x: x, y: y), (x: x + w, y: y), (x: x + w, y: y + h), (x: x, y: y + h), (x: x, y: y)).into()
+            }),
+            (c(), c(), c(), c(), c(), c()).prop_filter_map("degenerate", |(a, b, c2, d, e, f)| {
+                let area2 = (c2 - a) * (f - b) - (e - a) * (d - b);
+                (area2 != 0).then(|| {
+                    let p = |x: i32, y: i32| Coord { x: x as f64, y: y as f64 };
+                    Geometry::Polygon(geo::Polygon::new(
+                        geo::LineString(vec![p(a, b), p(c2, d), p(e, f), p(a, b)]),
+                        vec![],
+                    ))
+                })
+            }),
+            (c(), c(), c(), c()).prop_filter_map("point line", |(a, b, c2, d)| {
+                ((a, b) != (c2, d)).then(|| {
+                    Geometry::LineString(geo::LineString::from(vec![
+                        (a as f64, b as f64),
+                        (c2 as f64, d as f64),
+                    ]))
+                })
+            }),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Every predicate gives the same answer on small integer shapes and on the very same
+        /// shapes scaled by huge or tiny powers of two (an exact reference: scaling by 2^k
+        /// is exact and preserves topology).
+        #[test]
+        fn scaled_shapes_keep_every_relation(a in shape(), b in shape()) {
+            for k in [200, 300, 520, 700, 1000, -300, -700] {
+                let f = 2f64.powi(k);
+                let (sa, sb) = (times(&a, f), times(&b, f));
+                for p in Predicate::ALL {
+                    proptest::prop_assert_eq!(p.eval(&sa, &sb), p.eval(&a, &b), "{:?} at 2^{}: {:?} / {:?}", p, k, a, b);
+                }
+            }
+        }
     }
 }

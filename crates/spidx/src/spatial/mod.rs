@@ -13,6 +13,7 @@
 //! The device is split in two partitions: node pages in the first half, object records in
 //! the second, so filter and refinement I/O land on the same device model.
 
+pub mod check;
 pub mod measure;
 pub mod query;
 mod update;
@@ -33,6 +34,7 @@ use crate::store::direct::write_atomically;
 use crate::store::{AnyStore, StoreConfig};
 use crate::{Error, Result};
 
+pub use check::{CheckDepth, ObjectCheck};
 pub use measure::{PhaseClock, PhaseReport};
 
 const MANIFEST: &str = "index.json";

@@ -11,7 +11,7 @@
 //! as `properties.id`. Numbers are printed in Rust's shortest round-trip form, so reading a
 //! written file gives back exactly the same coordinates.
 
-use super::{corrupted, create_file, Format};
+use super::{corrupted, create_file, open_file, Format, MAX_JSON_NESTING};
 use crate::data::raw::{Path as RawPath, RawGeom};
 use crate::data::{GeoRecord, GeoSink, Issue, Loc};
 use crate::{Error, Result};
@@ -24,8 +24,9 @@ use std::path::Path;
 
 /// Reads a GeoJSON file into `sink`.
 pub(crate) fn read(path: &Path, sink: &mut GeoSink) -> Result<()> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let mut de = serde_json::Deserializer::from_slice(&bytes);
+    // Streamed: the file is never read whole (features are decoded one at a time).
+    let reader = std::io::BufReader::with_capacity(1 << 20, open_file(path)?);
+    let mut de = serde_json::Deserializer::from_reader(reader);
     let mut top = TopLevel {
         sink,
         features: 0,
@@ -35,7 +36,7 @@ pub(crate) fn read(path: &Path, sink: &mut GeoSink) -> Result<()> {
     (&mut top)
         .deserialize(&mut de)
         .and_then(|_| de.end())
-        .map_err(|e| corrupted(path, Format::GeoJson, e))?;
+        .map_err(|e| json_error(path, e))?;
     let TopLevel {
         sink, kind, rest, ..
     } = top;
@@ -71,6 +72,26 @@ pub(crate) fn read(path: &Path, sink: &mut GeoSink) -> Result<()> {
             "the top-level object has no \"type\" member; not GeoJSON",
         )),
     }
+}
+
+/// A JSON error as a clear message: nesting beyond `serde_json`'s limit is named as such.
+fn json_error(path: &Path, e: serde_json::Error) -> Error {
+    if e.is_io() {
+        return corrupted(path, Format::GeoJson, format!("read error: {e}"));
+    }
+    let msg = e.to_string();
+    if msg.contains("recursion limit exceeded") {
+        return corrupted(
+            path,
+            Format::GeoJson,
+            format!(
+                "JSON is nested more than {MAX_JSON_NESTING} levels deep at line {} column {} (the limit)",
+                e.line(),
+                e.column()
+            ),
+        );
+    }
+    corrupted(path, Format::GeoJson, msg)
 }
 
 /// The top-level object: streams `features`, keeps the other members for single objects.

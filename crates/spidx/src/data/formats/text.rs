@@ -13,14 +13,15 @@
 //! number − 1. Writers emit plain lines when the ids are 0, 1, 2, ... in order and
 //! `id<TAB>geometry` lines otherwise, so ids survive a round trip.
 
-use super::{corrupted, create_file, Format};
+use super::wkb_scan;
+use super::{corrupted, create_file, open_file, Format, MAX_NESTING, MAX_RECORD_BYTES};
 use crate::data::raw::{Path as RawPath, RawBuilder, RawGeom};
 use crate::data::{GeoRecord, GeoSink, Issue, Loc};
 use crate::{Error, Result};
 use geo_types::{Coord, Geometry, Polygon};
 use geozero::wkb::{process_ewkb_geom, process_wkb_geom};
 use geozero::{CoordDimensions, ToWkb};
-use std::io::Write;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::str::FromStr;
 
@@ -34,11 +35,39 @@ fn split_id(line: &str) -> (Option<u64>, &str) {
     (None, line)
 }
 
-/// Calls `f(line_number, id, text)` for every non-blank, non-comment line.
-fn for_each_line(bytes: &[u8], mut f: impl FnMut(u64, Option<u64>, Result<&str, String>)) {
-    for (i, raw) in bytes.split(|b| *b == b'\n').enumerate() {
-        let line_no = i as u64 + 1;
-        let text = match std::str::from_utf8(raw) {
+/// Calls `f(line_number, id, text)` for every non-blank, non-comment line of `path`,
+/// reading it line by line (a file is never read whole; a line longer than
+/// [`MAX_RECORD_BYTES`] is an error naming it).
+fn for_each_line(
+    path: &Path,
+    format: Format,
+    mut reader: impl BufRead,
+    mut f: impl FnMut(u64, Option<u64>, Result<&str, String>),
+) -> Result<()> {
+    let mut buf = Vec::new();
+    let mut line_no = 0u64;
+    loop {
+        buf.clear();
+        let n = reader
+            .by_ref()
+            .take(MAX_RECORD_BYTES + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| Error::io(path, e))?;
+        if n == 0 {
+            return Ok(());
+        }
+        line_no += 1;
+        if buf.len() as u64 > MAX_RECORD_BYTES {
+            return Err(corrupted(
+                path,
+                format,
+                format!(
+                    "line {line_no} is longer than {} MiB (the limit for one record); one geometry per line is expected",
+                    MAX_RECORD_BYTES >> 20
+                ),
+            ));
+        }
+        let text = match std::str::from_utf8(&buf) {
             Ok(t) => t.trim(),
             Err(e) => {
                 f(line_no, None, Err(format!("not UTF-8 text: {e}")));
@@ -53,22 +82,49 @@ fn for_each_line(bytes: &[u8], mut f: impl FnMut(u64, Option<u64>, Result<&str, 
     }
 }
 
+/// The deepest nesting of parentheses in WKT `text`.
+pub(crate) fn wkt_nesting(text: &str) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    for b in text.bytes() {
+        match b {
+            b'(' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Parses one WKT geometry, refusing nesting beyond [`MAX_NESTING`] before the (recursive)
+/// parser sees it.
+pub(crate) fn parse_wkt_text(body: &str) -> std::result::Result<wkt::Wkt<f64>, String> {
+    let depth = wkt_nesting(body);
+    if depth > MAX_NESTING {
+        return Err(format!(
+            "parentheses are nested {depth} levels deep, more than the limit of {MAX_NESTING}"
+        ));
+    }
+    wkt::Wkt::<f64>::from_str(body).map_err(|e| format!("invalid WKT: {e}"))
+}
+
 /// Reads a WKT file (one geometry per line) into `sink`.
 pub(crate) fn read_wkt(path: &Path, sink: &mut GeoSink) -> Result<()> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    for_each_line(&bytes, |line, id, text| {
+    let reader = BufReader::with_capacity(1 << 20, open_file(path)?);
+    for_each_line(path, Format::Wkt, reader, |line, id, text| {
         let loc = Loc::Line(line);
         let text = match text {
             Ok(t) => t,
             Err(msg) => return sink.reject(loc, Issue::Unparsable, &msg),
         };
         let body = strip_srid(text).trim_end_matches(';');
-        match wkt::Wkt::<f64>::from_str(body) {
+        match parse_wkt_text(body) {
             Ok(w) => sink.push(loc, id, from_wkt(w)),
-            Err(e) => sink.reject(loc, Issue::Unparsable, &format!("invalid WKT: {e}")),
+            Err(e) => sink.reject(loc, Issue::Unparsable, &e),
         }
-    });
-    Ok(())
+    })
 }
 
 fn strip_srid(text: &str) -> &str {
@@ -131,18 +187,27 @@ fn is_ewkb(bytes: &[u8]) -> bool {
     t & 0xE000_0000 != 0
 }
 
-/// Parses one WKB geometry from the front of `input`, advancing it.
+/// Parses one whole WKB geometry (bytes [`wkb_scan::read_geometry`] delimited and
+/// checked); bytes left over are an error.
 fn parse_wkb(
-    input: &mut &[u8],
+    wkb: &[u8],
     builder: &mut RawBuilder,
 ) -> std::result::Result<RawGeom, (Issue, String)> {
+    let mut input = wkb;
     let r = if is_ewkb(input) {
-        process_ewkb_geom(input, builder)
+        process_ewkb_geom(&mut input, builder)
     } else {
-        process_wkb_geom(input, builder)
+        process_wkb_geom(&mut input, builder)
     };
     match r {
-        Ok(()) => builder.take(),
+        Ok(()) if input.is_empty() => builder.take(),
+        Ok(()) => {
+            let _ = builder.take();
+            Err((
+                Issue::Unparsable,
+                format!("{} bytes left after the geometry", input.len()),
+            ))
+        }
         Err(e) => {
             let _ = builder.take();
             Err((Issue::Unparsable, format!("invalid WKB: {e}")))
@@ -167,51 +232,58 @@ fn decode_hex(text: &str) -> std::result::Result<Vec<u8>, String> {
         .collect()
 }
 
-/// Reads a WKB file (hex lines or binary) into `sink`.
+/// Reads a WKB file (hex lines or binary) into `sink`, streaming (never whole).
 pub(crate) fn read_wkb(path: &Path, sink: &mut GeoSink) -> Result<()> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let mut reader = BufReader::with_capacity(1 << 20, open_file(path)?);
     let mut builder = RawBuilder::new();
-    let binary = matches!(bytes.iter().find(|b| !b.is_ascii_whitespace()), Some(0 | 1));
+    let head = reader.fill_buf().map_err(|e| Error::io(path, e))?;
+    let binary = matches!(head.iter().find(|b| !b.is_ascii_whitespace()), Some(0 | 1));
     if !binary {
-        for_each_line(&bytes, |line, id, text| {
+        let mut record = Vec::new();
+        return for_each_line(path, Format::Wkb, reader, |line, id, text| {
             let loc = Loc::Line(line);
             let parsed = text
                 .and_then(decode_hex)
                 .map_err(|m| (Issue::Unparsable, m));
             let parsed = parsed.and_then(|wkb| {
                 let mut input = &wkb[..];
-                let g = parse_wkb(&mut input, &mut builder)?;
-                if !input.is_empty() {
-                    return Err((
+                match wkb_scan::read_geometry(&mut input, &mut record) {
+                    Ok(true) if input.is_empty() => parse_wkb(&record, &mut builder),
+                    Ok(true) => Err((
                         Issue::Unparsable,
                         format!("{} bytes left after the geometry", input.len()),
-                    ));
+                    )),
+                    Ok(false) => Err((Issue::Unparsable, "no bytes".to_string())),
+                    Err(e) => Err((Issue::Unparsable, format!("invalid WKB: {e}"))),
                 }
-                Ok(g)
             });
             match parsed {
                 Ok(raw) => sink.push(loc, id, raw),
                 Err((issue, msg)) => sink.reject(loc, issue, &msg),
             }
         });
-        return Ok(());
     }
-    let mut input = &bytes[..];
-    let mut n = 0u64;
-    while !input.is_empty() {
-        let offset = bytes.len() - input.len();
-        match parse_wkb(&mut input, &mut builder) {
+    let mut record = Vec::new();
+    let mut offset = 0u64;
+    for n in 0u64.. {
+        let fatal = |msg: String| {
+            corrupted(
+                path,
+                Format::Wkb,
+                format!("record {n} at byte {offset}: {msg} (truncated or not WKB)"),
+            )
+        };
+        match wkb_scan::read_geometry(&mut reader, &mut record) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => return Err(fatal(e.to_string())),
+        }
+        match parse_wkb(&record, &mut builder) {
             Ok(raw) => sink.push(Loc::Record(n), None, raw),
-            Err((Issue::Unparsable, msg)) => {
-                return Err(corrupted(
-                    path,
-                    Format::Wkb,
-                    format!("record {n} at byte {offset}: {msg} (truncated or not WKB)"),
-                ))
-            }
+            Err((Issue::Unparsable, msg)) => return Err(fatal(msg)),
             Err((issue, msg)) => sink.reject(Loc::Record(n), issue, &msg),
         }
-        n += 1;
+        offset += record.len() as u64;
     }
     Ok(())
 }

@@ -185,6 +185,7 @@ impl GenerateOptions {
 /// Generates a dataset. Same options, same data.
 pub fn generate(opts: &GenerateOptions) -> Result<Dataset> {
     opts.validate()?;
+    check_memory(opts, available_memory())?;
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
     if opts.produces_vectors() {
         return Ok(Dataset::Vectors(vectors(opts, &mut rng)?));
@@ -195,7 +196,9 @@ pub fn generate(opts: &GenerateOptions) -> Result<Dataset> {
     }
     let mut centres = Sampler::new(opts, 2, &mut rng);
     let max = opts.max_side * SIDE;
-    let mut recs = Vec::with_capacity(n);
+    let mut recs = Vec::new();
+    recs.try_reserve_exact(n)
+        .map_err(|_| too_large(opts, None))?;
     let mut p = [0.0; 2];
     for id in 0..n as u64 {
         centres.sample(&mut rng, &mut p);
@@ -224,7 +227,10 @@ fn vectors(opts: &GenerateOptions, rng: &mut ChaCha8Rng) -> Result<Vectors> {
     let d = opts.dims;
     let n = opts.count as usize;
     let mut sampler = Sampler::new(opts, d, rng);
-    let mut data = vec![0.0; n * d];
+    let mut data = Vec::new();
+    data.try_reserve_exact(n * d)
+        .map_err(|_| too_large(opts, None))?;
+    data.resize(n * d, 0.0);
     for row in data.chunks_exact_mut(d) {
         sampler.sample(rng, row);
     }
@@ -232,6 +238,71 @@ fn vectors(opts: &GenerateOptions, rng: &mut ChaCha8Rng) -> Result<Vectors> {
 }
 
 /// A standard normal variate (Box–Muller).
+/// Bytes of memory a generated dataset takes, estimated from the size of its records: a
+/// rectangle is a [`GeoRecord`] plus its 5-vertex ring (and the allocator's overhead); a
+/// building averages under 12 vertices (see [`buildings`]), counted as 24; a vector is
+/// its `dims` values.
+pub fn memory_needed(opts: &GenerateOptions) -> u64 {
+    let vertex = std::mem::size_of::<Coord<f64>>() as u64;
+    let per_object = if opts.produces_vectors() {
+        opts.dims as u64 * std::mem::size_of::<f64>() as u64
+    } else {
+        let record = std::mem::size_of::<GeoRecord>() as u64 + 32;
+        match opts.distribution {
+            Distribution::Buildings => record + 24 * vertex + 64,
+            _ => record + 5 * vertex,
+        }
+    };
+    opts.count.saturating_mul(per_object)
+}
+
+/// Memory this process can still get without swapping: Linux's `MemAvailable` (plus free
+/// swap), `None` where the system does not tell.
+pub fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb = |key: &str| -> Option<u64> {
+        info.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+    };
+    Some(kb("MemAvailable:")?.saturating_add(kb("SwapFree:").unwrap_or(0)) * 1024)
+}
+
+/// Refuses, with a clear error, a dataset that cannot fit in `available` bytes of memory
+/// (instead of letting the allocation abort the process).
+pub fn check_memory(opts: &GenerateOptions, available: Option<u64>) -> Result<()> {
+    match available {
+        Some(avail) if memory_needed(opts) > avail => Err(too_large(opts, Some(avail))),
+        _ => Ok(()),
+    }
+}
+
+fn too_large(opts: &GenerateOptions, available: Option<u64>) -> Error {
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let needed = memory_needed(opts);
+    let what = if opts.produces_vectors() {
+        format!("{}-d vectors", opts.dims)
+    } else {
+        format!("{} objects", opts.distribution)
+    };
+    let room = match available {
+        Some(a) => format!(
+            "only {:.1} GiB are available, enough for about {} of them",
+            gib(a),
+            (a as f64 / needed.max(1) as f64 * opts.count as f64) as u64
+        ),
+        None => "the allocation failed".to_string(),
+    };
+    Error::invalid(
+        "count",
+        format!(
+            "{} {what} need about {:.1} GiB of memory, but {room}; lower the count",
+            opts.count,
+            gib(needed)
+        ),
+    )
+}
+
 pub(crate) fn normal(rng: &mut impl Rng) -> f64 {
     let u1 = 1.0 - rng.gen::<f64>(); // (0, 1]
     let u2: f64 = rng.gen();

@@ -243,3 +243,25 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn counts_that_cannot_fit_in_memory_are_clear_errors() {
+    // The case: 900 million rectangles (about 90 GiB and more) on an ordinary machine.
+    let o = GenerateOptions::new(Distribution::Uniform, 900_000_000);
+    let e = generate(&o).unwrap_err().to_string();
+    assert!(
+        e.contains("900000000") && e.contains("GiB of memory") && e.contains("lower the count"),
+        "{e}"
+    );
+    // The check itself, with the available memory given.
+    let small = GenerateOptions::new(Distribution::Buildings, 1_000);
+    assert!(check_memory(&small, Some(1 << 30)).is_ok());
+    assert!(check_memory(&small, None).is_ok());
+    let e = check_memory(&small, Some(1000)).unwrap_err().to_string();
+    assert!(e.contains("available") && e.contains("buildings"), "{e}");
+    let mut v = GenerateOptions::new(Distribution::Uniform, 1_000_000);
+    v.dims = 10;
+    assert_eq!(memory_needed(&v), 80_000_000);
+    assert!(check_memory(&v, Some(79_999_999)).is_err());
+    assert!(check_memory(&v, Some(80_000_000)).is_ok());
+}

@@ -118,7 +118,23 @@ fn messy_geojson_features() {
         ]}"#,
     )
     .unwrap();
-    let (recs, report) = read_report(&path);
+    // Two features share id 3: an error naming both (an index would keep only one).
+    let e = read(&path, &ReadOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("id 3 at feature 9, already at feature 8")
+            && e.contains("messy.geojson")
+            && e.contains("--renumber"),
+        "{e}"
+    );
+    // Inspection keeps them, with a warning.
+    let inspect = ReadOptions {
+        allow_duplicate_ids: true,
+        ..Default::default()
+    };
+    let l = read(&path, &inspect).unwrap();
+    let (recs, report) = (geo(l.dataset), l.report);
     assert_eq!(recs.len(), 3, "{report}");
     assert_eq!(report.count(Issue::MissingGeometry), 2);
     assert_eq!(report.count(Issue::ClosedRing), 1);

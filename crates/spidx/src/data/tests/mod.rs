@@ -2,6 +2,7 @@
 //! imports of every readable format from fixtures made here, and messy data.
 
 mod import;
+mod limits;
 mod messy;
 mod roundtrip;
 

@@ -53,6 +53,10 @@ pub enum DatasetSpec {
         path: PathBuf,
         /// Skip records the reader cannot use instead of failing.
         skip_invalid: bool,
+        /// Give the objects new ids 0, 1, 2, ... (a file whose ids repeat is an error
+        /// otherwise). Left out of the spec's fingerprint when false.
+        #[serde(skip_serializing_if = "is_false")]
+        renumber: bool,
     },
     /// Synthetic data.
     Generate(GenerateSpec),
@@ -342,6 +346,10 @@ impl Src<'_> {
     }
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 /// The message of an `InvalidOption` without its "invalid WHAT:" prefix.
 fn strip_invalid(e: &Error) -> String {
     match e {
@@ -408,11 +416,19 @@ fn dataset(src: &Src, raw: &Spanned<RawDataset>) -> Result<DatasetSpec> {
             Ok(DatasetSpec::File {
                 path,
                 skip_invalid: d.skip_invalid.as_ref().is_some_and(|s| *s.get_ref()),
+                renumber: d.renumber.as_ref().is_some_and(|s| *s.get_ref()),
             })
         }
         (None, Some(g)) => {
             if let Some(s) = &d.skip_invalid {
                 return Err(src.at(s, "dataset.skip_invalid", "applies to dataset files only"));
+            }
+            if let Some(s) = &d.renumber {
+                return Err(src.at(
+                    s,
+                    "dataset.renumber",
+                    "applies to dataset files only (generated objects have ids 0, 1, 2, ...)",
+                ));
             }
             let r = g.get_ref();
             let spec = GenerateSpec {
@@ -506,6 +522,7 @@ fn matrix(src: &Src, raw: &Spanned<RawMatrix>) -> Result<Matrix> {
     let device = match &m.device {
         None => vec![device_choice(
             src,
+            0,
             &Spanned::new(
                 0..0,
                 RawDevice {
@@ -519,7 +536,8 @@ fn matrix(src: &Src, raw: &Spanned<RawMatrix>) -> Result<Matrix> {
             nonempty(src, list, "matrix.device", || ())?;
             list.get_ref()
                 .iter()
-                .map(|d| device_choice(src, d))
+                .enumerate()
+                .map(|(i, d)| device_choice(src, i, d))
                 .collect::<Result<Vec<_>>>()?
         }
     };
@@ -560,7 +578,7 @@ fn matrix(src: &Src, raw: &Spanned<RawMatrix>) -> Result<Matrix> {
                 .collect::<Result<Vec<_>>>()?
         }
     };
-    Ok(Matrix {
+    let matrix = Matrix {
         index,
         page_size,
         device,
@@ -568,7 +586,9 @@ fn matrix(src: &Src, raw: &Spanned<RawMatrix>) -> Result<Matrix> {
         store,
         occupancy,
         layout,
-    })
+    };
+    super::matrix::check_size(&matrix).map_err(|e| src.at(raw, "matrix", e))?;
+    Ok(matrix)
 }
 
 fn index_choice(src: &Src, raw: &Spanned<RawIndex>) -> Result<IndexChoice> {
@@ -656,18 +676,40 @@ fn index_choice(src: &Src, raw: &Spanned<RawIndex>) -> Result<IndexChoice> {
     })
 }
 
-fn device_choice(src: &Src, raw: &Spanned<RawDevice>) -> Result<DeviceChoice> {
+fn device_choice(src: &Src, i: usize, raw: &Spanned<RawDevice>) -> Result<DeviceChoice> {
     let d = raw.get_ref();
+    let key = format!("matrix.device[{i}]");
     let base = if d.device.ends_with(".toml") {
         src.path(&d.device).display().to_string()
     } else {
         d.device.clone()
     };
-    let mut spec = DeviceSpec::new(base);
+    // The device itself first, so its errors name `device`, not a parameter.
+    src.wrap(
+        raw,
+        &format!("{key}.device"),
+        DeviceSpec::new(base.clone()).resolve(),
+    )?;
+    let mut spec = DeviceSpec::new(base.clone());
     for (k, v) in flatten_params("", &d.params) {
         spec.params.push((k, v));
     }
-    let resolved = src.wrap(raw, "matrix.device", spec.resolve())?;
+    let resolved = spec.resolve().map_err(|e| {
+        // Name the parameter that is wrong on its own; if each is fine alone, the
+        // combination is what fails.
+        let culprit = spec.params.iter().find(|p| {
+            DeviceSpec {
+                base: base.clone(),
+                params: vec![(*p).clone()],
+            }
+            .resolve()
+            .is_err()
+        });
+        match culprit {
+            Some((k, _)) => src.at(raw, &format!("{key}.params.{k}"), strip_invalid(&e)),
+            None => src.at(raw, &format!("{key}.params"), strip_invalid(&e)),
+        }
+    })?;
     let label = d.label.clone().unwrap_or_else(|| {
         if d.params.is_empty() {
             d.device.clone()

@@ -55,6 +55,7 @@ pub(super) struct RawSpec {
 pub(super) struct RawDataset {
     pub(super) file: Opt<String>,
     pub(super) skip_invalid: Opt<bool>,
+    pub(super) renumber: Opt<bool>,
     pub(super) generate: Opt<RawGenerate>,
 }
 

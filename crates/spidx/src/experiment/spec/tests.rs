@@ -138,3 +138,49 @@ fn stores_come_from_the_store_table_and_names_tell_them_apart() {
     ));
     assert!(e.contains("line 9") && e.contains("flush_polcy"), "{e}");
 }
+
+#[test]
+fn a_million_run_matrix_is_refused_at_once() {
+    // 10 page sizes × 100 buffers × 1000 devices = 10^6 runs.
+    let sizes: Vec<String> = (0..10).map(|i| format!("\"{}KB\"", 1 << (i % 8))).collect();
+    let buffers: Vec<String> = (1..=100).map(|i| format!("\"lru:{i}MB\"")).collect();
+    let devices: Vec<String> = (0..1000)
+        .map(|i| format!("{{ device = \"memory\", label = \"m{i}\" }}"))
+        .collect();
+    let text = GOOD
+        .replace(
+            "page_size = [\"2KB\", \"4KB\"]",
+            &format!("page_size = [{}]\nbuffer = [{}]", sizes.join(", "), buffers.join(", ")),
+        )
+        .replace(
+            "device = [\"ssd-v300\", { device = \"hdd-7200\", params = { rpm = 5400 }, label = \"hdd qd2\" }]",
+            &format!("device = [{}]", devices.join(", ")),
+        );
+    let e = err(&text);
+    assert!(
+        e.contains("matrix") && e.contains("2000000 runs") && e.contains("limit of 10000"),
+        "{e}"
+    );
+}
+
+#[test]
+fn device_parameters_are_named_by_their_key() {
+    let e = err(&GOOD.replace("rpm = 5400", "rpm = \"fast\""));
+    assert!(
+        e.contains("line 8") && e.contains("matrix.device[1].params.rpm"),
+        "{e}"
+    );
+    let e = err(&GOOD.replace("rpm = 5400", "rpm = 5400, seek = { bogus = 1 }"));
+    assert!(e.contains("matrix.device[1].params.seek.bogus"), "{e}");
+    let e = err(&GOOD.replace("\"ssd-v300\"", "\"ssd-v301\""));
+    assert!(e.contains("matrix.device[0].device"), "{e}");
+}
+
+#[test]
+fn renumber_applies_to_dataset_files() {
+    let e = err(&GOOD.replace("count = 100 }", "count = 100 }\nrenumber = true"));
+    assert!(
+        e.contains("dataset.renumber") && e.contains("dataset files only"),
+        "{e}"
+    );
+}

@@ -4,6 +4,16 @@
 //! overwritten: a run is recorded as `running` when it starts and completed with all its
 //! figures in one transaction when it ends, so an interrupted invocation loses nothing
 //! already recorded and `--resume` knows what is done.
+//!
+//! * [`schema`]: the tables, and the checks on open (integrity, schema version);
+//! * [`claim`]: runs are claimed under a transaction with a lease, so concurrent
+//!   `--resume`s split the matrix instead of each running all of it.
+
+mod claim;
+pub mod schema;
+
+pub use claim::{Claim, Heartbeat, Owner, LEASE};
+pub use schema::SCHEMA_VERSION;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -15,83 +25,6 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::matrix::RunConfig;
 use super::runner::RunResult;
 use crate::{Error, Result};
-
-/// Version of the schema below (kept in `meta`).
-pub const SCHEMA_VERSION: i64 = 1;
-
-const SCHEMA: &str = r#"
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS experiments (
-  id INTEGER PRIMARY KEY,
-  name TEXT NOT NULL,
-  spec_hash TEXT NOT NULL,
-  spec_json TEXT NOT NULL,
-  spec_text TEXT NOT NULL,
-  spec_path TEXT NOT NULL,
-  created_at TEXT NOT NULL,
-  UNIQUE (name, spec_hash)
-);
-CREATE TABLE IF NOT EXISTS runs (
-  id INTEGER PRIMARY KEY,
-  experiment_id INTEGER NOT NULL REFERENCES experiments(id),
-  run_key TEXT NOT NULL,
-  ordinal INTEGER NOT NULL,
-  name TEXT NOT NULL,
-  index_label TEXT NOT NULL,
-  store TEXT NOT NULL,
-  page_size INTEGER NOT NULL,
-  occupancy TEXT NOT NULL,
-  layout TEXT NOT NULL,
-  buffer TEXT NOT NULL,
-  device TEXT NOT NULL,
-  device_name TEXT NOT NULL,
-  config_json TEXT NOT NULL,
-  dataset_json TEXT NOT NULL,
-  objects INTEGER NOT NULL,
-  spidx_version TEXT NOT NULL,
-  machine_json TEXT NOT NULL,
-  started_at TEXT NOT NULL,
-  finished_at TEXT,
-  status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'failed')),
-  error TEXT,
-  wall_s REAL,
-  index_s REAL,
-  overhead_s REAL
-);
-CREATE INDEX IF NOT EXISTS runs_by_experiment ON runs (experiment_id, run_key);
-CREATE TABLE IF NOT EXISTS results (
-  run_id INTEGER NOT NULL REFERENCES runs(id),
-  workload TEXT NOT NULL,
-  kind TEXT NOT NULL,
-  ordinal INTEGER NOT NULL,
-  queries REAL, repetitions REAL,
-  elapsed_s REAL, cpu_s REAL, device_s REAL, filter_s REAL, refinement_s REAL,
-  elapsed_min_s REAL, elapsed_median_s REAL, elapsed_max_s REAL,
-  reads REAL, writes REAL, seq_reads REAL, random_reads REAL, seq_writes REAL, random_writes REAL,
-  flash_reads REAL, flash_writes REAL, erases REAL, gc_copies REAL, write_amplification REAL,
-  buffer_hits REAL, buffer_faults REAL, splits REAL, reinsertions REAL,
-  candidates REAL, answers REAL, height REAL, nodes REAL,
-  details_json TEXT NOT NULL,
-  PRIMARY KEY (run_id, workload)
-);
-CREATE TABLE IF NOT EXISTS metrics (
-  run_id INTEGER NOT NULL REFERENCES runs(id),
-  workload TEXT NOT NULL,
-  name TEXT NOT NULL,
-  value REAL NOT NULL,
-  PRIMARY KEY (run_id, workload, name)
-);
-CREATE VIEW IF NOT EXISTS run_results AS
-  SELECT e.name AS experiment, r.experiment_id, r.id AS run_id, r.run_key, r.ordinal, r.name AS run,
-         r.index_label, r.store, r.page_size, r.occupancy, r.layout, r.buffer, r.device,
-         r.status, r.started_at, r.finished_at, x.workload, x.kind, x.ordinal AS workload_ordinal,
-         x.queries, x.repetitions, x.elapsed_s, x.cpu_s, x.device_s, x.filter_s, x.refinement_s,
-         x.elapsed_min_s, x.elapsed_median_s, x.elapsed_max_s, x.reads, x.writes, x.seq_reads,
-         x.random_reads, x.seq_writes, x.random_writes, x.flash_reads, x.flash_writes, x.erases,
-         x.gc_copies, x.write_amplification, x.buffer_hits, x.buffer_faults, x.splits,
-         x.reinsertions, x.candidates, x.answers, x.height, x.nodes
-  FROM results x JOIN runs r ON r.id = x.run_id JOIN experiments e ON e.id = r.experiment_id;
-"#;
 
 /// Typed columns of `results` and the metric each one copies (NULL when absent).
 const COLUMNS: [(&str, &str); 29] = [
@@ -151,13 +84,16 @@ impl Table {
     }
 }
 
+/// How long a statement waits for another process's lock before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// An open results database.
 pub struct ResultsDb {
     conn: Connection,
     path: PathBuf,
 }
 
-fn db_err(path: &Path, e: impl std::fmt::Display) -> Error {
+pub(crate) fn db_err(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::invalid(
         format!("results database {}", path.display()),
         e.to_string(),
@@ -165,52 +101,41 @@ fn db_err(path: &Path, e: impl std::fmt::Display) -> Error {
 }
 
 impl ResultsDb {
-    /// Opens (creating if needed) the database at `path`, checking it can be written.
+    /// Opens (creating if needed) the database at `path` for appending runs. Refuses a file
+    /// that is not SQLite, fails SQLite's `PRAGMA integrity_check`, is some other program's
+    /// database, or has a `schema_version` this spidx does not know (a version-1 database is
+    /// upgraded in place); see [`schema`].
     pub fn open(path: &Path) -> Result<Self> {
         let conn = Connection::open(path).map_err(|e| db_err(path, e))?;
-        let db = ResultsDb {
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| db_err(path, e))?;
+        schema::prepare_for_writing(&conn, path)?;
+        Ok(ResultsDb {
             conn,
             path: path.to_path_buf(),
-        };
-        db.conn
-            .busy_timeout(Duration::from_secs(10))
-            .map_err(|e| db.err(e))?;
-        db.conn.execute_batch(SCHEMA).map_err(|e| db.err(e))?;
-        db.conn
-            .execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?1)",
-                params![SCHEMA_VERSION.to_string()],
-            )
-            .map_err(|e| db.err(e))?;
-        Ok(db)
+        })
     }
 
-    /// Opens an existing database read-only (an error if it does not exist).
+    /// Opens an existing database read-only (an error if it does not exist, fails its
+    /// integrity check, or has an unknown schema version).
     pub fn open_existing(path: &Path) -> Result<Self> {
         if !path.is_file() {
             return Err(db_err(path, "does not exist (run `spidx run SPEC` first)"));
         }
         let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .map_err(|e| db_err(path, e))?;
-        conn.busy_timeout(Duration::from_secs(10))
+        conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| db_err(path, e))?;
-        let db = ResultsDb {
+        schema::check_for_reading(&conn, path)?;
+        Ok(ResultsDb {
             conn,
             path: path.to_path_buf(),
-        };
-        let has: Option<String> = db
-            .conn
-            .query_row(
-                "SELECT value FROM meta WHERE key = 'schema_version'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|_| db_err(path, "is not a spidx results database"))?;
-        if has.is_none() {
-            return Err(db_err(path, "is not a spidx results database"));
-        }
-        Ok(db)
+        })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     fn err(&self, e: impl std::fmt::Display) -> Error {
@@ -256,46 +181,11 @@ impl ResultsDb {
         Ok(keys)
     }
 
-    /// Records that run `run` of experiment `exp` starts; returns its id.
-    pub fn start_run(
-        &mut self,
-        exp: i64,
-        run: &RunConfig,
-        dataset_json: &str,
-        objects: u64,
-        machine_json: &str,
-    ) -> Result<i64> {
-        let o = &run.options;
-        let json = |v: &dyn erased::Json| v.json();
-        self.conn
-            .execute(
-                "INSERT INTO runs (experiment_id, run_key, ordinal, name, index_label, store, page_size,
-                   occupancy, layout, buffer, device, device_name, config_json, dataset_json, objects,
-                   spidx_version, machine_json, started_at, status)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                   strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'running')",
-                params![
-                    exp,
-                    run.key,
-                    run.ordinal as i64,
-                    run.name,
-                    run.index_label,
-                    json(&o.store),
-                    o.page_size as i64,
-                    json(&o.occupancy),
-                    json(&o.layout),
-                    o.buffer.to_string(),
-                    run.device_label,
-                    o.device_name,
-                    json(o),
-                    dataset_json,
-                    objects as i64,
-                    env!("CARGO_PKG_VERSION"),
-                    machine_json,
-                ],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(self.conn.last_insert_rowid())
+    /// Records that run `run` of experiment `exp` starts (status `running`, leased to
+    /// `inv.owner`, see [`claim`]); returns its id. Used without `--resume`, where every run
+    /// of the matrix is run again; [`ResultsDb::claim_next`] is the `--resume` form.
+    pub fn start_run(&mut self, exp: i64, run: &RunConfig, inv: &Invocation) -> Result<i64> {
+        insert_run(&self.conn, exp, run, inv).map_err(|e| self.err(e))
     }
 
     /// Records everything run `id` measured and marks it finished, in one transaction.
@@ -336,7 +226,7 @@ impl ResultsDb {
         }
         tx.execute(
             "UPDATE runs SET status = 'finished', finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
-               wall_s = ?2, index_s = ?3, overhead_s = ?4 WHERE id = ?1",
+               wall_s = ?2, index_s = ?3, overhead_s = ?4, lease_until = NULL WHERE id = ?1",
             params![id, r.wall_s + overhead_s, r.index_s, r.wall_s + overhead_s - r.index_s],
         )
         .map_err(err)?;
@@ -347,7 +237,8 @@ impl ResultsDb {
     pub fn fail_run(&mut self, id: i64, error: &str) -> Result<()> {
         self.conn
             .execute(
-                "UPDATE runs SET status = 'failed', error = ?2, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?1",
+                "UPDATE runs SET status = 'failed', error = ?2, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+                   lease_until = NULL WHERE id = ?1",
                 params![id, error],
             )
             .map_err(|e| self.err(e))?;
@@ -444,6 +335,59 @@ impl ResultsDb {
             .optional()
             .map_err(|e| self.err(e))
     }
+}
+
+/// What every run row of one invocation records besides the run's configuration.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    /// The dataset spec, as JSON.
+    pub dataset_json: String,
+    /// Objects in the dataset.
+    pub objects: u64,
+    /// The machine (see [`super::Machine`]), as JSON.
+    pub machine_json: String,
+    /// This process, which holds the lease of the runs it starts.
+    pub owner: Owner,
+}
+
+/// Inserts the `running` row of `run`, leased to `inv.owner` for [`LEASE`].
+fn insert_run(
+    conn: &Connection,
+    exp: i64,
+    run: &RunConfig,
+    inv: &Invocation,
+) -> rusqlite::Result<i64> {
+    let o = &run.options;
+    let json = |v: &dyn erased::Json| v.json();
+    conn.execute(
+        "INSERT INTO runs (experiment_id, run_key, ordinal, name, index_label, store, page_size,
+           occupancy, layout, buffer, device, device_name, config_json, dataset_json, objects,
+           spidx_version, machine_json, started_at, status, lease_until, owner)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+           strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'running', ?18, ?19)",
+        params![
+            exp,
+            run.key,
+            run.ordinal as i64,
+            run.name,
+            run.index_label,
+            json(&o.store),
+            o.page_size as i64,
+            json(&o.occupancy),
+            json(&o.layout),
+            o.buffer.to_string(),
+            run.device_label,
+            o.device_name,
+            json(o),
+            inv.dataset_json,
+            inv.objects as i64,
+            env!("CARGO_PKG_VERSION"),
+            inv.machine_json,
+            claim::lease_end(),
+            inv.owner.as_str(),
+        ],
+    )?;
+    Ok(conn.last_insert_rowid())
 }
 
 mod erased {

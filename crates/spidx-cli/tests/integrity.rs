@@ -1,0 +1,199 @@
+//! End-to-end integrity checks: `spidx check` verifies object records, concurrent
+//! `spidx run --resume`s split the work, and a results database of an unknown schema or
+//! failing SQLite's integrity check is refused and left untouched.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::{json_of, spidx};
+use predicates::str::contains;
+
+fn generate(dir: &Path, count: &str) -> String {
+    let p = dir.join("b.fgb");
+    spidx()
+        .args([
+            "dataset",
+            "generate",
+            "--distribution",
+            "buildings",
+            "--count",
+            count,
+            "--out",
+        ])
+        .arg(&p)
+        .assert()
+        .success();
+    p.display().to_string()
+}
+
+#[test]
+fn check_verifies_every_object_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = generate(dir.path(), "2000");
+    let out = dir.path().join("idx");
+    let o = out.to_str().unwrap();
+    let pages = dir.path().join("pages.bin");
+    let dev = format!("file:{}", pages.display());
+    spidx()
+        .args([
+            "build", "--data", &data, "--index", "rtree", "--out", o, "--device", &dev,
+        ])
+        .args([
+            "--device-param",
+            "capacity=32MB",
+            "--device-param",
+            "direct=false",
+        ])
+        .assert()
+        .success();
+    let v = json_of(&["check", o, "--json"]);
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(v["objects"]["verified"], 2000, "{v}");
+    assert_eq!(v["objects"]["indexed"], 2000, "{v}");
+    let v = json_of(&["check", o, "--deep", "--json"]);
+    assert_eq!(v["objects"]["scan"]["records"], 2000, "{v}");
+    assert_eq!(v["depth"], "deep", "{v}");
+
+    // Flip one byte inside the object records (the second half of the device): the check
+    // names the object and the checksum, where before it passed and queries failed later.
+    let mut bytes = std::fs::read(&pages).unwrap();
+    bytes[(16 << 20) + 300] ^= 0x04;
+    std::fs::write(&pages, &bytes).unwrap();
+    spidx()
+        .args(["check", o])
+        .assert()
+        .failure()
+        .stderr(contains("object"))
+        .stderr(contains("fails its checksum"));
+    spidx()
+        .args(["check", o, "--deep"])
+        .assert()
+        .failure()
+        .stderr(contains("fails its checksum"));
+}
+
+fn claims_spec(dir: &Path) -> String {
+    // Six runs of a few hundred milliseconds each on simulated devices.
+    let text = r#"
+name = "split"
+[dataset]
+generate = { distribution = "uniform", count = 6000 }
+[protocol]
+repetitions = 1
+check = false
+[matrix]
+index = [{ kind = "rtree", split = "linear" }, { kind = "rtree", split = "quadratic" }, { kind = "rstar" }]
+page_size = ["2KB", "4KB"]
+device = ["ssd-v300"]
+[[workload]]
+kind = "construction"
+"#;
+    let p = dir.join("split.toml");
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn two_concurrent_resumes_split_the_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = claims_spec(dir.path());
+    let db = dir.path().join("r.db").display().to_string();
+    let bin = assert_cmd::cargo::cargo_bin("spidx");
+    let start = || {
+        Command::new(&bin)
+            .args([
+                "run",
+                &spec,
+                "--results",
+                &db,
+                "--quiet",
+                "--resume",
+                "--json",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (start(), start());
+    let mut ran = 0;
+    for child in [a, b] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        ran += v["runs"].as_array().unwrap().len();
+    }
+    // Every run once, in all: not twice (each process running all six).
+    assert_eq!(ran, 6);
+    let list = json_of(&["results", "list", "--results", &db, "--json"]);
+    let mut finished: HashMap<String, usize> = HashMap::new();
+    for r in list["runs"].as_array().unwrap() {
+        assert_eq!(r["status"], "finished", "{r}");
+        *finished
+            .entry(r["name"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    assert_eq!(finished.len(), 6, "{finished:?}");
+    assert!(finished.values().all(|n| *n == 1), "{finished:?}");
+    // A third resume finds nothing left to do.
+    let v = json_of(&[
+        "run",
+        &spec,
+        "--results",
+        &db,
+        "--quiet",
+        "--resume",
+        "--json",
+    ]);
+    assert_eq!(v["runs"].as_array().unwrap().len(), 0, "{v}");
+}
+
+#[test]
+fn a_results_database_of_unknown_schema_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = claims_spec(dir.path());
+    let db = dir.path().join("r.db");
+    drop(spidx::experiment::ResultsDb::open(&db).unwrap());
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "UPDATE meta SET value = '99' WHERE key = 'schema_version'",
+            [],
+        )
+        .unwrap();
+    let before = std::fs::read(&db).unwrap();
+    spidx()
+        .args(["run", &spec, "--quiet", "--results"])
+        .arg(&db)
+        .assert()
+        .failure()
+        .stderr(contains("schema_version '99'"))
+        .stderr(contains("r.db"));
+    spidx()
+        .args(["results", "list", "--results"])
+        .arg(&db)
+        .assert()
+        .failure()
+        .stderr(contains("schema_version '99'"));
+    assert_eq!(std::fs::read(&db).unwrap(), before, "nothing appended");
+    // Not SQLite at all.
+    let text = dir.path().join("notes.db");
+    std::fs::write(
+        &text,
+        "plain text, not a database; long enough to fill a header line",
+    )
+    .unwrap();
+    spidx()
+        .args(["run", &spec, "--quiet", "--results"])
+        .arg(&text)
+        .assert()
+        .failure()
+        .stderr(contains("not an SQLite database"));
+}
