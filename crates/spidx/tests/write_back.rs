@@ -231,6 +231,28 @@ mod cache {
     }
 
     #[test]
+    fn runs_go_through_and_supersede_dirty_copies() {
+        let mut c = cache("lru:1KB", WritePolicy::WriteBack); // two pages
+        c.write(5, &page(5, 1), 0).unwrap();
+        c.write(6, &page(6, 1), 0).unwrap();
+        // Storing page 4 of the run evicts page 5, which the run itself rewrites: its old
+        // dirty copy must not be written over the run's.
+        let data: Vec<u8> = [page(4, 2), page(5, 2)].concat();
+        c.write_run(4, &data, &[0, 0]).unwrap();
+        let mut buf = vec![0u8; PS];
+        c.device_mut().read(5, &mut buf).unwrap();
+        assert_eq!(buf, page(5, 2));
+        c.device_mut().read(6, &mut buf).unwrap();
+        assert_eq!(buf, page(6, 1), "page 6 was evicted dirty and written back");
+        let s = c.stats();
+        assert_eq!(
+            (s.write_requests, s.pages_written, s.dirty_overwrites, s.dirty_evictions),
+            (1, 2, 1, 1)
+        );
+        assert_eq!(s.dirty_pages, 0);
+    }
+
+    #[test]
     fn hlru_refusals_are_written_through() {
         let mut c = cache("hlru:512", WritePolicy::WriteBack); // one page
         c.write(1, &page(1, 1), 3).unwrap();

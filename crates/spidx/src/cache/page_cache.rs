@@ -40,7 +40,8 @@ pub struct CacheStats {
     /// Write-back: page writes kept in the cache as dirty pages instead of written.
     #[serde(default)]
     pub deferred_writes: u64,
-    /// Write-back: deferred writes to a page that was already dirty (device writes saved).
+    /// Write-back: deferred writes superseded before reaching the device, by a later write
+    /// of the same page (device writes saved).
     #[serde(default)]
     pub dirty_overwrites: u64,
     /// Write-back: dirty pages evicted by the policy, each written to the device as one
@@ -110,7 +111,8 @@ impl CacheStats {
 ///   a fault. If the device write fails, the cached copies of the pages are dropped.
 /// - **Write-back** ([`WritePolicy::WriteBack`](super::WritePolicy)): a written page is
 ///   kept as above but marked dirty instead of written; a page the policy refuses (HLRU)
-///   is written through. A dirty page is written (one request) when the policy evicts it,
+///   is written through, and so are runs ([`write_run`](Self::write_run): a flash-aware
+///   store's explicit flush of a unit, which its log relies on being on the device). A dirty page is written (one request) when the policy evicts it,
 ///   after the request that caused the eviction; [`sync`](Self::sync),
 ///   [`drop_caches`](Self::drop_caches), [`clear`](Self::clear) and
 ///   [`persist`](Self::persist) write every dirty page, one request each in page order.
@@ -310,7 +312,8 @@ impl PageCache {
     /// Writes consecutive pages `first_page..first_page + n` from `data` (`n` pages, one
     /// level per page in `levels`) as **one** device request, as flash-aware stores flush
     /// their units sequentially; then updates the cache as [`write`](Self::write) does for
-    /// each page. A write-back cache treats each page as a [`write`](Self::write).
+    /// each page. A run is a store's explicit flush of a unit (FAST, eFIND): it reaches the
+    /// device at once in a write-back cache too, and its pages are clean afterwards.
     pub fn write_run(&mut self, first_page: u64, data: &[u8], levels: &[u32]) -> Result<()> {
         let ps = self.page_size;
         if data.is_empty() || !data.len().is_multiple_of(ps) || data.len() / ps != levels.len() {
@@ -323,13 +326,14 @@ impl PageCache {
                 ),
             ));
         }
-        if self.is_write_back() {
-            for (i, (chunk, &level)) in data.chunks_exact(ps).zip(levels).enumerate() {
-                self.write_deferred(first_page + i as u64, chunk, level)?;
-            }
-            return Ok(());
-        }
         self.write_through(first_page, data, levels.len() as u64)?;
+        // Deferred writes of these pages are superseded by the run, now on the device; mark
+        // the pages clean before storing, so that no stale dirty copy is written back.
+        for page in first_page..first_page + levels.len() as u64 {
+            if self.dirty.remove(&page).is_some() {
+                self.wb.overwrites += 1;
+            }
+        }
         for (i, (chunk, &level)) in data.chunks_exact(ps).zip(levels).enumerate() {
             self.store(first_page + i as u64, level, chunk);
         }
