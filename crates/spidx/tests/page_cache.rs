@@ -105,7 +105,7 @@ mod cache {
                         prop_assert!(!c.is_cached(p));
                     }
                     Op::Clear => {
-                        c.clear();
+                        c.clear().unwrap();
                         prop_assert_eq!(c.stats().resident_pages, 0);
                     }
                     Op::Keep => {
@@ -163,8 +163,8 @@ mod cache {
                         prop_assert_eq!(shared.invalidate(p), lent.invalidate(p));
                     }
                     Op::Clear => {
-                        shared.clear();
-                        lent.clear();
+                        shared.clear().unwrap();
+                        lent.clear().unwrap();
                     }
                     Op::Keep => {}
                 }

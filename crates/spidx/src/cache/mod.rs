@@ -7,16 +7,19 @@
 //!
 //! A [`PageCache`] owns the [`Device`](crate::device::Device) and keeps copies of
 //! recently used pages in memory, chosen by a replacement policy: `none`, LRU, HLRU
-//! (LRU protecting the upper tree levels), simplified 2Q or full 2Q. Writes go through to
-//! the device at once; the cache only saves reads. Its [`CacheStats`] are its own; the
-//! device keeps counting the requests that reach it.
+//! (LRU protecting the upper tree levels), simplified 2Q or full 2Q. By default writes go
+//! through to the device at once and the cache only saves reads; a **write-back** cache
+//! ([`WritePolicy::WriteBack`]) keeps written pages dirty in memory and writes them when
+//! they are evicted or when the cache is synced (a crash loses them). Its [`CacheStats`]
+//! are its own; the device keeps counting the requests that reach it.
 //!
 //! The policies ([`ReplacementPolicy`]) and the generic [`Buffer`] that pairs one with a
 //! map of values are usable on their own: eFIND's read buffer keeps nodes by node id with
 //! the same policies.
 //!
 //! A cache is described by a [`CacheConfig`], written `none`, `lru:512KB`, `hlru:1MB`,
-//! `s2q:256KB[,kin=25%]` or `2q:4MB[,kin=25%][,kout=50%]`.
+//! `s2q:256KB[,kin=25%]` or `2q:4MB[,kin=25%][,kout=50%]`, each but `none` optionally
+//! followed by `:write-through` (the default) or `:write-back` (`lru:512KB:write-back`).
 
 mod buffer;
 mod page_cache;
@@ -119,6 +122,49 @@ impl fmt::Display for CachePolicy {
     }
 }
 
+/// When a cache's written pages reach the device.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WritePolicy {
+    /// Every write goes to the device at once (crash-safe: the device holds every write).
+    #[default]
+    WriteThrough,
+    /// Writes stay in the cache as dirty pages and reach the device when the policy evicts
+    /// them or the cache is synced: fewer device writes when pages are rewritten while
+    /// cached (the LRU buffer of the seeds' testbed), but a crash loses the dirty pages.
+    WriteBack,
+}
+
+impl WritePolicy {
+    /// The name used in specifications.
+    pub fn name(self) -> &'static str {
+        match self {
+            WritePolicy::WriteThrough => "write-through",
+            WritePolicy::WriteBack => "write-back",
+        }
+    }
+
+    /// The write policy of a name (case-insensitive).
+    pub fn from_name(name: &str) -> Result<WritePolicy> {
+        let n = name.trim().to_ascii_lowercase();
+        [WritePolicy::WriteThrough, WritePolicy::WriteBack]
+            .into_iter()
+            .find(|p| p.name() == n)
+            .ok_or_else(|| {
+                Error::invalid(
+                    "cache",
+                    format!("'{name}' is not a write policy; use write-through or write-back"),
+                )
+            })
+    }
+}
+
+impl fmt::Display for WritePolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Default `Kin`: 25 % of the capacity (Johnson & Shasha's recommendation).
 pub const DEFAULT_KIN_PCT: f64 = 25.0;
 /// Default `Kout`: 50 % of the capacity, in page ids.
@@ -130,8 +176,10 @@ pub const MAX_KOUT_PCT: f64 = 1000.0;
 /// What cache to put over a device: a policy, its size in bytes and the 2Q parameters.
 ///
 /// Written (and printed back) as `none`, `lru:512KB`, `hlru:1MB`, `s2q:256KB`,
-/// `s2q:256KB,kin=10%`, `2q:4MB`, `2q:4MB,kin=25%,kout=50%` (parameters equal to their
-/// defaults are not printed). Serialized as that string.
+/// `s2q:256KB,kin=10%`, `2q:4MB`, `2q:4MB,kin=25%,kout=50%`, with an optional
+/// `:write-back` or `:write-through` at the end (`lru:512KB:write-back`; parameters equal
+/// to their defaults, write-through included, are not printed, so a write-back cache
+/// always shows in names built from this string). Serialized as that string.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct CacheConfig {
@@ -144,6 +192,8 @@ pub struct CacheConfig {
     pub kin_pct: f64,
     /// 2Q's `A1out` length (`Kout`) in percent of the capacity in page ids (0-1000).
     pub kout_pct: f64,
+    /// When written pages reach the device.
+    pub write_policy: WritePolicy,
 }
 
 impl Default for CacheConfig {
@@ -165,7 +215,19 @@ impl CacheConfig {
             capacity_bytes,
             kin_pct: DEFAULT_KIN_PCT,
             kout_pct: DEFAULT_KOUT_PCT,
+            write_policy: WritePolicy::WriteThrough,
         }
+    }
+
+    /// The same cache with write policy `policy`.
+    pub fn with_write_policy(mut self, policy: WritePolicy) -> Self {
+        self.write_policy = policy;
+        self
+    }
+
+    /// Whether written pages are kept dirty and written back later.
+    pub fn is_write_back(&self) -> bool {
+        self.write_policy == WritePolicy::WriteBack
     }
 
     /// Checks the values independent of the page size.
@@ -174,6 +236,9 @@ impl CacheConfig {
         if self.policy == CachePolicy::None {
             if self.capacity_bytes != 0 {
                 return bad("policy none takes no size".into());
+            }
+            if self.is_write_back() {
+                return bad(NONE_WRITE_BACK.into());
             }
         } else if self.capacity_bytes == 0 {
             return bad(format!(
@@ -230,6 +295,9 @@ fn exact_size(bytes: u64) -> String {
     format!("{bytes}B")
 }
 
+const NONE_WRITE_BACK: &str = "policy none keeps no pages, so it cannot write back; give a \
+     policy and a size, e.g. lru:512KB:write-back";
+
 fn parse_pct(key: &str, text: &str, max: f64) -> Result<f64> {
     let num = text.trim();
     let num = num.strip_suffix('%').unwrap_or(num).trim();
@@ -265,17 +333,51 @@ impl FromStr for CacheConfig {
                 format!("'{text}' has no size; write e.g. {policy}:512KB"),
             ));
         };
+        let (rest, write_policy) = match rest.split_once(':') {
+            None => (rest, None),
+            Some((_, mode)) if mode.contains(':') => {
+                return Err(Error::invalid(
+                    "cache",
+                    format!(
+                        "'{text}' has too many ':'; write POLICY:SIZE[,KEY=VALUE...][:write-back]"
+                    ),
+                ))
+            }
+            Some((r, mode)) => (r, Some(WritePolicy::from_name(mode)?)),
+        };
         if policy == CachePolicy::None {
-            return Err(Error::invalid(
-                "cache",
-                format!("'{text}': policy none takes no size or parameters"),
-            ));
+            let msg = if write_policy.is_some() || WritePolicy::from_name(rest).is_ok() {
+                format!("'{text}': {NONE_WRITE_BACK}")
+            } else {
+                format!("'{text}': policy none takes no size or parameters")
+            };
+            return Err(Error::invalid("cache", msg));
         }
         let mut parts = rest.split(',');
         let size = parts.next().unwrap_or("");
+        if WritePolicy::from_name(size).is_ok() {
+            return Err(Error::invalid(
+                "cache",
+                format!(
+                    "'{text}' has no size; write e.g. {policy}:512KB:{}",
+                    size.trim()
+                ),
+            ));
+        }
         let mut cfg = CacheConfig::new(policy, parse_size("cache size", size)?);
+        cfg.write_policy = write_policy.unwrap_or_default();
         let (mut seen_kin, mut seen_kout) = (false, false);
         for part in parts {
+            if WritePolicy::from_name(part).is_ok() {
+                return Err(Error::invalid(
+                    "cache",
+                    format!(
+                        "'{text}': the write policy follows a ':', e.g. {policy}:{}:{}",
+                        size.trim(),
+                        part.trim()
+                    ),
+                ));
+            }
             let (key, value) = part.split_once('=').ok_or_else(|| {
                 Error::invalid(
                     "cache",
@@ -331,6 +433,9 @@ impl fmt::Display for CacheConfig {
         }
         if self.policy == CachePolicy::TwoQ && self.kout_pct != DEFAULT_KOUT_PCT {
             write!(f, ",kout={}%", self.kout_pct)?;
+        }
+        if self.is_write_back() {
+            write!(f, ":{}", self.write_policy)?;
         }
         Ok(())
     }

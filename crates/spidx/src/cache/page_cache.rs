@@ -1,10 +1,11 @@
-//! [`PageCache`]: a write-through page cache over a device.
+//! [`PageCache`]: a write-through or write-back page cache over a device.
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::buffer::Buffer;
+use super::queues::KeyMap;
 use super::CacheConfig;
 use crate::device::Device;
 use crate::{Error, Result};
@@ -29,12 +30,35 @@ pub struct CacheStats {
     pub evictions: u64,
     /// Write requests sent to the device (a [`PageCache::write_run`] is one).
     pub write_requests: u64,
-    /// Pages written through to the device.
+    /// Pages written through to the device (write-back: only the pages the policy refused
+    /// to keep).
     pub pages_written: u64,
     /// Pages resident now.
     pub resident_pages: u64,
     /// Capacity in pages.
     pub capacity_pages: u64,
+    /// Write-back: page writes kept in the cache as dirty pages instead of written.
+    #[serde(default)]
+    pub deferred_writes: u64,
+    /// Write-back: deferred writes superseded before reaching the device, by a later write
+    /// of the same page (device writes saved).
+    #[serde(default)]
+    pub dirty_overwrites: u64,
+    /// Write-back: dirty pages evicted by the policy, each written to the device as one
+    /// request at eviction.
+    #[serde(default)]
+    pub dirty_evictions: u64,
+    /// Write-back: dirty pages written by a sync, a cache drop or a persist (the final
+    /// write-back), one request each, in page order.
+    #[serde(default)]
+    pub flush_writebacks: u64,
+    /// Write-back: dirty pages dropped unwritten because their page was invalidated
+    /// (freed by the store).
+    #[serde(default)]
+    pub dirty_discarded: u64,
+    /// Write-back: dirty pages resident now (a level, not a counter).
+    #[serde(default)]
+    pub dirty_pages: u64,
 }
 
 impl CacheStats {
@@ -49,8 +73,19 @@ impl CacheStats {
             evictions: self.evictions - earlier.evictions,
             write_requests: self.write_requests - earlier.write_requests,
             pages_written: self.pages_written - earlier.pages_written,
+            deferred_writes: self.deferred_writes - earlier.deferred_writes,
+            dirty_overwrites: self.dirty_overwrites - earlier.dirty_overwrites,
+            dirty_evictions: self.dirty_evictions - earlier.dirty_evictions,
+            flush_writebacks: self.flush_writebacks - earlier.flush_writebacks,
+            dirty_discarded: self.dirty_discarded - earlier.dirty_discarded,
             ..*self
         }
+    }
+
+    /// Pages the cache wrote to the device: written through, written back at eviction and
+    /// written back by syncs.
+    pub fn device_page_writes(&self) -> u64 {
+        self.pages_written + self.dirty_evictions + self.flush_writebacks
     }
 
     /// Hits over reads (0 when nothing was read).
@@ -68,12 +103,23 @@ impl CacheStats {
 ///
 /// - **Reads** ([`read`](Self::read)) return the cached copy on a hit; on a fault they
 ///   read the page from the device (one request) and offer it to the policy.
-/// - **Writes are write-through** ([`write`](Self::write), [`write_run`](Self::write_run)):
+/// - **Write-through** (the default; [`write`](Self::write), [`write_run`](Self::write_run)):
 ///   the device is written at once, so the cache never holds dirty pages and needs no
 ///   flush; the new copy replaces the cached one if the page is resident, or is offered
 ///   to the policy like a fault would be (a store that writes a node usually reads it
 ///   again soon). A write counts as an access for the policy but neither as a hit nor as
 ///   a fault. If the device write fails, the cached copies of the pages are dropped.
+/// - **Write-back** ([`WritePolicy::WriteBack`](super::WritePolicy)): a written page is
+///   kept as above but marked dirty instead of written; a page the policy refuses (HLRU)
+///   is written through, and so are runs ([`write_run`](Self::write_run): a flash-aware
+///   store's explicit flush of a unit, which its log relies on being on the device). A dirty page is written (one request) when the policy evicts it,
+///   after the request that caused the eviction; [`sync`](Self::sync),
+///   [`drop_caches`](Self::drop_caches), [`clear`](Self::clear) and
+///   [`persist`](Self::persist) write every dirty page, one request each in page order.
+///   [`invalidate`](Self::invalidate) drops a dirty page unwritten (its page was freed).
+///   Dirty pages exist only in memory: a crash, or dropping the cache without a sync,
+///   loses them. [`CacheStats`] counts deferred writes, dirty evictions and the final
+///   write-back apart from write-through writes.
 /// - Pages are shared as `Arc<[u8]>`: a caller may keep a page while the cache evicts or
 ///   replaces it; the cache never changes a copy someone else holds.
 ///
@@ -89,6 +135,21 @@ pub struct PageCache {
     lent: Option<Arc<[u8]>>,
     write_requests: u64,
     pages_written: u64,
+    /// Write-back: the resident pages the device does not hold yet.
+    dirty: KeyMap<()>,
+    /// Write-back: dirty pages just evicted, to be written before the call returns.
+    evicted: Vec<(u64, Arc<[u8]>)>,
+    wb: WriteBackCounts,
+}
+
+/// The write-back counters of a [`PageCache`] (see [`CacheStats`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct WriteBackCounts {
+    deferred: u64,
+    overwrites: u64,
+    evictions: u64,
+    flushed: u64,
+    discarded: u64,
 }
 
 impl PageCache {
@@ -106,7 +167,20 @@ impl PageCache {
             lent: None,
             write_requests: 0,
             pages_written: 0,
+            dirty: KeyMap::default(),
+            evicted: Vec::new(),
+            wb: WriteBackCounts::default(),
         })
+    }
+
+    /// Whether the cache writes back (keeps written pages dirty) instead of through.
+    pub fn is_write_back(&self) -> bool {
+        self.config.is_write_back()
+    }
+
+    /// Whether `page` is resident and dirty (written in the cache, not yet on the device).
+    pub fn is_dirty(&self, page: u64) -> bool {
+        self.dirty.contains_key(&page)
     }
 
     /// Page size in bytes (the device's).
@@ -125,13 +199,15 @@ impl PageCache {
     }
 
     /// The device below the cache, for operations the cache does not offer. Pages written
-    /// directly through it bypass the cache: [`invalidate`](Self::invalidate) them (or
-    /// [`clear`](Self::clear)) afterwards.
+    /// directly through it bypass the cache: [`invalidate`](Self::invalidate) them
+    /// afterwards. A write-back cache's dirty pages are not on the device: read or sync
+    /// the device directly only after [`sync`](Self::sync).
     pub fn device_mut(&mut self) -> &mut dyn Device {
         self.device.as_mut()
     }
 
-    /// Gives the device back, dropping the cache.
+    /// Gives the device back, dropping the cache. A write-back cache's dirty pages are
+    /// lost, as in a crash: [`sync`](Self::sync) first to keep them.
     pub fn into_device(self) -> Box<dyn Device> {
         self.device
     }
@@ -176,10 +252,13 @@ impl PageCache {
             self.recycle(data);
             return Err(e);
         }
-        let spare = &mut self.spare;
+        let (spare, dirty, evicted) = (&mut self.spare, &mut self.dirty, &mut self.evicted);
         let _ = self
             .buffer
-            .insert_with(page, level, Arc::clone(&data), |_, v| recycle(spare, v));
+            .insert_with(page, level, Arc::clone(&data), |k, v| {
+                evict(spare, dirty, evicted, k, v)
+            });
+        self.write_evicted()?;
         Ok(data)
     }
 
@@ -207,8 +286,10 @@ impl PageCache {
         Ok(self.lent.insert(data))
     }
 
-    /// Writes one page holding a node of `level` through to the device (one request) and
-    /// keeps the new copy if the page is resident or the policy admits it.
+    /// Writes one page holding a node of `level`: through to the device (one request),
+    /// keeping the new copy if the page is resident or the policy admits it; or, in a
+    /// write-back cache, into the cache as a dirty page (written through if the policy
+    /// refuses it).
     pub fn write(&mut self, page: u64, data: &[u8], level: u32) -> Result<()> {
         if data.len() != self.page_size {
             return Err(Error::invalid(
@@ -220,15 +301,19 @@ impl PageCache {
                 ),
             ));
         }
+        if self.is_write_back() {
+            return self.write_deferred(page, data, level);
+        }
         self.write_through(page, data, 1)?;
         self.store(page, level, data);
-        Ok(())
+        self.write_evicted()
     }
 
     /// Writes consecutive pages `first_page..first_page + n` from `data` (`n` pages, one
     /// level per page in `levels`) as **one** device request, as flash-aware stores flush
     /// their units sequentially; then updates the cache as [`write`](Self::write) does for
-    /// each page.
+    /// each page. A run is a store's explicit flush of a unit (FAST, eFIND): it reaches the
+    /// device at once in a write-back cache too, and its pages are clean afterwards.
     pub fn write_run(&mut self, first_page: u64, data: &[u8], levels: &[u32]) -> Result<()> {
         let ps = self.page_size;
         if data.is_empty() || !data.len().is_multiple_of(ps) || data.len() / ps != levels.len() {
@@ -242,15 +327,86 @@ impl PageCache {
             ));
         }
         self.write_through(first_page, data, levels.len() as u64)?;
+        // Deferred writes of these pages are superseded by the run, now on the device; mark
+        // the pages clean before storing, so that no stale dirty copy is written back.
+        for page in first_page..first_page + levels.len() as u64 {
+            if self.dirty.remove(&page).is_some() {
+                self.wb.overwrites += 1;
+            }
+        }
         for (i, (chunk, &level)) in data.chunks_exact(ps).zip(levels).enumerate() {
             self.store(first_page + i as u64, level, chunk);
+        }
+        self.write_evicted()
+    }
+
+    /// The write-back path of a one-page write: keep the page dirty if the policy keeps
+    /// it, else write it through; then write what the admission evicted.
+    fn write_deferred(&mut self, page: u64, data: &[u8], level: u32) -> Result<()> {
+        if self.store(page, level, data) {
+            self.wb.deferred += 1;
+            if self.dirty.insert(page, ()).is_some() {
+                self.wb.overwrites += 1;
+            }
+            self.write_evicted()
+        } else {
+            self.write_evicted()?;
+            self.write_through(page, data, 1)
+        }
+    }
+
+    /// Writes the dirty pages the last admission evicted, one request each. On a device
+    /// error the page being written and those after it are lost from the cache (the error
+    /// says which); this only happens when the device itself fails.
+    fn write_evicted(&mut self) -> Result<()> {
+        let mut evicted = std::mem::take(&mut self.evicted);
+        let mut result = Ok(());
+        for (i, (page, data)) in evicted.iter().enumerate() {
+            if let Err(e) = self.device.write(*page, data) {
+                let lost: Vec<String> = evicted[i..].iter().map(|(p, _)| p.to_string()).collect();
+                result = Err(Error::corrupted(
+                    "write-back cache",
+                    format!(
+                        "writing back evicted dirty page {page} failed ({e}); the newest \
+                         contents of page(s) {} were lost",
+                        lost.join(", ")
+                    ),
+                ));
+                break;
+            }
+            self.wb.evictions += 1;
+        }
+        for (_, data) in evicted.drain(..) {
+            self.recycle(data);
+        }
+        self.evicted = evicted;
+        result
+    }
+
+    /// Writes every dirty page to the device, one request each in page order; a page whose
+    /// write fails stays dirty (nothing is lost).
+    fn write_back_dirty(&mut self) -> Result<()> {
+        if self.dirty.is_empty() {
+            return Ok(());
+        }
+        let mut pages: Vec<u64> = self.dirty.keys().copied().collect();
+        pages.sort_unstable();
+        for page in pages {
+            let data = self.buffer.peek(page).expect("a dirty page is resident");
+            self.device.write(page, data)?;
+            self.dirty.remove(&page);
+            self.wb.flushed += 1;
         }
         Ok(())
     }
 
     /// Drops the cached copy of `page` (and the policy's memory of it, such as a 2Q ghost
-    /// entry), e.g. after the page was freed; returns whether it was cached.
+    /// entry), e.g. after the page was freed; returns whether it was cached. A dirty copy
+    /// is dropped unwritten (counted in `dirty_discarded`).
     pub fn invalidate(&mut self, page: u64) -> bool {
+        if self.dirty.remove(&page).is_some() {
+            self.wb.discarded += 1;
+        }
         match self.buffer.remove(page) {
             Some(v) => {
                 self.recycle(v);
@@ -260,27 +416,34 @@ impl PageCache {
         }
     }
 
-    /// Empties the cache and the policy's history, as between query repetitions. The
-    /// device's own caches are kept; see [`drop_caches`](Self::drop_caches).
-    pub fn clear(&mut self) {
+    /// Empties the cache and the policy's history, as between query repetitions, after
+    /// writing back the dirty pages of a write-back cache (an error leaves the cache as
+    /// it was). The device's own caches are kept; see [`drop_caches`](Self::drop_caches).
+    pub fn clear(&mut self) -> Result<()> {
+        self.write_back_dirty()?;
         self.buffer.clear();
         self.lent = None;
+        Ok(())
     }
 
-    /// Empties the cache and asks the device to forget its cached data too, so that the
-    /// next reads are cold.
+    /// Empties the cache (writing back dirty pages first) and asks the device to forget
+    /// its cached data too, so that the next reads are cold.
     pub fn drop_caches(&mut self) -> Result<()> {
-        self.clear();
+        self.clear()?;
         self.device.drop_caches()
     }
 
-    /// Makes every write durable on the device (the cache holds no dirty pages).
+    /// Makes every write durable on the device: writes back the dirty pages of a
+    /// write-back cache (the final write-back) and syncs the device.
     pub fn sync(&mut self) -> Result<()> {
+        self.write_back_dirty()?;
         self.device.sync()
     }
 
-    /// Syncs and saves the device's state (see [`Device::persist`]).
+    /// Writes back the dirty pages, then syncs and saves the device's state (see
+    /// [`Device::persist`]).
     pub fn persist(&mut self) -> Result<()> {
+        self.write_back_dirty()?;
         self.device.persist()
     }
 
@@ -297,6 +460,12 @@ impl PageCache {
             pages_written: self.pages_written,
             resident_pages: self.buffer.len() as u64,
             capacity_pages: self.buffer.capacity() as u64,
+            deferred_writes: self.wb.deferred,
+            dirty_overwrites: self.wb.overwrites,
+            dirty_evictions: self.wb.evictions,
+            flush_writebacks: self.wb.flushed,
+            dirty_discarded: self.wb.discarded,
+            dirty_pages: self.dirty.len() as u64,
         }
     }
 
@@ -312,30 +481,36 @@ impl PageCache {
         Ok(())
     }
 
-    /// Puts a just-written copy of `page` in the cache if it is resident or admitted.
-    fn store(&mut self, page: u64, level: u32, data: &[u8]) {
+    /// Puts a just-written copy of `page` in the cache if it is resident or admitted;
+    /// returns whether it is resident now. Dirty pages the admission evicts wait in
+    /// `evicted` for [`write_evicted`](Self::write_evicted).
+    fn store(&mut self, page: u64, level: u32, data: &[u8]) -> bool {
         if let Some(slot) = self.buffer.get_mut(page, level) {
             match Arc::get_mut(slot) {
                 Some(buf) => buf.copy_from_slice(data),
                 None => *slot = Arc::from(data),
             }
-            return;
+            return true;
         }
         if self.buffer.capacity() == 0 {
             // `none`: count the refusal without copying the page.
             self.buffer.insert(page, level, Arc::from(&[][..]));
-            return;
+            return false;
         }
         let mut copy = self.fresh_page();
         Arc::get_mut(&mut copy)
             .expect("a fresh page buffer is not shared")
             .copy_from_slice(data);
-        let spare = &mut self.spare;
-        if let Err(v) = self
+        let (spare, dirty, evicted) = (&mut self.spare, &mut self.dirty, &mut self.evicted);
+        match self
             .buffer
-            .insert_with(page, level, copy, |_, v| recycle(spare, v))
+            .insert_with(page, level, copy, |k, v| evict(spare, dirty, evicted, k, v))
         {
-            recycle(spare, v);
+            Ok(()) => true,
+            Err(v) => {
+                recycle(spare, v);
+                false
+            }
         }
     }
 
@@ -348,6 +523,22 @@ impl PageCache {
 
     fn recycle(&mut self, page: Arc<[u8]>) {
         recycle(&mut self.spare, page);
+    }
+}
+
+/// Handles a page the policy evicted: a dirty one waits in `evicted` to be written, a
+/// clean one is recycled.
+fn evict(
+    spare: &mut Vec<Arc<[u8]>>,
+    dirty: &mut KeyMap<()>,
+    evicted: &mut Vec<(u64, Arc<[u8]>)>,
+    page: u64,
+    data: Arc<[u8]>,
+) {
+    if dirty.remove(&page).is_some() {
+        evicted.push((page, data));
+    } else {
+        recycle(spare, data);
     }
 }
 

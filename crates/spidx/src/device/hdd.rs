@@ -27,6 +27,7 @@
 //! may use the whole `cache_kb`, and so may the read segments. Track switches within a
 //! transfer cost the track-to-track time (counted in `seek_ns`, not as seeks).
 
+mod drives;
 mod geometry;
 #[cfg(test)]
 mod tests;

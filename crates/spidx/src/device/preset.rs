@@ -64,9 +64,21 @@ pub fn presets() -> Vec<Preset> {
         },
         Preset {
             name: "hdd-7200",
-            summary: "7200 rpm desktop hard disk (2 TB, 8.9 ms average seek, 93.5 MB/s)",
-            source: "the seeds' WD 2 TB drive; Emrich et al. 2010 Table 1; WD datasheet seek extremes",
+            summary: "7200 rpm desktop hard disk (2 TB, 8 MB cache, 8.9 ms average seek, 93.5 MB/s)",
+            source: "a mix of the seeds' drives: Carniel et al.'s 2 TB capacity with Emrich et al.'s Table 1 and 8 MB cache; WD datasheet seek extremes",
             config: hdd.clone(),
+        },
+        Preset {
+            name: "hdd-wd2tb",
+            summary: "Carniel et al.'s 2 TB 7200 rpm WD drive: 64 MB cache, 164-82 MB/s in 16 zones, SATA 6 Gb/s",
+            source: "seeds (2 TB, 7200 rpm); WD 2 TB 7200 rpm datasheets (64 MB, 164 MB/s; model assumed); seeks assumed as hdd-7200",
+            config: DeviceConfig::Hdd(HddConfig::carniel_wd_2tb()),
+        },
+        Preset {
+            name: "hdd-wd2500aajs",
+            summary: "Emrich et al.'s WD Caviar Blue WD2500AAJS: 250 GB, 7200 rpm, 8 MB cache, 8.9 ms seek, 93.5 MB/s",
+            source: "Emrich et al. 2010, section 4 and Table 1; other figures as hdd-7200 (WD Caviar datasheets, assumed)",
+            config: DeviceConfig::Hdd(HddConfig::wd2500aajs()),
         },
         Preset {
             name: "azure-standard-hdd",
