@@ -10,7 +10,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 use spidx::data::{self, Dataset, ReadOptions};
 use spidx::geom::Rect;
+use spidx::index::bulk::BulkOptions;
 use spidx::spatial::{IndexOptions, PhaseReport, SpatialIndex};
+use spidx::units::parse_percent;
 use spidx::with_dims;
 
 use crate::index_args::IndexArgs;
@@ -24,6 +26,13 @@ pub struct BuildArgs {
     data: PathBuf,
     #[command(flatten)]
     index: IndexArgs,
+    /// Build by bulk loading instead of one-by-one insertion: str (Sort-Tile-Recursive),
+    /// hilbert (Hilbert packing) or omt (Overlap Minimising Top-down).
+    #[arg(long)]
+    bulk: Option<String>,
+    /// Bulk load: entries per node relative to its maximum, e.g. 70 or 70% (default 100).
+    #[arg(long)]
+    fill: Option<String>,
     /// Index directory to create (must not exist, or be empty).
     #[arg(long)]
     out: PathBuf,
@@ -34,6 +43,17 @@ pub struct BuildArgs {
 
 pub fn run(a: BuildArgs) -> Result<()> {
     let opts = a.index.options()?;
+    let bulk = match (&a.bulk, &a.fill) {
+        (None, Some(_)) => bail!("--fill applies to --bulk only"),
+        (None, None) => None,
+        (Some(m), f) => Some(BulkOptions {
+            method: m.parse()?,
+            fill: match f {
+                Some(f) => parse_percent("--fill", f)?,
+                None => BulkOptions::DEFAULT_FILL,
+            },
+        }),
+    };
     if a.out.exists()
         && std::fs::read_dir(&a.out)
             .map(|mut d| d.next().is_some())
@@ -54,9 +74,9 @@ pub fn run(a: BuildArgs) -> Result<()> {
     }
     let simulated = opts.device.is_simulated();
     let (load, construction, summary) = match &loaded.dataset {
-        Dataset::Geo(_) => build::<2>(&a.out, opts, &loaded.dataset)?,
+        Dataset::Geo(_) => build::<2>(&a.out, opts, bulk.as_ref(), &loaded.dataset)?,
         Dataset::Vectors(v) => {
-            with_dims!(v.dims(), D => build::<D>(&a.out, opts, &loaded.dataset))?
+            with_dims!(v.dims(), D => build::<D>(&a.out, opts, bulk.as_ref(), &loaded.dataset))?
         }
     };
     let mut out = summary;
@@ -92,10 +112,12 @@ fn progress(n: u64) -> ProgressBar {
     bar
 }
 
-/// Loads the objects, then inserts them one by one; returns (load, construction, summary).
+/// Loads the objects, then inserts them one by one or bulk loads them; returns (load,
+/// construction, summary).
 fn build<const D: usize>(
     out: &Path,
     opts: IndexOptions,
+    bulk: Option<&BulkOptions>,
     ds: &Dataset,
 ) -> Result<(PhaseReport, PhaseReport, serde_json::Value)> {
     let geo = ds.as_geo();
@@ -117,10 +139,57 @@ fn build<const D: usize>(
         }
         None => PhaseReport::default(),
     };
-    // Phase 2: one-by-one insertion, ended by a device sync (durable on the device).
+    // Phase 2: one-by-one insertion or a bulk load.
     let bar = progress(n);
-    bar.set_message("insert");
+    bar.set_message(if bulk.is_some() {
+        "bulk load"
+    } else {
+        "insert"
+    });
     let clock = idx.phase();
+    match (bulk, ds) {
+        (Some(b), _) => {
+            let objects = boxes::<D>(ds)?;
+            idx.bulk_load(objects, b).context("bulk loading")?;
+            bar.inc(n);
+        }
+        (None, _) => insert_all(&mut idx, ds, &bar)?,
+    }
+    let construction = clock.stop(idx.device());
+    bar.finish_and_clear();
+    finish(idx, out, bulk, load, construction)
+}
+
+/// Every object's box and id, in dataset order.
+fn boxes<const D: usize>(ds: &Dataset) -> Result<Vec<(Rect<D>, u64)>> {
+    let mut v = Vec::with_capacity(ds.len());
+    match ds {
+        Dataset::Geo(recs) => {
+            for r in recs {
+                let (lo, hi) = (r.bbox.min(), r.bbox.max());
+                let mut min = [0.0; D];
+                let mut max = [0.0; D];
+                min[..2].copy_from_slice(&[lo.x, lo.y]);
+                max[..2].copy_from_slice(&[hi.x, hi.y]);
+                v.push((Rect { min, max }, r.id));
+            }
+        }
+        Dataset::Vectors(vs) => {
+            for (i, row) in vs.rows().enumerate() {
+                let p: [f64; D] = row.try_into().context("vector of the wrong dimension")?;
+                v.push((Rect::point(p), i as u64));
+            }
+        }
+    }
+    Ok(v)
+}
+
+/// One-by-one insertion of every object.
+fn insert_all<const D: usize>(
+    idx: &mut SpatialIndex<D>,
+    ds: &Dataset,
+    bar: &ProgressBar,
+) -> Result<()> {
     match ds {
         Dataset::Geo(recs) => {
             for r in recs {
@@ -143,8 +212,17 @@ fn build<const D: usize>(
             }
         }
     }
-    let construction = clock.stop(idx.device());
-    bar.finish_and_clear();
+    Ok(())
+}
+
+/// The store's final write-back and the summary.
+fn finish<const D: usize>(
+    mut idx: SpatialIndex<D>,
+    out: &Path,
+    bulk: Option<&BulkOptions>,
+    load: PhaseReport,
+    construction: PhaseReport,
+) -> Result<(PhaseReport, PhaseReport, serde_json::Value)> {
     // Phase 3: what the store still buffers goes to the device (and the device syncs),
     // measured apart so a write buffer's deferred cost stays visible.
     let clock = idx.phase();
@@ -154,6 +232,10 @@ fn build<const D: usize>(
     let tree = idx.tree();
     let summary = json!({
         "index": tree.kind().label(),
+        "construction": match bulk {
+            Some(b) => format!("bulk load {} fill {}%", b.method.name(), b.fill * 100.0),
+            None => "one-by-one insertion".to_string(),
+        },
         "dims": D,
         "objects": tree.meta().objects,
         "height": tree.meta().height,

@@ -2,16 +2,18 @@
 //! pages, its buffer and its device. Every value is validated; options that do not apply
 //! to the chosen index are errors, never silently ignored.
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use spidx::cache::CacheConfig;
 use spidx::device::DeviceSpec;
-use spidx::index::{IndexKind, RStarOptions, ReinsertPolicy, SplitAlgorithm};
+use spidx::index::written::{parse_index, CLI_NAMING};
+use spidx::index::IndexKind;
 use spidx::node::{LayoutKind, Occupancy};
 use spidx::spatial::IndexOptions;
 use spidx::store::log::LogSync;
 use spidx::store::StoreConfig;
 use spidx::units::{parse_percent, parse_size};
+use spidx::Error as SpidxError;
 
 use crate::store_args::{Shared, StoreArgs};
 
@@ -154,49 +156,37 @@ impl IndexArgs {
         }
     }
 
+    /// The tree and its options: the given flags become the table a spec would hold and
+    /// go through the same parser ([`spidx::index::written`]), which holds the defaults.
+    pub fn kind(&self) -> Result<IndexKind> {
+        let mut t = toml::Table::new();
+        t.insert("kind".into(), self.index.clone().into());
+        let text = [
+            ("split", &self.split),
+            ("reinsert", &self.reinsert),
+            ("reinsert_internal", &self.reinsert_internal),
+            ("reinsert_policy", &self.reinsert_policy),
+        ];
+        for (key, v) in text {
+            if let Some(v) = v {
+                t.insert(key.into(), v.clone().into());
+            }
+        }
+        if let Some(c) = self.candidates {
+            let c = i64::try_from(c).map_err(|_| anyhow!("--candidates {c} is too large"))?;
+            t.insert("candidates".into(), c.into());
+        }
+        parse_index(&t, &CLI_NAMING).map_err(|e| match e {
+            SpidxError::InvalidOption { what, message } if message.starts_with("applies to") => {
+                anyhow!("{what} {message}")
+            }
+            other => other.into(),
+        })
+    }
+
     /// Validates everything and builds the index options.
     pub fn options(&self) -> Result<IndexOptions> {
-        let kind = match self.index.as_str() {
-            "rtree" => {
-                for (set, name) in [
-                    (self.reinsert.is_some(), "--reinsert"),
-                    (self.reinsert_internal.is_some(), "--reinsert-internal"),
-                    (self.reinsert_policy.is_some(), "--reinsert-policy"),
-                    (self.candidates.is_some(), "--candidates"),
-                ] {
-                    if set {
-                        bail!("{name} applies to --index rstar only");
-                    }
-                }
-                let split = SplitAlgorithm::parse(self.split.as_deref().unwrap_or("quadratic"))?;
-                if split == SplitAlgorithm::RStar {
-                    bail!("--split rstar is the R*-tree's split: use --index rstar");
-                }
-                IndexKind::RTree { split }
-            }
-            "rstar" => {
-                if self.split.is_some() {
-                    bail!("--split applies to --index rtree only (the R*-tree has its own split)");
-                }
-                let leaf = match &self.reinsert {
-                    Some(p) => parse_percent("--reinsert", p)?,
-                    None => 0.3,
-                };
-                let internal = match &self.reinsert_internal {
-                    Some(p) => parse_percent("--reinsert-internal", p)?,
-                    None => leaf,
-                };
-                let policy =
-                    ReinsertPolicy::parse(self.reinsert_policy.as_deref().unwrap_or("close"))?;
-                IndexKind::RStar(RStarOptions {
-                    reinsert_leaf: leaf,
-                    reinsert_internal: internal,
-                    policy,
-                    candidates: self.candidates.unwrap_or(32),
-                })
-            }
-            other => bail!("unknown index '{other}'; use rtree or rstar"),
-        };
+        let kind = self.kind()?;
         let page_size = usize::try_from(parse_size("--page-size", &self.page_size)?)?;
         let min = parse_percent("--min-fill", &self.min_fill)?;
         let max = parse_percent("--max-fill", &self.max_fill)?;

@@ -19,6 +19,7 @@ use super::spec::{Protocol, Workload};
 use super::workload::{object_box, Inputs, MixedOp, QueryInput};
 use crate::data::Dataset;
 use crate::geom::Rect;
+use crate::index::bulk::BulkOptions;
 use crate::spatial::query::QueryReport;
 use crate::spatial::{PhaseReport, SpatialIndex};
 use crate::{with_dims, Error, Result};
@@ -136,7 +137,9 @@ fn run_dims<const D: usize>(
             steps: inp.steps(ds.len()),
         });
         let (metrics, details) = match inp {
-            Inputs::Construction => construct(&mut idx, ds, protocol, work, progress)?,
+            Inputs::Construction(bulk) => {
+                construct(&mut idx, ds, bulk.as_ref(), protocol, work, progress)?
+            }
             Inputs::Select {
                 queries,
                 predicate,
@@ -175,11 +178,13 @@ fn run_dims<const D: usize>(
     Ok(results)
 }
 
-/// One-by-one insertion (objects first go to the object store, measured apart as `load`),
-/// then the store's final write-back (`final_flush`), then the optional check.
+/// One-by-one insertion or a bulk load (objects first go to the object store, measured
+/// apart as `load`), then the store's final write-back (`final_flush`), then the optional
+/// check (for a bulk load also of the fill it promises).
 fn construct<const D: usize>(
     idx: &mut SpatialIndex<D>,
     ds: &Dataset,
+    bulk: Option<&BulkOptions>,
     protocol: &Protocol,
     work: &mut Work,
     progress: &mut dyn FnMut(Progress),
@@ -198,6 +203,16 @@ fn construct<const D: usize>(
     let step = (ds.len() / 200).max(1);
     let construction: PhaseReport = work.time(|| {
         let clock = idx.phase();
+        if let Some(opts) = bulk {
+            let mut objects = Vec::with_capacity(ds.len());
+            for i in 0..ds.len() {
+                let (id, lo, hi) = object_box(ds, i);
+                objects.push((rect::<D>(&lo, &hi)?, id));
+            }
+            idx.bulk_load(objects, opts)?;
+            progress(Progress::Step(ds.len() as u64));
+            return Ok(clock.stop(idx.device()));
+        }
         for i in 0..ds.len() {
             let (id, lo, hi) = object_box(ds, i);
             idx.insert(rect::<D>(&lo, &hi)?, id)
@@ -208,7 +223,9 @@ fn construct<const D: usize>(
         }
         Ok(clock.stop(idx.device()))
     })?;
-    progress(Progress::Step((ds.len() % step) as u64));
+    if bulk.is_none() {
+        progress(Progress::Step((ds.len() % step) as u64));
+    }
     m.extend(protocol::flatten("", &construction));
     let flush = work.time(|| {
         let clock = idx.phase();
@@ -221,7 +238,10 @@ fn construct<const D: usize>(
     m.insert("objects".into(), ds.len() as f64);
     let mut details = serde_json::json!({});
     if protocol.check {
-        let rep = work.time(|| idx.tree_mut().check())?;
+        let rep = work.time(|| match bulk {
+            Some(opts) => idx.tree_mut().check_bulk(opts),
+            None => idx.tree_mut().check(),
+        })?;
         m.insert("shape.ok".into(), if rep.ok() { 1.0 } else { 0.0 });
         m.extend(protocol::flatten("shape", &rep));
         if !rep.ok() {

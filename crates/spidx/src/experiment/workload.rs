@@ -9,6 +9,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::spec::{Placement, Windows, Workload};
 use crate::data::{self, Dataset, Extent, ReadOptions};
+use crate::index::bulk::BulkOptions;
 use crate::query::Predicate;
 use crate::{Error, Result};
 
@@ -57,8 +58,8 @@ pub enum MixedOp {
 /// What a workload needs to run.
 #[derive(Debug, Clone)]
 pub enum Inputs {
-    /// Construction inserts the dataset itself.
-    Construction,
+    /// Construction inserts the dataset itself, one by one or by a bulk load.
+    Construction(Option<BulkOptions>),
     /// Range and point queries.
     Select {
         /// The queries.
@@ -85,7 +86,7 @@ impl Inputs {
     /// Number of steps (queries or operations; objects for construction).
     pub fn steps(&self, objects: usize) -> u64 {
         match self {
-            Inputs::Construction => objects as u64,
+            Inputs::Construction(_) => objects as u64,
             Inputs::Select { queries, .. } => queries.len() as u64,
             Inputs::Knn { points, .. } => points.len() as u64,
             Inputs::Mixed(ops) => ops.len() as u64,
@@ -109,7 +110,8 @@ pub fn object_box(ds: &Dataset, i: usize) -> (u64, Vec<f64>, Vec<f64>) {
 pub fn inputs(w: &Workload, ds: &Dataset, ext: &Extent) -> Result<Inputs> {
     let what = format!("workload '{}'", w.name());
     match w {
-        Workload::Construction { .. } => Ok(Inputs::Construction),
+        Workload::Construction { .. } => Ok(Inputs::Construction(None)),
+        Workload::Bulk { bulk, .. } => Ok(Inputs::Construction(Some(*bulk))),
         Workload::Range {
             windows,
             predicate,

@@ -9,7 +9,9 @@
 //! * filter-step searches on MBRs and best-first k nearest neighbours ([`search`]);
 //! * an invariant checker that also measures the tree's shape ([`check`]).
 
+pub mod bulk;
 pub mod check;
+pub mod curve;
 pub mod delete;
 pub mod insert;
 pub mod rstar;
@@ -17,6 +19,7 @@ mod rtree;
 pub mod search;
 pub mod split;
 pub mod strategy;
+pub mod written;
 
 use serde::{Deserialize, Serialize};
 
@@ -45,30 +48,15 @@ pub enum IndexKind {
 }
 
 impl IndexKind {
-    /// Checks options against the node capacities.
-    pub fn validate(&self, cap: &Capacity) -> Result<()> {
+    /// Checks the options that do not depend on the node capacities (keys named as users
+    /// write them).
+    pub fn check_options(&self) -> Result<()> {
         match self {
-            IndexKind::RTree {
-                split: SplitAlgorithm::Exponential,
-            } => {
-                let m = cap.leaf_max.max(cap.internal_max) + 1;
-                if m > split::EXPONENTIAL_MAX_ENTRIES {
-                    return Err(Error::invalid(
-                        "split",
-                        format!(
-                            "the exponential split examines 2^(M+1) partitions; M = {} is too large (at most {}): use a smaller page or max fill",
-                            m - 1,
-                            split::EXPONENTIAL_MAX_ENTRIES - 1
-                        ),
-                    ));
-                }
-                Ok(())
-            }
             IndexKind::RTree { .. } => Ok(()),
             IndexKind::RStar(o) => {
                 for (name, v) in [
-                    ("leaf reinsert", o.reinsert_leaf),
-                    ("internal reinsert", o.reinsert_internal),
+                    ("reinsert", o.reinsert_leaf),
+                    ("reinsert_internal", o.reinsert_internal),
                 ] {
                     if !(0.0..=0.5).contains(&v) {
                         return Err(Error::invalid(
@@ -83,6 +71,28 @@ impl IndexKind {
                 Ok(())
             }
         }
+    }
+
+    /// Checks options, also against the node capacities.
+    pub fn validate(&self, cap: &Capacity) -> Result<()> {
+        self.check_options()?;
+        if let IndexKind::RTree {
+            split: SplitAlgorithm::Exponential,
+        } = self
+        {
+            let m = cap.leaf_max.max(cap.internal_max) + 1;
+            if m > split::EXPONENTIAL_MAX_ENTRIES {
+                return Err(Error::invalid(
+                    "split",
+                    format!(
+                        "the exponential split examines 2^(M+1) partitions; M = {} is too large (at most {}): use a smaller page or max fill",
+                        m - 1,
+                        split::EXPONENTIAL_MAX_ENTRIES - 1
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The strategy parts of the variant (its registration: one arm per variant).

@@ -18,12 +18,13 @@ use crate::{Error, Result};
 pub const EXPONENTIAL_MAX_ENTRIES: usize = 20;
 
 /// Split algorithms of the R-tree family.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SplitAlgorithm {
     /// Guttman's linear split.
     Linear,
-    /// Guttman's quadratic split.
+    /// Guttman's quadratic split (the R-tree's default).
+    #[default]
     Quadratic,
     /// Guttman's exhaustive split (minimum total area).
     Exponential,

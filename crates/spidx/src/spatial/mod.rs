@@ -27,6 +27,7 @@ use crate::cache::CacheConfig;
 use crate::device::partition::Partition;
 use crate::device::{Device, DeviceConfig};
 use crate::geom::Rect;
+use crate::index::bulk::{BulkOptions, BulkReport};
 use crate::index::{IndexKind, Tree};
 use crate::node::{Capacity, LayoutKind, NodeLayout, Occupancy};
 use crate::objects::ObjectStore;
@@ -264,6 +265,16 @@ impl<const D: usize> SpatialIndex<D> {
     /// Inserts object `id` with bounding box `mbr` into the tree.
     pub fn insert(&mut self, mbr: Rect<D>, id: u64) -> Result<()> {
         self.tree.insert(mbr, id)
+    }
+
+    /// Builds the (empty) tree over `objects` by a bulk-loading algorithm (see
+    /// [`crate::index::bulk`]); nodes are written level by level, in page order.
+    pub fn bulk_load(
+        &mut self,
+        objects: Vec<(Rect<D>, u64)>,
+        opts: &BulkOptions,
+    ) -> Result<BulkReport> {
+        self.tree.bulk_load(objects, opts)
     }
 
     /// Empties page buffers and device caches (between query repetitions).

@@ -18,7 +18,9 @@ use crate::cache::CacheConfig;
 use crate::data::generate::{self, Distribution, GenerateOptions};
 use crate::device::DeviceConfig;
 use crate::device::DeviceSpec;
-use crate::index::{IndexKind, RStarOptions, ReinsertPolicy, SplitAlgorithm};
+use crate::index::bulk::BulkOptions;
+use crate::index::written::{parse_index, SPEC_NAMING};
+use crate::index::IndexKind;
 use crate::node::{LayoutKind, Occupancy};
 use crate::query::Predicate;
 use crate::store::StoreConfig;
@@ -203,6 +205,14 @@ pub enum Workload {
         /// Name.
         name: String,
     },
+    /// A bulk load of every object (STR, Hilbert packing or OMT), then the store's final
+    /// write-back.
+    Bulk {
+        /// Name.
+        name: String,
+        /// The algorithm and fill factor.
+        bulk: BulkOptions,
+    },
     /// Window queries.
     Range {
         /// Name.
@@ -264,6 +274,7 @@ impl Workload {
     pub fn name(&self) -> &str {
         match self {
             Workload::Construction { name }
+            | Workload::Bulk { name, .. }
             | Workload::Range { name, .. }
             | Workload::Point { name, .. }
             | Workload::Knn { name, .. }
@@ -271,10 +282,11 @@ impl Workload {
         }
     }
 
-    /// `construction`, `range`, `point`, `knn` or `mixed`.
+    /// `construction`, `bulk`, `range`, `point`, `knn` or `mixed`.
     pub fn kind(&self) -> &'static str {
         match self {
             Workload::Construction { .. } => "construction",
+            Workload::Bulk { .. } => "bulk",
             Workload::Range { .. } => "range",
             Workload::Point { .. } => "point",
             Workload::Knn { .. } => "knn",
@@ -591,87 +603,29 @@ fn matrix(src: &Src, raw: &Spanned<RawMatrix>) -> Result<Matrix> {
     Ok(matrix)
 }
 
-fn index_choice(src: &Src, raw: &Spanned<RawIndex>) -> Result<IndexChoice> {
-    let r = raw.get_ref();
-    let key = "matrix.index";
-    let kind = match r.kind.get_ref().as_str() {
-        "rtree" => {
-            for (v, name) in [
-                (r.reinsert.as_ref().map(|s| s.span()), "reinsert"),
-                (
-                    r.reinsert_internal.as_ref().map(|s| s.span()),
-                    "reinsert_internal",
-                ),
-                (
-                    r.reinsert_policy.as_ref().map(|s| s.span()),
-                    "reinsert_policy",
-                ),
-                (r.candidates.as_ref().map(|s| s.span()), "candidates"),
-            ] {
-                if let Some(span) = v {
-                    return Err(src.err(span, name, "applies to kind = \"rstar\" only"));
-                }
-            }
-            let split = match &r.split {
-                Some(s) => src.wrap(s, "split", SplitAlgorithm::parse(s.get_ref()))?,
-                None => SplitAlgorithm::Quadratic,
-            };
-            if split == SplitAlgorithm::RStar {
-                return Err(src.at(
-                    r.split.as_ref().expect("parsed from it"),
-                    "split",
-                    "rstar is the R*-tree's split: use kind = \"rstar\"",
-                ));
-            }
-            IndexKind::RTree { split }
-        }
-        "rstar" => {
-            if let Some(s) = &r.split {
-                return Err(src.at(s, "split", "applies to kind = \"rtree\" only"));
-            }
-            let leaf = match &r.reinsert {
-                Some(p) => src.percent(p, "reinsert")?,
-                None => 0.3,
-            };
-            let internal = match &r.reinsert_internal {
-                Some(p) => src.percent(p, "reinsert_internal")?,
-                None => leaf,
-            };
-            let policy = match &r.reinsert_policy {
-                Some(p) => src.wrap(p, "reinsert_policy", ReinsertPolicy::parse(p.get_ref()))?,
-                None => ReinsertPolicy::Close,
-            };
-            let candidates = match &r.candidates {
-                Some(c) => src.count(c, "candidates", 1)? as usize,
-                None => 32,
-            };
-            IndexKind::RStar(RStarOptions {
-                reinsert_leaf: leaf,
-                reinsert_internal: internal,
-                policy,
-                candidates,
-            })
-        }
-        other => {
+/// One `[[matrix.index]]` entry: an optional `label`, the rest parsed by
+/// [`crate::index::written`] (the one parser of index options, shared with the CLI).
+fn index_choice(src: &Src, raw: &Spanned<toml::Table>) -> Result<IndexChoice> {
+    let mut table = raw.get_ref().clone();
+    let label = match table.remove("label") {
+        None => None,
+        Some(toml::Value::String(s)) => Some(s),
+        Some(other) => {
             return Err(src.at(
-                &r.kind,
-                &format!("{key}.kind"),
-                format!("unknown index '{other}'; use rtree or rstar"),
+                raw,
+                "matrix.index.label",
+                format!("{other} is not a string"),
             ))
         }
     };
-    if let IndexKind::RStar(o) = &kind {
-        for (v, name) in [
-            (o.reinsert_leaf, "reinsert"),
-            (o.reinsert_internal, "reinsert_internal"),
-        ] {
-            if v > 0.5 {
-                return Err(src.at(raw, name, format!("{} % is outside 0-50 %", v * 100.0)));
-            }
+    let kind = parse_index(&table, &SPEC_NAMING).map_err(|e| match e {
+        Error::InvalidOption { what, message } => {
+            src.at(raw, &format!("matrix.index.{what}"), message)
         }
-    }
+        other => other,
+    })?;
     Ok(IndexChoice {
-        label: r.label.clone().unwrap_or_else(|| kind.label()),
+        label: label.unwrap_or_else(|| kind.label()),
         kind,
     })
 }

@@ -83,25 +83,13 @@ pub(super) struct RawProtocol {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawMatrix {
-    pub(super) index: S<Vec<S<RawIndex>>>,
+    pub(super) index: S<Vec<S<toml::Table>>>,
     pub(super) page_size: Opt<Vec<S<Text>>>,
     pub(super) device: Opt<Vec<S<RawDevice>>>,
     pub(super) buffer: Opt<Vec<S<String>>>,
     pub(super) store: Opt<Vec<S<StoreConfig>>>,
     pub(super) occupancy: Opt<Vec<S<RawOccupancy>>>,
     pub(super) layout: Opt<Vec<S<String>>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawIndex {
-    pub(super) kind: S<String>,
-    pub(super) label: Option<String>,
-    pub(super) split: Opt<String>,
-    pub(super) reinsert: Opt<Text>,
-    pub(super) reinsert_internal: Opt<Text>,
-    pub(super) reinsert_policy: Opt<String>,
-    pub(super) candidates: Opt<i64>,
 }
 
 #[derive(Deserialize)]
@@ -181,4 +169,6 @@ pub(super) struct RawWorkload {
     pub(super) delete: Opt<Text>,
     pub(super) update: Opt<Text>,
     pub(super) query: Opt<Text>,
+    pub(super) method: Opt<String>,
+    pub(super) fill: Opt<Text>,
 }

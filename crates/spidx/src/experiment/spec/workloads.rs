@@ -4,6 +4,7 @@ use std::ops::Range;
 
 use super::raw::{RawSpec, RawWorkload};
 use super::{Placement, Src, Windows, Workload};
+use crate::index::bulk::{BulkMethod, BulkOptions};
 use crate::query::Predicate;
 use crate::Result;
 
@@ -11,6 +12,7 @@ use crate::Result;
 fn allowed(kind: &str) -> &'static [&'static str] {
     match kind {
         "construction" => &[],
+        "bulk" => &["method", "fill"],
         "range" => &[
             "area",
             "queries",
@@ -44,7 +46,7 @@ fn present(w: &RawWorkload) -> Vec<(&'static str, Range<usize>)> {
     }
     p!(
         area, queries, aspect, windows, seed, predicate, refine, k, place, operations, insert,
-        delete, update, query
+        delete, update, query, method, fill
     );
     v
 }
@@ -62,11 +64,13 @@ pub(super) fn workloads(src: &Src, raw: &RawSpec) -> Result<Vec<Workload>> {
         let r = w.get_ref();
         let kind = r.kind.get_ref().as_str();
         let key = |k: &str| format!("workload[{i}].{k}");
-        if !["construction", "range", "point", "knn", "mixed"].contains(&kind) {
+        if !["construction", "bulk", "range", "point", "knn", "mixed"].contains(&kind) {
             return Err(src.at(
                 &r.kind,
                 &key("kind"),
-                format!("unknown workload '{kind}'; use construction, range, point, knn or mixed"),
+                format!(
+                    "unknown workload '{kind}'; use construction, bulk, range, point, knn or mixed"
+                ),
             ));
         }
         for (k, span) in present(r) {
@@ -78,11 +82,11 @@ pub(super) fn workloads(src: &Src, raw: &RawSpec) -> Result<Vec<Workload>> {
                 ));
             }
         }
-        if (i == 0) != (kind == "construction") {
+        if (i == 0) != (kind == "construction" || kind == "bulk") {
             return Err(src.at(
                 &r.kind,
                 &key("kind"),
-                "the first workload, and only the first, must be kind = \"construction\" (queries run on the index it builds)",
+                "the first workload, and only the first, must be kind = \"construction\" or \"bulk\" (queries run on the index it builds)",
             ));
         }
         let seed = src.seed(&r.seed, &key("seed"), 1 + i as u64)?;
@@ -127,6 +131,30 @@ pub(super) fn workloads(src: &Src, raw: &RawSpec) -> Result<Vec<Workload>> {
             "construction" => Workload::Construction {
                 name: String::new(),
             },
+            "bulk" => {
+                let method = match &r.method {
+                    Some(m) => src.wrap(m, &key("method"), m.get_ref().parse::<BulkMethod>())?,
+                    None => {
+                        return Err(src.at(
+                            &r.kind,
+                            &key("method"),
+                            "is required (str, hilbert or omt)",
+                        ))
+                    }
+                };
+                let fill = match &r.fill {
+                    Some(f) => src.percent(f, &key("fill"))?,
+                    None => BulkOptions::DEFAULT_FILL,
+                };
+                if fill <= 0.0 {
+                    let f = r.fill.as_ref().expect("a fill of 0 was written");
+                    return Err(src.at(f, &key("fill"), "must be more than 0%"));
+                }
+                Workload::Bulk {
+                    name: String::new(),
+                    bulk: BulkOptions { method, fill },
+                }
+            }
             "range" => {
                 let windows = match &r.windows {
                     Some(f) => {
@@ -271,6 +299,7 @@ fn pct(f: f64) -> String {
 fn default_name(w: &Workload) -> String {
     match w {
         Workload::Construction { .. } => "construction".into(),
+        Workload::Bulk { bulk, .. } => format!("bulk {} {}", bulk.method.name(), pct(bulk.fill)),
         Workload::Range {
             windows: Windows::Generated { area, .. },
             ..
@@ -293,6 +322,7 @@ fn default_name(w: &Workload) -> String {
 fn with_name(mut w: Workload, n: String) -> Workload {
     match &mut w {
         Workload::Construction { name }
+        | Workload::Bulk { name, .. }
         | Workload::Range { name, .. }
         | Workload::Point { name, .. }
         | Workload::Knn { name, .. }

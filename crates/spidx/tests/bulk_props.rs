@@ -1,0 +1,278 @@
+//! Bulk loading against one-by-one insertion and brute force: for random object sets,
+//! every method (STR, Hilbert packing, OMT), several fill factors, every tree variant and
+//! every node store (direct, FAST, eFIND), the bulk-loaded tree passes the checker and its
+//! fill check, answers every window and kNN query exactly like the tree built by
+//! one-by-one insertion and like a scan, also after reopening; later inserts, deletes and
+//! updates keep it sound (checker after every operation).
+
+mod stores;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use proptest::prelude::*;
+use spidx::cache::CacheConfig;
+use spidx::device::memory::{MemoryConfig, MemoryDevice};
+use spidx::geom::Rect;
+use spidx::index::bulk::{BulkMethod, BulkOptions};
+use spidx::index::{IndexKind, MbrPredicate, RStarOptions, SplitAlgorithm, Tree};
+use spidx::node::{Capacity, LayoutKind, NodeLayout, Occupancy};
+use spidx::store::{AnyStore, StoreConfig};
+use stores::{long_cases, store_configs, PAGE};
+
+type T = Tree<AnyStore, 2>;
+
+fn open_tree(cfg: &StoreConfig, kind: IndexKind, min_fill: f64, dir: &Path, create: bool) -> T {
+    let layout = NodeLayout::new(LayoutKind::Checked, PAGE, 2).unwrap();
+    let occ = Occupancy {
+        leaf_min: min_fill,
+        internal_min: min_fill,
+        ..Occupancy::default()
+    };
+    let cap = Capacity::new(&layout, &occ).unwrap();
+    let state = dir.join("device.state");
+    let dev = MemoryDevice::open(&MemoryConfig { capacity: 8 << 20 }, PAGE, Some(&state)).unwrap();
+    let cache: CacheConfig = "lru:4KB".parse().unwrap();
+    if create {
+        let store = cfg
+            .create(Box::new(dev), &cache, layout, Some(dir))
+            .unwrap();
+        Tree::create(store, cap, kind).unwrap()
+    } else {
+        let store = cfg.open(Box::new(dev), &cache, layout, dir).unwrap();
+        Tree::open(store, cap, kind).unwrap()
+    }
+}
+
+fn rect() -> impl Strategy<Value = Rect<2>> {
+    (0.0..1000.0f64, 0.0..1000.0f64, 0.0..40.0f64, 0.0..40.0f64).prop_map(|(x, y, w, h)| Rect {
+        min: [x.round(), y.round()],
+        max: [(x + w).round(), (y + h).round()],
+    })
+}
+
+/// Every answer the tests compare: windows (intersects) and kNN distances from a few
+/// points.
+fn answers(t: &mut T) -> Vec<Vec<u64>> {
+    let mut out = Vec::new();
+    for i in 0..12 {
+        let (x, y, s) = (
+            (i * 83 % 900) as f64,
+            (i * 157 % 900) as f64,
+            (20 + i * 37) as f64,
+        );
+        let q = Rect {
+            min: [x, y],
+            max: [x + s, y + s],
+        };
+        let mut got = Vec::new();
+        t.search(MbrPredicate::Intersects, &q, |e| got.push(e.ptr))
+            .unwrap();
+        got.sort();
+        out.push(got);
+        let knn: Vec<u64> = t
+            .nearest([x, y], 7)
+            .unwrap()
+            .iter()
+            .map(|n| n.dist2.to_bits())
+            .collect();
+        out.push(knn);
+    }
+    out
+}
+
+fn brute(live: &BTreeMap<u64, Rect<2>>) -> Vec<Vec<u64>> {
+    let mut out = Vec::new();
+    for i in 0..12 {
+        let (x, y, s) = (
+            (i * 83 % 900) as f64,
+            (i * 157 % 900) as f64,
+            (20 + i * 37) as f64,
+        );
+        let q = Rect {
+            min: [x, y],
+            max: [x + s, y + s],
+        };
+        out.push(
+            live.iter()
+                .filter(|(_, r)| r.intersects(&q))
+                .map(|(id, _)| *id)
+                .collect(),
+        );
+        let mut d: Vec<f64> = live.values().map(|r| r.min_dist2(&[x, y])).collect();
+        d.sort_by(f64::total_cmp);
+        d.truncate(7);
+        out.push(d.iter().map(|v| v.to_bits()).collect());
+    }
+    out
+}
+
+fn kinds() -> [IndexKind; 3] {
+    [
+        IndexKind::RTree {
+            split: SplitAlgorithm::Linear,
+        },
+        IndexKind::RTree {
+            split: SplitAlgorithm::Quadratic,
+        },
+        IndexKind::RStar(RStarOptions::default()),
+    ]
+}
+
+fn run(cfg: &StoreConfig, kind: IndexKind, opts: &BulkOptions, min_fill: f64, objs: &[Rect<2>]) {
+    let what = format!("{cfg:?} {kind:?} {opts:?} min {min_fill}");
+    let live: BTreeMap<u64, Rect<2>> = objs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (i as u64 * 3 + 1, *r))
+        .collect();
+    let want = brute(&live);
+
+    // One by one.
+    let dir1 = tempfile::tempdir().unwrap();
+    let mut one = open_tree(cfg, kind, min_fill, dir1.path(), true);
+    for (&id, r) in &live {
+        one.insert(*r, id).unwrap();
+    }
+    assert_eq!(answers(&mut one), want, "{what}: one-by-one tree");
+
+    // Bulk loaded.
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = open_tree(cfg, kind, min_fill, dir.path(), true);
+    let items: Vec<(Rect<2>, u64)> = live.iter().map(|(id, r)| (*r, *id)).collect();
+    let report = t.bulk_load(items, opts).unwrap();
+    assert_eq!(
+        report.nodes_per_level.len() as u32,
+        if live.is_empty() { 0 } else { t.meta().height },
+        "{what}"
+    );
+    let rep = t.check_bulk(opts).unwrap();
+    assert!(rep.ok(), "{what}: {:?}", rep.violations);
+    assert_eq!(rep.leaf_entries, live.len() as u64, "{what}");
+    assert_eq!(answers(&mut t), want, "{what}: bulk-loaded tree");
+
+    // Reopened as another process would.
+    t.store_mut().write_back().unwrap();
+    t.into_store().unwrap();
+    let mut t = open_tree(cfg, kind, min_fill, dir.path(), false);
+    let rep = t.check_bulk(opts).unwrap();
+    assert!(rep.ok(), "{what} after reopen: {:?}", rep.violations);
+    assert_eq!(answers(&mut t), want, "{what}: reopened");
+
+    // The variant's own algorithms maintain it from here.
+    let mut live = live;
+    let mut next = 1_000_000u64;
+    for (i, r) in objs.iter().enumerate().take(60) {
+        match i % 3 {
+            0 => {
+                t.insert(*r, next).unwrap();
+                live.insert(next, *r);
+                next += 1;
+            }
+            1 => {
+                let (&id, &old) = live.iter().nth(i * 7 % live.len()).unwrap();
+                assert!(t.delete(&old, id).unwrap(), "{what}: delete {id}");
+                live.remove(&id);
+            }
+            _ => {
+                let (&id, &old) = live.iter().nth(i * 5 % live.len()).unwrap();
+                assert!(t.update(&old, *r, id).unwrap(), "{what}: update {id}");
+                live.insert(id, *r);
+            }
+        }
+        let rep = t.check().unwrap();
+        assert!(rep.ok(), "{what} after op {i}: {:?}", rep.violations);
+        if live.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(answers(&mut t), brute(&live), "{what}: after updates");
+}
+
+const METHODS: [BulkMethod; 3] = [BulkMethod::Str, BulkMethod::Hilbert, BulkMethod::Omt];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: long_cases(8, 64), ..ProptestConfig::default() })]
+
+    /// Every method, under every store (each store with one variant and one method in
+    /// turn), with fill factors from the lowest allowed to 100 % and minimum fills of 30 % and 50 %.
+    #[test]
+    fn bulk_loaded_trees_answer_like_one_by_one_trees(
+        objs in prop::collection::vec(rect(), 0..700),
+        fill_raw in 0u32..=100,
+        low_min in any::<bool>(),
+    ) {
+        // Fill factors from the lowest one the minimum fill allows (1 KB pages: 25 entries
+        // per node, minimum 8 or 13) to 100 %.
+        let (min_fill, lo) = if low_min { (0.3, 35) } else { (0.5, 55) };
+        let fill = lo + fill_raw % (101 - lo);
+        for (i, cfg) in store_configs().iter().enumerate() {
+            let opts = BulkOptions { method: METHODS[i % 3], fill: f64::from(fill) / 100.0 };
+            run(cfg, kinds()[(i / 3) % 3], &opts, min_fill, &objs);
+        }
+    }
+}
+
+#[test]
+fn every_method_with_every_variant_on_many_objects() {
+    let objs: Vec<Rect<2>> = (0..5000u64)
+        .map(|i| {
+            let x = (i * 7919 % 997) as f64;
+            let y = (i * 104_729 % 991) as f64;
+            Rect {
+                min: [x, y],
+                max: [x + (i % 13) as f64, y + (i % 7) as f64],
+            }
+        })
+        .collect();
+    for method in METHODS {
+        for kind in kinds() {
+            for fill in [0.6, 1.0] {
+                run(
+                    &StoreConfig::Direct,
+                    kind,
+                    &BulkOptions { method, fill },
+                    0.5,
+                    &objs,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_bulk_loads_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = open_tree(&StoreConfig::Direct, kinds()[0], 0.5, dir.path(), true);
+    let one = vec![(Rect::point([1.0, 1.0]), 1)];
+    for fill in [0.0, 0.2, 1.5, f64::NAN] {
+        let e = t
+            .bulk_load(
+                one.clone(),
+                &BulkOptions {
+                    method: BulkMethod::Str,
+                    fill,
+                },
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("fill"), "{e}");
+    }
+    let bad = vec![(
+        Rect {
+            min: [2.0, 0.0],
+            max: [1.0, 1.0],
+        },
+        1,
+    )];
+    let opts = BulkOptions {
+        method: BulkMethod::Omt,
+        fill: 1.0,
+    };
+    assert!(t.bulk_load(bad, &opts).is_err());
+    t.insert(Rect::point([3.0, 3.0]), 9).unwrap();
+    let e = t.bulk_load(one, &opts).unwrap_err().to_string();
+    assert!(e.contains("already holds"), "{e}");
+    let rep = t.check().unwrap();
+    assert!(rep.ok() && rep.leaf_entries == 1, "{:?}", rep.violations);
+}
