@@ -246,7 +246,12 @@ mod cache {
         assert_eq!(buf, page(6, 1), "page 6 was evicted dirty and written back");
         let s = c.stats();
         assert_eq!(
-            (s.write_requests, s.pages_written, s.dirty_overwrites, s.dirty_evictions),
+            (
+                s.write_requests,
+                s.pages_written,
+                s.dirty_overwrites,
+                s.dirty_evictions
+            ),
             (1, 2, 1, 1)
         );
         assert_eq!(s.dirty_pages, 0);
