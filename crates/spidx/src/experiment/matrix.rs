@@ -131,7 +131,9 @@ pub fn expand(spec: &Spec, dims: usize) -> Result<Vec<RunConfig>> {
                                 if m.layout.len() > 1 {
                                     parts.push(format!("{layout:?} layout").to_lowercase());
                                 }
-                                if m.buffer.len() > 1 {
+                                // A write-back buffer is always named: its results must never
+                                // be mistaken for write-through ones.
+                                if m.buffer.len() > 1 || buffer.is_write_back() {
                                     parts.push(format!("buffer {buffer}"));
                                 }
                                 parts.push(device.label.clone());

@@ -184,3 +184,21 @@ fn renumber_applies_to_dataset_files() {
         "{e}"
     );
 }
+
+#[test]
+fn a_write_back_buffer_is_named_in_every_run_even_when_it_is_the_only_buffer() {
+    let text = GOOD.replace(
+        "store = [{ kind = \"direct\" }]",
+        "store = [{ kind = \"direct\" }]\nbuffer = [\"lru:512KB:write-back\"]",
+    );
+    let s = parse_str(&text).unwrap();
+    let runs = super::super::matrix::expand(&s, 2).unwrap();
+    assert!(
+        runs.iter().all(|r| r.name.contains("write-back")),
+        "{:?}",
+        runs.iter().map(|r| &r.name).collect::<Vec<_>>()
+    );
+    // The write-through default stays out of the names.
+    let plain = super::super::matrix::expand(&parse_str(GOOD).unwrap(), 2).unwrap();
+    assert!(plain.iter().all(|r| !r.name.contains("buffer")));
+}
