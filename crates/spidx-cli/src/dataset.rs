@@ -6,6 +6,7 @@
 
 use anyhow::{bail, Context, Result};
 use spidx::data::generate::{self, Distribution, GenerateOptions};
+use spidx::data::InsertionOrder;
 use spidx::data::{self, info, Dataset, Format, ImportReport, Policy, ReadOptions};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -68,6 +69,11 @@ pub enum DatasetCmd {
         /// Number of clusters for `clustered` (default: count / 10000, clamped to 10..=1000).
         #[arg(long)]
         clusters: Option<usize>,
+        /// Order of the objects in the file: as-stored (the generator's order, spatially
+        /// random), shuffled[:SEED], hilbert, x, or clustered[:WINDOW[:SEED]] (Hilbert order
+        /// shuffled within windows of WINDOW objects: spatially local runs, OSM-like).
+        #[arg(long, default_value = "as-stored", value_parser = crate::build::parse_order)]
+        order: InsertionOrder,
         /// Output file; its extension selects the format (.fgb, .geojson, .wkt, .wkb, .npy).
         #[arg(long)]
         out: PathBuf,
@@ -156,6 +162,7 @@ pub fn run(cmd: DatasetCmd) -> Result<()> {
             seed,
             max_side,
             clusters,
+            order,
             out,
             json,
         } => {
@@ -178,7 +185,8 @@ pub fn run(cmd: DatasetCmd) -> Result<()> {
                 );
             }
             let t0 = Instant::now();
-            let ds = generate::generate(&opts)?;
+            let mut ds = generate::generate(&opts)?;
+            order.apply(&mut ds)?;
             let gen_s = t0.elapsed().as_secs_f64();
             let t1 = Instant::now();
             write_atomically(&out, &ds, format)?;
@@ -193,6 +201,7 @@ pub fn run(cmd: DatasetCmd) -> Result<()> {
                     "dims": ds.dims(),
                     "seed": seed,
                     "max_side": max_side,
+                    "order": order.to_string(),
                     "bytes": bytes,
                     "generate_s": gen_s,
                     "write_s": write_s,
@@ -204,8 +213,13 @@ pub fn run(cmd: DatasetCmd) -> Result<()> {
                     (_, Distribution::Buildings) => "building footprints".into(),
                     (_, d) => format!("{d} rectangles"),
                 };
+                let ordered = if order.is_as_stored() {
+                    String::new()
+                } else {
+                    format!(", order {order}")
+                };
                 println!(
-                    "generated {} {what} (seed {seed}) in {gen_s:.2} s; \
+                    "generated {} {what} (seed {seed}{ordered}) in {gen_s:.2} s; \
                      wrote {} ({}, {}) in {write_s:.2} s",
                     ds.len(),
                     out.display(),

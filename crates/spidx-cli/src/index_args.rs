@@ -56,7 +56,9 @@ pub struct IndexArgs {
     /// Maximum fill of leaves only (overrides --max-fill).
     #[arg(long)]
     pub leaf_max_fill: Option<String>,
-    /// Page buffer: none, or lru|hlru|s2q|2q:SIZE (e.g. lru:512KB).
+    /// Page buffer: none, or lru|hlru|s2q|2q:SIZE[:write-back] (e.g. lru:512KB). Write-through
+    /// by default; with :write-back dirty pages are written at eviction and at the end of
+    /// the build (like the seeds' LRU buffer; not crash-safe), direct store only.
     #[arg(long, default_value = "none")]
     pub buffer: String,
     /// Node store: direct (changes written in place), fast (FAST: write buffer, flushing

@@ -12,7 +12,9 @@ use anyhow::{Context as _, Result};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{Map, Value};
 use spidx::experiment::ResultsDb;
+use spidx::cache::CacheConfig;
 use spidx::spatial::IndexOptions;
+use spidx::store::StoreConfig;
 use spidx::units::format_size;
 
 /// One finished run × workload.
@@ -40,6 +42,12 @@ pub struct Row {
     pub workload_ordinal: i64,
     /// Headline columns of `run_results` by name (numbers only; NULLs absent).
     pub figures: BTreeMap<String, f64>,
+    /// Whether the run used the direct (plain) store.
+    pub direct: bool,
+    /// The run's configuration with the direct store and no page buffer: runs that share
+    /// it are the same tree, page size and device under different stores (to pair a
+    /// flash-aware store with its plain tree, as the seeds' gain figures do).
+    pub plain_key: String,
 }
 
 impl Row {
@@ -158,6 +166,11 @@ pub fn load(path: &Path, experiment: &str) -> Result<Data> {
                 kind: text(m, "kind"),
                 workload_ordinal: int(m, "workload_ordinal"),
                 figures,
+                direct: runs.get(&run_id).is_none_or(|r| r.direct),
+                plain_key: runs
+                    .get(&run_id)
+                    .map(|r| r.plain_key.clone())
+                    .unwrap_or_default(),
             }
         })
         .collect::<Vec<_>>();
@@ -185,6 +198,8 @@ pub fn load(path: &Path, experiment: &str) -> Result<Data> {
 /// What the report needs of one run's row in `runs`.
 struct RunInfo {
     simulated: bool,
+    direct: bool,
+    plain_key: String,
     dataset: String,
     objects: i64,
     version: String,
@@ -202,11 +217,23 @@ fn run_rows(conn: &Connection, ids: &BTreeSet<i64>) -> Result<BTreeMap<i64, RunI
     for id in ids {
         let info = st.query_row([id], |r| {
             let config: String = r.get(0)?;
-            let simulated = serde_json::from_str::<IndexOptions>(&config)
-                .map(|o| o.device.is_simulated())
-                .unwrap_or(true);
+            let options = serde_json::from_str::<IndexOptions>(&config).ok();
+            let simulated = options.as_ref().is_none_or(|o| o.device.is_simulated());
+            let direct = options
+                .as_ref()
+                .is_none_or(|o| matches!(o.store, StoreConfig::Direct));
+            let plain_key = match options {
+                Some(mut o) => {
+                    o.store = StoreConfig::Direct;
+                    o.buffer = CacheConfig::none();
+                    serde_json::to_string(&o).unwrap_or_default()
+                }
+                None => format!("run {id}"),
+            };
             Ok(RunInfo {
                 simulated,
+                direct,
+                plain_key,
                 dataset: r.get(1)?,
                 objects: r.get(2)?,
                 version: r.get(3)?,

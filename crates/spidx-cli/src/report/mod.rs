@@ -4,7 +4,8 @@
 //! the seeds' figure (elapsed time per configuration and page size), the per-query mean
 //! with its min/median/max, CPU vs device and filter vs refinement splits, device
 //! operations, tree shapes, answer counts and selectivity, notes derived from the metrics,
-//! the best configuration and the gains over a baseline, (time_B − time_A) / time_B.
+//! the best configuration and the gains over a baseline, (time_B − time_A) / time_B, and
+//! the gains of each flash-aware store over its plain tree (`pairs`).
 //!
 //! Layers: reads the results database (`data`), draws charts (`svg`), writes HTML
 //! (`page`); it never runs anything.
@@ -12,6 +13,7 @@
 mod data;
 mod notes;
 mod page;
+mod pairs;
 mod svg;
 
 use std::path::PathBuf;

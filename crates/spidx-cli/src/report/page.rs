@@ -24,7 +24,7 @@ td:first-child,th:first-child,td.l,th.l{text-align:left}th{background:#f2f2f2}\
 dl{display:grid;grid-template-columns:max-content auto;gap:3px 14px}dt{font-weight:bold}\
 dd{margin:0}pre{background:#f6f6f6;padding:8px;overflow-x:auto}.wide{overflow-x:auto}";
 
-fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -89,7 +89,7 @@ fn share(part: f64, whole: f64) -> String {
 }
 
 /// (time_B − time_A) / time_B as a percentage.
-fn gain(a: f64, b: f64) -> String {
+pub(super) fn gain(a: f64, b: f64) -> String {
     if b > 0.0 {
         format!("{:+.1} %", (b - a) / b * 100.0)
     } else {
@@ -141,6 +141,8 @@ impl Page {
         w.shapes();
         w.best();
         w.gains();
+        let pairs = super::pairs::store_gains(data, &w.workloads, &w.devices, &w.pages);
+        w.html.push_str(&pairs);
         w.html.push_str("</body></html>\n");
         Page {
             html: w.html,

@@ -14,7 +14,9 @@
 //!   NumPy (`.npy`, float64, shape N×D) for vectors, plus GeoJSON, WKT and hex WKB;
 //! - synthetic data, [`generate`]: uniform / gaussian / clustered rectangles or vectors and
 //!   city-like building footprints;
-//! - dataset statistics, [`info`].
+//! - dataset statistics, [`info`];
+//! - insertion orders, [`order`]: as stored, shuffled, Hilbert, by x, or clustered
+//!   (spatially local runs, like an OpenStreetMap extract).
 //!
 //! Coordinates are kept as read: OSM and GeoJSON data stay in longitude/latitude degrees,
 //! generated data lives in the square [`generate::EXTENT`] (think metres). Z and M values are
@@ -23,11 +25,13 @@
 pub mod formats;
 pub mod generate;
 pub mod info;
+pub mod order;
 mod raw;
 mod repair;
 pub mod report;
 
 pub use formats::Format;
+pub use order::InsertionOrder;
 pub use geo_types;
 pub use repair::{kind_name, vertex_count, Policy};
 pub use report::{ImportReport, Issue, Loc, Severity};

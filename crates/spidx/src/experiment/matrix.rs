@@ -109,6 +109,8 @@ pub fn expand(spec: &Spec, dims: usize) -> Result<Vec<RunConfig>> {
     let m = &spec.matrix;
     let total = check_size(m).map_err(|e| Error::invalid("matrix", e))?;
     let store_labels = store_labels(&m.store);
+    // A non-default insertion order is always named: it changes what every run measures.
+    let order = spec.dataset.order();
     let mut runs = Vec::with_capacity(total);
     for index in &m.index {
         for (si, store) in m.store.iter().enumerate() {
@@ -135,6 +137,9 @@ pub fn expand(spec: &Spec, dims: usize) -> Result<Vec<RunConfig>> {
                                 // be mistaken for write-through ones.
                                 if m.buffer.len() > 1 || buffer.is_write_back() {
                                     parts.push(format!("buffer {buffer}"));
+                                }
+                                if !order.is_as_stored() {
+                                    parts.push(format!("order {order}"));
                                 }
                                 parts.push(device.label.clone());
                                 let name = parts.join(" · ");
@@ -186,6 +191,7 @@ fn validate(o: &IndexOptions, dims: usize) -> Result<()> {
     o.kind.validate(&capacity)?;
     o.buffer.capacity_pages(o.page_size)?;
     o.store.validate(o.page_size)?;
+    crate::spatial::check_buffer_with_store(&o.buffer, &o.store)?;
     o.device.validate()
 }
 

@@ -100,13 +100,21 @@ impl Experiment {
     }
 }
 
+/// The spec's dataset, in the spec's insertion order.
 fn load_dataset(d: &DatasetSpec) -> Result<Dataset> {
+    let mut dataset = load_stored(d)?;
+    d.order().apply(&mut dataset)?;
+    Ok(dataset)
+}
+
+fn load_stored(d: &DatasetSpec) -> Result<Dataset> {
     match d {
         DatasetSpec::Generate(g) => generate::generate(&g.options()?),
         DatasetSpec::File {
             path,
             skip_invalid,
             renumber,
+            ..
         } => {
             let opts = ReadOptions {
                 policy: Policy {

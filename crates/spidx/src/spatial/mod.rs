@@ -114,6 +114,23 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest> {
     Ok(m)
 }
 
+/// Refuses a write-back page buffer under FAST or eFIND: those stores write nodes only as
+/// flushing units, and a unit always reaches the device at once (its log relies on it, see
+/// [`PageCache::write_run`](crate::cache::PageCache::write_run)), so no page would ever be
+/// held dirty and the run would be labelled write-back while behaving as write-through.
+pub fn check_buffer_with_store(buffer: &CacheConfig, store: &StoreConfig) -> Result<()> {
+    if buffer.is_write_back() && !matches!(store, StoreConfig::Direct) {
+        return Err(Error::invalid(
+            "buffer",
+            format!(
+                "a write-back page buffer ({buffer}) has no effect under the {} store: it writes nodes only as flushing units, which always reach the device at once; use a write-through buffer (drop ':write-back') or the direct store",
+                store.label()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn state_path(dir: &Path, config: &DeviceConfig) -> Option<PathBuf> {
     config.is_simulated().then(|| dir.join(DEVICE_STATE))
 }
@@ -133,6 +150,7 @@ impl<const D: usize> SpatialIndex<D> {
         options.kind.validate(&capacity)?;
         options.buffer.capacity_pages(options.page_size)?;
         options.store.validate(options.page_size)?;
+        check_buffer_with_store(&options.buffer, &options.store)?;
         options.device.validate()?;
         if dir.exists() {
             let mut entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;

@@ -16,6 +16,7 @@ use toml::Spanned;
 
 use crate::cache::CacheConfig;
 use crate::data::generate::{self, Distribution, GenerateOptions};
+use crate::data::InsertionOrder;
 use crate::device::DeviceConfig;
 use crate::device::DeviceSpec;
 use crate::index::bulk::BulkOptions;
@@ -59,6 +60,9 @@ pub enum DatasetSpec {
         /// otherwise). Left out of the spec's fingerprint when false.
         #[serde(skip_serializing_if = "is_false")]
         renumber: bool,
+        /// Insertion order. Left out of the fingerprint when `as-stored`.
+        #[serde(skip_serializing_if = "InsertionOrder::is_as_stored")]
+        order: InsertionOrder,
     },
     /// Synthetic data.
     Generate(GenerateSpec),
@@ -81,6 +85,20 @@ pub struct GenerateSpec {
     pub clusters: Option<usize>,
     /// Point vectors even in 2-D.
     pub vectors: bool,
+    /// Insertion order of the generated objects. Left out of the fingerprint when
+    /// `as-stored` (the generator's own order).
+    #[serde(skip_serializing_if = "InsertionOrder::is_as_stored")]
+    pub order: InsertionOrder,
+}
+
+impl DatasetSpec {
+    /// The insertion order of the objects.
+    pub fn order(&self) -> InsertionOrder {
+        match self {
+            DatasetSpec::File { order, .. } => *order,
+            DatasetSpec::Generate(g) => g.order,
+        }
+    }
 }
 
 impl GenerateSpec {
@@ -415,6 +433,10 @@ pub fn parse(text: &str, file: &str, dir: &Path) -> Result<Spec> {
 
 fn dataset(src: &Src, raw: &Spanned<RawDataset>) -> Result<DatasetSpec> {
     let d = raw.get_ref();
+    let order = match &d.order {
+        Some(o) => src.wrap(o, "dataset.order", o.get_ref().parse::<InsertionOrder>())?,
+        None => InsertionOrder::AsStored,
+    };
     match (&d.file, &d.generate) {
         (Some(f), None) => {
             let path = src.path(f.get_ref());
@@ -429,6 +451,7 @@ fn dataset(src: &Src, raw: &Spanned<RawDataset>) -> Result<DatasetSpec> {
                 path,
                 skip_invalid: d.skip_invalid.as_ref().is_some_and(|s| *s.get_ref()),
                 renumber: d.renumber.as_ref().is_some_and(|s| *s.get_ref()),
+                order,
             })
         }
         (None, Some(g)) => {
@@ -461,6 +484,7 @@ fn dataset(src: &Src, raw: &Spanned<RawDataset>) -> Result<DatasetSpec> {
                     None => None,
                 },
                 vectors: r.vectors.unwrap_or(false),
+                order,
             };
             let opts = src.wrap(&r.distribution, "dataset.generate", spec.options())?;
             // The generator validates its options before generating anything.

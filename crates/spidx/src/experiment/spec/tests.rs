@@ -202,3 +202,63 @@ fn a_write_back_buffer_is_named_in_every_run_even_when_it_is_the_only_buffer() {
     let plain = super::super::matrix::expand(&parse_str(GOOD).unwrap(), 2).unwrap();
     assert!(plain.iter().all(|r| !r.name.contains("buffer")));
 }
+
+#[test]
+fn insertion_order_is_parsed_named_and_fingerprinted_only_when_not_default() {
+    let with = |order: &str| GOOD.replace("[dataset]\n", &format!("[dataset]\norder = \"{order}\"\n"));
+    let plain = parse_str(GOOD).unwrap();
+    assert_eq!(plain.dataset.order(), InsertionOrder::AsStored);
+    // as-stored written out is the default: same fingerprint, same run names.
+    let stored = parse_str(&with("as-stored")).unwrap();
+    assert_eq!(
+        super::super::matrix::fingerprint(&plain),
+        super::super::matrix::fingerprint(&stored)
+    );
+    let s = parse_str(&with("clustered:1000:7")).unwrap();
+    assert_eq!(
+        s.dataset.order(),
+        InsertionOrder::Clustered {
+            window: 1000,
+            seed: 7
+        }
+    );
+    assert_ne!(
+        super::super::matrix::fingerprint(&plain),
+        super::super::matrix::fingerprint(&s)
+    );
+    let json = serde_json::to_string(&s.dataset).unwrap();
+    assert!(json.contains("\"order\":\"clustered:1000:7\""), "{json}");
+    let runs = super::super::matrix::expand(&s, 2).unwrap();
+    assert_eq!(
+        runs[0].name,
+        "R-tree (linear) · 2KB · order clustered:1000:7 · ssd-v300"
+    );
+    assert!(err(&with("zorder")).contains("line 4"));
+    assert!(err(&with("zorder")).contains("dataset.order: unknown insertion order 'zorder'"));
+    assert!(err(&with("clustered:0")).contains("dataset.order: clustered window 0"));
+    assert!(err(&with("hilbert:2")).contains("takes no parameter"));
+}
+
+#[test]
+fn a_write_back_buffer_under_fast_or_efind_is_refused() {
+    for store in [
+        r#"{ kind = "fast", write_buffer = "256KB", flushing_unit = 4, flush_policy = "fast-star" }"#,
+        r#"{ kind = "efind", buffer = "256KB" }"#,
+    ] {
+        let text = GOOD
+            .replace(
+                "store = [{ kind = \"direct\" }]",
+                &format!("store = [{store}]\nbuffer = [\"lru:512KB:write-back\"]"),
+            );
+        let spec = parse_str(&text).unwrap();
+        let e = super::super::matrix::expand(&spec, 2).unwrap_err().to_string();
+        assert!(e.contains("write-back page buffer (lru:512KB:write-back) has no effect"), "{e}");
+        assert!(e.contains("flushing units"), "{e}");
+    }
+    // Write-through under FAST and write-back under the direct store are fine.
+    let text = GOOD.replace(
+        "store = [{ kind = \"direct\" }]",
+        "store = [{ kind = \"direct\" }]\nbuffer = [\"lru:512KB:write-back\"]",
+    );
+    super::super::matrix::expand(&parse_str(&text).unwrap(), 2).unwrap();
+}
