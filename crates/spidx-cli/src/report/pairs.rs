@@ -22,7 +22,12 @@ fn ops(r: &Row, what: &str) -> f64 {
 }
 
 /// The section's HTML; empty when no run of a non-direct store has a plain counterpart.
-pub fn store_gains(data: &Data, workloads: &[String], devices: &[String], pages: &[String]) -> String {
+pub fn store_gains(
+    data: &Data,
+    workloads: &[String],
+    devices: &[String],
+    pages: &[String],
+) -> String {
     let mut body = String::new();
     for w in workloads {
         for d in devices {

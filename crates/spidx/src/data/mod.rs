@@ -31,8 +31,8 @@ mod repair;
 pub mod report;
 
 pub use formats::Format;
-pub use order::InsertionOrder;
 pub use geo_types;
+pub use order::InsertionOrder;
 pub use repair::{kind_name, vertex_count, Policy};
 pub use report::{ImportReport, Issue, Loc, Severity};
 

@@ -263,12 +263,10 @@ impl FromStr for InsertionOrder {
                     [w] => (number("window", w)?, DEFAULT_ORDER_SEED),
                     [w, seed] => (number("window", w)?, number("seed", seed)?),
                     _ => {
-                        return Err(Error::invalid(
-                            "order",
-                            format!(
-                                "'{s}': clustered takes at most a window and a seed (clustered:4096:7)"
-                            ),
-                        ))
+                        let message = format!(
+                            "'{s}': clustered takes at most a window and a seed (clustered:4096:7)"
+                        );
+                        return Err(Error::invalid("order", message));
                     }
                 };
                 if window == 0 {

@@ -205,7 +205,8 @@ fn a_write_back_buffer_is_named_in_every_run_even_when_it_is_the_only_buffer() {
 
 #[test]
 fn insertion_order_is_parsed_named_and_fingerprinted_only_when_not_default() {
-    let with = |order: &str| GOOD.replace("[dataset]\n", &format!("[dataset]\norder = \"{order}\"\n"));
+    let with =
+        |order: &str| GOOD.replace("[dataset]\n", &format!("[dataset]\norder = \"{order}\"\n"));
     let plain = parse_str(GOOD).unwrap();
     assert_eq!(plain.dataset.order(), InsertionOrder::AsStored);
     // as-stored written out is the default: same fingerprint, same run names.
@@ -245,14 +246,18 @@ fn a_write_back_buffer_under_fast_or_efind_is_refused() {
         r#"{ kind = "fast", write_buffer = "256KB", flushing_unit = 4, flush_policy = "fast-star" }"#,
         r#"{ kind = "efind", buffer = "256KB" }"#,
     ] {
-        let text = GOOD
-            .replace(
-                "store = [{ kind = \"direct\" }]",
-                &format!("store = [{store}]\nbuffer = [\"lru:512KB:write-back\"]"),
-            );
+        let text = GOOD.replace(
+            "store = [{ kind = \"direct\" }]",
+            &format!("store = [{store}]\nbuffer = [\"lru:512KB:write-back\"]"),
+        );
         let spec = parse_str(&text).unwrap();
-        let e = super::super::matrix::expand(&spec, 2).unwrap_err().to_string();
-        assert!(e.contains("write-back page buffer (lru:512KB:write-back) has no effect"), "{e}");
+        let e = super::super::matrix::expand(&spec, 2)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("write-back page buffer (lru:512KB:write-back) has no effect"),
+            "{e}"
+        );
         assert!(e.contains("flushing units"), "{e}");
     }
     // Write-through under FAST and write-back under the direct store are fine.
@@ -261,4 +266,35 @@ fn a_write_back_buffer_under_fast_or_efind_is_refused() {
         "store = [{ kind = \"direct\" }]\nbuffer = [\"lru:512KB:write-back\"]",
     );
     super::super::matrix::expand(&parse_str(&text).unwrap(), 2).unwrap();
+}
+
+/// Every spec shipped in `examples/` (and `examples/seeds/`, ...) parses, and its matrix
+/// expands to valid runs.
+#[test]
+fn every_example_spec_is_valid() {
+    fn specs(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                specs(&p, out);
+            } else if p.extension().is_some_and(|x| x == "toml") {
+                out.push(p);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    specs(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples"),
+        &mut found,
+    );
+    assert!(found.len() >= 10, "{found:?}");
+    for p in found {
+        let spec = load(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let dims = match &spec.dataset {
+            DatasetSpec::Generate(g) => g.dims,
+            DatasetSpec::File { .. } => 2,
+        };
+        super::super::matrix::expand(&spec, dims)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    }
 }
