@@ -1,4 +1,4 @@
-//! The experiment runner (`DESIGN.md` section 8): the top of the stack, beside the CLI.
+//! The experiment runner (architecture §8): the top of the stack, beside the CLI.
 //! It drives the index layer ([`SpatialIndex`](crate::spatial::SpatialIndex)) and reads
 //! the statistics every layer keeps (tree, store, page cache, device); it never reaches
 //! below that API.
