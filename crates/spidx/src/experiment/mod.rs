@@ -8,6 +8,7 @@
 //! * [`workload`]: query windows, points and update streams, generated once per experiment;
 //! * [`protocol`]: the seeds' measurement arithmetic (sum of per-query means, spread);
 //! * [`runner`]: one run — build, then the workloads in order — measured;
+//! * [`shard`]: the K-th of N disjoint slices of a matrix, for runs on many machines;
 //! * [`db`]: the SQLite results database.
 //!
 //! [`Experiment::prepare`] does every check that can fail (spec, dataset, combinations,
@@ -17,6 +18,7 @@ pub mod db;
 pub mod matrix;
 pub mod protocol;
 pub mod runner;
+pub mod shard;
 pub mod spec;
 pub mod workload;
 
@@ -27,6 +29,7 @@ use serde::Serialize;
 pub use db::ResultsDb;
 pub use matrix::RunConfig;
 pub use runner::{Progress, RunResult, WorkloadResult};
+pub use shard::Shard;
 pub use spec::{Spec, Workload};
 
 use crate::data::{self, generate, Dataset, Policy, ReadOptions};
