@@ -1,4 +1,4 @@
-//! `spidx results list|show|export`: reading the results database that `spidx run` writes,
+//! `spidx results list|show|export|merge`: reading the results database that `spidx run` writes,
 //! as tables (at most 120 columns wide unless `--wide`), JSON, or CSV/Parquet with plain
 //! typed columns for analysis elsewhere (see `export_table`).
 
@@ -28,6 +28,22 @@ pub enum ResultsCmd {
     Show(ShowArgs),
     /// Export results (one row per run and workload) or every metric (long format).
     Export(ExportArgs),
+    /// Merge results databases (e.g. the shards of `spidx run --shard K/N`) into one.
+    Merge(MergeArgs),
+}
+
+/// Arguments of `spidx results merge`.
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The databases to merge.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// The merged database (created if missing; an existing one is appended to).
+    #[arg(long)]
+    out: PathBuf,
+    /// Print what was merged as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `spidx results list`.
@@ -106,7 +122,46 @@ pub fn run(cmd: ResultsCmd) -> Result<()> {
         ResultsCmd::List(a) => list(a),
         ResultsCmd::Show(a) => show(a),
         ResultsCmd::Export(a) => export(a),
+        ResultsCmd::Merge(a) => merge(a),
     }
+}
+
+fn merge(a: MergeArgs) -> Result<()> {
+    let r = spidx::experiment::db::merge(&a.out, &a.inputs)?;
+    if a.json {
+        let v = serde_json::json!({
+            "out": a.out.display().to_string(),
+            "inputs": a.inputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+            "experiments_added": r.experiments_added,
+            "finished": r.finished,
+            "failed": r.failed,
+            "duplicates": r.duplicates,
+            "unfinished": r.unfinished,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    println!(
+        "merged {} databases into {}: {} finished and {} failed runs copied, {} new experiments",
+        a.inputs.len(),
+        a.out.display(),
+        r.finished,
+        r.failed,
+        r.experiments_added
+    );
+    if r.duplicates > 0 {
+        println!(
+            "{} finished runs were already present (same experiment and run key) and were not copied again",
+            r.duplicates
+        );
+    }
+    if r.unfinished > 0 {
+        println!(
+            "{} runs were still marked running (interrupted, or in progress) and were left out; finish them with `spidx run SPEC --resume` on their database and merge again",
+            r.unfinished
+        );
+    }
+    Ok(())
 }
 
 /// A table that fits [`TABLE_WIDTH`] columns (cells wrap) unless `wide`.

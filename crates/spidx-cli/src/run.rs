@@ -14,7 +14,7 @@ use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 use spidx::experiment::db::{Heartbeat, Invocation, Owner};
-use spidx::experiment::{spec, Experiment, Machine, Progress, ResultsDb, RunResult};
+use spidx::experiment::{spec, Experiment, Machine, Progress, ResultsDb, RunResult, Shard};
 
 use crate::numfmt::{count, secs};
 use crate::results::new_table;
@@ -36,6 +36,10 @@ pub struct RunArgs {
     /// Skip runs of this experiment that already finished in the database.
     #[arg(long)]
     resume: bool,
+    /// Run only the K-th of N disjoint slices of the matrix (K from 0 to N-1), e.g. one
+    /// per task of a Slurm job array; merge the slices' databases with `spidx results merge`.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<Shard>,
 }
 
 /// How progress is shown: bars on a terminal, plain lines otherwise, or nothing.
@@ -94,8 +98,12 @@ pub fn run(a: RunArgs) -> Result<()> {
     spec::load(&a.spec)?;
     let mut db = ResultsDb::open(&a.results)?;
     let t = Instant::now();
-    let exp = Experiment::prepare(&a.spec)?;
+    let mut exp = Experiment::prepare(&a.spec)?;
     let prepare_s = t.elapsed().as_secs_f64();
+    let matrix_runs = exp.runs.len();
+    if let Some(shard) = a.shard {
+        exp.runs = shard.select(&exp.runs);
+    }
     let spec_json = serde_json::to_string(&exp.spec)?;
     let exp_id = db.experiment(
         &exp.spec.name,
@@ -122,12 +130,18 @@ pub fn run(a: RunArgs) -> Result<()> {
     let mut tried: HashSet<String> = HashSet::new();
     remove_stale_scratch();
     let shown = Shown::new(a.quiet, todo.len() as u64);
+    let runs_text = match a.shard {
+        Some(shard) => format!(
+            "{} runs (shard {shard} of a {matrix_runs}-run matrix)",
+            exp.runs.len()
+        ),
+        None => format!("{} runs", exp.runs.len()),
+    };
     shown.line(&format!(
-        "experiment '{}': {} objects ({} to load), {} runs ({} already done), {} workloads each; results in {}",
+        "experiment '{}': {} objects ({} to load), {runs_text} ({} already done), {} workloads each; results in {}",
         exp.spec.name,
         count(exp.dataset.len() as f64),
         secs(prepare_s),
-        exp.runs.len(),
         exp.runs.len() - todo.len(),
         exp.spec.workloads.len(),
         a.results.display()
@@ -223,6 +237,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         let v = json!({
             "experiment": exp.spec.name, "spec_hash": exp.hash, "results": a.results.display().to_string(),
             "skipped": exp.runs.len() - todo.len(), "run_elsewhere": todo.len() - outcomes.len(),
+            "shard": a.shard.map(|s| s.to_string()), "matrix_runs": matrix_runs,
             "runs": runs,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);

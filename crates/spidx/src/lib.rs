@@ -1,6 +1,6 @@
 //! spidx: spatial indices on real and simulated storage devices.
 //!
-//! The crate is organised by the layers of `DESIGN.md` (data flows down, each layer
+//! The crate is organised by the layers of `docs/architecture.md` (data flows down, each layer
 //! knows only the one below it through a small trait):
 //!
 //! ```text

@@ -1,5 +1,5 @@
 //! The page-buffer layer: classic page caches between the node stores and the devices
-//! (`DESIGN.md` section 2):
+//! (architecture §2):
 //!
 //! ```text
 //!   NodeStore -> PageCache -> Device

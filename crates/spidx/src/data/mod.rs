@@ -1,6 +1,6 @@
 //! Datasets: the objects the spatial indices are built on and queried with.
 //!
-//! This module sits beside the storage stack of `DESIGN.md` (it knows nothing of devices,
+//! This module sits beside the storage stack of the architecture (it knows nothing of devices,
 //! stores or trees): it *feeds* the index layer (`build --data`) and the experiment runner
 //! (workloads, query windows sized from a dataset's extent). It provides
 //!

@@ -1,4 +1,4 @@
-//! The device layer: the bottom of the stack in `DESIGN.md` section 2.
+//! The device layer: the bottom of the stack in architecture §2.
 //!
 //! A [`Device`] is an array of fixed-size pages (the size is chosen when the device is
 //! opened, usually the index page size). Upper layers read and write runs of consecutive

@@ -1,5 +1,5 @@
 //! Device presets: named, documented parameter sets for the devices of the seeds and of
-//! public simulators (`DESIGN.md` section 3). `spidx devices` lists them.
+//! public simulators (architecture §3). `spidx devices` lists them.
 
 use super::config::{DeviceConfig, ThrottledConfig};
 use super::flash::FlashConfig;

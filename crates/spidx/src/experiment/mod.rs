@@ -1,4 +1,4 @@
-//! The experiment runner (`DESIGN.md` section 8): the top of the stack, beside the CLI.
+//! The experiment runner (architecture §8): the top of the stack, beside the CLI.
 //! It drives the index layer ([`SpatialIndex`](crate::spatial::SpatialIndex)) and reads
 //! the statistics every layer keeps (tree, store, page cache, device); it never reaches
 //! below that API.
@@ -8,6 +8,7 @@
 //! * [`workload`]: query windows, points and update streams, generated once per experiment;
 //! * [`protocol`]: the seeds' measurement arithmetic (sum of per-query means, spread);
 //! * [`runner`]: one run — build, then the workloads in order — measured;
+//! * [`shard`]: the K-th of N disjoint slices of a matrix, for runs on many machines;
 //! * [`db`]: the SQLite results database.
 //!
 //! [`Experiment::prepare`] does every check that can fail (spec, dataset, combinations,
@@ -17,6 +18,7 @@ pub mod db;
 pub mod matrix;
 pub mod protocol;
 pub mod runner;
+pub mod shard;
 pub mod spec;
 pub mod workload;
 
@@ -27,6 +29,7 @@ use serde::Serialize;
 pub use db::ResultsDb;
 pub use matrix::RunConfig;
 pub use runner::{Progress, RunResult, WorkloadResult};
+pub use shard::Shard;
 pub use spec::{Spec, Workload};
 
 use crate::data::{self, generate, Dataset, Policy, ReadOptions};

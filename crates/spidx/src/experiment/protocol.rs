@@ -1,4 +1,4 @@
-//! The measurement protocol's arithmetic (`DESIGN.md` section 8, the seeds' protocol):
+//! The measurement protocol's arithmetic (architecture §8, the seeds' protocol):
 //! each query runs `repetitions` times; its cost is the mean over its repetitions; a query
 //! set is reported as the **sum over queries of each query's mean**, with the minimum,
 //! median and maximum of the per-query means.

@@ -1,4 +1,4 @@
-//! The index layer (`DESIGN.md` section 5): R-tree family trees whose nodes are pages
+//! The index layer (architecture §5): R-tree family trees whose nodes are pages
 //! reached through a [`NodeStore`]. The algorithms never ask which store they run on, so
 //! the same code runs plain, under FAST or under eFIND.
 //!

@@ -1,4 +1,4 @@
-//! Tree nodes as pages (`DESIGN.md` section 4): a node is one page holding a small header
+//! Tree nodes as pages (architecture §4): a node is one page holding a small header
 //! and entries of (MBR, pointer). [`NodeLayout`] encodes and decodes nodes, [`NodeView`]
 //! reads a page in place (no decoding, for fast queries), and [`Capacity`] derives the
 //! maximum and minimum entries per node from the page size and the occupancy options.

@@ -1,5 +1,5 @@
 //! The object store: the exact geometries of indexed objects, kept as records on the same
-//! device model as the index (`DESIGN.md` section 7), so the refinement step's I/O is
+//! device model as the index (architecture §7), so the refinement step's I/O is
 //! counted like the filter step's.
 //!
 //! Records are appended into pages: `[len u32][crc32 u32][id u64][payload]`, possibly

@@ -1,5 +1,5 @@
 //! The query layer above the index: exact predicates ([`predicate`]) for the refinement
-//! step of `DESIGN.md` section 7.
+//! step of architecture §7.
 
 pub mod predicate;
 

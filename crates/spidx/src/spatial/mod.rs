@@ -1,4 +1,4 @@
-//! A spatial index as users see it (`DESIGN.md` sections 2 and 7): one directory holding a
+//! A spatial index as users see it (architecture §2 and §7): one directory holding a
 //! tree, its node pages, the objects' exact geometries and the device state, reopenable by
 //! another process.
 //!

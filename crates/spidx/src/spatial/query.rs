@@ -1,6 +1,6 @@
 //! Queries on a [`SpatialIndex`]: the filter step through the tree on MBRs, then the
-//! refinement step on the exact geometries read from the object store (`DESIGN.md`
-//! section 7), each measured separately. Kinds: window (range), point, arbitrary geometry
+//! refinement step on the exact geometries read from the object store (architecture
+//! §7), each measured separately. Kinds: window (range), point, arbitrary geometry
 //! selection, and k nearest neighbours.
 
 use std::cmp::Ordering;

@@ -1,5 +1,5 @@
-//! The shared write-ahead log of the flash-aware stores (FAST, eFIND; `DESIGN.md` section
-//! 6). It sits between a store and the [`Device`]: the store hands it opaque payloads
+//! The shared write-ahead log of the flash-aware stores (FAST, eFIND; architecture
+//! §6). It sits between a store and the [`Device`]: the store hands it opaque payloads
 //! (the log never looks inside them) and the log writes them sequentially into its own
 //! region of the device, so its writes and syncs are counted and timed like any other I/O.
 //!

@@ -1,4 +1,4 @@
-//! The `NodeStore` seam (`DESIGN.md` section 2): how node changes reach storage.
+//! The `NodeStore` seam (architecture §2): how node changes reach storage.
 //!
 //! Tree code reads nodes and expresses every change at entry level (create a node, set,
 //! push or remove an entry, rewrite or delete a node) through [`NodeStore`] and never asks

@@ -1,5 +1,5 @@
-//! Raw NAND flash behind a flash translation layer (the `SimFlash` device of `DESIGN.md`
-//! section 3).
+//! Raw NAND flash behind a flash translation layer (the `SimFlash` device of architecture
+//! §3).
 //!
 //! - [`ftl`]: the page-mapping FTL (dies, out-of-place updates, greedy GC, wear
 //!   levelling, over-provisioning, endurance). It stores the data itself and reports the

@@ -22,7 +22,7 @@ use crate::{Error, Result};
 /// Parameters of a simulated NAND flash chip and its FTL.
 ///
 /// Presets: [`FlashConfig::flashdbsim`], [`FlashConfig::seed_table2`],
-/// [`FlashConfig::x25m`], [`FlashConfig::mlc`] (see `DESIGN.md` section 3).
+/// [`FlashConfig::x25m`], [`FlashConfig::mlc`] (see architecture §3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlashConfig {

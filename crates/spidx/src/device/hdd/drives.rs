@@ -1,4 +1,4 @@
-//! Parameter sets of the seeds' hard disks (`DESIGN.md` section 3), one constructor per
+//! Parameter sets of the seeds' hard disks (architecture §3), one constructor per
 //! drive, each number cited in its doc comment; values the sources do not give are marked
 //! *assumed*. [`HddConfig::desktop_7200`] (the long-standing `hdd-7200` preset) mixes the
 //! two machines; these keep them apart so that a reproduction runs on the drive its paper

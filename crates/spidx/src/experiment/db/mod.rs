@@ -7,12 +7,15 @@
 //!
 //! * [`schema`]: the tables, and the checks on open (integrity, schema version);
 //! * [`claim`]: runs are claimed under a transaction with a lease, so concurrent
-//!   `--resume`s split the matrix instead of each running all of it.
+//!   `--resume`s split the matrix instead of each running all of it;
+//! * [`merge`]: several databases (e.g. the shards of one matrix) into one.
 
 mod claim;
+pub mod merge;
 pub mod schema;
 
 pub use claim::{Claim, Heartbeat, Owner, LEASE};
+pub use merge::{merge, MergeReport};
 pub use schema::SCHEMA_VERSION;
 
 use std::collections::HashSet;

@@ -1,5 +1,5 @@
-//! The buffered-store skeleton every flash-aware store is a policy over (`DESIGN.md`
-//! section 6), in the spirit of libspatialindex's `Buffer` decorator: the skeleton does what
+//! The buffered-store skeleton every flash-aware store is a policy over (architecture
+//! §6), in the spirit of libspatialindex's `Buffer` decorator: the skeleton does what
 //! all of them share and a [`BufferPolicy`] writes only its own buffer, eviction and
 //! flushing-unit choice.
 //!

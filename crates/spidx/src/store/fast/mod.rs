@@ -1,8 +1,8 @@
 //! FAST (Sarwat, Mokbel, Zhou, Nath: "Generic and efficient framework for search trees on
 //! flash memory storage systems", GeoInformatica 17(3), 2013): a policy over the
 //! buffered-store skeleton ([`crate::store::buffered`]) that turns any disk-based tree into
-//! a flash-aware one by changing only how node changes reach the device (`DESIGN.md`
-//! section 6). The trees above are unchanged.
+//! a flash-aware one by changing only how node changes reach the device (architecture
+//! §6). The trees above are unchanged.
 //!
 //! * **Write buffer** ([`buffer`]): every node change is kept in memory per node (status
 //!   new / modified / deleted plus the ordered entry-level changes); reading a node replays
