@@ -8,6 +8,15 @@ mod common;
 
 use common::{json_of, spidx};
 
+/// Writes `count` generated objects of `distribution` to `path`.
+fn generate(path: &str, distribution: &str, count: &str) {
+    spidx()
+        .args(["dataset", "generate", "--distribution", distribution])
+        .args(["--count", count, "--out", path])
+        .assert()
+        .success();
+}
+
 fn ids(ds: &Dataset) -> Vec<u64> {
     ds.as_geo().unwrap().iter().map(|r| r.id).collect()
 }
@@ -55,19 +64,7 @@ fn build_reports_its_order_and_refuses_bad_ones() {
     let dir = tempfile::tempdir().unwrap();
     let data_path = dir.path().join("b.fgb");
     let d = data_path.to_str().unwrap();
-    spidx()
-        .args([
-            "dataset",
-            "generate",
-            "--distribution",
-            "buildings",
-            "--count",
-            "3000",
-            "--out",
-            d,
-        ])
-        .assert()
-        .success();
+    generate(d, "buildings", "3000");
     let out = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
     let build = |order: &str, o: &str| {
         json_of(&[
@@ -125,19 +122,7 @@ fn write_back_buffer_under_fast_is_refused_and_help_names_it() {
     let dir = tempfile::tempdir().unwrap();
     let data_path = dir.path().join("b.fgb");
     let d = data_path.to_str().unwrap();
-    spidx()
-        .args([
-            "dataset",
-            "generate",
-            "--distribution",
-            "uniform",
-            "--count",
-            "500",
-            "--out",
-            d,
-        ])
-        .assert()
-        .success();
+    generate(d, "uniform", "500");
     spidx()
         .args([
             "build",
