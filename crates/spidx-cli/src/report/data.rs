@@ -100,6 +100,9 @@ pub struct Data {
     pub metrics: HashMap<(i64, String), BTreeMap<String, f64>>,
     /// Provenance.
     pub context: Context,
+    /// Parts of the run names shared by every configuration (e.g. an insertion order),
+    /// left out of the charts' labels and stated once in the context block.
+    pub common: Vec<String>,
 }
 
 impl Data {
@@ -174,6 +177,7 @@ pub fn load(path: &Path, experiment: &str) -> Result<Data> {
             }
         })
         .collect::<Vec<_>>();
+    let (rows, common) = strip_common_parts(rows);
     let mut metrics: HashMap<(i64, String), BTreeMap<String, f64>> = HashMap::new();
     for m in db.metrics(Some(experiment), None)?.objects() {
         let run_id = int(&m, "run_id");
@@ -192,7 +196,78 @@ pub fn load(path: &Path, experiment: &str) -> Result<Data> {
         rows,
         metrics,
         context,
+        common,
     })
+}
+
+/// Removes from every row's configuration the ` · `-separated parts that every
+/// configuration has, unless that would leave some configuration without a part (a
+/// single configuration keeps its name); returns the rows and the removed parts.
+fn strip_common_parts(mut rows: Vec<Row>) -> (Vec<Row>, Vec<String>) {
+    let parts = |c: &str| -> Vec<String> { c.split(" · ").map(str::to_string).collect() };
+    let Some(first) = rows.first() else {
+        return (rows, Vec::new());
+    };
+    let common: Vec<String> = parts(&first.config)
+        .into_iter()
+        .filter(|p| rows.iter().all(|r| r.config.split(" · ").any(|q| q == p)))
+        .collect();
+    let empties = rows
+        .iter()
+        .any(|r| r.config.split(" · ").all(|q| common.iter().any(|c| c == q)));
+    if common.is_empty() || empties {
+        return (rows, Vec::new());
+    }
+    for r in &mut rows {
+        r.config = r
+            .config
+            .split(" · ")
+            .filter(|q| !common.iter().any(|c| c == q))
+            .collect::<Vec<_>>()
+            .join(" · ");
+    }
+    (rows, common)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(config: &str) -> Row {
+        Row {
+            run_id: 0,
+            ordinal: 0,
+            config: config.into(),
+            page: "4KB".into(),
+            page_size: 4096,
+            simulated: true,
+            device: "memory".into(),
+            workload: "construction".into(),
+            kind: "construction".into(),
+            workload_ordinal: 0,
+            figures: BTreeMap::new(),
+            direct: true,
+            plain_key: String::new(),
+        }
+    }
+
+    #[test]
+    fn parts_every_configuration_shares_leave_the_labels() {
+        let (rows, common) = strip_common_parts(vec![
+            row("Linear R-tree · buffer lru:512KB · order clustered:4096:42"),
+            row("FAST Linear R-tree · order clustered:4096:42"),
+        ]);
+        assert_eq!(common, ["order clustered:4096:42"]);
+        assert_eq!(rows[0].config, "Linear R-tree · buffer lru:512KB");
+        assert_eq!(rows[1].config, "FAST Linear R-tree");
+        // One configuration (or one made only of shared parts) keeps its whole name.
+        let (rows, common) = strip_common_parts(vec![
+            row("R*-tree · order x"),
+            row("R*-tree · order x · buffer lru:1MB"),
+        ]);
+        assert!(common.is_empty());
+        assert_eq!(rows[0].config, "R*-tree · order x");
+    }
 }
 
 /// What the report needs of one run's row in `runs`.

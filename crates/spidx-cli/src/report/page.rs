@@ -189,6 +189,15 @@ impl<'a> Writer<'a> {
             })
             .collect();
         item("dataset", datasets.join("<br>"));
+        if !self.data.common.is_empty() {
+            item(
+                "every configuration",
+                format!(
+                    "{} (left out of the charts' labels)",
+                    esc(&self.data.common.join(" · "))
+                ),
+            );
+        }
         let p = |k: &str| {
             c.protocol
                 .get(k)

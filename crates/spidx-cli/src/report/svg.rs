@@ -397,14 +397,21 @@ impl Stacked<'_> {
     /// The chart as an SVG element.
     pub fn svg(&self) -> String {
         const ROW: f64 = 22.0;
+        const LINE: f64 = 14.0;
         let totals: Vec<f64> = self.values.iter().map(|r| r.iter().sum()).collect();
         let max = totals.iter().copied().fold(0.0, f64::max);
         let axis = Axis::new(max, self.quantity, self.x_label);
         let (legend_svg, top) = legend(self.parts);
-        let label_w = self
+        // Labels take at most this share of the width; longer ones wrap at their parts.
+        let lines: Vec<Vec<String>> = self
             .rows
             .iter()
-            .map(|r| text_w(r, FONT))
+            .map(|r| wrap_label(r, WIDTH * MAX_LABEL_SHARE))
+            .collect();
+        let label_w = lines
+            .iter()
+            .flatten()
+            .map(|l| text_w(l, FONT))
             .fold(0.0, f64::max);
         let left = 12.0 + label_w + 8.0;
         let total_w = totals
@@ -414,7 +421,11 @@ impl Stacked<'_> {
         // Room for the totals after the longest bar and for the last tick label.
         let right = (total_w + 14.0).max(axis.widest_tick() / 2.0 + 8.0);
         let plot_w = WIDTH - left - right;
-        let bottom = top + self.rows.len() as f64 * ROW;
+        let row_h: Vec<f64> = lines
+            .iter()
+            .map(|l| ROW + (l.len().max(1) - 1) as f64 * LINE)
+            .collect();
+        let bottom = top + row_h.iter().sum::<f64>();
         let height = bottom + FONT + 8.0 + 26.0;
         let x = |v: f64| left + axis.frac(v) * plot_w;
         let mut svg = String::new();
@@ -428,15 +439,27 @@ impl Stacked<'_> {
                 xx = x(*v)
             );
         }
+        let mut row_top = top;
         for (r, name) in self.rows.iter().enumerate() {
-            let y0 = top + r as f64 * ROW + 3.0;
+            let y0 = row_top + (row_h[r] - 16.0) / 2.0;
+            let first_line =
+                row_top + (row_h[r] - (lines[r].len() as f64 - 1.0) * LINE) / 2.0 + 4.0;
             let _ = write!(
                 svg,
-                r#"<text x="{:.1}" y="{:.1}" font-size="{FONT}" text-anchor="end">{}</text>"#,
+                r#"<text x="{:.1}" y="{first_line:.1}" font-size="{FONT}" text-anchor="end"><title>{}</title>"#,
                 left - 6.0,
-                y0 + 12.0,
                 esc(name)
             );
+            for (i, l) in lines[r].iter().enumerate() {
+                let _ = write!(
+                    svg,
+                    r#"<tspan x="{:.1}" dy="{}">{}</tspan>"#,
+                    left - 6.0,
+                    if i == 0 { 0.0 } else { LINE },
+                    esc(l)
+                );
+            }
+            svg.push_str("</text>");
             let mut at = 0.0;
             for (p, v) in self.values[r].iter().enumerate() {
                 if *v > 0.0 {
@@ -460,6 +483,7 @@ impl Stacked<'_> {
                 y0 + 12.0,
                 axis.value(at)
             );
+            row_top += row_h[r];
         }
         let _ = write!(
             svg,
@@ -470,6 +494,34 @@ impl Stacked<'_> {
         );
         svg
     }
+}
+
+/// The widest a stacked chart's row labels may be, as a share of [`WIDTH`].
+const MAX_LABEL_SHARE: f64 = 0.42;
+
+/// Splits `label` into lines no wider than `max_w` at its ` · ` separators; a part wider
+/// than `max_w` on its own is cut with an ellipsis (the chart keeps the whole label in a
+/// tooltip).
+fn wrap_label(label: &str, max_w: f64) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for part in label.split(" · ") {
+        let part = if text_w(part, FONT) > max_w {
+            let keep = ((max_w / (FONT * CHAR_EM)) as usize)
+                .saturating_sub(1)
+                .max(1);
+            format!("{}…", part.chars().take(keep).collect::<String>())
+        } else {
+            part.to_string()
+        };
+        match lines.last_mut() {
+            Some(last) if text_w(&format!("{last} · {part}"), FONT) <= max_w => {
+                last.push_str(" · ");
+                last.push_str(&part);
+            }
+            _ => lines.push(part),
+        }
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -553,5 +605,32 @@ mod tests {
             svg.contains(">3.00 s<") && svg.contains(">4.00 s<"),
             "{svg}"
         );
+    }
+
+    #[test]
+    fn long_row_labels_wrap_at_their_parts_and_leave_the_plot_its_room() {
+        let label =
+            "Quadratic R-tree · buffer lru:512KB:write-back · order clustered:4096:42 · 16KB";
+        let lines = wrap_label(label, WIDTH * MAX_LABEL_SHARE);
+        assert!(lines.len() > 1, "{lines:?}");
+        assert!(lines
+            .iter()
+            .all(|l| text_w(l, FONT) <= WIDTH * MAX_LABEL_SHARE));
+        assert_eq!(lines.join(" · "), label);
+        let cut = wrap_label(&"x".repeat(200), 100.0);
+        assert_eq!(cut.len(), 1);
+        assert!(cut[0].ends_with('…') && text_w(&cut[0], FONT) <= 100.0);
+        let rows = vec![label.to_string(), "short".to_string()];
+        let svg = Stacked {
+            title: "t",
+            x_label: "time",
+            quantity: Quantity::Time,
+            rows: &rows,
+            parts: &["CPU".to_string()],
+            values: &[vec![1.0], vec![2.0]],
+        }
+        .svg();
+        assert!(svg.contains("<tspan"), "{svg}");
+        assert!(svg.contains(&format!("<title>{}</title>", esc(label))));
     }
 }
