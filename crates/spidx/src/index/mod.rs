@@ -29,7 +29,7 @@ pub use search::MbrPredicate;
 pub use split::SplitAlgorithm;
 
 use crate::geom::Rect;
-use crate::node::{Capacity, Entry, Node, NodeView, PageId};
+use crate::node::{Capacity, Entry, LayoutKind, Node, NodeLayout, NodeView, PageId};
 use crate::store::{NodePage, NodeStore, TreeMeta};
 use crate::{Error, Result};
 use strategy::{NodeAccess, Strategy};
@@ -93,6 +93,21 @@ impl IndexKind {
             }
         }
         Ok(())
+    }
+
+    /// Bytes of auxiliary key per entry the variant's node layout holds (see
+    /// [`NodeLayout::with_aux`]).
+    pub fn aux_bytes(&self) -> usize {
+        match self {
+            IndexKind::RTree { .. } | IndexKind::RStar(_) => 0,
+        }
+    }
+
+    /// The node layout of this variant: `kind` pages of `page_size` bytes in `dims`
+    /// dimensions, with the variant's auxiliary key per entry if it has one (the options
+    /// are checked against `dims` first).
+    pub fn layout(&self, kind: LayoutKind, page_size: usize, dims: usize) -> Result<NodeLayout> {
+        NodeLayout::new(kind, page_size, dims)?.with_aux(self.aux_bytes())
     }
 
     /// The strategy parts of the variant (its registration: one arm per variant).
@@ -163,6 +178,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     /// Creates an empty tree (a root leaf with no entries) in `store`.
     pub fn create(mut store: S, cap: Capacity, kind: IndexKind) -> Result<Self> {
         kind.validate(&cap)?;
+        Self::check_layout(&store, &kind)?;
         if store.meta().is_some() {
             return Err(Error::invalid("index", "the store already holds a tree"));
         }
@@ -190,6 +206,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     /// Opens the tree stored in `store`.
     pub fn open(store: S, cap: Capacity, kind: IndexKind) -> Result<Self> {
         kind.validate(&cap)?;
+        Self::check_layout(&store, &kind)?;
         let meta = store
             .meta()
             .ok_or_else(|| Error::corrupted("index", "the store holds no tree metadata"))?;
@@ -205,6 +222,22 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             strategy: kind.strategy(),
             search_stack: Vec::new(),
         })
+    }
+
+    /// Refuses a store whose node layout does not hold the variant's auxiliary keys (or
+    /// holds keys the variant does not use): see [`IndexKind::layout`].
+    fn check_layout(store: &S, kind: &IndexKind) -> Result<()> {
+        let (has, wants) = (store.layout().aux_bytes(), kind.aux_bytes());
+        if has != wants {
+            return Err(Error::invalid(
+                "layout",
+                format!(
+                    "the node layout holds {has} bytes of auxiliary key per entry, {} needs {wants} (make the layout with IndexKind::layout)",
+                    kind.label()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The tree's metadata (root, height, object count).
@@ -323,6 +356,10 @@ impl<S: NodeStore<D>, const D: usize> NodeAccess<D> for Tree<S, D> {
 
     fn delete(&mut self, id: PageId, level: u32) -> Result<()> {
         self.store.delete(id, level)
+    }
+
+    fn read(&mut self, id: PageId, level: u32) -> Result<Node<D>> {
+        self.read_node(id, level)
     }
 
     fn capacity(&self) -> &Capacity {
