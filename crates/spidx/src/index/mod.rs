@@ -5,6 +5,7 @@
 //! * [`Tree`] with [`IndexKind::RTree`] (Guttman 1984, with the splits of [`split`]) or
 //!   [`IndexKind::RStar`] (Beckmann et al. 1990: overlap-minimising subtree choice with the
 //!   p-candidate optimisation, forced reinsertion, the R*-tree split).
+//! * [`IndexKind::Hilbert`]: the Hilbert R-tree (Kamel and Faloutsos 1994, [`hilbert`]).
 //! * insert ([`insert`]), delete with condense and reinsertion ([`delete`]), update;
 //! * filter-step searches on MBRs and best-first k nearest neighbours ([`search`]);
 //! * an invariant checker that also measures the tree's shape ([`check`]).
@@ -13,6 +14,7 @@ pub mod bulk;
 pub mod check;
 pub mod curve;
 pub mod delete;
+pub mod hilbert;
 pub mod insert;
 pub mod rstar;
 mod rtree;
@@ -24,6 +26,7 @@ pub mod written;
 use serde::{Deserialize, Serialize};
 
 pub use check::{CheckReport, LevelShape};
+pub use hilbert::HilbertOptions;
 pub use rstar::{RStarOptions, ReinsertPolicy};
 pub use search::MbrPredicate;
 pub use split::SplitAlgorithm;
@@ -45,6 +48,8 @@ pub enum IndexKind {
     },
     /// The R*-tree.
     RStar(RStarOptions),
+    /// The Hilbert R-tree.
+    Hilbert(HilbertOptions),
 }
 
 impl IndexKind {
@@ -70,12 +75,16 @@ impl IndexKind {
                 }
                 Ok(())
             }
+            IndexKind::Hilbert(o) => o.check(),
         }
     }
 
     /// Checks options, also against the node capacities.
     pub fn validate(&self, cap: &Capacity) -> Result<()> {
         self.check_options()?;
+        if let IndexKind::Hilbert(o) = self {
+            o.check_capacity(cap)?;
+        }
         if let IndexKind::RTree {
             split: SplitAlgorithm::Exponential,
         } = self
@@ -100,6 +109,15 @@ impl IndexKind {
     pub fn aux_bytes(&self) -> usize {
         match self {
             IndexKind::RTree { .. } | IndexKind::RStar(_) => 0,
+            IndexKind::Hilbert(_) => 8,
+        }
+    }
+
+    /// Checks the options against the dimensions (the Hilbert R-tree's keys limit them).
+    pub fn check_dims(&self, dims: usize) -> Result<()> {
+        match self {
+            IndexKind::Hilbert(o) => o.check_dims(dims),
+            IndexKind::RTree { .. } | IndexKind::RStar(_) => Ok(()),
         }
     }
 
@@ -107,6 +125,7 @@ impl IndexKind {
     /// dimensions, with the variant's auxiliary key per entry if it has one (the options
     /// are checked against `dims` first).
     pub fn layout(&self, kind: LayoutKind, page_size: usize, dims: usize) -> Result<NodeLayout> {
+        self.check_dims(dims)?;
         NodeLayout::new(kind, page_size, dims)?.with_aux(self.aux_bytes())
     }
 
@@ -115,6 +134,7 @@ impl IndexKind {
         match self {
             IndexKind::RTree { split } => rtree::strategy(*split),
             IndexKind::RStar(o) => rstar::strategy(o),
+            IndexKind::Hilbert(o) => hilbert::strategy(o),
         }
     }
 
@@ -130,6 +150,7 @@ impl IndexKind {
                 (o.reinsert_leaf * 100.0).round(),
                 (o.reinsert_internal * 100.0).round()
             ),
+            IndexKind::Hilbert(o) => o.label(),
         }
     }
 }
@@ -227,6 +248,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     /// Refuses a store whose node layout does not hold the variant's auxiliary keys (or
     /// holds keys the variant does not use): see [`IndexKind::layout`].
     fn check_layout(store: &S, kind: &IndexKind) -> Result<()> {
+        kind.check_dims(D)?;
         let (has, wants) = (store.layout().aux_bytes(), kind.aux_bytes());
         if has != wants {
             return Err(Error::invalid(
