@@ -11,11 +11,12 @@
 //! implementation returns exactly the answers of a brute-force scan, prints the tables and
 //! exits non-zero on any difference.
 //!
-//! Memory runs: spidx R-tree (linear), R-tree (quadratic) and R*-tree (30 % reinsertion),
-//! 2-D, 4 KB `checked` pages, on the memory device behind an LRU buffer that holds every
+//! Memory runs: spidx R-tree (linear), R-tree (quadratic), R*-tree (30 % reinsertion) and
+//! Hilbert R-tree (s = 2), 2-D, 4 KB `checked` pages, on the memory device behind an LRU buffer that holds every
 //! node; `rstar` (insert one by one, `locate_in_envelope_intersecting`); SQLite (bundled)
 //! R*Tree virtual table in an in-memory database, inserts in one transaction with a prepared
-//! statement. Simulated runs: spidx R-tree linear and R*-tree 30 % on the `hdd-7200` preset
+//! statement. Bulk loads (the build is one bulk load): spidx STR, Hilbert packing and OMT
+//! into an R*-tree, and `rstar::RTree::bulk_load`, compared with each other. Simulated runs: spidx R-tree linear and R*-tree 30 % on the `hdd-7200` preset
 //! (and `ssd-v300` where this build has it) behind a small LRU buffer, with the device's
 //! modelled time and request counts.
 
