@@ -1,5 +1,5 @@
 //! One measured run of one implementation: build the index by inserting the rectangles one
-//! by one, then run the window queries `reps` times (intersects, counting results), then
+//! by one (or, for the bulk-loading implementations, by one bulk load), then run the window queries `reps` times (intersects, counting results), then
 //! once more collecting the ids of every answer (not timed) for the cross-check.
 //!
 //! Each run is meant to execute in its own process so that its peak RSS is its own.
@@ -9,14 +9,15 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use spidx::cache::{CacheConfig, CacheStats, PageCache};
 use spidx::clock::process_cpu_ns;
 use spidx::device::{DeviceSpec, DeviceStats};
 use spidx::geom::Rect;
-use spidx::index::{IndexKind, MbrPredicate, RStarOptions, SplitAlgorithm, Tree};
-use spidx::node::{Capacity, LayoutKind, NodeLayout, Occupancy};
+use spidx::index::bulk::{BulkMethod, BulkOptions};
+use spidx::index::{HilbertOptions, IndexKind, MbrPredicate, RStarOptions, SplitAlgorithm, Tree};
+use spidx::node::{Capacity, LayoutKind, Occupancy};
 use spidx::store::direct::DirectStore;
 use spidx::store::NodeStore;
 
@@ -27,8 +28,21 @@ pub const PAGE: usize = 4096;
 /// Buffer of the spidx variants on the memory device: large enough to hold every node.
 pub const MEMORY_CACHE: &str = "lru:1GB";
 
-/// The spidx tree variants.
-pub const SPIDX_VARIANTS: [&str; 3] = ["spidx-linear", "spidx-quadratic", "spidx-rstar30"];
+/// The spidx tree variants built by one-by-one insertion.
+pub const SPIDX_VARIANTS: [&str; 4] = [
+    "spidx-linear",
+    "spidx-quadratic",
+    "spidx-rstar30",
+    "spidx-hilbert",
+];
+/// The bulk loads: spidx's STR, Hilbert packing and OMT (into an R*-tree 30 %) and
+/// rstar's `RTree::bulk_load` (OMT), compared with each other.
+pub const BULK_VARIANTS: [&str; 4] = [
+    "spidx-bulk-str",
+    "spidx-bulk-hilbert",
+    "spidx-bulk-omt",
+    "rstar-bulk",
+];
 /// Variants also run on simulated devices.
 pub const SIM_VARIANTS: [&str; 2] = ["spidx-linear", "spidx-rstar30"];
 /// Simulated devices (presets), run when they exist on this build.
@@ -203,6 +217,14 @@ pub fn median(v: &[f64]) -> f64 {
 
 /// An index under test.
 trait Subject {
+    /// The timed build: every rectangle inserted one by one, then [`Self::finish_build`]
+    /// (bulk-loading subjects load them at once instead).
+    fn build(&mut self, rects: &[Rect<2>]) -> Result<()> {
+        for (i, r) in rects.iter().enumerate() {
+            self.insert(r, i as u64)?;
+        }
+        self.finish_build()
+    }
     fn insert(&mut self, r: &Rect<2>, id: u64) -> Result<()>;
     /// Called after the last insert, inside the timed build (commit, flush).
     fn finish_build(&mut self) -> Result<()>;
@@ -219,9 +241,26 @@ trait Subject {
 struct Spidx {
     tree: Tree<DirectStore, 2>,
     simulated: bool,
+    /// Built by this bulk load instead of one-by-one insertion.
+    bulk: Option<BulkOptions>,
 }
 
 impl Subject for Spidx {
+    fn build(&mut self, rects: &[Rect<2>]) -> Result<()> {
+        let Some(opts) = self.bulk else {
+            for (i, r) in rects.iter().enumerate() {
+                self.insert(r, i as u64)?;
+            }
+            return self.finish_build();
+        };
+        let objects: Vec<(Rect<2>, u64)> = rects
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (*r, i as u64))
+            .collect();
+        self.tree.bulk_load(objects, &opts)?;
+        self.finish_build()
+    }
     fn insert(&mut self, r: &Rect<2>, id: u64) -> Result<()> {
         Ok(self.tree.insert(*r, id)?)
     }
@@ -248,9 +287,25 @@ impl Subject for Spidx {
 
 type RstarItem = rstar::primitives::GeomWithData<rstar::primitives::Rectangle<[f64; 2]>, u64>;
 
-struct Rstar(rstar::RTree<RstarItem>);
+struct Rstar(rstar::RTree<RstarItem>, bool);
 
 impl Subject for Rstar {
+    fn build(&mut self, rects: &[Rect<2>]) -> Result<()> {
+        let item = |(i, r): (usize, &Rect<2>)| {
+            RstarItem::new(
+                rstar::primitives::Rectangle::from_corners(r.min, r.max),
+                i as u64,
+            )
+        };
+        if self.1 {
+            self.0 = rstar::RTree::bulk_load(rects.iter().enumerate().map(item).collect());
+        } else {
+            for (i, r) in rects.iter().enumerate() {
+                self.0.insert(item((i, r)));
+            }
+        }
+        Ok(())
+    }
     fn insert(&mut self, r: &Rect<2>, id: u64) -> Result<()> {
         let rect = rstar::primitives::Rectangle::from_corners(r.min, r.max);
         self.0.insert(RstarItem::new(rect, id));
@@ -332,8 +387,24 @@ pub fn spidx_kind(variant: &str) -> Option<IndexKind> {
             split: SplitAlgorithm::Quadratic,
         },
         "spidx-rstar30" => IndexKind::RStar(RStarOptions::default()),
+        "spidx-hilbert" => IndexKind::Hilbert(HilbertOptions::default()),
         _ => return None,
     })
+}
+
+/// The spidx tree variant and bulk load of a bulk-loading implementation's name.
+pub fn spidx_bulk(variant: &str) -> Option<(IndexKind, BulkOptions)> {
+    let method = match variant {
+        "spidx-bulk-str" => BulkMethod::Str,
+        "spidx-bulk-hilbert" => BulkMethod::Hilbert,
+        "spidx-bulk-omt" => BulkMethod::Omt,
+        _ => return None,
+    };
+    let opts = BulkOptions {
+        method,
+        fill: BulkOptions::DEFAULT_FILL,
+    };
+    Some((IndexKind::RStar(RStarOptions::default()), opts))
 }
 
 /// Whether a simulated device preset exists in this build (`Err` explains why not).
@@ -344,8 +415,13 @@ pub fn device_available(device: &str) -> std::result::Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-fn open_spidx(kind: IndexKind, device: &str, cache: &str) -> Result<Spidx> {
-    let layout = NodeLayout::new(LayoutKind::Checked, PAGE, 2)?;
+fn open_spidx(
+    kind: IndexKind,
+    bulk: Option<BulkOptions>,
+    device: &str,
+    cache: &str,
+) -> Result<Spidx> {
+    let layout = kind.layout(LayoutKind::Checked, PAGE, 2)?;
     let cap = Capacity::new(&layout, &Occupancy::default())?;
     let resolved = DeviceSpec::new(device).resolve()?;
     let simulated = device != "memory";
@@ -355,6 +431,7 @@ fn open_spidx(kind: IndexKind, device: &str, cache: &str) -> Result<Spidx> {
     Ok(Spidx {
         tree: Tree::create(store, cap, kind)?,
         simulated,
+        bulk,
     })
 }
 
@@ -391,7 +468,12 @@ pub fn run(name: &str, p: &RunParams, ids_out: &Path) -> Result<RunResult> {
     match variant {
         "rstar" => {
             result.label = "rstar 0.12 RTree (R*-tree, in memory)".into();
-            let mut s = Rstar(rstar::RTree::new());
+            let mut s = Rstar(rstar::RTree::new(), false);
+            measure(&mut s, &rects, &windows, p.reps, &mut result, ids_out)?;
+        }
+        "rstar-bulk" => {
+            result.label = "rstar 0.12 RTree::bulk_load (OMT, in memory)".into();
+            let mut s = Rstar(rstar::RTree::new(), true);
             measure(&mut s, &rects, &windows, p.reps, &mut result, ids_out)?;
         }
         "sqlite" => {
@@ -403,16 +485,28 @@ pub fn run(name: &str, p: &RunParams, ids_out: &Path) -> Result<RunResult> {
             measure(&mut s, &rects, &windows, p.reps, &mut result, ids_out)?;
         }
         v => {
-            let kind = spidx_kind(v).ok_or_else(|| anyhow!("unknown implementation '{name}'"))?;
+            let (kind, bulk) = match (spidx_kind(v), spidx_bulk(v)) {
+                (Some(k), _) => (k, None),
+                (None, Some((k, b))) => (k, Some(b)),
+                (None, None) => bail!("unknown implementation '{name}'"),
+            };
             let cache = if device == "memory" {
                 MEMORY_CACHE.to_string()
             } else {
                 p.sim_cache.clone()
             };
-            result.label = format!("spidx {}, 4KB checked pages", kind.label());
+            result.label = match &bulk {
+                Some(b) => format!(
+                    "spidx {} bulk loaded by {} (fill {}%), 4KB checked pages",
+                    kind.label(),
+                    b.method.name(),
+                    b.fill * 100.0
+                ),
+                None => format!("spidx {}, 4KB checked pages", kind.label()),
+            };
             result.device = device.to_string();
             result.cache = cache.clone();
-            let mut s = open_spidx(kind, device, &cache)
+            let mut s = open_spidx(kind, bulk, device, &cache)
                 .with_context(|| format!("opening {name} on {device}"))?;
             measure(&mut s, &rects, &windows, p.reps, &mut result, ids_out)?;
             let rep = s.tree.check()?;
@@ -497,14 +591,11 @@ fn measure<S: Subject>(
     Ok(())
 }
 
-/// The timed build: every rectangle inserted one by one. Not inlined, so that profilers
-/// (e.g. `valgrind --tool=callgrind`) can attribute the phase's cost to it.
+/// The timed build (see [`Subject::build`]). Not inlined, so that profilers (e.g.
+/// `valgrind --tool=callgrind`) can attribute the phase's cost to it.
 #[inline(never)]
 fn build_phase<S: Subject>(s: &mut S, rects: &[Rect<2>]) -> Result<()> {
-    for (i, r) in rects.iter().enumerate() {
-        s.insert(r, i as u64)?;
-    }
-    s.finish_build()
+    s.build(rects)
 }
 
 /// One timed repetition of the queries; returns the number of results. Not inlined (see

@@ -35,8 +35,13 @@ fn small_run_matches_and_reports_json() {
             "spidx-linear",
             "spidx-quadratic",
             "spidx-rstar30",
+            "spidx-hilbert",
             "rstar",
-            "sqlite"
+            "sqlite",
+            "spidx-bulk-str",
+            "spidx-bulk-hilbert",
+            "spidx-bulk-omt",
+            "rstar-bulk"
         ]
     );
     let results: Vec<u64> = report["results"]

@@ -79,10 +79,23 @@ pub fn run(a: BuildArgs) -> Result<()> {
     }
     a.order.apply(&mut loaded.dataset)?;
     let simulated = opts.device.is_simulated();
-    let (load, construction, summary) = match &loaded.dataset {
-        Dataset::Geo(_) => build::<2>(&a.out, opts, bulk.as_ref(), &loaded.dataset)?,
+    let existed = a.out.exists();
+    let built = match &loaded.dataset {
+        Dataset::Geo(_) => build::<2>(&a.out, opts, bulk.as_ref(), &loaded.dataset),
         Dataset::Vectors(v) => {
-            with_dims!(v.dims(), D => build::<D>(&a.out, opts, bulk.as_ref(), &loaded.dataset))?
+            with_dims!(v.dims(), D => build::<D>(&a.out, opts, bulk.as_ref(), &loaded.dataset))
+        }
+    };
+    let (load, construction, summary) = match built {
+        Ok(b) => b,
+        Err(e) => {
+            // The directory did not exist or was empty (checked above): a failed build
+            // (e.g. a bulk load refusing its fill factor) leaves it as it was.
+            let _ = std::fs::remove_dir_all(&a.out);
+            if existed {
+                let _ = std::fs::create_dir(&a.out);
+            }
+            return Err(e);
         }
     };
     let mut out = summary;
@@ -245,7 +258,12 @@ fn finish<const D: usize>(
     let summary = json!({
         "index": tree.kind().label(),
         "construction": match bulk {
-            Some(b) => format!("bulk load {} fill {}%", b.method.name(), b.fill * 100.0),
+            // Rounded to 6 decimals: 0.55 is shown as 55%, not 55.00000000000001%.
+            Some(b) => format!(
+                "bulk load {} fill {}%",
+                b.method.name(),
+                (b.fill * 1e8).round() / 1e6
+            ),
             None => "one-by-one insertion".to_string(),
         },
         "dims": D,

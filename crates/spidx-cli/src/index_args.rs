@@ -20,7 +20,7 @@ use crate::store_args::{Shared, StoreArgs};
 /// Index, page, buffer and device options.
 #[derive(Args, Debug)]
 pub struct IndexArgs {
-    /// Index: rtree or rstar.
+    /// Index: rtree, rstar or hilbert (the Hilbert R-tree).
     #[arg(long)]
     pub index: String,
     /// R-tree split: linear, quadratic, exponential, greene or angtan (default quadratic).
@@ -38,6 +38,16 @@ pub struct IndexArgs {
     /// R*-tree candidates examined for least overlap enlargement (default 32).
     #[arg(long)]
     pub candidates: Option<usize>,
+    /// Hilbert R-tree: grid bits per axis, D × order at most 64 (default min(32, 64 / D)).
+    #[arg(long)]
+    pub order: Option<u32>,
+    /// Hilbert R-tree: cooperating siblings s, 1 to 16 (default 2: the 2-to-3 split).
+    #[arg(long)]
+    pub siblings: Option<usize>,
+    /// Hilbert R-tree: a uniform grid over LO,HI on every axis (default: the grid of the
+    /// coordinates' bit patterns, no extent needed).
+    #[arg(long, value_name = "LO,HI")]
+    pub extent: Option<String>,
     /// Node page size, 1KB to 256KB.
     #[arg(long, default_value = "4KB")]
     pub page_size: String,
@@ -177,6 +187,27 @@ impl IndexArgs {
         if let Some(c) = self.candidates {
             let c = i64::try_from(c).map_err(|_| anyhow!("--candidates {c} is too large"))?;
             t.insert("candidates".into(), c.into());
+        }
+        if let Some(o) = self.order {
+            t.insert("order".into(), i64::from(o).into());
+        }
+        if let Some(s) = self.siblings {
+            let s = i64::try_from(s).map_err(|_| anyhow!("--siblings {s} is too large"))?;
+            t.insert("siblings".into(), s.into());
+        }
+        if let Some(e) = &self.extent {
+            let bounds: Vec<f64> = e
+                .split(',')
+                .map(|x| x.trim().parse::<f64>())
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|_| anyhow!("--extent '{e}': use LO,HI (two numbers)"))?;
+            let [lo, hi] = bounds[..] else {
+                bail!("--extent '{e}': use LO,HI (two numbers)");
+            };
+            t.insert(
+                "extent".into(),
+                toml::Value::Array(vec![lo.into(), hi.into()]),
+            );
         }
         parse_index(&t, &CLI_NAMING).map_err(|e| match e {
             SpidxError::InvalidOption { what, message } if message.starts_with("applies to") => {

@@ -11,11 +11,12 @@
 //! implementation returns exactly the answers of a brute-force scan, prints the tables and
 //! exits non-zero on any difference.
 //!
-//! Memory runs: spidx R-tree (linear), R-tree (quadratic) and R*-tree (30 % reinsertion),
-//! 2-D, 4 KB `checked` pages, on the memory device behind an LRU buffer that holds every
+//! Memory runs: spidx R-tree (linear), R-tree (quadratic), R*-tree (30 % reinsertion) and
+//! Hilbert R-tree (s = 2), 2-D, 4 KB `checked` pages, on the memory device behind an LRU buffer that holds every
 //! node; `rstar` (insert one by one, `locate_in_envelope_intersecting`); SQLite (bundled)
 //! R*Tree virtual table in an in-memory database, inserts in one transaction with a prepared
-//! statement. Simulated runs: spidx R-tree linear and R*-tree 30 % on the `hdd-7200` preset
+//! statement. Bulk loads (the build is one bulk load): spidx STR, Hilbert packing and OMT
+//! into an R*-tree, and `rstar::RTree::bulk_load`, compared with each other. Simulated runs: spidx R-tree linear and R*-tree 30 % on the `hdd-7200` preset
 //! (and `ssd-v300` where this build has it) behind a small LRU buffer, with the device's
 //! modelled time and request counts.
 
@@ -246,7 +247,7 @@ fn right(s: impl ToString) -> Cell {
 }
 
 fn main_table(results: &[RunResult], matches: &[(String, bool)]) -> Table {
-    let rstar = results.iter().find(|r| r.name == "rstar");
+    let by_name = |n: &str| results.iter().find(|r| r.name == n);
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(vec![
@@ -266,6 +267,12 @@ fn main_table(results: &[RunResult], matches: &[(String, bool)]) -> Table {
         "answers = scan",
     ]);
     for r in results {
+        // Bulk loads are compared with rstar's bulk load, the others with its inserts.
+        let rstar = if runs::BULK_VARIANTS.contains(&r.name.as_str()) {
+            by_name("rstar-bulk")
+        } else {
+            by_name("rstar")
+        };
         let ok = matches.iter().find(|m| m.0 == r.name).map(|m| m.1);
         let ratio = |a: f64, b: Option<f64>| match b {
             Some(b) => format!("{:.2}x", a / b),
@@ -402,6 +409,7 @@ fn parent(args: &Args) -> Result<ExitCode> {
     let sim_n = args.sim_n.unwrap_or(args.n);
     let mut names: Vec<String> = runs::SPIDX_VARIANTS.iter().map(|s| s.to_string()).collect();
     names.extend(["rstar".to_string(), "sqlite".to_string()]);
+    names.extend(runs::BULK_VARIANTS.iter().map(|s| s.to_string()));
     names.retain(|n| keep(n));
     let mut main = Group {
         results: vec![],

@@ -8,7 +8,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::spec::{Matrix, Spec};
-use crate::node::{Capacity, NodeLayout, Occupancy};
+use crate::node::{Capacity, Occupancy};
 use crate::spatial::IndexOptions;
 use crate::store::StoreConfig;
 use crate::units::format_size;
@@ -186,7 +186,7 @@ pub fn expand(spec: &Spec, dims: usize) -> Result<Vec<RunConfig>> {
 
 /// What `SpatialIndex::create` checks, checked up front for every combination.
 fn validate(o: &IndexOptions, dims: usize) -> Result<()> {
-    let layout = NodeLayout::new(o.layout, o.page_size, dims)?;
+    let layout = o.kind.layout(o.layout, o.page_size, dims)?;
     let capacity = Capacity::new(&layout, &o.occupancy)?;
     o.kind.validate(&capacity)?;
     o.buffer.capacity_pages(o.page_size)?;

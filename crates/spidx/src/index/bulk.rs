@@ -151,6 +151,15 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 "the tree already holds objects; bulk loading builds a new tree",
             ));
         }
+        if self.strategy.choose.orders_by_key() {
+            return Err(Error::invalid(
+                "bulk load",
+                format!(
+                    "{} keeps its entries in the order of its own key, which STR, Hilbert packing and OMT do not follow; build it by insertion",
+                    self.kind.label()
+                ),
+            ));
+        }
         let seed = self.store.layout().kind() == LayoutKind::Seed;
         let mut entries = Vec::with_capacity(objects.len());
         for (mbr, id) in objects {
@@ -161,7 +170,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                     format!("{id} does not fit the seed layout's 32-bit pointers"),
                 ));
             }
-            entries.push(Entry { mbr, ptr: id });
+            entries.push(Entry::new(mbr, id));
         }
         let n = entries.len() as u64;
         let mut report = BulkReport::default();
@@ -199,10 +208,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 let id = self.store.create(level, group)?;
                 self.note_write(level);
                 self.store.end_operation()?;
-                parents.push(Entry {
-                    mbr: mbr_of(group),
-                    ptr: id,
-                });
+                parents.push(Entry::new(mbr_of(group), id));
             }
             report.nodes_per_level.push(sizes.len() as u64);
             if parents.len() == 1 {

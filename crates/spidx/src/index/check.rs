@@ -7,6 +7,12 @@
 //! distinct ids). The shape: height, nodes and entries per level, coverage (sum of node
 //! areas), overlap (between sibling nodes) and dead space (node area covered by none of
 //! its children; computed exactly in 2-D).
+//!
+//! Auxiliary keys ([`crate::node::Entry::aux`]): every parent entry holds the largest key
+//! of its child's entries (the Hilbert R-tree's LHV correctness). For variants that order
+//! entries by key: every leaf entry holds its object's key, internal entries are in
+//! non-decreasing key order, and each child's subtree holds no key below the key of the
+//! sibling before it (the LHV order: the leaves, left to right, follow the curve).
 
 use std::collections::HashSet;
 
@@ -63,6 +69,9 @@ impl CheckReport {
 
 const MAX_REPORTED: usize = 100;
 
+/// The MBR and key a node's parent entry records (none for the root).
+type ParentEntry<const D: usize> = Option<(Rect<D>, u64)>;
+
 impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     /// Checks every invariant and measures the shape. Unreadable pages are reported as
     /// violations (the check goes on with the rest of the tree).
@@ -86,10 +95,9 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 rep.violations.push(msg);
             }
         };
-        // (page, level, MBR recorded in the parent)
-        let mut stack: Vec<(PageId, u32, Option<Rect<D>>)> =
+        let mut stack: Vec<(PageId, u32, ParentEntry<D>)> =
             vec![(meta.root, meta.height - 1, None)];
-        while let Some((id, level, parent_mbr)) = stack.pop() {
+        while let Some((id, level, parent_entry)) = stack.pop() {
             if !seen_pages.insert(id) {
                 fail(&mut rep, format!("page {id} is reached more than once"));
                 continue;
@@ -104,9 +112,12 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             let mbr = node.mbr();
             let n = node.entries.len();
             let is_root = id == meta.root;
-            if let Some(pm) = parent_mbr {
+            if let Some((pm, pa)) = parent_entry {
                 if pm != mbr {
                     fail(&mut rep, format!("node {id} (level {level}): parent entry {pm:?} is not the union of its entries {mbr:?}"));
+                }
+                if pa != node.aux_max() {
+                    fail(&mut rep, format!("node {id} (level {level}): parent entry's key {pa} is not the largest key of its entries ({})", node.aux_max()));
                 }
             }
             let (min, max) = (self.cap.min(level), self.cap.max(level));
@@ -153,7 +164,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                     }
                 }
                 for e in &node.entries {
-                    stack.push((e.ptr, level - 1, Some(e.mbr)));
+                    stack.push((e.ptr, level - 1, Some((e.mbr, e.aux))));
                 }
             }
         }
@@ -180,7 +191,57 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             fail(&mut rep, msg);
         }
         rep.nodes = rep.levels.iter().map(|l| l.nodes).sum();
+        if rep.violations.is_empty() && self.strategy.choose.orders_by_key() {
+            let (root, level) = (meta.root, meta.height - 1);
+            self.check_key_order(root, level, &mut |msg| fail(&mut rep, msg))?;
+        }
         Ok(rep)
+    }
+
+    /// The key-order invariants (see the module documentation) of the subtree of node
+    /// `id`, whose structure is already checked; returns its smallest and largest key.
+    fn check_key_order(
+        &mut self,
+        id: PageId,
+        level: u32,
+        fail: &mut dyn FnMut(String),
+    ) -> Result<(u64, u64)> {
+        let node = self.read_node(id, level)?;
+        let mut range = (u64::MAX, 0);
+        let mut prev: Option<u64> = None;
+        for (i, e) in node.entries.iter().enumerate() {
+            let (lo, hi) = if level == 0 {
+                let want = self.strategy.choose.object_key(&e.mbr);
+                if e.aux != want {
+                    fail(format!(
+                        "leaf {id}: object {} holds key {}, its box's key is {want}",
+                        e.ptr, e.aux
+                    ));
+                }
+                (e.aux, e.aux)
+            } else {
+                if let Some(p) = prev {
+                    if e.aux < p {
+                        fail(format!(
+                            "node {id} (level {level}): entry {i}'s key {} is below the key {p} before it",
+                            e.aux
+                        ));
+                    }
+                    let (lo, _) = self.check_key_order(e.ptr, level - 1, fail)?;
+                    if lo < p {
+                        fail(format!(
+                            "node {id} (level {level}): child {i}'s subtree holds key {lo}, below its left sibling's largest key {p}"
+                        ));
+                    }
+                    (lo, e.aux)
+                } else {
+                    (self.check_key_order(e.ptr, level - 1, fail)?.0, e.aux)
+                }
+            };
+            prev = Some(e.aux);
+            range = (range.0.min(lo), range.1.max(hi));
+        }
+        Ok(range)
     }
 }
 

@@ -15,8 +15,8 @@ use crate::Result;
 
 /// What a deletion did to a subtree.
 enum Removal<const D: usize> {
-    /// The subtree's MBR is now this.
-    Shrunk(Rect<D>),
+    /// The subtree's MBR and largest auxiliary key are now these.
+    Shrunk(Rect<D>, u64),
     /// The (non-root) node holds fewer entries than its minimum; nothing written yet: the
     /// parent treats it.
     Underfull(Node<D>),
@@ -111,11 +111,12 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                     apply_changes(&mut node.entries, &changes)?;
                     return self.after_removal(id, node, &changes);
                 }
-                Some((i, Removal::Shrunk(m))) => {
-                    if m == node.entries[i].mbr {
-                        return Ok(Some(Removal::Shrunk(node.mbr())));
+                Some((i, Removal::Shrunk(m, a))) => {
+                    if m == node.entries[i].mbr && a == node.entries[i].aux {
+                        return Ok(Some(Removal::Shrunk(node.mbr(), node.aux_max())));
                     }
                     node.entries[i].mbr = m;
+                    node.entries[i].aux = a;
                     NodeChange::Set {
                         pos: i,
                         entry: node.entries[i],
@@ -139,11 +140,11 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             return Ok(Some(Removal::Underfull(node)));
         }
         if changes.is_empty() {
-            return Ok(Some(Removal::Shrunk(node.mbr())));
+            return Ok(Some(Removal::Shrunk(node.mbr(), node.aux_max())));
         }
         self.store.modify(id, level, changes)?;
         self.note_write(level);
-        Ok(Some(Removal::Shrunk(node.mbr())))
+        Ok(Some(Removal::Shrunk(node.mbr(), node.aux_max())))
     }
 
     /// While the root is internal with one child, makes that child the root.

@@ -19,8 +19,8 @@ use crate::{Error, Result};
 enum Outcome<const D: usize> {
     /// Nothing the parent stores changed.
     Unchanged,
-    /// The subtree's MBR is now this.
-    Changed(Rect<D>),
+    /// The subtree's MBR and largest auxiliary key are now these.
+    Changed(Rect<D>, u64),
     /// The node holds one entry too many (nothing written yet): the parent treats it.
     Overflow(Node<D>),
 }
@@ -60,7 +60,8 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             ));
         }
         let mut ctx = InsertCtx::new();
-        self.insert_at(Entry { mbr, ptr: id }, 0, &mut ctx)?;
+        let aux = self.strategy.choose.object_key(&mbr);
+        self.insert_at(Entry { mbr, ptr: id, aux }, 0, &mut ctx)?;
         self.drain(&mut ctx)?;
         let meta = TreeMeta {
             objects: self.meta.objects + 1,
@@ -103,6 +104,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             let mut parent = vec![Entry {
                 mbr: node.mbr(),
                 ptr: root,
+                aux: node.aux_max(),
             }];
             if let Treated::Parent(changes) = self.treat_overflow(root, node, &parent, 0, ctx)? {
                 apply_changes(&mut parent, &changes)?;
@@ -165,15 +167,15 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                     node.entries.push(e);
                     Err(node)
                 } else {
-                    Ok(v.mbr_all().union(&e.mbr))
+                    Ok((v.mbr_all().union(&e.mbr), v.aux_max().max(e.aux)))
                 }
             })?;
             return match full {
                 Err(node) => Ok(Outcome::Overflow(node)),
-                Ok(mbr) => {
+                Ok((mbr, aux)) => {
                     self.store.modify(id, level, &[NodeChange::Push(e)])?;
                     self.note_write(level);
-                    Ok(Outcome::Changed(mbr))
+                    Ok(Outcome::Changed(mbr, aux))
                 }
             };
         }
@@ -184,15 +186,18 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 "internal node without entries",
             ));
         }
-        let i = self.strategy.choose.choose(page.view::<D>(), level, &e.mbr);
+        let i = self
+            .strategy
+            .choose
+            .choose_entry(page.view::<D>(), level, &e);
         let child = page.view::<D>().entry(i);
-        let m = match self.insert_rec(child.ptr, level - 1, e, target, ctx)? {
+        let (m, a) = match self.insert_rec(child.ptr, level - 1, e, target, ctx)? {
             Outcome::Unchanged => return Ok(Outcome::Unchanged),
-            Outcome::Changed(m) => m,
+            Outcome::Changed(m, a) => (m, a),
             Outcome::Overflow(node) => {
                 let parent = decode(page.view::<D>(), level).entries;
                 match self.treat_overflow(child.ptr, node, &parent, i, ctx)? {
-                    Treated::Resized(m) => m,
+                    Treated::Resized(m) => (m, child.aux),
                     Treated::Parent(changes) => {
                         drop(page);
                         return self.change_node(
@@ -207,7 +212,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 }
             }
         };
-        if m == child.mbr {
+        if m == child.mbr && a == child.aux {
             return Ok(Outcome::Unchanged);
         }
         // The node's MBR with entry `i`'s box replaced by `m` (entries in order, as
@@ -221,17 +226,26 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 mbr.expand(&v.mbr(j));
             }
         }
+        let aux = if a == 0 && child.aux == 0 {
+            v.aux_max() // 0 for layouts without keys, without a scan
+        } else {
+            (0..v.len())
+                .map(|j| if j == i { a } else { v.aux(j) })
+                .max()
+                .unwrap_or(0)
+        };
         drop(page);
         let set = NodeChange::Set {
             pos: i,
             entry: Entry {
                 mbr: m,
                 ptr: child.ptr,
+                aux: a,
             },
         };
         self.store.modify(id, level, &[set])?;
         self.note_write(level);
-        Ok(Outcome::Changed(mbr))
+        Ok(Outcome::Changed(mbr, aux))
     }
 
     /// Applies `changes` to `node` (page `id`): written as one update if the node still
@@ -251,7 +265,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         }
         self.store.modify(id, node.level, changes)?;
         self.note_write(node.level);
-        Ok(Outcome::Changed(mbr_of(&node.entries)))
+        Ok(Outcome::Changed(mbr_of(&node.entries), node.aux_max()))
     }
 }
 

@@ -5,6 +5,7 @@
 //! * [`Tree`] with [`IndexKind::RTree`] (Guttman 1984, with the splits of [`split`]) or
 //!   [`IndexKind::RStar`] (Beckmann et al. 1990: overlap-minimising subtree choice with the
 //!   p-candidate optimisation, forced reinsertion, the R*-tree split).
+//! * [`IndexKind::Hilbert`]: the Hilbert R-tree (Kamel and Faloutsos 1994, [`hilbert`]).
 //! * insert ([`insert`]), delete with condense and reinsertion ([`delete`]), update;
 //! * filter-step searches on MBRs and best-first k nearest neighbours ([`search`]);
 //! * an invariant checker that also measures the tree's shape ([`check`]).
@@ -13,6 +14,7 @@ pub mod bulk;
 pub mod check;
 pub mod curve;
 pub mod delete;
+pub mod hilbert;
 pub mod insert;
 pub mod rstar;
 mod rtree;
@@ -24,12 +26,13 @@ pub mod written;
 use serde::{Deserialize, Serialize};
 
 pub use check::{CheckReport, LevelShape};
+pub use hilbert::HilbertOptions;
 pub use rstar::{RStarOptions, ReinsertPolicy};
 pub use search::MbrPredicate;
 pub use split::SplitAlgorithm;
 
 use crate::geom::Rect;
-use crate::node::{Capacity, Entry, Node, NodeView, PageId};
+use crate::node::{Capacity, Entry, LayoutKind, Node, NodeLayout, NodeView, PageId};
 use crate::store::{NodePage, NodeStore, TreeMeta};
 use crate::{Error, Result};
 use strategy::{NodeAccess, Strategy};
@@ -45,6 +48,8 @@ pub enum IndexKind {
     },
     /// The R*-tree.
     RStar(RStarOptions),
+    /// The Hilbert R-tree.
+    Hilbert(HilbertOptions),
 }
 
 impl IndexKind {
@@ -70,12 +75,16 @@ impl IndexKind {
                 }
                 Ok(())
             }
+            IndexKind::Hilbert(o) => o.check(),
         }
     }
 
     /// Checks options, also against the node capacities.
     pub fn validate(&self, cap: &Capacity) -> Result<()> {
         self.check_options()?;
+        if let IndexKind::Hilbert(o) = self {
+            o.check_capacity(cap)?;
+        }
         if let IndexKind::RTree {
             split: SplitAlgorithm::Exponential,
         } = self
@@ -95,11 +104,37 @@ impl IndexKind {
         Ok(())
     }
 
+    /// Bytes of auxiliary key per entry the variant's node layout holds (see
+    /// [`NodeLayout::with_aux`]).
+    pub fn aux_bytes(&self) -> usize {
+        match self {
+            IndexKind::RTree { .. } | IndexKind::RStar(_) => 0,
+            IndexKind::Hilbert(_) => 8,
+        }
+    }
+
+    /// Checks the options against the dimensions (the Hilbert R-tree's keys limit them).
+    pub fn check_dims(&self, dims: usize) -> Result<()> {
+        match self {
+            IndexKind::Hilbert(o) => o.check_dims(dims),
+            IndexKind::RTree { .. } | IndexKind::RStar(_) => Ok(()),
+        }
+    }
+
+    /// The node layout of this variant: `kind` pages of `page_size` bytes in `dims`
+    /// dimensions, with the variant's auxiliary key per entry if it has one (the options
+    /// are checked against `dims` first).
+    pub fn layout(&self, kind: LayoutKind, page_size: usize, dims: usize) -> Result<NodeLayout> {
+        self.check_dims(dims)?;
+        NodeLayout::new(kind, page_size, dims)?.with_aux(self.aux_bytes())
+    }
+
     /// The strategy parts of the variant (its registration: one arm per variant).
     fn strategy<const D: usize>(&self) -> Strategy<D> {
         match self {
             IndexKind::RTree { split } => rtree::strategy(*split),
             IndexKind::RStar(o) => rstar::strategy(o),
+            IndexKind::Hilbert(o) => hilbert::strategy(o),
         }
     }
 
@@ -115,6 +150,7 @@ impl IndexKind {
                 (o.reinsert_leaf * 100.0).round(),
                 (o.reinsert_internal * 100.0).round()
             ),
+            IndexKind::Hilbert(o) => o.label(),
         }
     }
 }
@@ -163,6 +199,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     /// Creates an empty tree (a root leaf with no entries) in `store`.
     pub fn create(mut store: S, cap: Capacity, kind: IndexKind) -> Result<Self> {
         kind.validate(&cap)?;
+        Self::check_layout(&store, &kind)?;
         if store.meta().is_some() {
             return Err(Error::invalid("index", "the store already holds a tree"));
         }
@@ -190,6 +227,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     /// Opens the tree stored in `store`.
     pub fn open(store: S, cap: Capacity, kind: IndexKind) -> Result<Self> {
         kind.validate(&cap)?;
+        Self::check_layout(&store, &kind)?;
         let meta = store
             .meta()
             .ok_or_else(|| Error::corrupted("index", "the store holds no tree metadata"))?;
@@ -205,6 +243,23 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             strategy: kind.strategy(),
             search_stack: Vec::new(),
         })
+    }
+
+    /// Refuses a store whose node layout does not hold the variant's auxiliary keys (or
+    /// holds keys the variant does not use): see [`IndexKind::layout`].
+    fn check_layout(store: &S, kind: &IndexKind) -> Result<()> {
+        kind.check_dims(D)?;
+        let (has, wants) = (store.layout().aux_bytes(), kind.aux_bytes());
+        if has != wants {
+            return Err(Error::invalid(
+                "layout",
+                format!(
+                    "the node layout holds {has} bytes of auxiliary key per entry, {} needs {wants} (make the layout with IndexKind::layout)",
+                    kind.label()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The tree's metadata (root, height, object count).
@@ -323,6 +378,10 @@ impl<S: NodeStore<D>, const D: usize> NodeAccess<D> for Tree<S, D> {
 
     fn delete(&mut self, id: PageId, level: u32) -> Result<()> {
         self.store.delete(id, level)
+    }
+
+    fn read(&mut self, id: PageId, level: u32) -> Result<Node<D>> {
+        self.read_node(id, level)
     }
 
     fn capacity(&self) -> &Capacity {

@@ -318,6 +318,7 @@ mod tests {
                         max: [(x + w).round(), (y + h).round()],
                     },
                     ptr: i as u64,
+                    aux: 0,
                 })
                 .collect()
         })
@@ -351,6 +352,7 @@ mod tests {
                     max: [big, big - i as f64],
                 },
                 ptr: i,
+                aux: 0,
             })
             .collect();
         let q = Rect::point([0.0, 0.0]);

@@ -140,10 +140,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                         for i in 0..n {
                             let m = v.mbr(i);
                             if pred.accept(&m, q) {
-                                visit(Entry {
-                                    mbr: m,
-                                    ptr: v.ptr(i),
-                                });
+                                visit(Entry::new(m, v.ptr(i)));
                             }
                         }
                     }
@@ -184,10 +181,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             if item.level == u32::MAX {
                 return Ok(Some(Neighbour {
                     dist2: item.dist2,
-                    entry: Entry {
-                        mbr: item.mbr,
-                        ptr: item.ptr,
-                    },
+                    entry: Entry::new(item.mbr, item.ptr),
                 }));
             }
             let page = self.read(item.ptr, item.level)?;

@@ -435,6 +435,7 @@ mod tests {
                     max: [x + w, y + h],
                 },
                 ptr: i as u64,
+                aux: 0,
             })
             .collect()
     }

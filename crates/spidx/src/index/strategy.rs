@@ -17,7 +17,7 @@
 //! (an object-safe view, so the parts are plain trait objects).
 
 use crate::geom::Rect;
-use crate::node::{Capacity, Entry, Node, NodeView, PageId};
+use crate::node::{aux_max, Capacity, Entry, Node, NodeView, PageId};
 use crate::store::NodeChange;
 use crate::Result;
 
@@ -33,6 +33,8 @@ pub trait NodeAccess<const D: usize> {
     fn rewrite(&mut self, id: PageId, level: u32, entries: &[Entry<D>]) -> Result<()>;
     /// Deletes node `id`.
     fn delete(&mut self, id: PageId, level: u32) -> Result<()>;
+    /// Reads node `id` at `level` (e.g. a sibling a cooperative treatment works with).
+    fn read(&mut self, id: PageId, level: u32) -> Result<Node<D>>;
     /// Node capacities.
     fn capacity(&self) -> &Capacity;
     /// The tree's own counters.
@@ -44,6 +46,27 @@ pub trait ChooseSubtree<const D: usize>: Send {
     /// The position in `node` (at `level` >= 1) of the child whose subtree should receive
     /// an entry with box `mbr`.
     fn choose(&mut self, node: NodeView<'_, D>, level: u32, mbr: &Rect<D>) -> usize;
+
+    /// The position of the child that should receive entry `e` (which may be an internal
+    /// entry being reinserted). By default the choice by its box ([`Self::choose`]);
+    /// variants that order entries by their auxiliary key choose by that.
+    #[inline]
+    fn choose_entry(&mut self, node: NodeView<'_, D>, level: u32, e: &Entry<D>) -> usize {
+        self.choose(node, level, &e.mbr)
+    }
+
+    /// The auxiliary key a new object with box `mbr` gets in its leaf entry (see
+    /// [`Entry::aux`]); 0 unless the variant orders entries by a key.
+    #[inline]
+    fn object_key(&self, _mbr: &Rect<D>) -> u64 {
+        0
+    }
+
+    /// Whether the variant keeps its entries ordered by their auxiliary key (then the
+    /// checker verifies that order, and bulk loads that would break it are refused).
+    fn orders_by_key(&self) -> bool {
+        false
+    }
 }
 
 /// A node holding one entry more than its maximum, as its parent sees it.
@@ -62,7 +85,9 @@ pub struct Overflowing<'a, const D: usize> {
 
 /// What an overflow treatment did.
 pub enum Treated<const D: usize> {
-    /// The node was rewritten in place and keeps its place in the parent with this MBR.
+    /// The node was rewritten in place and keeps its place in the parent with this MBR
+    /// (and its entry's auxiliary key unchanged: variants with keys answer with
+    /// [`Treated::Parent`]).
     Resized(Rect<D>),
     /// The parent's entries change so (positions as in [`Overflowing::parent`]).
     Parent(Vec<NodeChange<D>>),
@@ -144,11 +169,13 @@ pub fn split_in_two<const D: usize>(
             entry: Entry {
                 mbr: mbr_of(&a),
                 ptr: at.id,
+                aux: aux_max(&a),
             },
         },
         NodeChange::Push(Entry {
             mbr: mbr_of(&b),
             ptr: sibling,
+            aux: aux_max(&b),
         }),
     ]))
 }

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Deserializer};
 
-use super::{IndexKind, RStarOptions, ReinsertPolicy, SplitAlgorithm};
+use super::{HilbertOptions, IndexKind, RStarOptions, ReinsertPolicy, SplitAlgorithm};
 use crate::units::parse_percent;
 use crate::{Error, Result};
 
@@ -25,6 +25,7 @@ pub const VARIANTS: &[(&str, &[&str])] = &[
             "candidates",
         ],
     ),
+    ("hilbert", &["order", "siblings", "extent"]),
 ];
 
 /// How errors name keys and variants (spec keys, or CLI flags).
@@ -115,6 +116,15 @@ pub fn parse_index(table: &toml::Table, naming: &Naming) -> Result<IndexKind> {
                 candidates: w.candidates.unwrap_or(d.candidates),
             })
         }
+        "hilbert" => {
+            let w = HilbertWritten::deserialize(value).map_err(fail)?;
+            let d = HilbertOptions::default();
+            IndexKind::Hilbert(HilbertOptions {
+                order: w.order.or(d.order),
+                siblings: w.siblings.unwrap_or(d.siblings),
+                extent: w.extent.or(d.extent),
+            })
+        }
         _ => unreachable!("every registered variant is parsed above"),
     };
     parsed.check_options().map_err(|e| match e {
@@ -150,6 +160,17 @@ struct RStarWritten {
     reinsert_policy: Option<ReinsertPolicy>,
     #[serde(default)]
     candidates: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HilbertWritten {
+    #[serde(default)]
+    order: Option<u32>,
+    #[serde(default)]
+    siblings: Option<usize>,
+    #[serde(default)]
+    extent: Option<[f64; 2]>,
 }
 
 /// A number or a string, as text for the unit parsers.
@@ -237,6 +258,22 @@ mod tests {
         .unwrap();
         let IndexKind::RStar(o) = k else { panic!() };
         assert_eq!((o.reinsert_leaf, o.reinsert_internal), (0.3, 0.1));
+        assert_eq!(
+            parse("kind = \"hilbert\"", &SPEC_NAMING).unwrap(),
+            IndexKind::Hilbert(HilbertOptions::default())
+        );
+        assert_eq!(
+            parse(
+                "kind = \"hilbert\"\norder = 12\nsiblings = 3\nextent = [-180, 180]",
+                &SPEC_NAMING
+            )
+            .unwrap(),
+            IndexKind::Hilbert(HilbertOptions {
+                order: Some(12),
+                siblings: 3,
+                extent: Some([-180.0, 180.0]),
+            })
+        );
     }
 
     #[test]
@@ -272,5 +309,21 @@ mod tests {
         );
         let s = e("kind = \"rstar\"\nreinsert_policy = \"near\"", &SPEC_NAMING);
         assert!(s.contains("near"), "{s}");
+        let s = e("kind = \"hilbert\"\nsiblings = 0", &CLI_NAMING);
+        assert!(s.contains("--siblings") && s.contains("1 to 16"), "{s}");
+        let s = e("kind = \"hilbert\"\nsiblings = 17", &SPEC_NAMING);
+        assert!(s.contains("siblings") && s.contains("1 to 16"), "{s}");
+        let s = e("kind = \"hilbert\"\norder = 0", &SPEC_NAMING);
+        assert!(s.contains("order") && s.contains("at least 1"), "{s}");
+        let s = e("kind = \"hilbert\"\nextent = [5.0, 1.0]", &SPEC_NAMING);
+        assert!(s.contains("extent") && s.contains("lo < hi"), "{s}");
+        let s = e("kind = \"hilbert\"\nextent = [1.0]", &SPEC_NAMING);
+        assert!(s.contains("hilbert"), "{s}");
+        let s = e("kind = \"hilbert\"\norder = \"x\"", &SPEC_NAMING);
+        assert!(s.contains("hilbert"), "{s}");
+        let s = e("kind = \"hilbert\"\nsplit = \"linear\"", &SPEC_NAMING);
+        assert!(s.contains("applies to kind = \"rtree\" only"), "{s}");
+        let s = e("kind = \"rstar\"\nsiblings = 3", &CLI_NAMING);
+        assert!(s.contains("applies to --index hilbert only"), "{s}");
     }
 }

@@ -7,6 +7,11 @@
 //! * `seed`: the layout behind the seeds' capacity table (FESTIval's): a 4-byte header
 //!   `[level u16][count u16]`, entries of `2·D` f64 and a 4-byte pointer, no checksum
 //!   (2-D entry = 36 bytes). Pointers must fit in 32 bits.
+//!
+//! A layout made [`NodeLayout::with_aux`] appends an 8-byte little-endian auxiliary key
+//! to every entry (the variants that order their entries by a key, e.g. the Hilbert
+//! R-tree, ask for it through `IndexKind::aux_bytes`); the layouts of the other variants,
+//! and so their capacities, are unchanged.
 
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +53,7 @@ pub struct NodeLayout {
     dims: usize,
     header: usize,
     ptr_bytes: usize,
+    aux_bytes: usize,
     entry: usize,
 }
 
@@ -78,8 +84,32 @@ impl NodeLayout {
             dims,
             header,
             ptr_bytes,
+            aux_bytes: 0,
             entry,
         };
+        l.check_fit()
+    }
+
+    /// The same layout with `bytes` of auxiliary key per entry (0 or 8); errors if fewer
+    /// than 3 entries then fit.
+    pub fn with_aux(self, bytes: usize) -> Result<Self> {
+        if bytes != 0 && bytes != 8 {
+            return Err(Error::invalid(
+                "layout",
+                format!("{bytes} bytes of auxiliary data per entry; supported: 0 or 8"),
+            ));
+        }
+        let l = NodeLayout {
+            aux_bytes: bytes,
+            entry: 16 * self.dims + self.ptr_bytes + bytes,
+            ..self
+        };
+        l.check_fit()
+    }
+
+    fn check_fit(self) -> Result<Self> {
+        let (kind, page_size, dims) = (self.kind, self.page_size, self.dims);
+        let l = self;
         if l.fits() < 3 {
             return Err(Error::invalid(
                 "page size",
@@ -111,6 +141,11 @@ impl NodeLayout {
     /// Dimensions.
     pub fn dims(&self) -> usize {
         self.dims
+    }
+
+    /// Bytes of auxiliary key per entry (0: none).
+    pub fn aux_bytes(&self) -> usize {
+        self.aux_bytes
     }
 
     /// Bytes of one entry.
@@ -174,6 +209,10 @@ impl NodeLayout {
                 )
             })?;
             page[o..o + 4].copy_from_slice(&p.to_le_bytes());
+        }
+        if self.aux_bytes == 8 {
+            let o = o + self.ptr_bytes;
+            page[o..o + 8].copy_from_slice(&e.aux.to_le_bytes());
         }
         Ok(())
     }
@@ -357,12 +396,31 @@ impl<'a, const D: usize> NodeView<'a, D> {
         }
     }
 
+    /// Auxiliary key of entry `i` (0 if the layout stores none).
+    #[inline]
+    pub fn aux(&self, i: usize) -> u64 {
+        if self.layout.aux_bytes == 0 {
+            return 0;
+        }
+        let o = self.layout.entry_offset(i) + 16 * D + self.layout.ptr_bytes;
+        u64::from_le_bytes(self.page[o..o + 8].try_into().unwrap())
+    }
+
+    /// The largest auxiliary key of the entries (0 if none or the layout stores none).
+    pub fn aux_max(&self) -> u64 {
+        if self.layout.aux_bytes == 0 {
+            return 0;
+        }
+        (0..self.len()).map(|i| self.aux(i)).max().unwrap_or(0)
+    }
+
     /// Entry `i`.
     #[inline]
     pub fn entry(&self, i: usize) -> Entry<D> {
         Entry {
             mbr: self.mbr(i),
             ptr: self.ptr(i),
+            aux: self.aux(i),
         }
     }
 
@@ -385,6 +443,7 @@ mod tests {
             .map(|i| Entry {
                 mbr: Rect::new([i as f64, -(i as f64)], [i as f64 + 0.5, 1.0]).unwrap(),
                 ptr: 1000 + i as u64,
+                aux: 0,
             })
             .collect();
         Node { level, entries }
@@ -406,6 +465,36 @@ mod tests {
                 assert!(l.encode(&node(0, l.fits() + 1), &mut page).is_err());
             }
         }
+    }
+
+    #[test]
+    fn auxiliary_keys_round_trip_and_grow_only_their_layout() {
+        for kind in [LayoutKind::Checked, LayoutKind::Seed] {
+            let plain = NodeLayout::new(kind, 2048, 2).unwrap();
+            let l = plain.with_aux(8).unwrap();
+            assert_eq!(l.entry_size(), plain.entry_size() + 8);
+            assert_eq!(plain.with_aux(0).unwrap(), plain);
+            assert!(plain.with_aux(4).is_err());
+            let mut nd = node(1, l.fits());
+            for (i, e) in nd.entries.iter_mut().enumerate() {
+                e.aux = u64::MAX - i as u64 * 977;
+            }
+            let mut page = vec![0u8; 2048];
+            l.encode(&nd, &mut page).unwrap();
+            l.verify(&page, 1).unwrap();
+            assert_eq!(l.decode::<2>(&page), nd);
+            assert_eq!(l.view::<2>(&page).aux_max(), u64::MAX);
+            assert_eq!(
+                plain.view::<2>(&page).aux(0),
+                0,
+                "a plain layout reads no key"
+            );
+        }
+        // 21-D entries in 1 KB seed pages: 3 fit without the key, 2 with it.
+        assert!(NodeLayout::new(LayoutKind::Seed, 1024, 21)
+            .unwrap()
+            .with_aux(8)
+            .is_err());
     }
 
     #[test]

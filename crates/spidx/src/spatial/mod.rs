@@ -29,7 +29,7 @@ use crate::device::{Device, DeviceConfig};
 use crate::geom::Rect;
 use crate::index::bulk::{BulkOptions, BulkReport};
 use crate::index::{IndexKind, Tree};
-use crate::node::{Capacity, LayoutKind, NodeLayout, Occupancy};
+use crate::node::{Capacity, LayoutKind, Occupancy};
 use crate::objects::ObjectStore;
 use crate::store::direct::write_atomically;
 use crate::store::{AnyStore, StoreConfig};
@@ -145,7 +145,7 @@ impl<const D: usize> SpatialIndex<D> {
                 "exact geometries are stored for 2-D data only",
             ));
         }
-        let layout = NodeLayout::new(options.layout, options.page_size, D)?;
+        let layout = options.kind.layout(options.layout, options.page_size, D)?;
         let capacity = Capacity::new(&layout, &options.occupancy)?;
         options.kind.validate(&capacity)?;
         options.buffer.capacity_pages(options.page_size)?;
@@ -210,7 +210,7 @@ impl<const D: usize> SpatialIndex<D> {
             ));
         }
         let o = &manifest.options;
-        let layout = NodeLayout::new(o.layout, o.page_size, D)?;
+        let layout = o.kind.layout(o.layout, o.page_size, D)?;
         let state = state_path(dir, &o.device);
         if let Some(s) = &state {
             if !s.exists() {

@@ -337,6 +337,7 @@ mod tests {
         Entry {
             mbr: Rect::new([x, x], [x + 1.0, x + 2.0]).unwrap(),
             ptr: i % 7,
+            aux: 0,
         }
     }
 

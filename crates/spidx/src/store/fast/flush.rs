@@ -284,6 +284,7 @@ mod tests {
                 max: [i as f64 + 1.0, 1.0],
             },
             ptr: i,
+            aux: 0,
         }
     }
 

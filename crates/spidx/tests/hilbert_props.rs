@@ -1,0 +1,355 @@
+//! Property tests of the Hilbert R-tree (Kamel and Faloutsos 1994) against brute force:
+//! random inserts, deletes and updates under every node store (direct, FAST, eFIND), with
+//! s = 1 to 4 cooperating siblings, coarse and fine grids (coarse ones give many equal
+//! keys), the bit-pattern and the extent grid; after every operation the checker passes
+//! (its LHV-correctness and LHV-order invariants included) and every query kind answers
+//! like a scan of the live objects, also after reopening. Also in 3 dimensions, and the
+//! options the variant refuses.
+
+mod stores;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use proptest::prelude::*;
+use spidx::cache::CacheConfig;
+use spidx::device::memory::{MemoryConfig, MemoryDevice};
+use spidx::geom::Rect;
+use spidx::index::bulk::{BulkMethod, BulkOptions};
+use spidx::index::{HilbertOptions, IndexKind, MbrPredicate, Tree};
+use spidx::node::{Capacity, LayoutKind, NodeLayout, Occupancy};
+use spidx::store::{AnyStore, StoreConfig};
+use stores::{long_cases, store_configs, PAGE};
+
+fn open_tree<const D: usize>(
+    cfg: &StoreConfig,
+    kind: IndexKind,
+    dir: &Path,
+    create: bool,
+) -> Tree<AnyStore, D> {
+    let layout = kind.layout(LayoutKind::Checked, PAGE, D).unwrap();
+    let cap = Capacity::new(&layout, &Occupancy::default()).unwrap();
+    let state = dir.join("device.state");
+    let dev = MemoryDevice::open(&MemoryConfig { capacity: 8 << 20 }, PAGE, Some(&state)).unwrap();
+    let cache: CacheConfig = "lru:4KB".parse().unwrap();
+    if create {
+        let store = cfg
+            .create(Box::new(dev), &cache, layout, Some(dir))
+            .unwrap();
+        Tree::create(store, cap, kind).unwrap()
+    } else {
+        let store = cfg.open(Box::new(dev), &cache, layout, dir).unwrap();
+        Tree::open(store, cap, kind).unwrap()
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op<const D: usize> {
+    Insert(Rect<D>),
+    Delete(usize),
+    Update(usize, Rect<D>),
+    Window(Rect<D>),
+    Knn([f64; D], usize),
+}
+
+fn rect<const D: usize>() -> impl Strategy<Value = Rect<D>> {
+    (
+        prop::array::uniform::<_, D>(0.0..1000.0f64),
+        prop::array::uniform::<_, D>(0.0..50.0f64),
+    )
+        .prop_map(|(lo, w)| {
+            let mut r = Rect {
+                min: [0.0; D],
+                max: [0.0; D],
+            };
+            for d in 0..D {
+                r.min[d] = lo[d].round();
+                r.max[d] = (lo[d] + w[d]).round();
+            }
+            r
+        })
+}
+
+fn op<const D: usize>() -> impl Strategy<Value = Op<D>> {
+    prop_oneof![
+        6 => rect::<D>().prop_map(Op::Insert),
+        3 => any::<usize>().prop_map(Op::Delete),
+        1 => (any::<usize>(), rect::<D>()).prop_map(|(i, r)| Op::Update(i, r)),
+        1 => (rect::<D>(), 0.0..300.0f64).prop_map(|(r, s)| {
+            let mut q = r;
+            for d in 0..D {
+                q.max[d] = q.min[d] + s;
+            }
+            Op::Window(q)
+        }),
+        1 => (prop::array::uniform::<_, D>(0.0..1000.0f64), 1usize..15).prop_map(|(p, k)| Op::Knn(p, k)),
+    ]
+}
+
+fn check_queries<const D: usize>(
+    t: &mut Tree<AnyStore, D>,
+    live: &BTreeMap<u64, Rect<D>>,
+    q: &Rect<D>,
+) {
+    for pred in [
+        MbrPredicate::Intersects,
+        MbrPredicate::Within,
+        MbrPredicate::Contains,
+        MbrPredicate::Equals,
+        MbrPredicate::All,
+    ] {
+        let mut got = Vec::new();
+        t.search(pred, q, |e| got.push(e.ptr)).unwrap();
+        got.sort();
+        let want: Vec<u64> = live
+            .iter()
+            .filter(|(_, r)| match pred {
+                MbrPredicate::Intersects => r.intersects(q),
+                MbrPredicate::Within => q.contains(r),
+                MbrPredicate::Contains => r.contains(q),
+                MbrPredicate::Equals => *r == q,
+                MbrPredicate::All => true,
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        assert_eq!(got, want, "{pred:?} {q:?}");
+    }
+}
+
+fn check_knn<const D: usize>(
+    t: &mut Tree<AnyStore, D>,
+    live: &BTreeMap<u64, Rect<D>>,
+    p: [f64; D],
+    k: usize,
+) {
+    let got: Vec<f64> = t.nearest(p, k).unwrap().iter().map(|n| n.dist2).collect();
+    let mut all: Vec<f64> = live.values().map(|r| r.min_dist2(&p)).collect();
+    all.sort_by(f64::total_cmp);
+    all.truncate(k);
+    assert_eq!(got, all, "kNN distances from {p:?}");
+}
+
+fn run_ops<const D: usize>(cfg: &StoreConfig, o: HilbertOptions, ops: &[Op<D>]) {
+    let kind = IndexKind::Hilbert(o);
+    let what = format!("{cfg:?} {o:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = open_tree::<D>(cfg, kind, dir.path(), true);
+    let mut live: BTreeMap<u64, Rect<D>> = BTreeMap::new();
+    let mut next_id = 0u64;
+    for op in ops {
+        match op {
+            Op::Insert(r) => {
+                t.insert(*r, next_id).unwrap();
+                live.insert(next_id, *r);
+                next_id += 1;
+            }
+            Op::Delete(i) => {
+                if live.is_empty() {
+                    continue;
+                }
+                let (&id, &r) = live.iter().nth(i % live.len()).unwrap();
+                assert!(t.delete(&r, id).unwrap(), "{what}: delete {id}");
+                live.remove(&id);
+                assert!(!t.delete(&r, id).unwrap(), "{what}: second delete of {id}");
+            }
+            Op::Update(i, new) => {
+                if live.is_empty() {
+                    continue;
+                }
+                let (&id, &r) = live.iter().nth(i % live.len()).unwrap();
+                assert!(t.update(&r, *new, id).unwrap());
+                live.insert(id, *new);
+            }
+            Op::Window(q) => check_queries(&mut t, &live, q),
+            Op::Knn(p, k) => check_knn(&mut t, &live, *p, *k),
+        }
+        let rep = t.check().unwrap();
+        assert!(rep.ok(), "{what} after {op:?}: {:?}", rep.violations);
+        assert_eq!(rep.leaf_entries, live.len() as u64);
+    }
+    // Reopened in a fresh store and device, as another process would.
+    t.store_mut().write_back().unwrap();
+    t.into_store().unwrap();
+    let mut t = open_tree::<D>(cfg, kind, dir.path(), false);
+    let rep = t.check().unwrap();
+    assert!(rep.ok(), "{what} after reopen: {:?}", rep.violations);
+    assert_eq!(rep.leaf_entries, live.len() as u64);
+    let mut everything = Rect {
+        min: [-1.0; D],
+        max: [2000.0; D],
+    };
+    check_queries(&mut t, &live, &everything);
+    everything.max = [400.0; D];
+    check_queries(&mut t, &live, &everything);
+    check_knn(&mut t, &live, [500.0; D], 9);
+    // And it goes on growing and shrinking after the reopen.
+    let ids: Vec<(u64, Rect<D>)> = live.iter().map(|(i, r)| (*i, *r)).take(40).collect();
+    for (id, r) in ids {
+        assert!(t.delete(&r, id).unwrap());
+        live.remove(&id);
+        let rep = t.check().unwrap();
+        assert!(rep.ok(), "{what} delete after reopen: {:?}", rep.violations);
+    }
+    check_queries(&mut t, &live, &everything);
+}
+
+fn options(siblings: usize, order: Option<u32>, extent: bool) -> HilbertOptions {
+    HilbertOptions {
+        order,
+        siblings,
+        extent: extent.then_some([0.0, 1050.0]),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: long_cases(24, 200), ..ProptestConfig::default() })]
+
+    /// Each case runs under one store configuration (cycling through direct, FAST and
+    /// eFIND) and one option set.
+    #[test]
+    fn hilbert_rtree_matches_brute_force_under_every_store(
+        ops in prop::collection::vec(op::<2>(), 1..500),
+        cfg in 0usize..64,
+        siblings in 1usize..=4,
+        order in prop::option::of(1u32..=32),
+        extent in any::<bool>(),
+    ) {
+        let cfgs = store_configs();
+        run_ops(&cfgs[cfg % cfgs.len()], options(siblings, order, extent), &ops);
+    }
+
+    #[test]
+    fn hilbert_rtree_in_three_dimensions(
+        ops in prop::collection::vec(op::<3>(), 1..300),
+        siblings in 1usize..=3,
+        order in prop::option::of(1u32..=21),
+    ) {
+        run_ops(&StoreConfig::Direct, options(siblings, order, false), &ops);
+    }
+}
+
+/// A fixed, long sequence under every store configuration (deep trees: many cooperative
+/// splits, borrows and merges at every level).
+#[test]
+fn every_store_on_a_long_sequence() {
+    let mut ops: Vec<Op<2>> = Vec::new();
+    for i in 0..900u64 {
+        let x = (i * 7919 % 997) as f64;
+        let y = (i * 104_729 % 991) as f64;
+        ops.push(Op::Insert(Rect {
+            min: [x, y],
+            max: [x + (i % 13) as f64, y + (i % 7) as f64],
+        }));
+        if i % 3 == 2 {
+            ops.push(Op::Delete((i * 31) as usize));
+        }
+    }
+    for i in 0..500usize {
+        ops.push(Op::Delete(i * 17));
+    }
+    for (i, cfg) in store_configs().iter().enumerate() {
+        run_ops(cfg, options(1 + i % 3, None, i % 2 == 0), &ops);
+    }
+}
+
+#[test]
+fn refused_options_name_the_problem() {
+    let hilbert = |o: HilbertOptions| IndexKind::Hilbert(o);
+    let err = |k: IndexKind, dims: usize| {
+        k.layout(LayoutKind::Checked, 4096, dims)
+            .unwrap_err()
+            .to_string()
+    };
+    let s = err(hilbert(options(2, Some(22), false)), 3);
+    assert!(s.contains("order") && s.contains("at most 64"), "{s}");
+    let s = err(hilbert(options(0, None, false)), 2);
+    assert!(s.contains("siblings"), "{s}");
+    let s = err(hilbert(options(17, None, false)), 2);
+    assert!(s.contains("siblings"), "{s}");
+    let s = err(
+        hilbert(HilbertOptions {
+            extent: Some([1.0, f64::NAN]),
+            ..HilbertOptions::default()
+        }),
+        2,
+    );
+    assert!(s.contains("extent"), "{s}");
+    // The default order fits every supported dimension count.
+    for dims in [1, 2, 3, 8, 64] {
+        hilbert(HilbertOptions::default())
+            .layout(LayoutKind::Checked, 256 * 1024, dims)
+            .unwrap();
+    }
+    // The layout grows by the 8-byte key for this variant only.
+    let plain = IndexKind::RStar(Default::default())
+        .layout(LayoutKind::Seed, 2048, 2)
+        .unwrap();
+    let h = hilbert(HilbertOptions::default())
+        .layout(LayoutKind::Seed, 2048, 2)
+        .unwrap();
+    assert_eq!((plain.entry_size(), h.entry_size()), (36, 44));
+
+    let dir = tempfile::tempdir().unwrap();
+    let dev = || {
+        let d = MemoryDevice::open(&MemoryConfig { capacity: 1 << 20 }, PAGE, None).unwrap();
+        Box::new(d)
+    };
+    let cache: CacheConfig = "none".parse().unwrap();
+    // A layout without keys is refused (and one with keys for the other variants).
+    let plain = NodeLayout::new(LayoutKind::Checked, PAGE, 2).unwrap();
+    let cap = Capacity::new(&plain, &Occupancy::default()).unwrap();
+    let store = StoreConfig::Direct
+        .create(dev(), &cache, plain, Some(dir.path()))
+        .unwrap();
+    let s = Tree::<_, 2>::create(store, cap, hilbert(HilbertOptions::default()))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(s.contains("auxiliary key"), "{s}");
+    // A minimum fill that would leave internal nodes without siblings to share with.
+    let keyed = plain.with_aux(8).unwrap();
+    let low = Capacity::new(
+        &keyed,
+        &Occupancy {
+            internal_min: 0.01,
+            ..Occupancy::default()
+        },
+    )
+    .unwrap();
+    let store = StoreConfig::Direct
+        .create(dev(), &cache, keyed, Some(&dir.path().join("b")))
+        .unwrap();
+    let s = Tree::<_, 2>::create(store, low, hilbert(HilbertOptions::default()))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(s.contains("min fill"), "{s}");
+    // Bulk loading would break the Hilbert order: refused, nothing written.
+    let d2 = tempfile::tempdir().unwrap();
+    let mut t = open_tree::<2>(
+        &StoreConfig::Direct,
+        hilbert(HilbertOptions::default()),
+        d2.path(),
+        true,
+    );
+    let objs = vec![(
+        Rect {
+            min: [1.0, 1.0],
+            max: [2.0, 2.0],
+        },
+        1u64,
+    )];
+    let s = t
+        .bulk_load(
+            objs,
+            &BulkOptions {
+                method: BulkMethod::Hilbert,
+                fill: 1.0,
+            },
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(s.contains("build it by insertion"), "{s}");
+    assert_eq!(t.meta().objects, 0);
+    assert!(t.check().unwrap().ok());
+}
