@@ -32,7 +32,7 @@ pub fn run(a: CheckArgs) -> Result<()> {
 }
 
 fn check<const D: usize>(a: &CheckArgs) -> Result<()> {
-    let mut idx = SpatialIndex::<D>::open(&a.dir)?;
+    let mut idx = SpatialIndex::<D>::open_read_only(&a.dir)?;
     let depth = if a.deep {
         idx.drop_caches()?;
         CheckDepth::Deep
