@@ -87,9 +87,7 @@ fn recover<const D: usize>(a: &RecoverArgs) -> Result<()> {
         (None, Some(n)) => println!(
             "journal   {n} page images written back: the tree is as its last checkpoint saved it"
         ),
-        (None, None) => println!(
-            "no log or journal: the index reopened at its last checkpoint"
-        ),
+        (None, None) => println!("no log or journal: the index reopened at its last checkpoint"),
     }
     if objects_found > 0 {
         println!("objects   {objects_found} records found past the last checkpoint");

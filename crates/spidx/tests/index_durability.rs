@@ -103,7 +103,10 @@ fn a_read_only_open_reports_a_damaged_log_and_leaves_it_to_recover() {
     let mut ro = SpatialIndex::<2>::open_read_only(&f.dir).unwrap();
     let seen = ids(&mut ro);
     let rep = ro.tree().store().report();
-    let rec = rep.recovery.clone().expect("the read-only open reports its log scan");
+    let rec = rep
+        .recovery
+        .clone()
+        .expect("the read-only open reports its log scan");
     assert!(rec.log_end.contains("invalid record"), "{rec:?}");
     assert!(!seen.is_empty() && seen.len() < 400, "{}", seen.len());
     assert_eq!(seen, (0..seen.len() as u64).collect::<Vec<_>>());
@@ -158,7 +161,10 @@ fn the_direct_store_rolls_back_to_its_last_checkpoint() {
     let mut ro = SpatialIndex::<2>::open_read_only(&f.dir).unwrap();
     assert_eq!(ids(&mut ro), (0..300).collect::<Vec<_>>());
     assert!(ro.tree_mut().check().unwrap().ok());
-    assert!(ro.flush().is_err(), "a read-only index refuses to checkpoint");
+    assert!(
+        ro.flush().is_err(),
+        "a read-only index refuses to checkpoint"
+    );
     drop(ro);
     assert!(std::fs::read(&f.dev).unwrap() == before);
     // The writer rolls back on the device.

@@ -7,10 +7,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::file::{FileAccess, FileConfig, FileDevice};
-use super::overlay::ReadOnlyOverlay;
 use super::flash::{FlashConfig, SimFlash};
 use super::hdd::{HddConfig, SimHdd};
 use super::memory::{MemoryConfig, MemoryDevice};
+use super::overlay::ReadOnlyOverlay;
 use super::ssd::{SimSsd, SsdConfig};
 use super::throttled::{ThrottleConfig, Throttled};
 use super::Device;

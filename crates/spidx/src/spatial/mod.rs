@@ -253,6 +253,7 @@ impl<const D: usize> SpatialIndex<D> {
         }
         let read_only = mode == OpenMode::ReadOnly;
         let lock = owner::lock_dir(dir, read_only)?;
+        undo_interrupted_checkpoint(dir, &manifest, mode)?;
         let o = &manifest.options;
         let layout = NodeLayout::new(o.layout, o.page_size, D)?;
         let state = state_path(dir, &o.device);
@@ -394,7 +395,6 @@ impl<const D: usize> SpatialIndex<D> {
         Ok(orphans)
     }
 
-
     /// Builds the (empty) tree over `objects` by a bulk-loading algorithm (see
     /// [`crate::index::bulk`]); nodes are written level by level, in page order.
     pub fn bulk_load(
@@ -424,12 +424,106 @@ impl<const D: usize> SpatialIndex<D> {
                 format!("{} was opened read-only", self.dir.display()),
             ));
         }
+        let files = checkpoint_files(&self.dir, &self.manifest);
+        let pending = begin_checkpoint(&self.dir, &files)?;
         if let Some(o) = &mut self.objects {
             o.flush()?;
         }
         crate::store::NodeStore::<D>::flush(self.tree.store_mut())?;
-        save_manifest(&self.dir, &self.manifest)
+        save_manifest(&self.dir, &self.manifest)?;
+        end_checkpoint(&self.dir, &files, pending)
     }
+}
+
+/// Marks a checkpoint in progress: its files are replaced one after the other, so until
+/// the marker is removed a crash leaves a mix of old and new ones.
+const CHECKPOINT_PENDING: &str = "checkpoint.pending";
+
+/// The files a checkpoint replaces (by atomic renames) and an interrupted one puts back.
+/// Not the header of a journaled direct store: its journal is emptied right after the new
+/// header is saved, so the new header is the one that matches the device from then on.
+fn checkpoint_files(dir: &Path, manifest: &Manifest) -> Vec<PathBuf> {
+    let o = &manifest.options;
+    let journaled =
+        matches!(o.store, StoreConfig::Direct { journal: true }) && !o.device.is_simulated();
+    let mut v = Vec::new();
+    if !journaled {
+        v.push(dir.join(crate::store::any::STORE_HEADER));
+    }
+    if manifest.objects {
+        v.push(dir.join(OBJECTS));
+    }
+    if let Some(s) = state_path(dir, &manifest.options.device) {
+        v.push(s);
+    }
+    v
+}
+
+fn backup_of(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".bak");
+    PathBuf::from(s)
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    std::fs::File::open(dir)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| Error::io(dir, e))
+}
+
+/// Keeps the checkpoint's files as they are (hard links, which the renames that replace the
+/// files leave pointing at the old contents), then writes the marker. Returns the marker.
+fn begin_checkpoint(dir: &Path, files: &[PathBuf]) -> Result<PathBuf> {
+    for f in files {
+        let bak = backup_of(f);
+        match std::fs::remove_file(&bak) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(&bak, e)),
+        }
+        if f.exists() {
+            std::fs::hard_link(f, &bak).map_err(|e| Error::io(&bak, e))?;
+        }
+    }
+    let marker = dir.join(CHECKPOINT_PENDING);
+    std::fs::File::create(&marker).map_err(|e| Error::io(&marker, e))?;
+    sync_dir(dir)?;
+    Ok(marker)
+}
+
+/// The checkpoint is complete: the marker goes first, then the backups.
+fn end_checkpoint(dir: &Path, files: &[PathBuf], marker: PathBuf) -> Result<()> {
+    std::fs::remove_file(&marker).map_err(|e| Error::io(&marker, e))?;
+    sync_dir(dir)?;
+    for f in files {
+        let _ = std::fs::remove_file(backup_of(f));
+    }
+    Ok(())
+}
+
+/// After a crash during a checkpoint (the marker exists), puts the previous checkpoint's
+/// files back (writers), or refuses with a clear error (readers never write).
+fn undo_interrupted_checkpoint(dir: &Path, manifest: &Manifest, mode: OpenMode) -> Result<()> {
+    let marker = dir.join(CHECKPOINT_PENDING);
+    if !marker.exists() {
+        return Ok(());
+    }
+    if mode == OpenMode::ReadOnly {
+        return Err(Error::corrupted(
+            format!("index {}", dir.display()),
+            "its last checkpoint was interrupted (checkpoint.pending exists); `spidx recover` \
+             restores the checkpoint before it",
+        ));
+    }
+    for f in checkpoint_files(dir, manifest) {
+        let bak = backup_of(&f);
+        if bak.exists() {
+            std::fs::rename(&bak, &f).map_err(|e| Error::io(&f, e))?;
+        }
+    }
+    sync_dir(dir)?;
+    std::fs::remove_file(&marker).map_err(|e| Error::io(&marker, e))?;
+    sync_dir(dir)
 }
 
 fn save_manifest(dir: &Path, manifest: &Manifest) -> Result<()> {

@@ -57,7 +57,10 @@ fn read_owner(device: &Path) -> Result<Option<DeviceOwner>> {
     let path = sidecar(device);
     match std::fs::read_to_string(&path) {
         Ok(t) => serde_json::from_str(&t).map(Some).map_err(|e| {
-            Error::corrupted(format!("device owner record {}", path.display()), e.to_string())
+            Error::corrupted(
+                format!("device owner record {}", path.display()),
+                e.to_string(),
+            )
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io(&path, e)),

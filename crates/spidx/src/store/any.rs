@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::buffered::placement::split_log;
 use super::direct::{DirectStore, Journaling};
-use super::journal::JOURNAL_FILE;
 use super::efind::{EfindConfig, EfindPolicy, EfindStats, EfindStore};
 use super::fast::{FastParams, FastPolicy, FastReport, FastStore, FlushPolicy};
+use super::journal::JOURNAL_FILE;
 use super::log::{LogConfig, LogSync};
 use super::{NodeChange, NodePage, NodeStore, StoreControl, StoreStats, TreeMeta};
 use crate::cache::{CacheConfig, CacheStats, PageCache};

@@ -141,8 +141,16 @@ impl DirectStore {
     }
 
     /// The journal's counters, if the store keeps one.
+    /// A read-only open that rolled a journal back in memory reports only `restored`.
     pub fn journal_stats(&self) -> Option<JournalStats> {
-        self.journal.as_ref().map(Journal::stats)
+        match &self.journal {
+            Some(j) => Some(j.stats()),
+            None if self.restored > 0 => Some(JournalStats {
+                restored: self.restored,
+                ..Default::default()
+            }),
+            None => None,
+        }
     }
 
     /// Page images the opening recovery wrote back from the journal.

@@ -249,10 +249,7 @@ mod tests {
         append_raw(&p, &[9u8; 100]);
         let c = Journal::read(&p, 512).unwrap().unwrap();
         assert_eq!(c.checkpoint, 3);
-        assert_eq!(
-            c.images,
-            vec![(7, vec![1u8; 512]), (2, vec![2u8; 512])]
-        );
+        assert_eq!(c.images, vec![(7, vec![1u8; 512]), (2, vec![2u8; 512])]);
         assert_eq!(c.ignored_bytes, 100);
         // A flipped bit ends the valid entries there.
         let mut b = std::fs::read(&p).unwrap();
@@ -266,6 +263,9 @@ mod tests {
         assert!(Journal::read(&p, 1024).is_err());
         std::fs::write(&p, b"garbage that is not a journal header at all").unwrap();
         let e = Journal::read(&p, 512).unwrap_err().to_string();
-        assert!(e.contains("direct.journal") && e.contains("not a spidx journal"), "{e}");
+        assert!(
+            e.contains("direct.journal") && e.contains("not a spidx journal"),
+            "{e}"
+        );
     }
 }
