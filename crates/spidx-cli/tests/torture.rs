@@ -14,8 +14,6 @@
 //!
 //! CI runs 16 kills; `SPIDX_LONG_TESTS=1` runs 160. The test prints its counts.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -340,7 +338,7 @@ fn one_case(cfg: &Config, data: &Data, seed: u64, full_s: f64, tmp: &Path, count
     );
     if cfg.store[1] == "direct" {
         assert!(
-            k % CHECKPOINT_EVERY == 0 || k == data.n,
+            k.is_multiple_of(CHECKPOINT_EVERY) || k == data.n,
             "{what}: {k} objects is no checkpoint"
         );
     }
