@@ -38,6 +38,12 @@ pub struct BuildArgs {
     /// Bulk load: entries per node relative to its maximum, e.g. 70 or 70% (default 100).
     #[arg(long)]
     fill: Option<String>,
+    /// Write a checkpoint (make everything durable, empty the direct store's journal or a
+    /// logging store's log) after every N insertions; its I/O counts in the construction.
+    /// The direct store's unit of durability is the checkpoint: a killed build recovers
+    /// to its last one. Default: one checkpoint, at the end.
+    #[arg(long, value_name = "N")]
+    checkpoint_every: Option<u64>,
     /// Index directory to create (must not exist, or be empty).
     #[arg(long)]
     out: PathBuf,
@@ -77,13 +83,20 @@ pub fn run(a: BuildArgs) -> Result<()> {
     if loaded.dataset.is_empty() {
         bail!("{} holds no usable object", a.data.display());
     }
+    if a.checkpoint_every == Some(0) {
+        bail!("--checkpoint-every must be at least 1");
+    }
+    if a.checkpoint_every.is_some() && bulk.is_some() {
+        bail!("--checkpoint-every applies to one-by-one insertion, not --bulk");
+    }
+    let every = a.checkpoint_every;
     a.order.apply(&mut loaded.dataset)?;
     let simulated = opts.device.is_simulated();
     let existed = a.out.exists();
     let built = match &loaded.dataset {
-        Dataset::Geo(_) => build::<2>(&a.out, opts, bulk.as_ref(), &loaded.dataset),
+        Dataset::Geo(_) => build::<2>(&a.out, opts, bulk.as_ref(), every, &loaded.dataset),
         Dataset::Vectors(v) => {
-            with_dims!(v.dims(), D => build::<D>(&a.out, opts, bulk.as_ref(), &loaded.dataset))
+            with_dims!(v.dims(), D => build::<D>(&a.out, opts, bulk.as_ref(), every, &loaded.dataset))
         }
     };
     let (load, construction, summary) = match built {
@@ -143,6 +156,7 @@ fn build<const D: usize>(
     out: &Path,
     opts: IndexOptions,
     bulk: Option<&BulkOptions>,
+    every: Option<u64>,
     ds: &Dataset,
 ) -> Result<(PhaseReport, PhaseReport, serde_json::Value)> {
     let geo = ds.as_geo();
@@ -178,7 +192,7 @@ fn build<const D: usize>(
             idx.bulk_load(objects, b).context("bulk loading")?;
             bar.inc(n);
         }
-        (None, _) => insert_all(&mut idx, ds, &bar)?,
+        (None, _) => insert_all(&mut idx, ds, every, &bar)?,
     }
     let construction = clock.stop(idx.device());
     bar.finish_and_clear();
@@ -213,8 +227,18 @@ fn boxes<const D: usize>(ds: &Dataset) -> Result<Vec<(Rect<D>, u64)>> {
 fn insert_all<const D: usize>(
     idx: &mut SpatialIndex<D>,
     ds: &Dataset,
+    every: Option<u64>,
     bar: &ProgressBar,
 ) -> Result<()> {
+    let mut done = 0u64;
+    let mut checkpoint = |idx: &mut SpatialIndex<D>| -> Result<()> {
+        done += 1;
+        if every.is_some_and(|n| done.is_multiple_of(n)) {
+            idx.flush()
+                .with_context(|| format!("checkpoint after {done} insertions"))?;
+        }
+        Ok(())
+    };
     match ds {
         Dataset::Geo(recs) => {
             for r in recs {
@@ -225,6 +249,7 @@ fn insert_all<const D: usize>(
                 max[..2].copy_from_slice(&[hi.x, hi.y]);
                 idx.insert(Rect { min, max }, r.id)
                     .with_context(|| format!("inserting object {}", r.id))?;
+                checkpoint(idx)?;
                 bar.inc(1);
             }
         }
@@ -233,6 +258,7 @@ fn insert_all<const D: usize>(
                 let p: [f64; D] = row.try_into().context("vector of the wrong dimension")?;
                 idx.insert(Rect::point(p), i as u64)
                     .with_context(|| format!("inserting vector {i}"))?;
+                checkpoint(idx)?;
                 bar.inc(1);
             }
         }

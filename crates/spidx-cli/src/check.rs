@@ -32,7 +32,7 @@ pub fn run(a: CheckArgs) -> Result<()> {
 }
 
 fn check<const D: usize>(a: &CheckArgs) -> Result<()> {
-    let mut idx = SpatialIndex::<D>::open(&a.dir)?;
+    let mut idx = SpatialIndex::<D>::open_read_only(&a.dir)?;
     let depth = if a.deep {
         idx.drop_caches()?;
         CheckDepth::Deep
@@ -57,6 +57,9 @@ fn check<const D: usize>(a: &CheckArgs) -> Result<()> {
             }
         }
     }
+    // What opening did to the node store (in memory only: check never writes): the log
+    // replay of FAST/eFIND, the journal rollback of the direct store.
+    let store = idx.tree().store().report();
     let m = idx.manifest();
     if a.json {
         let v = json!({
@@ -68,6 +71,12 @@ fn check<const D: usize>(a: &CheckArgs) -> Result<()> {
             "depth": depth,
             "report": rep,
             "objects": objects,
+            "store": {
+                "kind": store.kind,
+                "durability": store.durability,
+                "recovery": store.recovery,
+                "journal": store.journal,
+            },
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -113,6 +122,21 @@ fn check<const D: usize>(a: &CheckArgs) -> Result<()> {
                     s.records, s.live, s.bytes
                 );
             }
+        }
+        if let Some(r) = &store.recovery {
+            println!(
+                "log: {} committed operations ({} records) would be replayed, {} records of an \
+                 unfinished operation dropped; scan ended at: {} (not modified; `spidx recover` \
+                 repairs)",
+                r.operations, r.records_replayed, r.records_dropped, r.log_end
+            );
+        }
+        if let Some(j) = store.journal.filter(|j| j.restored > 0) {
+            println!(
+                "journal: {} page images roll the tree back to its last checkpoint (in memory; \
+                 `spidx recover` writes them back)",
+                j.restored
+            );
         }
         if rep.ok() {
             println!("all invariants hold");

@@ -96,6 +96,10 @@ pub struct IndexArgs {
     /// FAST, eFIND: log durability: each-op (default), group:N or none.
     #[arg(long)]
     pub log_sync: Option<String>,
+    /// Direct store: keep no rollback journal on a `file:` device (the seeds' plain tree; a
+    /// crash between checkpoints can then leave a damaged index). Default: journaled.
+    #[arg(long)]
+    pub no_journal: bool,
     /// Device: a preset (see `spidx devices`), file:PATH, or a device .toml file.
     #[arg(long, default_value = "memory")]
     pub device: String,
@@ -114,6 +118,9 @@ impl IndexArgs {
             (self.log_size.is_some(), "--log-size"),
             (self.log_sync.is_some(), "--log-sync"),
         ];
+        if self.no_journal && self.store != "direct" {
+            bail!("--no-journal applies to --store direct only (FAST and eFIND have --log-sync)");
+        }
         if self.store != "efind" {
             if let Some(name) = self.efind.first_given() {
                 bail!("{name} applies to --store efind only");
@@ -124,7 +131,9 @@ impl IndexArgs {
                 if let Some((_, name)) = fast_flags.iter().find(|(set, _)| *set) {
                     bail!("{name} applies to --store fast or efind only");
                 }
-                Ok(StoreConfig::Direct)
+                Ok(StoreConfig::Direct {
+                    journal: !self.no_journal,
+                })
             }
             "efind" => self.efind.efind(&Shared {
                 write_buffer: self.write_buffer.as_deref(),

@@ -81,7 +81,7 @@ pub fn run(a: QueryArgs) -> Result<()> {
 }
 
 fn run_dims<const D: usize>(a: &QueryArgs, pred: Predicate) -> Result<()> {
-    let mut idx = SpatialIndex::<D>::open(&a.dir)?;
+    let mut idx = SpatialIndex::<D>::open_read_only(&a.dir)?;
     let refine = !a.filter_only;
     let (kind, rep): (&str, QueryReport) = if let Some(w) = &a.window {
         let c = coords("--window", w, 2 * D)?;

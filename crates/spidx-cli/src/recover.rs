@@ -39,34 +39,41 @@ fn recover<const D: usize>(a: &RecoverArgs) -> Result<()> {
             check.violations.join("; ")
         );
     }
+    // Geometries stored for objects whose insert never completed are not part of the index.
+    let orphans = idx.drop_unindexed_objects()?;
+    let objects_found = idx.objects().map_or(0, |o| o.recovered_records());
     // Make the recovered state the new checkpoint.
     idx.flush()?;
-    let recovery = report.fast.as_ref().and_then(|f| f.recovery.clone());
+    let log = report
+        .fast
+        .as_ref()
+        .and_then(|f| f.recovery.clone())
+        .or_else(|| report.recovery.clone());
+    let restored = report.journal.map(|j| j.restored);
     if a.json {
         let v = json!({
             "dir": a.dir.display().to_string(),
             "store": report.kind,
+            "durability": report.durability,
             "objects": check.objects,
-            "recovery": recovery,
+            "recovery": log,
+            "journal_pages_restored": restored,
+            "object_records_found": objects_found,
+            "unindexed_objects_dropped": orphans.len(),
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    match recovery {
-        None => println!(
-            "{}: the {} store keeps no log; the index reopened at its last checkpoint \
-             ({} objects, checks pass)",
-            a.dir.display(),
-            report.kind,
-            check.objects
-        ),
-        Some(r) => {
-            println!(
-                "recovered {} in {:.3} s: {} objects, checks pass",
-                a.dir.display(),
-                r.seconds,
-                check.objects
-            );
+    println!(
+        "recovered {}: {} store ({}), {} objects, checks pass",
+        a.dir.display(),
+        report.kind,
+        report.durability,
+        check.objects
+    );
+    match (log, restored) {
+        (Some(r), _) => {
+            println!("log       replayed in {:.3} s", r.seconds);
             println!(
                 "log       {} operations, {} records replayed, {} skipped (made durable by later flushes)",
                 r.operations, r.records_replayed, r.records_skipped
@@ -77,6 +84,19 @@ fn recover<const D: usize>(a: &RecoverArgs) -> Result<()> {
             );
             println!("buffer    {} nodes rebuilt", r.buffered_nodes);
         }
+        (None, Some(n)) => println!(
+            "journal   {n} page images written back: the tree is as its last checkpoint saved it"
+        ),
+        (None, None) => println!("no log or journal: the index reopened at its last checkpoint"),
+    }
+    if objects_found > 0 {
+        println!("objects   {objects_found} records found past the last checkpoint");
+    }
+    if !orphans.is_empty() {
+        println!(
+            "objects   {} geometries of objects whose insert did not complete were dropped",
+            orphans.len()
+        );
     }
     Ok(())
 }

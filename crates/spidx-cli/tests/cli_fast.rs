@@ -86,7 +86,9 @@ fn fast_builds_report_flushes_and_answer_like_the_direct_store() {
         .args(["recover", &out("direct")])
         .assert()
         .success()
-        .stdout(contains("keeps no log"));
+        .stdout(contains(
+            "no log or journal: the index reopened at its last checkpoint",
+        ));
     spidx()
         .args(["build", "--data", &data, "--index", "rtree", "--out"])
         .arg(out("human"))

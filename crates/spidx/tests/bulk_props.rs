@@ -229,7 +229,7 @@ fn every_method_with_every_variant_on_many_objects() {
         for kind in kinds() {
             for fill in [0.6, 1.0] {
                 run(
-                    &StoreConfig::Direct,
+                    &StoreConfig::direct(),
                     kind,
                     &BulkOptions { method, fill },
                     0.5,
@@ -243,7 +243,7 @@ fn every_method_with_every_variant_on_many_objects() {
 #[test]
 fn bad_bulk_loads_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let mut t = open_tree(&StoreConfig::Direct, kinds()[0], 0.5, dir.path(), true);
+    let mut t = open_tree(&StoreConfig::direct(), kinds()[0], 0.5, dir.path(), true);
     let one = vec![(Rect::point([1.0, 1.0]), 1)];
     for fill in [0.0, 0.2, 1.5, f64::NAN] {
         let e = t

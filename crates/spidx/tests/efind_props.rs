@@ -103,7 +103,7 @@ fn run(kind: IndexKind, cfg: EfindConfig, ops: &[Op]) {
     let store = StoreConfig::Efind(cfg);
     let (de, dd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let mut t = open(kind, &store, de.path(), true);
-    let mut twin = open(kind, &StoreConfig::Direct, dd.path(), true);
+    let mut twin = open(kind, &StoreConfig::direct(), dd.path(), true);
     let mut live: BTreeMap<u64, Rect<2>> = BTreeMap::new();
     let mut next = 0u64;
     for (step, op) in ops.iter().enumerate() {

@@ -6,10 +6,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::file::{FileConfig, FileDevice};
+use super::file::{FileAccess, FileConfig, FileDevice};
 use super::flash::{FlashConfig, SimFlash};
 use super::hdd::{HddConfig, SimHdd};
 use super::memory::{MemoryConfig, MemoryDevice};
+use super::overlay::ReadOnlyOverlay;
 use super::ssd::{SimSsd, SsdConfig};
 use super::throttled::{ThrottleConfig, Throttled};
 use super::Device;
@@ -98,15 +99,42 @@ impl DeviceConfig {
     /// loads its saved state from that file if it exists, and [`Device::persist`] saves it
     /// there; real devices ignore it (the file is its own state).
     pub fn open(&self, page_size: usize, state: Option<&Path>) -> Result<Box<dyn Device>> {
+        self.open_with(page_size, state, FileAccess::Create)
+    }
+
+    /// Opens the device as [`open`](Self::open) does, a `file` device with `access` (an
+    /// existing file only unless creating; locked). With [`FileAccess::Read`] the device
+    /// is wrapped in a [`ReadOnlyOverlay`]: nothing an open writes reaches the file or the
+    /// saved state.
+    pub fn open_with(
+        &self,
+        page_size: usize,
+        state: Option<&Path>,
+        access: FileAccess,
+    ) -> Result<Box<dyn Device>> {
+        let dev = self.open_inner(page_size, state, access)?;
+        Ok(if access == FileAccess::Read {
+            Box::new(ReadOnlyOverlay::new(dev))
+        } else {
+            dev
+        })
+    }
+
+    fn open_inner(
+        &self,
+        page_size: usize,
+        state: Option<&Path>,
+        access: FileAccess,
+    ) -> Result<Box<dyn Device>> {
         self.validate()?;
         Ok(match self {
             DeviceConfig::Memory(c) => Box::new(MemoryDevice::open(c, page_size, state)?),
-            DeviceConfig::File(c) => Box::new(FileDevice::open(c, page_size)?),
+            DeviceConfig::File(c) => Box::new(FileDevice::open_with(c, page_size, access)?),
             DeviceConfig::Simflash(c) => Box::new(SimFlash::open(c, page_size, state)?),
             DeviceConfig::Ssd(c) => Box::new(SimSsd::open(c, page_size, state)?),
             DeviceConfig::Hdd(c) => Box::new(SimHdd::open(c, page_size, state)?),
             DeviceConfig::Throttled(c) => {
-                let inner = c.inner.open(page_size, state)?;
+                let inner = c.inner.open_inner(page_size, state, access)?;
                 let own = state.map(|p| p.with_extension("throttle"));
                 Box::new(Throttled::new_with_state(inner, &c.limits, own.as_deref())?)
             }

@@ -52,6 +52,44 @@ impl FileConfig {
     }
 }
 
+/// How a [`FileDevice`] opens its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileAccess {
+    /// Read and write; the file is created if missing (a new index).
+    Create,
+    /// Read and write an existing file (reopening an index to change or recover it).
+    Write,
+    /// Read an existing file only (`check`, `query`).
+    Read,
+}
+
+/// Takes a non-blocking `flock` on `file` (shared for readers, exclusive for writers),
+/// held until the file is closed; a conflict is a clear error naming `what` and `path`.
+pub fn lock_file(file: &File, path: &Path, shared: bool, what: &str) -> Result<()> {
+    let op = if shared { libc::LOCK_SH } else { libc::LOCK_EX };
+    // SAFETY: plain syscall on an open descriptor.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), op | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        return Err(Error::invalid(
+            what,
+            format!(
+                "{} is in use by another spidx process ({}); wait for it to finish",
+                path.display(),
+                if shared {
+                    "a writer holds it"
+                } else {
+                    "another reader or writer holds it"
+                }
+            ),
+        ));
+    }
+    Err(Error::io(path, e))
+}
+
 /// A page-aligned heap buffer for direct I/O.
 struct AlignedBuf {
     ptr: *mut u8,
@@ -99,13 +137,27 @@ pub struct FileDevice {
 }
 
 impl FileDevice {
-    /// Opens (creating if needed) the file described by `config` with pages of `page_size`.
+    /// Opens (creating if needed) the file described by `config` with pages of `page_size`,
+    /// for writing ([`FileAccess::Create`]).
     pub fn open(config: &FileConfig, page_size: usize) -> Result<Self> {
+        Self::open_with(config, page_size, FileAccess::Create)
+    }
+
+    /// Opens the file described by `config` as `access` says: creating it (and extending it
+    /// sparsely to its capacity) only for [`FileAccess::Create`]; an existing file only,
+    /// read-only, for [`FileAccess::Read`]. Writers hold an exclusive `flock` on the file,
+    /// readers a shared one, for as long as the device is open: a second writer, or a
+    /// writer next to a reader, gets a clear error instead of sharing pages.
+    pub fn open_with(config: &FileConfig, page_size: usize, access: FileAccess) -> Result<Self> {
         config.validate()?;
         validate_page_size(page_size)?;
         let path = &config.path;
         let mut opts = OpenOptions::new();
-        opts.read(true).write(true).create(true).truncate(false);
+        match access {
+            FileAccess::Create => opts.read(true).write(true).create(true).truncate(false),
+            FileAccess::Write => opts.read(true).write(true),
+            FileAccess::Read => opts.read(true),
+        };
         if config.direct {
             opts.custom_flags(libc::O_DIRECT);
         }
@@ -118,12 +170,28 @@ impl FileDevice {
                         path.display()
                     ),
                 )
+            } else if e.kind() == std::io::ErrorKind::NotFound && access != FileAccess::Create {
+                Error::corrupted(
+                    format!("device file {}", path.display()),
+                    "is missing (deleted or moved); the index's node pages and object records \
+                     were in it, so the index cannot be opened",
+                )
             } else {
                 Error::io(path, e)
             }
         })?;
+        lock_file(&file, path, access == FileAccess::Read, "device file")?;
         let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
         if len < config.capacity {
+            if access == FileAccess::Read {
+                return Err(Error::corrupted(
+                    format!("device file {}", path.display()),
+                    format!(
+                        "holds {len} bytes but the device has {} (the file was truncated)",
+                        config.capacity
+                    ),
+                ));
+            }
             file.set_len(config.capacity)
                 .map_err(|e| Error::io(path, e))?;
         }

@@ -17,6 +17,7 @@ pub mod file;
 pub mod flash;
 pub mod hdd;
 pub mod memory;
+pub mod overlay;
 pub mod pages;
 pub mod partition;
 pub mod preset;

@@ -116,7 +116,8 @@ pub fn save_state<T: Serialize>(path: &Path, kind: &str, state: &T) -> Result<()
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(&file_bytes)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        std::fs::rename(&tmp, path)?;
+        crate::store::header::sync_parent(path)
     };
     write().map_err(|e| Error::io(path, e))
 }

@@ -7,6 +7,13 @@
 //! saved in a file next to the index, like a heap file's tuple map; reading an object
 //! costs the device reads of the pages its record covers. Updates append a new version;
 //! deletes drop the directory entry.
+//!
+//! Durability: the directory is saved at checkpoints ([`ObjectStore::flush`]). Records
+//! appended after it are found again when the store is reopened with `scan_tail` (stores
+//! whose unit of durability is the operation): the record area is walked past the saved end
+//! while records are whole and their checksums, seeded by the store's random nonce, match —
+//! a record left by another store on the same device never does. [`ObjectStore::sync_pending`]
+//! writes the partly filled last page and syncs, making every record stored so far durable.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -38,6 +45,9 @@ struct Directory {
     entries: HashMap<u64, (u64, u32)>,
     /// Bytes appended so far.
     end: u64,
+    /// Seeds the records' checksums (0 for stores saved before it existed).
+    #[serde(default)]
+    nonce: u64,
 }
 
 /// Appends and reads object records on a device. See the module documentation.
@@ -50,6 +60,10 @@ pub struct ObjectStore {
     dir_path: Option<PathBuf>,
     stats: ObjectStats,
     buf: Vec<u8>,
+    /// Records appended since the last [`Self::sync_pending`] or [`Self::flush`].
+    pending: bool,
+    /// Records found past the saved directory's end when the store was opened.
+    recovered: u64,
 }
 
 impl ObjectStore {
@@ -57,36 +71,83 @@ impl ObjectStore {
     /// directory there.
     pub fn create(dev: Box<dyn Device>, dir_path: Option<&Path>) -> Self {
         let page_size = dev.page_size();
+        let mut nonce = 0;
+        while nonce == 0 {
+            nonce = rand::random();
+        }
         ObjectStore {
             dev,
             page_size,
-            dir: Directory::default(),
+            dir: Directory {
+                nonce,
+                ..Directory::default()
+            },
             tail: Vec::with_capacity(page_size),
             dir_path: dir_path.map(Path::to_path_buf),
             stats: ObjectStats::default(),
             buf: Vec::new(),
+            pending: false,
+            recovered: 0,
         }
     }
 
-    /// Reopens a store whose directory was saved at `dir_path`.
-    pub fn open(mut dev: Box<dyn Device>, dir_path: &Path) -> Result<Self> {
+    /// Reopens a store whose directory was saved at `dir_path`; with `scan_tail`, records
+    /// appended after that save are found again (see the module documentation).
+    pub fn open(dev: Box<dyn Device>, dir_path: &Path, scan_tail: bool) -> Result<Self> {
         let dir: Directory = load_state(dir_path, "objects")?;
         let page_size = dev.page_size();
-        let mut tail = vec![0u8; page_size];
-        let used = (dir.end % page_size as u64) as usize;
-        if used > 0 {
-            dev.read(dir.end / page_size as u64, &mut tail)?;
-        }
-        tail.truncate(used);
-        Ok(ObjectStore {
+        let mut s = ObjectStore {
             dev,
             page_size,
             dir,
-            tail,
+            tail: Vec::new(),
             dir_path: Some(dir_path.to_path_buf()),
             stats: ObjectStats::default(),
             buf: Vec::new(),
-        })
+            pending: false,
+            recovered: 0,
+        };
+        if scan_tail && s.dir.nonce != 0 {
+            s.scan_past_end()?;
+        }
+        let mut tail = vec![0u8; page_size];
+        let used = (s.dir.end % page_size as u64) as usize;
+        if used > 0 {
+            s.dev.read(s.dir.end / page_size as u64, &mut tail)?;
+        }
+        tail.truncate(used);
+        s.tail = tail;
+        Ok(s)
+    }
+
+    /// Walks whole, valid records from the directory's end on, adding each to the
+    /// directory (a later version of an id replaces an earlier one).
+    fn scan_past_end(&mut self) -> Result<()> {
+        let cap = self.dev.capacity_pages() * self.page_size as u64;
+        let mut offset = self.dir.end;
+        while offset + RECORD_HEADER as u64 <= cap {
+            let head = self.read_span(offset, RECORD_HEADER)?;
+            let len = u32::from_le_bytes(head[0..4].try_into().expect("4 bytes"));
+            let id = u64::from_le_bytes(head[8..16].try_into().expect("8 bytes"));
+            if (len as usize) < RECORD_HEADER || offset + len as u64 > cap {
+                break;
+            }
+            let nonce = self.dir.nonce;
+            let rec = self.read_span(offset, len as usize)?;
+            if check_record(rec, None, cap - offset, nonce).is_err() {
+                break;
+            }
+            self.dir.entries.insert(id, (offset, len));
+            offset += len as u64;
+            self.recovered += 1;
+        }
+        self.dir.end = offset;
+        Ok(())
+    }
+
+    /// Records found past the saved directory's end when the store was opened.
+    pub fn recovered_records(&self) -> u64 {
+        self.recovered
     }
 
     /// Number of live objects.
@@ -128,7 +189,7 @@ impl ObjectStore {
         }
         let mut rec = Vec::with_capacity(len);
         rec.extend_from_slice(&len32.to_le_bytes());
-        rec.extend_from_slice(&record_crc(id, payload).to_le_bytes());
+        rec.extend_from_slice(&record_crc(self.dir.nonce, id, payload).to_le_bytes());
         rec.extend_from_slice(&id.to_le_bytes());
         rec.extend_from_slice(payload);
         let offset = self.dir.end;
@@ -148,6 +209,7 @@ impl ObjectStore {
         self.dir.end = end;
         self.dir.entries.insert(id, (offset, len32));
         self.stats.objects_written += 1;
+        self.pending = true;
         Ok(())
     }
 
@@ -170,7 +232,7 @@ impl ObjectStore {
         self.read_span(offset, len as usize)?;
         self.stats.objects_read += 1;
         let rec = self.buf_record(offset, len as usize);
-        match check_record(rec, Some(id), end - offset) {
+        match check_record(rec, Some(id), end - offset, self.dir.nonce) {
             Ok(_) => Ok(Some(&rec[RECORD_HEADER..])),
             Err(msg) => Err(Error::corrupted(
                 format!("object {id}"),
@@ -242,8 +304,9 @@ impl ObjectStore {
                 ));
                 break;
             }
+            let nonce = self.dir.nonce;
             let rec = self.read_span(offset, len as usize)?;
-            if let Err(msg) = check_record(rec, None, end - offset) {
+            if let Err(msg) = check_record(rec, None, end - offset, nonce) {
                 rep.problems
                     .push(format!("the record of object {id} at byte {offset} {msg}"));
             }
@@ -261,8 +324,41 @@ impl ObjectStore {
         self.dir.entries.remove(&id).is_some()
     }
 
+    /// Writes the partly filled last page, if records were stored since the last call,
+    /// and syncs the device: every record stored so far is durable (found again by a
+    /// reopening with `scan_tail`).
+    pub fn sync_pending(&mut self) -> Result<()> {
+        if !self.pending {
+            return Ok(());
+        }
+        self.write_tail()?;
+        self.dev.sync()?;
+        self.pending = false;
+        Ok(())
+    }
+
+    fn write_tail(&mut self) -> Result<()> {
+        if !self.tail.is_empty() {
+            let mut page = self.tail.clone();
+            page.resize(self.page_size, 0);
+            self.dev
+                .write(self.dir.end / self.page_size as u64, &page)?;
+            self.stats.pages_written += 1;
+        }
+        Ok(())
+    }
+
+    /// Saves the directory file as it is, without device I/O (a new store).
+    pub fn save_directory(&self) -> Result<()> {
+        match &self.dir_path {
+            Some(p) => save_state(p, "objects", &self.dir),
+            None => Ok(()),
+        }
+    }
+
     /// Writes the partly filled last page and saves the directory.
     pub fn flush(&mut self) -> Result<()> {
+        self.pending = false;
         if !self.tail.is_empty() {
             let mut page = self.tail.clone();
             page.resize(self.page_size, 0);
@@ -293,7 +389,12 @@ pub struct ScanReport {
 
 /// Checks a whole record: its stored length, id (when `id` is given) and checksum. The
 /// error completes "record at byte N ...".
-fn check_record(rec: &[u8], id: Option<u64>, room: u64) -> std::result::Result<u64, String> {
+fn check_record(
+    rec: &[u8],
+    id: Option<u64>,
+    room: u64,
+    nonce: u64,
+) -> std::result::Result<u64, String> {
     let stored_len = u32::from_le_bytes(rec[0..4].try_into().expect("4 bytes"));
     let crc = u32::from_le_bytes(rec[4..8].try_into().expect("4 bytes"));
     let stored_id = u64::from_le_bytes(rec[8..16].try_into().expect("8 bytes"));
@@ -306,14 +407,17 @@ fn check_record(rec: &[u8], id: Option<u64>, room: u64) -> std::result::Result<u
     if let Some(id) = id.filter(|id| *id != stored_id) {
         return Err(format!("holds object {stored_id}, not {id}"));
     }
-    if record_crc(stored_id, &rec[RECORD_HEADER..]) != crc {
+    if record_crc(nonce, stored_id, &rec[RECORD_HEADER..]) != crc {
         return Err("fails its checksum".to_string());
     }
     Ok(stored_id)
 }
 
-fn record_crc(id: u64, payload: &[u8]) -> u32 {
+fn record_crc(nonce: u64, id: u64, payload: &[u8]) -> u32 {
     let mut h = crc32fast::Hasher::new();
+    if nonce != 0 {
+        h.update(&nonce.to_le_bytes());
+    }
     h.update(&id.to_le_bytes());
     h.update(payload);
     h.finalize()
@@ -351,7 +455,7 @@ mod tests {
             s.flush().unwrap();
             s.dev.persist().unwrap();
             drop(s);
-            let mut s = ObjectStore::open(dev(Some(&state)), &dpath).unwrap();
+            let mut s = ObjectStore::open(dev(Some(&state)), &dpath, true).unwrap();
             prop_assert_eq!(s.len(), model.len());
             for (k, v) in &model {
                 let got = s.get(*k).unwrap().map(<[u8]>::to_vec);

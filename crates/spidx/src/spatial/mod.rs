@@ -12,9 +12,17 @@
 //!
 //! The device is split in two partitions: node pages in the first half, object records in
 //! the second, so filter and refinement I/O land on the same device model.
+//!
+//! Crash safety: every file is created (durably, with the directory synced) before the
+//! manifest, so an index whose `index.json` exists can always be reopened. Writers
+//! ([`SpatialIndex::create`], [`SpatialIndex::open`]) lock the directory and the device
+//! file exclusively and repair what a crash left; readers ([`SpatialIndex::open_read_only`])
+//! lock them shared and never write a byte: a recovery they need happens in memory only (see
+//! [`owner`] and `docs/stores.md`).
 
 pub mod check;
 pub mod measure;
+pub mod owner;
 pub mod query;
 mod update;
 
@@ -24,6 +32,7 @@ use geo::Geometry;
 use serde::{Deserialize, Serialize};
 
 use crate::cache::CacheConfig;
+use crate::device::file::FileAccess;
 use crate::device::partition::Partition;
 use crate::device::{Device, DeviceConfig};
 use crate::geom::Rect;
@@ -32,7 +41,7 @@ use crate::index::{IndexKind, Tree};
 use crate::node::{Capacity, LayoutKind, Occupancy};
 use crate::objects::ObjectStore;
 use crate::store::direct::write_atomically;
-use crate::store::{AnyStore, StoreConfig};
+use crate::store::{AnyStore, NodeStore, StoreConfig, StoreControl, StoreFiles};
 use crate::{Error, Result};
 
 pub use check::{CheckDepth, ObjectCheck};
@@ -82,6 +91,19 @@ pub struct Manifest {
     pub capacity: Capacity,
     /// The options.
     pub options: IndexOptions,
+    /// The UUID claiming a `file:` device (also in `<device file>.owner`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_uuid: Option<String>,
+}
+
+/// How an index is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// To change or recover it: exclusive locks; a crash's leftovers are repaired on disk.
+    Write,
+    /// To read it (`check`, `query`): shared locks, no file written or created; what a
+    /// recovery would do happens in memory only.
+    ReadOnly,
 }
 
 /// An open index directory. See the module documentation.
@@ -90,6 +112,11 @@ pub struct SpatialIndex<const D: usize> {
     manifest: Manifest,
     tree: Tree<AnyStore, D>,
     objects: Option<ObjectStore>,
+    /// Whether the device keeps writes across a crash of the process (`file:`).
+    persistent: bool,
+    mode: OpenMode,
+    /// The directory lock, held while the index is open.
+    _lock: std::fs::File,
 }
 
 /// Reads the manifest of the index in `dir` (to learn its dimensions before opening it).
@@ -165,18 +192,36 @@ impl<const D: usize> SpatialIndex<D> {
             }
         }
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        let device = options.device.open(
+        let lock = owner::lock_dir(dir, false)?;
+        let device = options.device.open_with(
             options.page_size,
             state_path(dir, &options.device).as_deref(),
+            FileAccess::Create,
         )?;
+        let device_uuid = match owner::device_file(&options.device) {
+            Some(f) => Some(owner::claim(f, dir)?),
+            None => None,
+        };
+        let persistent = !options.device.is_simulated();
         let total = device.capacity_pages();
         let node_pages = if objects { total / 2 } else { total };
         let (node_dev, obj_dev) = split(device, node_pages, objects)?;
-        let store = options
+        let files = StoreFiles {
+            dir: Some(dir),
+            persistent_device: persistent,
+            read_only: false,
+        };
+        let mut store = options
             .store
-            .create(node_dev, &options.buffer, layout, Some(dir))?;
-        let tree = Tree::create(store, capacity, options.kind)?;
-        let objects = obj_dev.map(|d| ObjectStore::create(d, Some(&dir.join(OBJECTS))));
+            .create_in(node_dev, &options.buffer, layout, files)?;
+        // Every file exists before the manifest does: a crash from here on leaves an index
+        // that reopens (empty until its first checkpoint or logged operation).
+        store.save_header()?;
+        store.persist_device()?;
+        let mut objects = obj_dev.map(|d| ObjectStore::create(d, Some(&dir.join(OBJECTS))));
+        if let Some(o) = &mut objects {
+            o.save_directory()?;
+        }
         let manifest = Manifest {
             format: FORMAT,
             spidx_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -185,19 +230,34 @@ impl<const D: usize> SpatialIndex<D> {
             node_pages,
             capacity,
             options,
+            device_uuid,
         };
-        let mut idx = SpatialIndex {
+        save_manifest(dir, &manifest)?;
+        let tree = Tree::create(store, capacity, manifest.options.kind)?;
+        Ok(SpatialIndex {
             dir: dir.to_path_buf(),
             manifest,
             tree,
             objects,
-        };
-        idx.save_manifest()?;
-        Ok(idx)
+            persistent,
+            mode: OpenMode::Write,
+            _lock: lock,
+        })
     }
 
-    /// Opens the index in `dir`.
+    /// Opens the index in `dir` to change or recover it (see [`OpenMode::Write`]).
     pub fn open(dir: &Path) -> Result<Self> {
+        Self::open_with(dir, OpenMode::Write)
+    }
+
+    /// Opens the index in `dir` to read it, never writing a file (see
+    /// [`OpenMode::ReadOnly`]).
+    pub fn open_read_only(dir: &Path) -> Result<Self> {
+        Self::open_with(dir, OpenMode::ReadOnly)
+    }
+
+    /// Opens the index in `dir` as `mode` says.
+    pub fn open_with(dir: &Path, mode: OpenMode) -> Result<Self> {
         let manifest = read_manifest(dir)?;
         if manifest.dims != D {
             return Err(Error::invalid(
@@ -209,6 +269,9 @@ impl<const D: usize> SpatialIndex<D> {
                 ),
             ));
         }
+        let read_only = mode == OpenMode::ReadOnly;
+        let lock = owner::lock_dir(dir, read_only)?;
+        undo_interrupted_checkpoint(dir, &manifest, mode)?;
         let o = &manifest.options;
         let layout = o.kind.layout(o.layout, o.page_size, D)?;
         let state = state_path(dir, &o.device);
@@ -220,12 +283,35 @@ impl<const D: usize> SpatialIndex<D> {
                 ));
             }
         }
-        let device = o.device.open(o.page_size, state.as_deref())?;
+        let access = if read_only {
+            FileAccess::Read
+        } else {
+            FileAccess::Write
+        };
+        let device = o.device.open_with(o.page_size, state.as_deref(), access)?;
+        if let (Some(f), Some(uuid)) = (owner::device_file(&o.device), &manifest.device_uuid) {
+            owner::verify(f, uuid, dir)?;
+        }
+        let persistent = !o.device.is_simulated();
         let (node_dev, obj_dev) = split(device, manifest.node_pages, manifest.objects)?;
-        let store = o.store.open(node_dev, &o.buffer, layout, dir)?;
-        let tree = Tree::open(store, manifest.capacity, o.kind)?;
+        let files = StoreFiles {
+            dir: Some(dir),
+            persistent_device: persistent,
+            read_only,
+        };
+        let store = o.store.open_in(node_dev, &o.buffer, layout, files)?;
+        // A store that has no tree yet was killed before its first checkpoint or logged
+        // operation: it reopens as the empty index it was created as.
+        let tree = if NodeStore::<D>::meta(&store).is_none() {
+            Tree::create(store, manifest.capacity, o.kind)?
+        } else {
+            Tree::open(store, manifest.capacity, o.kind)?
+        };
+        // Objects appended after the last checkpoint are found again by scanning the record
+        // area past it, for stores whose unit of durability is the operation.
+        let scan_tail = !matches!(o.store, StoreConfig::Direct { .. });
         let objects = match obj_dev {
-            Some(d) => Some(ObjectStore::open(d, &dir.join(OBJECTS))?),
+            Some(d) => Some(ObjectStore::open(d, &dir.join(OBJECTS), scan_tail)?),
             None => None,
         };
         Ok(SpatialIndex {
@@ -233,6 +319,9 @@ impl<const D: usize> SpatialIndex<D> {
             manifest,
             tree,
             objects,
+            persistent,
+            mode,
+            _lock: lock,
         })
     }
 
@@ -280,9 +369,48 @@ impl<const D: usize> SpatialIndex<D> {
         store.put(id, &query::encode(geometry)?)
     }
 
-    /// Inserts object `id` with bounding box `mbr` into the tree.
+    /// Inserts object `id` with bounding box `mbr` into the tree. On a persistent device
+    /// the object records stored so far are made durable first (once after a load phase),
+    /// so they are as durable as the tree's operation.
     pub fn insert(&mut self, mbr: Rect<D>, id: u64) -> Result<()> {
+        self.sync_objects()?;
         self.tree.insert(mbr, id)
+    }
+
+    fn sync_objects(&mut self) -> Result<()> {
+        match &mut self.objects {
+            Some(o) if self.persistent => o.sync_pending(),
+            _ => Ok(()),
+        }
+    }
+
+    /// How the index was opened.
+    pub fn mode(&self) -> OpenMode {
+        self.mode
+    }
+
+    /// Forgets object records the tree does not index (a `put_object` whose insert never
+    /// completed before a crash); returns their ids. `spidx recover` calls it after the
+    /// tree passed its checks.
+    pub fn drop_unindexed_objects(&mut self) -> Result<Vec<u64>> {
+        let Some(store) = &mut self.objects else {
+            return Ok(Vec::new());
+        };
+        let mut indexed = std::collections::HashSet::new();
+        let any = Rect::point([0.0; D]);
+        self.tree
+            .search(crate::index::MbrPredicate::All, &any, |e| {
+                indexed.insert(e.ptr);
+            })?;
+        let orphans: Vec<u64> = store
+            .ids()
+            .into_iter()
+            .filter(|id| !indexed.contains(id))
+            .collect();
+        for id in &orphans {
+            store.remove(*id);
+        }
+        Ok(orphans)
     }
 
     /// Builds the (empty) tree over `objects` by a bulk-loading algorithm (see
@@ -305,20 +433,121 @@ impl<const D: usize> SpatialIndex<D> {
         self.tree.store_mut().write_back()
     }
 
-    /// Makes everything durable: node store, objects, device state, manifest.
+    /// Makes everything durable (a checkpoint): objects, node store, device state,
+    /// manifest. An index opened read-only refuses.
     pub fn flush(&mut self) -> Result<()> {
+        if self.mode == OpenMode::ReadOnly {
+            return Err(Error::invalid(
+                "index",
+                format!("{} was opened read-only", self.dir.display()),
+            ));
+        }
+        let files = checkpoint_files(&self.dir, &self.manifest);
+        let pending = begin_checkpoint(&self.dir, &files)?;
         if let Some(o) = &mut self.objects {
             o.flush()?;
         }
         crate::store::NodeStore::<D>::flush(self.tree.store_mut())?;
-        self.save_manifest()
+        save_manifest(&self.dir, &self.manifest)?;
+        end_checkpoint(&self.dir, &files, pending)
     }
+}
 
-    fn save_manifest(&mut self) -> Result<()> {
-        let json = serde_json::to_vec_pretty(&self.manifest)
-            .map_err(|e| Error::invalid("manifest", e.to_string()))?;
-        write_atomically(&self.dir.join(MANIFEST), &json)
+/// Marks a checkpoint in progress: its files are replaced one after the other, so until
+/// the marker is removed a crash leaves a mix of old and new ones.
+const CHECKPOINT_PENDING: &str = "checkpoint.pending";
+
+/// The files a checkpoint replaces (by atomic renames) and an interrupted one puts back.
+/// Not the header of a journaled direct store: its journal is emptied right after the new
+/// header is saved, so the new header is the one that matches the device from then on.
+fn checkpoint_files(dir: &Path, manifest: &Manifest) -> Vec<PathBuf> {
+    let o = &manifest.options;
+    let journaled =
+        matches!(o.store, StoreConfig::Direct { journal: true }) && !o.device.is_simulated();
+    let mut v = Vec::new();
+    if !journaled {
+        v.push(dir.join(crate::store::any::STORE_HEADER));
     }
+    if manifest.objects {
+        v.push(dir.join(OBJECTS));
+    }
+    if let Some(s) = state_path(dir, &manifest.options.device) {
+        v.push(s);
+    }
+    v
+}
+
+fn backup_of(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".bak");
+    PathBuf::from(s)
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    std::fs::File::open(dir)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| Error::io(dir, e))
+}
+
+/// Keeps the checkpoint's files as they are (hard links, which the renames that replace the
+/// files leave pointing at the old contents), then writes the marker. Returns the marker.
+fn begin_checkpoint(dir: &Path, files: &[PathBuf]) -> Result<PathBuf> {
+    for f in files {
+        let bak = backup_of(f);
+        match std::fs::remove_file(&bak) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(&bak, e)),
+        }
+        if f.exists() {
+            std::fs::hard_link(f, &bak).map_err(|e| Error::io(&bak, e))?;
+        }
+    }
+    let marker = dir.join(CHECKPOINT_PENDING);
+    std::fs::File::create(&marker).map_err(|e| Error::io(&marker, e))?;
+    sync_dir(dir)?;
+    Ok(marker)
+}
+
+/// The checkpoint is complete: the marker goes first, then the backups.
+fn end_checkpoint(dir: &Path, files: &[PathBuf], marker: PathBuf) -> Result<()> {
+    std::fs::remove_file(&marker).map_err(|e| Error::io(&marker, e))?;
+    sync_dir(dir)?;
+    for f in files {
+        let _ = std::fs::remove_file(backup_of(f));
+    }
+    Ok(())
+}
+
+/// After a crash during a checkpoint (the marker exists), puts the previous checkpoint's
+/// files back (writers), or refuses with a clear error (readers never write).
+fn undo_interrupted_checkpoint(dir: &Path, manifest: &Manifest, mode: OpenMode) -> Result<()> {
+    let marker = dir.join(CHECKPOINT_PENDING);
+    if !marker.exists() {
+        return Ok(());
+    }
+    if mode == OpenMode::ReadOnly {
+        return Err(Error::corrupted(
+            format!("index {}", dir.display()),
+            "its last checkpoint was interrupted (checkpoint.pending exists); `spidx recover` \
+             restores the checkpoint before it",
+        ));
+    }
+    for f in checkpoint_files(dir, manifest) {
+        let bak = backup_of(&f);
+        if bak.exists() {
+            std::fs::rename(&bak, &f).map_err(|e| Error::io(&f, e))?;
+        }
+    }
+    sync_dir(dir)?;
+    std::fs::remove_file(&marker).map_err(|e| Error::io(&marker, e))?;
+    sync_dir(dir)
+}
+
+fn save_manifest(dir: &Path, manifest: &Manifest) -> Result<()> {
+    let json = serde_json::to_vec_pretty(manifest)
+        .map_err(|e| Error::invalid("manifest", e.to_string()))?;
+    write_atomically(&dir.join(MANIFEST), &json)
 }
 
 /// The node store's device and, for indices that keep geometries, the object store's.

@@ -8,9 +8,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::buffered::placement::split_log;
-use super::direct::DirectStore;
+use super::direct::{DirectStore, Journaling};
 use super::efind::{EfindConfig, EfindPolicy, EfindStats, EfindStore};
 use super::fast::{FastParams, FastPolicy, FastReport, FastStore, FlushPolicy};
+use super::journal::JOURNAL_FILE;
 use super::log::{LogConfig, LogSync};
 use super::{NodeChange, NodePage, NodeStore, StoreControl, StoreStats, TreeMeta};
 use crate::cache::{CacheConfig, CacheStats, PageCache};
@@ -22,12 +23,17 @@ use crate::Result;
 pub const STORE_HEADER: &str = "store.json";
 
 /// Which node store an index uses, with its options.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum StoreConfig {
     /// Every change written in place at once (the plain disk-based tree).
-    #[default]
-    Direct,
+    Direct {
+        /// Keep a rollback journal on `file:` devices (default true): a crash rolls the
+        /// index back to its last checkpoint. `false` is the seeds' plain tree, which a
+        /// crash between checkpoints can leave damaged (labelled `nojournal` in run names).
+        #[serde(default = "yes", skip_serializing_if = "is_true")]
+        journal: bool,
+    },
     /// eFIND: write buffer, read buffer, flushing policies, temporal control
     /// (see [`super::efind`]).
     Efind(EfindConfig),
@@ -52,6 +58,33 @@ pub enum StoreConfig {
         #[serde(default)]
         log_sync: LogSync,
     },
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig::direct()
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+/// Where a store keeps its files and how it may touch them (see [`StoreConfig::create_in`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreFiles<'a> {
+    /// The index directory (header, journal); none: everything in memory.
+    pub dir: Option<&'a Path>,
+    /// The device keeps what is written to it across a crash of the process (`file:`
+    /// devices): the direct store then keeps its rollback journal (if configured).
+    pub persistent_device: bool,
+    /// Opened for reading only: recovery happens on a read-only overlay of the device and
+    /// no file is written.
+    pub read_only: bool,
 }
 
 /// Sizes written as numbers of bytes or strings such as "512KB".
@@ -105,7 +138,7 @@ impl StoreConfig {
     /// Checks the options against the node page size.
     pub fn validate(&self, page_size: usize) -> Result<()> {
         match self {
-            StoreConfig::Direct => Ok(()),
+            StoreConfig::Direct { .. } => Ok(()),
             StoreConfig::Efind(c) => c.resolve(page_size).map(|_| ()),
             StoreConfig::Fast { .. } => self.fast_params().expect("fast").validate(page_size),
         }
@@ -127,14 +160,21 @@ impl StoreConfig {
                 log_size: log_size.unwrap_or_else(|| FastParams::default_log_size(write_buffer)),
                 log_sync,
             }),
-            StoreConfig::Direct | StoreConfig::Efind(_) => None,
+            StoreConfig::Direct { .. } | StoreConfig::Efind(_) => None,
         }
     }
 
-    /// A short prefix for run and index names ("" for the direct store, e.g. "FAST").
+    /// The direct store with its defaults (journaled on `file:` devices).
+    pub fn direct() -> Self {
+        StoreConfig::Direct { journal: true }
+    }
+
+    /// A short prefix for run and index names ("" for the direct store, e.g. "FAST";
+    /// "nojournal" for a direct store without its rollback journal).
     pub fn label(&self) -> String {
         match self {
-            StoreConfig::Direct => String::new(),
+            StoreConfig::Direct { journal: true } => String::new(),
+            StoreConfig::Direct { journal: false } => "nojournal".into(),
             StoreConfig::Efind(c) => c.label(),
             StoreConfig::Fast { .. } => "FAST".into(),
         }
@@ -149,7 +189,12 @@ impl StoreConfig {
         layout: NodeLayout,
         dir: Option<&Path>,
     ) -> Result<AnyStore> {
-        self.build(device, buffer, layout, dir, false)
+        let files = StoreFiles {
+            dir,
+            persistent_device: false,
+            read_only: false,
+        };
+        self.build(device, buffer, layout, files, false)
     }
 
     /// Reopens the store an index directory `dir` holds (recovering what a crash left).
@@ -160,7 +205,36 @@ impl StoreConfig {
         layout: NodeLayout,
         dir: &Path,
     ) -> Result<AnyStore> {
-        self.build(device, buffer, layout, Some(dir), true)
+        let files = StoreFiles {
+            dir: Some(dir),
+            persistent_device: false,
+            read_only: false,
+        };
+        self.build(device, buffer, layout, files, true)
+    }
+
+    /// Creates an empty store as [`create`](Self::create) does, with `files` saying where
+    /// its files are and whether the device is persistent.
+    pub fn create_in(
+        &self,
+        device: Box<dyn Device>,
+        buffer: &CacheConfig,
+        layout: NodeLayout,
+        files: StoreFiles<'_>,
+    ) -> Result<AnyStore> {
+        self.build(device, buffer, layout, files, false)
+    }
+
+    /// Reopens a store as [`open`](Self::open) does, with `files` (read-only opens never
+    /// write a file; their recovery happens on the device they are given).
+    pub fn open_in(
+        &self,
+        device: Box<dyn Device>,
+        buffer: &CacheConfig,
+        layout: NodeLayout,
+        files: StoreFiles<'_>,
+    ) -> Result<AnyStore> {
+        self.build(device, buffer, layout, files, true)
     }
 
     fn build(
@@ -168,18 +242,29 @@ impl StoreConfig {
         device: Box<dyn Device>,
         buffer: &CacheConfig,
         layout: NodeLayout,
-        dir: Option<&Path>,
+        files: StoreFiles<'_>,
         reopen: bool,
     ) -> Result<AnyStore> {
         self.validate(layout.page_size())?;
-        let header = dir.map(|d| d.join(STORE_HEADER));
+        let header = files.dir.map(|d| d.join(STORE_HEADER));
         let header = header.as_deref();
         match self {
-            StoreConfig::Direct => {
+            StoreConfig::Direct { journal } => {
                 let cache = PageCache::new(device, buffer)?;
+                let journaling = match files.dir {
+                    Some(d) if *journal && files.persistent_device => {
+                        let p = d.join(JOURNAL_FILE);
+                        if files.read_only {
+                            Journaling::ReadOnly(p)
+                        } else {
+                            Journaling::On(p)
+                        }
+                    }
+                    _ => Journaling::Off,
+                };
                 Ok(AnyStore::Direct(match (reopen, header) {
-                    (true, Some(h)) => DirectStore::open(cache, layout, h)?,
-                    _ => DirectStore::create(cache, layout, header)?,
+                    (true, Some(h)) => DirectStore::open_with(cache, layout, h, journaling)?,
+                    _ => DirectStore::create_with(cache, layout, header, journaling)?,
                 }))
             }
             StoreConfig::Efind(c) => {
@@ -227,6 +312,16 @@ pub struct StoreReport {
     /// FAST's counters (FAST stores only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fast: Option<FastReport>,
+    /// What survives a crash: the unit of durability and how it is reached (a setting,
+    /// not a counter).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub durability: String,
+    /// What the recovery that opened a logging store did (FAST, eFIND).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<super::buffered::RecoveryReport>,
+    /// The direct store's rollback journal (its own file; see [`super::journal`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<super::journal::JournalStats>,
 }
 
 /// A node store chosen at run time. See the module documentation.
@@ -318,6 +413,14 @@ impl StoreControl for AnyStore {
 
     fn report(&self) -> StoreReport {
         dispatch!(self, ref s => StoreControl::report(s))
+    }
+
+    fn save_header(&mut self) -> Result<()> {
+        dispatch!(self, mut s => StoreControl::save_header(s))
+    }
+
+    fn persist_device(&mut self) -> Result<()> {
+        dispatch!(self, mut s => StoreControl::persist_device(s))
     }
 }
 

@@ -3,12 +3,17 @@
 //! baseline the flash-aware stores are compared with.
 //!
 //! Page allocation (next unused page and a free list) and the tree metadata live in the
-//! store's [`StoreHeader`] (`store.json`), saved atomically by [`NodeStore::flush`].
+//! store's [`StoreHeader`] (`store.json`), saved atomically by [`NodeStore::flush`] (a
+//! checkpoint). With a rollback [`Journal`] (indices on `file:` devices, the default there),
+//! every page in use at the last checkpoint has its old image journaled before its first
+//! overwrite, and reopening a crashed store writes those images back: the store is durable
+//! at checkpoint granularity (see [`super::journal`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use super::header::{check_page_size, write_atomically, StoreHeader};
+use super::journal::{Journal, JournalStats};
 use super::{
     Change, NodeChange, NodePage, NodeStore, StoreControl, StoreReport, StoreStats, TreeMeta,
 };
@@ -25,6 +30,24 @@ pub struct DirectStore {
     header_path: Option<PathBuf>,
     stats: StoreStats,
     scratch: Vec<u8>,
+    /// Page images the opening recovery wrote back.
+    restored: u64,
+    /// The rollback journal (none: writes in place are not undoable).
+    journal: Option<Journal>,
+    /// The header as the last checkpoint saved it (which pages need journaling).
+    checkpointed: StoreHeader,
+}
+
+/// Whether and how a direct store keeps a rollback journal (see [`super::journal`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Journaling {
+    /// No journal: a crash between checkpoints may leave a damaged tree.
+    Off,
+    /// A journal at this path; opening rolls back to the last checkpoint.
+    On(PathBuf),
+    /// Opening for reading: a journal at this path is rolled back on the device the store
+    /// gets (a read-only overlay), the file is left as it is.
+    ReadOnly(PathBuf),
 }
 
 impl DirectStore {
@@ -35,13 +58,66 @@ impl DirectStore {
         layout: NodeLayout,
         header_path: Option<&Path>,
     ) -> Result<Self> {
-        Self::with_header(cache, layout, StoreHeader::new("direct"), header_path)
+        Self::create_with(cache, layout, header_path, Journaling::Off)
+    }
+
+    /// A new, empty store keeping a rollback journal as `journaling` says.
+    pub fn create_with(
+        cache: PageCache,
+        layout: NodeLayout,
+        header_path: Option<&Path>,
+        journaling: Journaling,
+    ) -> Result<Self> {
+        let mut header = StoreHeader::new("direct");
+        let journal = match &journaling {
+            Journaling::On(p) => {
+                header.checkpoint = Some(0);
+                Some(Journal::create(p, layout.page_size(), 0)?)
+            }
+            Journaling::Off | Journaling::ReadOnly(_) => None,
+        };
+        let mut s = Self::with_header(cache, layout, header, header_path)?;
+        s.journal = journal;
+        Ok(s)
     }
 
     /// Reopens a store whose header was saved at `header_path`.
     pub fn open(cache: PageCache, layout: NodeLayout, header_path: &Path) -> Result<Self> {
+        Self::open_with(cache, layout, header_path, Journaling::Off)
+    }
+
+    /// Reopens a store; with a journal, first writes back the page images its journal
+    /// holds for the header's checkpoint (the state the last checkpoint saved).
+    pub fn open_with(
+        cache: PageCache,
+        layout: NodeLayout,
+        header_path: &Path,
+        journaling: Journaling,
+    ) -> Result<Self> {
         let header = StoreHeader::load(header_path)?;
-        Self::with_header(cache, layout, header, Some(header_path))
+        let checkpoint = header.checkpoint.unwrap_or(0);
+        let mut s = Self::with_header(cache, layout, header, Some(header_path))?;
+        let (Journaling::On(path) | Journaling::ReadOnly(path)) = &journaling else {
+            return Ok(s);
+        };
+        let mut restored = 0;
+        if let Some(c) = Journal::read(path, layout.page_size())? {
+            if c.checkpoint == checkpoint && !c.images.is_empty() {
+                let dev = s.cache.device_mut();
+                for (id, image) in &c.images {
+                    dev.write(*id, image)?;
+                }
+                dev.sync()?;
+                restored = c.images.len() as u64;
+            }
+        }
+        if matches!(journaling, Journaling::On(_)) {
+            let mut j = Journal::create(path, layout.page_size(), checkpoint)?;
+            j.set_restored(restored);
+            s.journal = Some(j);
+        }
+        s.restored = restored;
+        Ok(s)
     }
 
     fn with_header(
@@ -55,10 +131,45 @@ impl DirectStore {
             scratch: vec![0u8; layout.page_size()],
             cache,
             layout,
+            checkpointed: header.clone(),
             header,
             header_path: header_path.map(Path::to_path_buf),
             stats: StoreStats::default(),
+            journal: None,
+            restored: 0,
         })
+    }
+
+    /// The journal's counters, if the store keeps one.
+    /// A read-only open that rolled a journal back in memory reports only `restored`.
+    pub fn journal_stats(&self) -> Option<JournalStats> {
+        match &self.journal {
+            Some(j) => Some(j.stats()),
+            None if self.restored > 0 => Some(JournalStats {
+                restored: self.restored,
+                ..Default::default()
+            }),
+            None => None,
+        }
+    }
+
+    /// Page images the opening recovery wrote back from the journal.
+    pub fn restored_pages(&self) -> u64 {
+        self.restored
+    }
+
+    /// Saves page `id`'s checkpointed image in the journal before its first overwrite
+    /// since the last checkpoint (pages not in use at that checkpoint need none).
+    fn protect(&mut self, id: PageId) -> Result<()> {
+        let Some(j) = &mut self.journal else {
+            return Ok(());
+        };
+        if j.has(id) || !self.checkpointed.in_use(id) {
+            return Ok(());
+        }
+        let mut image = vec![0u8; self.layout.page_size()];
+        self.cache.device_mut().read(id, &mut image)?;
+        j.save(id, &image)
     }
 
     /// The page cache (and through it the device).
@@ -82,6 +193,7 @@ impl DirectStore {
     }
 
     fn write_scratch(&mut self, id: PageId, level: u32) -> Result<()> {
+        self.protect(id)?;
         self.stats.page_writes += 1;
         self.cache.write(id, &self.scratch, level)
     }
@@ -213,8 +325,17 @@ impl<const D: usize> NodeStore<D> for DirectStore {
         self.cache.sync()?;
         self.cache.device_mut().persist()?;
         if let Some(path) = &self.header_path {
+            // The device is synced: the new header may name the next checkpoint, and once
+            // it is saved the old journal is no longer needed.
+            if let Some(j) = &self.journal {
+                self.header.checkpoint = Some(j.checkpoint() + 1);
+            }
             self.header.save(path)?;
+            if let (Some(j), Some(c)) = (&mut self.journal, self.header.checkpoint) {
+                j.reset(c)?;
+            }
         }
+        self.checkpointed = self.header.clone();
         Ok(())
     }
 
@@ -240,12 +361,29 @@ impl StoreControl for DirectStore {
         self.header.pages_in_use()
     }
 
+    fn save_header(&mut self) -> Result<()> {
+        match &self.header_path {
+            Some(p) => self.header.save(p),
+            None => Ok(()),
+        }
+    }
+
+    fn persist_device(&mut self) -> Result<()> {
+        self.cache.device_mut().persist()
+    }
+
     fn report(&self) -> StoreReport {
         StoreReport {
             kind: "direct".into(),
             nodes: self.stats,
             pages_in_use: self.header.pages_in_use(),
             cache: self.cache.stats(),
+            durability: if self.journal.is_some() {
+                "checkpoint (rollback journal)".into()
+            } else {
+                "checkpoint (no journal)".into()
+            },
+            journal: self.journal_stats(),
             ..Default::default()
         }
     }

@@ -29,6 +29,10 @@ pub struct StoreHeader {
     /// informational: the log is their source of truth).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_generation: Option<u64>,
+    /// Number of the checkpoint that saved this header (direct stores with a rollback
+    /// journal: only a journal of the same checkpoint is rolled back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<u64>,
 }
 
 impl StoreHeader {
@@ -128,7 +132,7 @@ pub fn check_page_size(device_page: usize, layout: &NodeLayout) -> Result<()> {
     Ok(())
 }
 
-/// Writes a small file atomically: temporary file, fsync, rename.
+/// Writes a small file atomically: temporary file, fsync, rename, fsync of the directory.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     let tmp = path.with_extension("tmp");
@@ -136,7 +140,18 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        std::fs::rename(&tmp, path)?;
+        sync_parent(path)
     };
     run().map_err(|e| Error::io(path, e))
+}
+
+/// Fsyncs the directory holding `path`, so a file created or renamed there survives a
+/// power cut (the rename itself is only durable once its directory is).
+pub fn sync_parent(path: &Path) -> std::io::Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(parent)?.sync_all()
 }

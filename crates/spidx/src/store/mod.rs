@@ -14,9 +14,10 @@ pub mod direct;
 pub mod efind;
 pub mod fast;
 pub mod header;
+pub mod journal;
 pub mod log;
 
-pub use any::{AnyStore, StoreConfig, StoreReport};
+pub use any::{AnyStore, StoreConfig, StoreFiles, StoreReport};
 pub use header::StoreHeader;
 
 use std::sync::Arc;
@@ -231,4 +232,12 @@ pub trait StoreControl {
 
     /// The store's statistics.
     fn report(&self) -> StoreReport;
+
+    /// Saves the store's header file as it is, without device I/O: a new store does it
+    /// before its first operation, so a crash before the first checkpoint reopens it
+    /// (empty) instead of leaving an index without `store.json`.
+    fn save_header(&mut self) -> Result<()>;
+
+    /// Saves a simulated device's state (syncs a real one), without other I/O.
+    fn persist_device(&mut self) -> Result<()>;
 }

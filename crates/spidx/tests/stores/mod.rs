@@ -51,7 +51,7 @@ const POLICIES: [FlushPolicy; 4] = [
 /// Every store configuration the property tests run: direct, and FAST with every policy
 /// and flushing units 1 to 5 over an 8 KB buffer.
 pub fn store_configs() -> Vec<StoreConfig> {
-    let mut v = vec![StoreConfig::Direct];
+    let mut v = vec![StoreConfig::direct()];
     for p in POLICIES {
         for unit in 1..=5 {
             v.push(fast(p, unit, 8 << 10, LogSync::EachOp));

@@ -32,7 +32,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::header::{check_page_size, StoreHeader};
-use super::log::{Log, LogConfig, Recovered, ScanEnd};
+use super::log::{Log, LogConfig, LogSync, Recovered, ScanEnd};
 use super::{
     Change, NodeChange, NodePage, NodeStore, StoreControl, StoreReport, StoreStats, TreeMeta,
 };
@@ -443,12 +443,26 @@ impl<P: BufferPolicy> StoreControl for BufferedStore<P> {
         self.core.header.pages_in_use()
     }
 
+    fn save_header(&mut self) -> Result<()> {
+        self.core.save_header()
+    }
+
+    fn persist_device(&mut self) -> Result<()> {
+        self.core.cache.device_mut().persist()
+    }
+
     fn report(&self) -> StoreReport {
         let mut r = StoreReport {
             kind: P::KIND.into(),
             nodes: self.core.stats,
             pages_in_use: self.core.header.pages_in_use(),
             cache: self.core.cache.stats(),
+            durability: match self.core.log.config().sync {
+                LogSync::EachOp => "each operation (log synced at every commit)".into(),
+                LogSync::Group(n) => format!("groups of {n} operations (log group commit)"),
+                LogSync::None => "checkpoint (log never synced)".into(),
+            },
+            recovery: self.core.recovery.clone(),
             ..Default::default()
         };
         self.policy.report(&self.core, &mut r);

@@ -1,0 +1,254 @@
+//! Crash safety of whole index directories on `file:` devices (`spidx::spatial`): readers
+//! never write (a damaged FAST log is reported by a read-only open and left for `recover`),
+//! the direct store's rollback journal brings a crashed index back to its last checkpoint,
+//! an index is openable from the moment its manifest exists, and an index owns its device
+//! file (locks, device UUID).
+
+use std::path::{Path, PathBuf};
+
+use spidx::cache::CacheConfig;
+use spidx::device::file::FileConfig;
+use spidx::device::DeviceConfig;
+use spidx::geom::Rect;
+use spidx::index::{IndexKind, MbrPredicate, RStarOptions};
+use spidx::node::{LayoutKind, Occupancy};
+use spidx::spatial::{IndexOptions, SpatialIndex};
+use spidx::store::fast::FlushPolicy;
+use spidx::store::log::LogSync;
+use spidx::store::StoreConfig;
+
+const PAGE: usize = 1024;
+
+fn options(store: StoreConfig, device: &Path) -> IndexOptions {
+    IndexOptions {
+        kind: IndexKind::RStar(RStarOptions::default()),
+        page_size: PAGE,
+        layout: LayoutKind::Checked,
+        occupancy: Occupancy::default(),
+        buffer: CacheConfig::none(),
+        store,
+        device_name: "file".into(),
+        device: DeviceConfig::File(FileConfig {
+            path: device.to_path_buf(),
+            direct: false,
+            capacity: 8 << 20,
+        }),
+    }
+}
+
+fn fast() -> StoreConfig {
+    StoreConfig::Fast {
+        write_buffer: 8 << 10,
+        flushing_unit: 2,
+        flush_policy: FlushPolicy::FastStar,
+        log_size: Some(1 << 20),
+        log_sync: LogSync::EachOp,
+    }
+}
+
+fn rect(i: u64) -> Rect<2> {
+    let x = (i * 37 % 1000) as f64;
+    let y = (i * 91 % 1000) as f64;
+    Rect::new([x, y], [x + 3.0, y + 2.0]).unwrap()
+}
+
+fn ids(idx: &mut SpatialIndex<2>) -> Vec<u64> {
+    let mut v = Vec::new();
+    let all = Rect::new([-1e9, -1e9], [1e9, 1e9]).unwrap();
+    idx.tree_mut()
+        .search(MbrPredicate::All, &all, |e| v.push(e.ptr))
+        .unwrap();
+    v.sort_unstable();
+    v
+}
+
+struct Files {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    dev: PathBuf,
+}
+
+fn files() -> Files {
+    let tmp = tempfile::tempdir().unwrap();
+    Files {
+        dir: tmp.path().join("idx"),
+        dev: tmp.path().join("pages.bin"),
+        _tmp: tmp,
+    }
+}
+
+#[test]
+fn a_read_only_open_reports_a_damaged_log_and_leaves_it_to_recover() {
+    let f = files();
+    let mut idx = SpatialIndex::<2>::create(&f.dir, options(fast(), &f.dev), false).unwrap();
+    for i in 0..400 {
+        idx.insert(rect(i), i).unwrap();
+    }
+    // Killed: no checkpoint; every insert is in the (synced) log.
+    drop(idx);
+    // Flip a bit in the live log: the node partition's last 1 MB, region 0 starts at its
+    // page 2 (a new log writes its first generation there).
+    let cap_pages = (8u64 << 20) / PAGE as u64;
+    let log_first = cap_pages - (1 << 20) / PAGE as u64;
+    let mut bytes = std::fs::read(&f.dev).unwrap();
+    let flip = (log_first + 2) as usize * PAGE + 20 * PAGE + 77;
+    bytes[flip] ^= 0x10;
+    std::fs::write(&f.dev, &bytes).unwrap();
+    let before = std::fs::read(&f.dev).unwrap();
+    let dir_before: Vec<_> = std::fs::read_dir(&f.dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+
+    let mut ro = SpatialIndex::<2>::open_read_only(&f.dir).unwrap();
+    let seen = ids(&mut ro);
+    let rep = ro.tree().store().report();
+    let rec = rep
+        .recovery
+        .clone()
+        .expect("the read-only open reports its log scan");
+    assert!(rec.log_end.contains("invalid record"), "{rec:?}");
+    assert!(!seen.is_empty() && seen.len() < 400, "{}", seen.len());
+    assert_eq!(seen, (0..seen.len() as u64).collect::<Vec<_>>());
+    drop(ro);
+    // Nothing was written: the device file and the directory are as they were.
+    assert!(std::fs::read(&f.dev).unwrap() == before);
+    let dir_after: Vec<_> = std::fs::read_dir(&f.dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(dir_before, dir_after);
+    // A second read-only open sees the same; recover replays the same prefix.
+    let mut ro = SpatialIndex::<2>::open_read_only(&f.dir).unwrap();
+    assert_eq!(ids(&mut ro), seen);
+    drop(ro);
+    let mut w = SpatialIndex::<2>::open(&f.dir).unwrap();
+    assert_eq!(ids(&mut w), seen);
+    assert!(w.tree_mut().check().unwrap().ok());
+    w.flush().unwrap();
+    drop(w);
+    assert!(std::fs::read(&f.dev).unwrap() != before, "recover repairs");
+    let mut w = SpatialIndex::<2>::open(&f.dir).unwrap();
+    assert_eq!(ids(&mut w), seen);
+    assert!(w.tree_mut().check().unwrap().ok());
+}
+
+#[test]
+fn the_direct_store_rolls_back_to_its_last_checkpoint() {
+    let f = files();
+    let idx =
+        SpatialIndex::<2>::create(&f.dir, options(StoreConfig::direct(), &f.dev), false).unwrap();
+    // Killed before any checkpoint: the index reopens, empty.
+    drop(idx);
+    let mut idx = SpatialIndex::<2>::open_read_only(&f.dir).unwrap();
+    assert!(ids(&mut idx).is_empty());
+    drop(idx);
+    let mut idx = SpatialIndex::<2>::open(&f.dir).unwrap();
+    for i in 0..300 {
+        idx.insert(rect(i), i).unwrap();
+    }
+    idx.flush().unwrap();
+    // After the checkpoint, more inserts overwrite checkpointed pages in place (the root,
+    // leaves); then the process dies.
+    for i in 300..700 {
+        idx.insert(rect(i), i).unwrap();
+    }
+    let j = idx.tree().store().report().journal.unwrap();
+    assert!(j.images > 0 && j.syncs > j.images, "{j:?}");
+    drop(idx);
+    // A reader sees the checkpoint (rolled back in memory) and writes nothing.
+    let before = std::fs::read(&f.dev).unwrap();
+    let mut ro = SpatialIndex::<2>::open_read_only(&f.dir).unwrap();
+    assert_eq!(ids(&mut ro), (0..300).collect::<Vec<_>>());
+    assert!(ro.tree_mut().check().unwrap().ok());
+    assert!(
+        ro.flush().is_err(),
+        "a read-only index refuses to checkpoint"
+    );
+    drop(ro);
+    assert!(std::fs::read(&f.dev).unwrap() == before);
+    // The writer rolls back on the device.
+    let mut w = SpatialIndex::<2>::open(&f.dir).unwrap();
+    let rep = w.tree().store().report();
+    assert!(rep.journal.unwrap().restored > 0, "{rep:?}");
+    assert_eq!(ids(&mut w), (0..300).collect::<Vec<_>>());
+    assert!(w.tree_mut().check().unwrap().ok());
+    w.insert(rect(5000), 5000).unwrap();
+    w.flush().unwrap();
+    drop(w);
+    let mut w = SpatialIndex::<2>::open(&f.dir).unwrap();
+    assert_eq!(w.tree().store().report().journal.unwrap().restored, 0);
+    assert_eq!(ids(&mut w).len(), 301);
+}
+
+#[test]
+fn an_index_owns_its_directory_and_device_file() {
+    let f = files();
+    let idx = SpatialIndex::<2>::create(&f.dir, options(fast(), &f.dev), false).unwrap();
+    // A second writer or a reader next to the writer: clear errors.
+    let e = SpatialIndex::<2>::open(&f.dir).err().unwrap().to_string();
+    assert!(e.contains("in use by another spidx process"), "{e}");
+    let e = SpatialIndex::<2>::open_read_only(&f.dir)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("in use"), "{e}");
+    // A second index on the same device file, while the first is open (locked) or not.
+    let other = f.dir.with_file_name("other");
+    let e = SpatialIndex::<2>::create(&other, options(fast(), &f.dev), false)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("in use"), "{e}");
+    drop(idx);
+    let e = SpatialIndex::<2>::create(&other, options(fast(), &f.dev), false)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("belongs to the index") && e.contains(f.dir.to_str().unwrap()),
+        "{e}"
+    );
+    // Two readers at once are fine.
+    let a = SpatialIndex::<2>::open_read_only(&f.dir).unwrap();
+    let b = SpatialIndex::<2>::open_read_only(&f.dir).unwrap();
+    drop((a, b));
+    // Once the first index is deleted, its device file may be reused; the old index, if
+    // restored from a copy, is refused (its pages were overwritten).
+    let manifest = std::fs::read(f.dir.join("index.json")).unwrap();
+    std::fs::remove_dir_all(&f.dir).unwrap();
+    let idx = SpatialIndex::<2>::create(&other, options(fast(), &f.dev), false).unwrap();
+    drop(idx);
+    std::fs::create_dir_all(&f.dir).unwrap();
+    std::fs::write(f.dir.join("index.json"), manifest).unwrap();
+    let e = SpatialIndex::<2>::open_read_only(&f.dir)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("now belongs to the index"), "{e}");
+    // A deleted device file is an error, never recreated.
+    std::fs::remove_file(&f.dev).unwrap();
+    for e in [
+        SpatialIndex::<2>::open_read_only(&other).err().unwrap(),
+        SpatialIndex::<2>::open(&other).err().unwrap(),
+    ] {
+        let e = e.to_string();
+        assert!(e.contains("pages.bin") && e.contains("is missing"), "{e}");
+    }
+    assert!(!f.dev.exists());
+}
+
+#[test]
+fn an_index_killed_right_after_creation_reopens_with_objects() {
+    for store in [StoreConfig::direct(), fast()] {
+        let f = files();
+        let idx = SpatialIndex::<2>::create(&f.dir, options(store.clone(), &f.dev), true).unwrap();
+        drop(idx);
+        for name in ["index.json", "store.json", "objects.dir"] {
+            assert!(f.dir.join(name).exists(), "{store:?}: {name}");
+        }
+        let mut idx = SpatialIndex::<2>::open(&f.dir).unwrap();
+        assert!(idx.tree_mut().check().unwrap().ok());
+        assert_eq!(idx.objects().unwrap().len(), 0);
+    }
+}
