@@ -224,7 +224,7 @@ proptest! {
         siblings in 1usize..=3,
         order in prop::option::of(1u32..=21),
     ) {
-        run_ops(&StoreConfig::Direct, options(siblings, order, false), &ops);
+        run_ops(&StoreConfig::direct(), options(siblings, order, false), &ops);
     }
 }
 
@@ -298,7 +298,7 @@ fn refused_options_name_the_problem() {
     // A layout without keys is refused (and one with keys for the other variants).
     let plain = NodeLayout::new(LayoutKind::Checked, PAGE, 2).unwrap();
     let cap = Capacity::new(&plain, &Occupancy::default()).unwrap();
-    let store = StoreConfig::Direct
+    let store = StoreConfig::direct()
         .create(dev(), &cache, plain, Some(dir.path()))
         .unwrap();
     let s = Tree::<_, 2>::create(store, cap, hilbert(HilbertOptions::default()))
@@ -316,7 +316,7 @@ fn refused_options_name_the_problem() {
         },
     )
     .unwrap();
-    let store = StoreConfig::Direct
+    let store = StoreConfig::direct()
         .create(dev(), &cache, keyed, Some(&dir.path().join("b")))
         .unwrap();
     let s = Tree::<_, 2>::create(store, low, hilbert(HilbertOptions::default()))
@@ -327,7 +327,7 @@ fn refused_options_name_the_problem() {
     // Bulk loading would break the Hilbert order: refused, nothing written.
     let d2 = tempfile::tempdir().unwrap();
     let mut t = open_tree::<2>(
-        &StoreConfig::Direct,
+        &StoreConfig::direct(),
         hilbert(HilbertOptions::default()),
         d2.path(),
         true,

@@ -229,47 +229,6 @@ fn strip_common_parts(mut rows: Vec<Row>) -> (Vec<Row>, Vec<String>) {
     (rows, common)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn row(config: &str) -> Row {
-        Row {
-            run_id: 0,
-            ordinal: 0,
-            config: config.into(),
-            page: "4KB".into(),
-            page_size: 4096,
-            simulated: true,
-            device: "memory".into(),
-            workload: "construction".into(),
-            kind: "construction".into(),
-            workload_ordinal: 0,
-            figures: BTreeMap::new(),
-            direct: true,
-            plain_key: String::new(),
-        }
-    }
-
-    #[test]
-    fn parts_every_configuration_shares_leave_the_labels() {
-        let (rows, common) = strip_common_parts(vec![
-            row("Linear R-tree · buffer lru:512KB · order clustered:4096:42"),
-            row("FAST Linear R-tree · order clustered:4096:42"),
-        ]);
-        assert_eq!(common, ["order clustered:4096:42"]);
-        assert_eq!(rows[0].config, "Linear R-tree · buffer lru:512KB");
-        assert_eq!(rows[1].config, "FAST Linear R-tree");
-        // One configuration (or one made only of shared parts) keeps its whole name.
-        let (rows, common) = strip_common_parts(vec![
-            row("R*-tree · order x"),
-            row("R*-tree · order x · buffer lru:1MB"),
-        ]);
-        assert!(common.is_empty());
-        assert_eq!(rows[0].config, "R*-tree · order x");
-    }
-}
-
 /// What the report needs of one run's row in `runs`.
 struct RunInfo {
     simulated: bool,
@@ -296,10 +255,10 @@ fn run_rows(conn: &Connection, ids: &BTreeSet<i64>) -> Result<BTreeMap<i64, RunI
             let simulated = options.as_ref().is_none_or(|o| o.device.is_simulated());
             let direct = options
                 .as_ref()
-                .is_none_or(|o| matches!(o.store, StoreConfig::Direct));
+                .is_none_or(|o| matches!(o.store, StoreConfig::Direct { .. }));
             let plain_key = match options {
                 Some(mut o) => {
-                    o.store = StoreConfig::Direct;
+                    o.store = StoreConfig::direct();
                     o.buffer = CacheConfig::none();
                     serde_json::to_string(&o).unwrap_or_default()
                 }
@@ -373,4 +332,45 @@ fn context(conn: &Connection, experiment: &str, runs: &BTreeMap<i64, RunInfo>) -
         r.get(0)
     })?;
     Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(config: &str) -> Row {
+        Row {
+            run_id: 0,
+            ordinal: 0,
+            config: config.into(),
+            page: "4KB".into(),
+            page_size: 4096,
+            simulated: true,
+            device: "memory".into(),
+            workload: "construction".into(),
+            kind: "construction".into(),
+            workload_ordinal: 0,
+            figures: BTreeMap::new(),
+            direct: true,
+            plain_key: String::new(),
+        }
+    }
+
+    #[test]
+    fn parts_every_configuration_shares_leave_the_labels() {
+        let (rows, common) = strip_common_parts(vec![
+            row("Linear R-tree · buffer lru:512KB · order clustered:4096:42"),
+            row("FAST Linear R-tree · order clustered:4096:42"),
+        ]);
+        assert_eq!(common, ["order clustered:4096:42"]);
+        assert_eq!(rows[0].config, "Linear R-tree · buffer lru:512KB");
+        assert_eq!(rows[1].config, "FAST Linear R-tree");
+        // One configuration (or one made only of shared parts) keeps its whole name.
+        let (rows, common) = strip_common_parts(vec![
+            row("R*-tree · order x"),
+            row("R*-tree · order x · buffer lru:1MB"),
+        ]);
+        assert!(common.is_empty());
+        assert_eq!(rows[0].config, "R*-tree · order x");
+    }
 }

@@ -146,7 +146,7 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest> {
 /// [`PageCache::write_run`](crate::cache::PageCache::write_run)), so no page would ever be
 /// held dirty and the run would be labelled write-back while behaving as write-through.
 pub fn check_buffer_with_store(buffer: &CacheConfig, store: &StoreConfig) -> Result<()> {
-    if buffer.is_write_back() && !matches!(store, StoreConfig::Direct) {
+    if buffer.is_write_back() && !matches!(store, StoreConfig::Direct { .. }) {
         return Err(Error::invalid(
             "buffer",
             format!(
