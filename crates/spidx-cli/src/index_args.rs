@@ -38,8 +38,9 @@ pub struct IndexArgs {
     /// R*-tree candidates examined for least overlap enlargement (default 32).
     #[arg(long)]
     pub candidates: Option<usize>,
-    /// Hilbert R-tree: grid bits per axis, D × order at most 64 (default min(32, 64 / D)).
-    #[arg(long)]
+    /// Hilbert R-tree: grid bits per axis (the spec key `order`), D × order at most 64
+    /// (default min(32, 64 / D)). `--order` is the insertion order of the data.
+    #[arg(id = "hilbert_order", long = "hilbert-order", value_name = "BITS")]
     pub order: Option<u32>,
     /// Hilbert R-tree: cooperating siblings s, 1 to 16 (default 2: the 2-to-3 split).
     #[arg(long)]
