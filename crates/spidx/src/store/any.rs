@@ -87,6 +87,17 @@ pub struct StoreFiles<'a> {
     pub read_only: bool,
 }
 
+impl<'a> StoreFiles<'a> {
+    /// Files in `dir` (none: in memory), a device that does not persist, writable.
+    pub fn writable(dir: Option<&'a Path>) -> Self {
+        StoreFiles {
+            dir,
+            persistent_device: false,
+            read_only: false,
+        }
+    }
+}
+
 /// Sizes written as numbers of bytes or strings such as "512KB".
 mod size_bytes {
     use serde::{Deserialize, Deserializer, Serializer};
@@ -189,12 +200,7 @@ impl StoreConfig {
         layout: NodeLayout,
         dir: Option<&Path>,
     ) -> Result<AnyStore> {
-        let files = StoreFiles {
-            dir,
-            persistent_device: false,
-            read_only: false,
-        };
-        self.build(device, buffer, layout, files, false)
+        self.create_in(device, buffer, layout, StoreFiles::writable(dir))
     }
 
     /// Reopens the store an index directory `dir` holds (recovering what a crash left).
@@ -205,12 +211,7 @@ impl StoreConfig {
         layout: NodeLayout,
         dir: &Path,
     ) -> Result<AnyStore> {
-        let files = StoreFiles {
-            dir: Some(dir),
-            persistent_device: false,
-            read_only: false,
-        };
-        self.build(device, buffer, layout, files, true)
+        self.open_in(device, buffer, layout, StoreFiles::writable(Some(dir)))
     }
 
     /// Creates an empty store as [`create`](Self::create) does, with `files` saying where
