@@ -18,6 +18,7 @@ pub mod db;
 pub mod matrix;
 pub mod protocol;
 pub mod runner;
+pub mod session;
 pub mod shard;
 pub mod spec;
 pub mod workload;
