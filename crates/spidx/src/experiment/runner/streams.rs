@@ -392,4 +392,73 @@ kind = "construction"
         let e = check_run(&fast).unwrap_err().to_string();
         assert!(e.contains("use the direct store"), "{e}");
     }
+
+    /// A whole run through the runner: a classic index kNN, the scan under the classic
+    /// protocol, and both as streams, with the rows named by N.
+    #[test]
+    fn a_run_gives_one_row_per_number_of_streams() {
+        let tmp = tempfile::tempdir().unwrap();
+        let spec = SPEC.replace("DEVICE", "hdd-wd2500aajs")
+            + r#"
+[[workload]]
+kind = "knn"
+k = 5
+queries = 12
+[[workload]]
+kind = "knn"
+k = 5
+queries = 12
+access = "scan"
+request = "16KB"
+[[workload]]
+kind = "knn"
+name = "load"
+k = 5
+queries = 12
+streams = [1, 3]
+memory = "64KB"
+[[workload]]
+kind = "knn"
+name = "scan load"
+k = 5
+queries = 12
+streams = [1, 3]
+access = "scan"
+"#;
+        let path = tmp.path().join("spec.toml");
+        std::fs::write(&path, spec).unwrap();
+        let exp = Experiment::prepare(&path).unwrap();
+        let r = exp.run(&exp.runs[0], &tmp.path().join("run"), &mut |_| {}).unwrap();
+        let names: Vec<&str> = r.workloads.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "construction",
+                "knn k=5",
+                "scan k=5",
+                "load streams=1",
+                "load streams=3",
+                "scan load streams=1",
+                "scan load streams=3"
+            ]
+        );
+        let (knn, scan) = (&r.workloads[1], &r.workloads[2]);
+        // Same answers: as many results; the scan reads every record of every query.
+        assert_eq!(knn.get("results"), scan.get("results"));
+        assert_eq!(scan.get("candidates"), 12.0 * 4000.0);
+        assert!(scan.get("device.host.read_ops") > 0.0);
+        for w in &r.workloads[3..] {
+            assert!(w.get("latency.p95_s") >= w.get("latency.p50_s"), "{}", w.name);
+            assert_eq!(w.get("queries"), 12.0);
+            assert_eq!(w.details["concurrency"]["streams"], if w.name.ends_with('1') { 1 } else { 3 });
+        }
+        // With the memory budget the upper levels are hit; every miss is one device read.
+        let one = &r.workloads[3];
+        assert!(one.get("memory.hits") > 0.0);
+        assert_eq!(one.get("device.host.read_ops"), one.get("memory.misses"));
+        // Without it, one stream is the recording run.
+        let scan_one = &r.workloads[5];
+        assert_eq!(scan_one.get("device_ns"), scan_one.get("sequential.device_ns"));
+        assert_eq!(scan_one.get("memory.hits"), 0.0);
+    }
 }
