@@ -168,16 +168,14 @@ pub fn simulate(
         .max()
         .unwrap_or(0);
     let apart = copies > 1 && device.read_time_ignores_contents();
-    if copies > 1 {
-        if cfg.stride_pages < end {
-            return Err(Error::invalid(
-                "concurrent streams",
-                format!(
-                    "a copy stride of {} pages is less than the {end} pages the queries touch",
-                    cfg.stride_pages
-                ),
-            ));
-        }
+    if copies > 1 && cfg.stride_pages < end {
+        return Err(Error::invalid(
+            "concurrent streams",
+            format!(
+                "a copy stride of {} pages is less than the {end} pages the queries touch",
+                cfg.stride_pages
+            ),
+        ));
     }
     if apart {
         let need = cfg

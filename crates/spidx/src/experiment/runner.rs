@@ -182,7 +182,7 @@ fn run_dims<const D: usize>(
                         refine: *refine,
                     };
                     let (rows, _) = match scan {
-                        None => streams::index(&mut idx, &tap, &q, c, dir, run, work, progress)?,
+                        None => streams::index(&mut idx, &tap, &q, c, run, work, progress)?,
                         Some(req) => streams::scan(run, ds, *req, &q, c, work, progress)?,
                     };
                     for row in rows {

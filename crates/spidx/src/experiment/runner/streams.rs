@@ -3,8 +3,6 @@
 //! are replayed as N streams on a second instance of the device in the same state, once
 //! per listed N (see [`crate::experiment::concurrent`]). Each N gives one result row.
 
-use std::path::Path;
-
 use super::{scan_table, Progress, Work};
 use crate::cache::CachePolicy;
 use crate::data::Dataset;
@@ -81,7 +79,6 @@ pub(in crate::experiment) fn index<const D: usize>(
     tap: &TapLog,
     q: &Queries<D>,
     c: &Concurrency,
-    dir: &Path,
     run: &RunConfig,
     work: &mut Work,
     progress: &mut dyn FnMut(Progress),
@@ -96,7 +93,7 @@ pub(in crate::experiment) fn index<const D: usize>(
     let state = idx
         .device_state()
         .ok_or_else(|| Error::invalid("streams", "the device keeps no state to replay on"))?;
-    let copy = dir.join("replay.state");
+    let copy = state.with_file_name("replay.state");
     std::fs::copy(&state, &copy).map_err(|e| Error::io(&copy, e))?;
     let rec = work.time(|| {
         record(q.points.len(), tap, progress, |i| {
@@ -254,6 +251,8 @@ fn row(n: usize, c: &Concurrency, rec: &Recorded, sim: &SimResult) -> Row {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::super::Work;
     use super::*;
     use crate::device::tap::Tap;
@@ -341,8 +340,7 @@ kind = "construction"
                 memory: 0,
             };
             let mut work = Work { index_s: 0.0 };
-            let (rows, rec) =
-                index(&mut idx, &tap, &q, &c, &dir, run, &mut work, &mut |_| {}).unwrap();
+            let (rows, rec) = index(&mut idx, &tap, &q, &c, run, &mut work, &mut |_| {}).unwrap();
             let (srows, srec) = scan(run, ds, 64 << 10, &q, &c, &mut work, &mut |_| {}).unwrap();
             for (i, p) in ps.iter().enumerate() {
                 let want = brute(ds, p, 7);
@@ -428,7 +426,9 @@ access = "scan"
         let path = tmp.path().join("spec.toml");
         std::fs::write(&path, spec).unwrap();
         let exp = Experiment::prepare(&path).unwrap();
-        let r = exp.run(&exp.runs[0], &tmp.path().join("run"), &mut |_| {}).unwrap();
+        let r = exp
+            .run(&exp.runs[0], &tmp.path().join("run"), &mut |_| {})
+            .unwrap();
         let names: Vec<&str> = r.workloads.iter().map(|w| w.name.as_str()).collect();
         assert_eq!(
             names,
@@ -448,9 +448,16 @@ access = "scan"
         assert_eq!(scan.get("candidates"), 12.0 * 4000.0);
         assert!(scan.get("device.host.read_ops") > 0.0);
         for w in &r.workloads[3..] {
-            assert!(w.get("latency.p95_s") >= w.get("latency.p50_s"), "{}", w.name);
+            assert!(
+                w.get("latency.p95_s") >= w.get("latency.p50_s"),
+                "{}",
+                w.name
+            );
             assert_eq!(w.get("queries"), 12.0);
-            assert_eq!(w.details["concurrency"]["streams"], if w.name.ends_with('1') { 1 } else { 3 });
+            assert_eq!(
+                w.details["concurrency"]["streams"],
+                if w.name.ends_with('1') { 1 } else { 3 }
+            );
         }
         // With the memory budget the upper levels are hit; every miss is one device read.
         let one = &r.workloads[3];
@@ -458,7 +465,10 @@ access = "scan"
         assert_eq!(one.get("device.host.read_ops"), one.get("memory.misses"));
         // Without it, one stream is the recording run.
         let scan_one = &r.workloads[5];
-        assert_eq!(scan_one.get("device_ns"), scan_one.get("sequential.device_ns"));
+        assert_eq!(
+            scan_one.get("device_ns"),
+            scan_one.get("sequential.device_ns")
+        );
         assert_eq!(scan_one.get("memory.hits"), 0.0);
     }
 }
