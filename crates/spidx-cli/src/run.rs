@@ -268,8 +268,25 @@ fn print_summary(
     if mixed {
         header.push("times".to_string());
     }
-    for w in &exp.spec.workloads {
-        header.push(format!("{}\nelapsed", w.name()));
+    // One column per result row name: a workload can give several rows (a stream
+    // workload one per stream count, `NAME streams=N`), so the names come from the results.
+    let mut names: Vec<String> = exp
+        .spec
+        .workloads
+        .iter()
+        .map(|w| w.name().to_string())
+        .collect();
+    for (_, _, r) in outcomes {
+        if let Ok(r) = r {
+            let produced: Vec<String> = r.workloads.iter().map(|w| w.name.clone()).collect();
+            if produced.len() > names.len() || !produced.iter().all(|n| names.contains(n)) {
+                names = produced;
+            }
+            break;
+        }
+    }
+    for name in &names {
+        header.push(format!("{name}\nelapsed"));
     }
     header.push("construction\nreads / writes".into());
     header.push("runner\noverhead".into());
@@ -281,8 +298,11 @@ fn print_summary(
         }
         match r {
             Ok(r) => {
-                for w in &r.workloads {
-                    row.push(secs(w.get("elapsed_s")));
+                for name in &names {
+                    match r.workloads.iter().find(|w| &w.name == name) {
+                        Some(w) => row.push(secs(w.get("elapsed_s"))),
+                        None => row.push("-".into()),
+                    }
                 }
                 let c = &r.workloads[0];
                 row.push(format!(
