@@ -146,6 +146,7 @@ pub(crate) fn read(path: &Path, sink: &mut GeoSink) -> Result<()> {
     let reader = FgbReader::open(&mut input).map_err(|e| bad(&e))?;
     let header = reader.header();
     let expected = header.features_count();
+    let header_type = header.geometry_type();
     let types: Vec<ColumnType> = header
         .columns()
         .map(|cols| cols.iter().map(|c| c.type_()).collect())
@@ -204,7 +205,7 @@ pub(crate) fn read(path: &Path, sink: &mut GeoSink) -> Result<()> {
             sink.reject(loc, Issue::MissingGeometry, "");
             continue;
         };
-        if let Err(detail) = check_arrays(&geometry, 0) {
+        if let Err(detail) = check_arrays(&geometry, header_type, 0) {
             sink.reject(loc, Issue::Unparsable, &detail);
             continue;
         }
@@ -305,22 +306,35 @@ fn id_property<'a>(
 const MAX_PART_DEPTH: usize = 32;
 
 /// Checks that a geometry's arrays are consistent before the crate's decoder (which
-/// indexes them unchecked) reads it: `xy` holds whole pairs, ring/part `ends` rise and
-/// stay within the coordinates, extra ordinates cover every coordinate, parts likewise.
-fn check_arrays(g: &flatgeobuf::Geometry<'_>, depth: usize) -> std::result::Result<(), String> {
+/// indexes them unchecked) reads it: `xy` holds whole pairs (at least one for a point),
+/// ring/part `ends` rise and stay within the coordinates, extra ordinates cover every
+/// coordinate, parts likewise. `header_type` is the file's geometry type (`Unknown` when
+/// each feature has its own, as the decoder reads it).
+fn check_arrays(
+    g: &flatgeobuf::Geometry<'_>,
+    header_type: GeometryType,
+    depth: usize,
+) -> std::result::Result<(), String> {
     if depth > MAX_PART_DEPTH {
         return Err(format!(
             "geometry parts nested deeper than {MAX_PART_DEPTH}"
         ));
     }
+    let own_type = if depth == 0 && header_type != GeometryType::Unknown {
+        header_type
+    } else {
+        g.type_()
+    };
     let points = match g.xy() {
-        Some(xy) if xy.is_empty() => return Err("an empty coordinate array".into()),
         Some(xy) if xy.len() % 2 != 0 => {
             return Err(format!("{} coordinates in xy, not whole pairs", xy.len()))
         }
         Some(xy) => xy.len() / 2,
         None => 0,
     };
+    if own_type == GeometryType::Point && points == 0 {
+        return Err("a point without coordinates".into());
+    }
     for (name, len) in [
         ("z", g.z().map(|v| v.len())),
         ("m", g.m().map(|v| v.len())),
@@ -346,7 +360,7 @@ fn check_arrays(g: &flatgeobuf::Geometry<'_>, depth: usize) -> std::result::Resu
     }
     if let Some(parts) = g.parts() {
         for part in parts.iter() {
-            check_arrays(&part, depth + 1)?;
+            check_arrays(&part, header_type, depth + 1)?;
         }
     }
     Ok(())
