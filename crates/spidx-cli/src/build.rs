@@ -121,6 +121,10 @@ pub fn run(a: BuildArgs) -> Result<()> {
     out["reads"] = json!(construction.device.host.read_ops);
     out["writes"] = json!(construction.device.host.write_ops);
     out["device"] = serde_json::to_value(&construction.device)?;
+    if let Some(l) = &construction.log_device {
+        out["log_device_s"] = json!(construction.log_device_s);
+        out["log_device"] = serde_json::to_value(l)?;
+    }
     out["load"] = serde_json::to_value(&load)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -172,7 +176,7 @@ fn build<const D: usize>(
                 idx.put_object(r.id, &r.geometry)?;
                 bar.inc(1);
             }
-            let rep = clock.stop(idx.device());
+            let rep = idx.stop_phase(clock);
             bar.finish_and_clear();
             rep
         }
@@ -194,7 +198,7 @@ fn build<const D: usize>(
         }
         (None, _) => insert_all(&mut idx, ds, every, &bar)?,
     }
-    let construction = clock.stop(idx.device());
+    let construction = idx.stop_phase(clock);
     bar.finish_and_clear();
     finish(idx, out, bulk, load, construction)
 }
@@ -278,7 +282,7 @@ fn finish<const D: usize>(
     // measured apart so a write buffer's deferred cost stays visible.
     let clock = idx.phase();
     idx.write_back()?;
-    let final_flush = clock.stop(idx.device());
+    let final_flush = idx.stop_phase(clock);
     idx.flush()?;
     let tree = idx.tree();
     let summary = json!({
@@ -329,12 +333,28 @@ fn print_human(v: &serde_json::Value, c: &PhaseReport, simulated: bool) {
         v["device_name"].as_str().unwrap_or("?"),
         v["buffer"].as_str().unwrap_or("?")
     );
-    if simulated {
+    if let (true, Some(l)) = (simulated, c.log_device_s) {
+        println!(
+            "time      elapsed {} (modelled) = CPU {} + simulated device {} + simulated log device {}",
+            secs(c.elapsed_s),
+            secs(c.cpu_s),
+            secs(c.device_s),
+            secs(l)
+        );
+    } else if simulated {
         println!(
             "time      elapsed {} (modelled) = CPU {} + simulated device {}",
             secs(c.elapsed_s),
             secs(c.cpu_s),
             secs(c.device_s)
+        );
+    } else if let Some(l) = c.log_device_s {
+        println!(
+            "time      elapsed {} (wall); CPU {}, device {}, log device {} (measured)",
+            secs(c.elapsed_s),
+            secs(c.cpu_s),
+            secs(c.device_s),
+            secs(l)
         );
     } else {
         println!(
@@ -354,6 +374,23 @@ fn print_human(v: &serde_json::Value, c: &PhaseReport, simulated: bool) {
             "flash     {} reads, {} writes, {} erases, write amplification {:.2}",
             f.flash_reads, f.flash_writes, f.erases, f.write_amplification
         );
+    }
+    if let Some(l) = &c.log_device {
+        println!(
+            "log I/O   {} reads, {} writes on the log device (not in the I/O line above)",
+            count(l.host.read_ops as f64),
+            count(l.host.write_ops as f64)
+        );
+    }
+    if let Some(placement) = v["store"]["log_device"].as_str() {
+        if !placement.starts_with("same") {
+            println!("log dev   {placement}");
+        }
+    }
+    if let Some(d) = v["store"]["durability"].as_str() {
+        if d.starts_with("NOT crash-safe") {
+            println!("WARNING   this index is {d}");
+        }
     }
     let f = &v["final_flush"];
     println!(

@@ -196,7 +196,7 @@ fn construct<const D: usize>(
             for r in recs {
                 idx.put_object(r.id, &r.geometry)?;
             }
-            Ok(clock.stop(idx.device()))
+            Ok(idx.stop_phase(clock))
         })?;
         m.extend(protocol::flatten("load", &load));
     }
@@ -211,7 +211,7 @@ fn construct<const D: usize>(
             }
             idx.bulk_load(objects, opts)?;
             progress(Progress::Step(ds.len() as u64));
-            return Ok(clock.stop(idx.device()));
+            return Ok(idx.stop_phase(clock));
         }
         for i in 0..ds.len() {
             let (id, lo, hi) = object_box(ds, i);
@@ -221,7 +221,7 @@ fn construct<const D: usize>(
                 progress(Progress::Step(step as u64));
             }
         }
-        Ok(clock.stop(idx.device()))
+        Ok(idx.stop_phase(clock))
     })?;
     if bulk.is_none() {
         progress(Progress::Step((ds.len() % step) as u64));
@@ -230,7 +230,7 @@ fn construct<const D: usize>(
     let flush = work.time(|| {
         let clock = idx.phase();
         idx.write_back()?;
-        Ok(clock.stop(idx.device()))
+        Ok(idx.stop_phase(clock))
     })?;
     m.extend(protocol::flatten("final_flush", &flush));
     m.extend(protocol::flatten("tree", idx.tree().stats()));
@@ -366,7 +366,7 @@ fn mixed<const D: usize>(
                         }
                     }
                     idx.insert(r, *id)?;
-                    Ok(clock.stop(idx.device()))
+                    Ok(idx.stop_phase(clock))
                 })?;
                 ("insert", protocol::flatten("", &p))
             }
@@ -375,7 +375,7 @@ fn mixed<const D: usize>(
                 let (p, found) = work.time(|| {
                     let clock = idx.phase();
                     let found = idx.delete(&r, *id)?;
-                    Ok((clock.stop(idx.device()), found))
+                    Ok((idx.stop_phase(clock), found))
                 })?;
                 missing += u64::from(!found);
                 ("delete", protocol::flatten("", &p))
@@ -385,7 +385,7 @@ fn mixed<const D: usize>(
                 let (p, found) = work.time(|| {
                     let clock = idx.phase();
                     let found = idx.update(&o, n, *id, new.geometry.as_ref())?;
-                    Ok((clock.stop(idx.device()), found))
+                    Ok((idx.stop_phase(clock), found))
                 })?;
                 missing += u64::from(!found);
                 ("update", protocol::flatten("", &p))
@@ -419,7 +419,7 @@ fn mixed<const D: usize>(
     let flush = work.time(|| {
         let clock = idx.phase();
         idx.write_back()?;
-        Ok(clock.stop(idx.device()))
+        Ok(idx.stop_phase(clock))
     })?;
     total.extend(protocol::flatten("final_flush", &flush));
     let store_after = protocol::flatten("store", &idx.tree().store().report());

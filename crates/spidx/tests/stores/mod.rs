@@ -20,6 +20,7 @@ pub fn fast(policy: FlushPolicy, unit: u32, buffer: u64, sync: LogSync) -> Store
         flush_policy: policy,
         log_size: None,
         log_sync: sync,
+        log_device: Default::default(),
     }
 }
 
