@@ -93,14 +93,24 @@ pub fn run(a: BuildArgs) -> Result<()> {
     a.order.apply(&mut loaded.dataset)?;
     let simulated = opts.device.is_simulated();
     let existed = a.out.exists();
+    let mut checkpointed = 0u64;
+    let cp = &mut checkpointed;
     let built = match &loaded.dataset {
-        Dataset::Geo(_) => build::<2>(&a.out, opts, bulk.as_ref(), every, &loaded.dataset),
+        Dataset::Geo(_) => build::<2>(&a.out, opts, bulk.as_ref(), every, &loaded.dataset, cp),
         Dataset::Vectors(v) => {
-            with_dims!(v.dims(), D => build::<D>(&a.out, opts, bulk.as_ref(), every, &loaded.dataset))
+            with_dims!(v.dims(), D => build::<D>(&a.out, opts, bulk.as_ref(), every, &loaded.dataset, cp))
         }
     };
     let (load, construction, summary) = match built {
         Ok(b) => b,
+        // A checkpoint was written: the index holds what it covers (e.g. after the device
+        // filled up); keep it and say so.
+        Err(e) if checkpointed > 0 => {
+            return Err(e.context(format!(
+                "the build stopped; {} keeps its last checkpoint ({checkpointed} insertions):                  `spidx check {0}` opens it, `spidx recover {0}` makes it writable again",
+                a.out.display()
+            )));
+        }
         Err(e) => {
             // The directory did not exist or was empty (checked above): a failed build
             // (e.g. a bulk load refusing its fill factor) leaves it as it was.
@@ -162,6 +172,7 @@ fn build<const D: usize>(
     bulk: Option<&BulkOptions>,
     every: Option<u64>,
     ds: &Dataset,
+    checkpointed: &mut u64,
 ) -> Result<(PhaseReport, PhaseReport, serde_json::Value)> {
     let geo = ds.as_geo();
     let mut idx = SpatialIndex::<D>::create(out, opts, geo.is_some())?;
@@ -196,7 +207,7 @@ fn build<const D: usize>(
             idx.bulk_load(objects, b).context("bulk loading")?;
             bar.inc(n);
         }
-        (None, _) => insert_all(&mut idx, ds, every, &bar)?,
+        (None, _) => insert_all(&mut idx, ds, every, &bar, checkpointed)?,
     }
     let construction = idx.stop_phase(clock);
     bar.finish_and_clear();
@@ -233,6 +244,7 @@ fn insert_all<const D: usize>(
     ds: &Dataset,
     every: Option<u64>,
     bar: &ProgressBar,
+    checkpointed: &mut u64,
 ) -> Result<()> {
     let mut done = 0u64;
     let mut checkpoint = |idx: &mut SpatialIndex<D>| -> Result<()> {
@@ -240,6 +252,7 @@ fn insert_all<const D: usize>(
         if every.is_some_and(|n| done.is_multiple_of(n)) {
             idx.flush()
                 .with_context(|| format!("checkpoint after {done} insertions"))?;
+            *checkpointed = done;
         }
         Ok(())
     };

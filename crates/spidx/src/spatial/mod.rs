@@ -8,7 +8,10 @@
 //! * `store.json` — the node store's header (root, height, page allocation);
 //! * `objects.dir` — the object store's directory (2-D geometry indices);
 //! * `device.state` — the simulated device's state (data, mapping, wear, clock); a `file:`
-//!   device keeps its pages in its own file.
+//!   device keeps its pages in its own file;
+//! * `log.uncounted`, `log-device.state` — a FAST or eFIND log placed outside the device
+//!   (`log_device = "uncounted"`, or a simulated `separate:` device's state; see
+//!   [`crate::store::buffered::placement`]).
 //!
 //! The device is split in two partitions: node pages in the first half, object records in
 //! the second, so filter and refinement I/O land on the same device model.
