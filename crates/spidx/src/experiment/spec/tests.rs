@@ -318,8 +318,14 @@ fn a_log_placement_is_named_in_every_run_and_checked_against_the_device() {
     let runs = super::super::matrix::expand(&parse_str(&text).unwrap(), 2).unwrap();
     let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names[0], "FAST R-tree (linear) · 2KB · ssd-v300");
-    assert!(names.contains(&"FAST log=uncounted R-tree (linear) · 2KB · ssd-v300"), "{names:?}");
-    assert!(names.contains(&"FAST log=ssd-v300 R-tree (linear) · 2KB · ssd-v300"), "{names:?}");
+    assert!(
+        names.contains(&"FAST log=uncounted R-tree (linear) · 2KB · ssd-v300"),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"FAST log=ssd-v300 R-tree (linear) · 2KB · ssd-v300"),
+        "{names:?}"
+    );
     // The results database keeps the placement in each run's configuration.
     let unc = runs.iter().find(|r| r.name.contains("uncounted")).unwrap();
     let json = serde_json::to_string(&unc.options).unwrap();

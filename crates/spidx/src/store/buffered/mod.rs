@@ -34,7 +34,6 @@ use serde::{Deserialize, Serialize};
 
 use super::header::{check_page_size, StoreHeader};
 use super::log::{Log, LogConfig, LogSync, Recovered, ScanEnd};
-use placement::{LogDevices, LogPlacement};
 use super::{
     Change, NodeChange, NodePage, NodeStore, StoreControl, StoreReport, StoreStats, TreeMeta,
 };
@@ -42,6 +41,7 @@ use crate::cache::{CacheConfig, PageCache};
 use crate::device::Device;
 use crate::node::{Entry, NodeLayout, PageId};
 use crate::{Error, Result};
+use placement::{LogDevices, LogPlacement};
 
 /// A change with its entry encoded as the node layout stores it in a page (what buffers
 /// hold and logs record).
@@ -478,7 +478,10 @@ impl<P: BufferPolicy> StoreControl for BufferedStore<P> {
             nodes: self.core.stats,
             pages_in_use: self.core.header.pages_in_use(),
             cache: self.core.cache.stats(),
-            durability: match (self.core.placement.durability(), self.core.log.config().sync) {
+            durability: match (
+                self.core.placement.durability(),
+                self.core.log.config().sync,
+            ) {
                 (Some(d), _) => d.into(),
                 (None, LogSync::EachOp) => "each operation (log synced at every commit)".into(),
                 (None, LogSync::Group(n)) => {

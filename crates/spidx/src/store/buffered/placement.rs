@@ -114,7 +114,9 @@ impl std::str::FromStr for LogPlacement {
         let Some(dev) = s.strip_prefix("separate:") else {
             return Err(Error::invalid(
                 "log device",
-                format!("'{s}'; choose same, uncounted or separate:<device> (e.g. separate:ssd-v300)"),
+                format!(
+                    "'{s}'; choose same, uncounted or separate:<device> (e.g. separate:ssd-v300)"
+                ),
             ));
         };
         let dev = dev.trim();
@@ -138,7 +140,9 @@ impl std::str::FromStr for LogPlacement {
         if base.is_empty() {
             return Err(Error::invalid(
                 "log device",
-                format!("'{s}' names no device; e.g. separate:ssd-v300 or separate:file:/mnt/log.bin"),
+                format!(
+                    "'{s}' names no device; e.g. separate:ssd-v300 or separate:file:/mnt/log.bin"
+                ),
             ));
         }
         let resolved = DeviceSpec::new(base)
@@ -202,9 +206,15 @@ impl LogPlacement {
         config.validate()?;
         if config.is_simulated() != main.is_simulated() {
             let (sim, real) = if main.is_simulated() {
-                ("the index's device is simulated", format!("the log device {name} is a real file"))
+                (
+                    "the index's device is simulated",
+                    format!("the log device {name} is a real file"),
+                )
             } else {
-                ("the log device is simulated", format!("the index's device is a real file"))
+                (
+                    "the log device is simulated",
+                    "the index's device is a real file".to_string(),
+                )
             };
             return Err(Error::invalid(
                 "log device",
