@@ -4,17 +4,16 @@
 //! each run it starts in the database (with a lease), so several `--resume`s at once split
 //! the remaining runs between them.
 
-use std::collections::HashSet;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
-use spidx::experiment::db::{Heartbeat, Invocation, Owner};
-use spidx::experiment::{spec, Experiment, Machine, Progress, ResultsDb, RunResult, Shard};
+use spidx::experiment::session::{self, Event};
+use spidx::experiment::{spec, Experiment, Progress, ResultsDb, RunResult, Shard};
 
 use crate::numfmt::{count, secs};
 use crate::results::new_table;
@@ -104,32 +103,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     if let Some(shard) = a.shard {
         exp.runs = shard.select(&exp.runs);
     }
-    let spec_json = serde_json::to_string(&exp.spec)?;
-    let exp_id = db.experiment(
-        &exp.spec.name,
-        &exp.hash,
-        &spec_json,
-        &exp.spec_text,
-        &a.spec.display().to_string(),
-    )?;
-    let done: HashSet<String> = if a.resume {
-        db.finished_keys(exp_id)?
-    } else {
-        HashSet::new()
-    };
-    // What is left when this process starts (with --resume, concurrent processes may take
-    // some of it: each run is claimed in the database before it starts).
-    let todo: Vec<_> = exp.runs.iter().filter(|r| !done.contains(&r.key)).collect();
-    let inv = Invocation {
-        dataset_json: serde_json::to_string(&exp.spec.dataset)?,
-        objects: exp.dataset.len() as u64,
-        machine_json: serde_json::to_string(&Machine::detect())?,
-        owner: Owner::this_process(),
-    };
-    let since = db.session_start()?;
-    let mut tried: HashSet<String> = HashSet::new();
-    remove_stale_scratch();
-    let shown = Shown::new(a.quiet, todo.len() as u64);
+    let shown = Shown::new(a.quiet, exp.runs.len() as u64);
     let runs_text = match a.shard {
         Some(shard) => format!(
             "{} runs (shard {shard} of a {matrix_runs}-run matrix)",
@@ -138,38 +112,29 @@ pub fn run(a: RunArgs) -> Result<()> {
         None => format!("{} runs", exp.runs.len()),
     };
     shown.line(&format!(
-        "experiment '{}': {} objects ({} to load), {runs_text} ({} already done), {} workloads each; results in {}",
+        "experiment '{}': {} objects ({} to load), {runs_text}, {} workloads each; results in {}",
         exp.spec.name,
         count(exp.dataset.len() as f64),
         secs(prepare_s),
-        exp.runs.len() - todo.len(),
         exp.spec.workloads.len(),
         a.results.display()
     ));
-    let mut outcomes: Vec<(String, i64, std::result::Result<RunResult, String>)> = Vec::new();
-    let mut next = 0;
-    for i in 0.. {
-        let (run, run_id) = if a.resume {
-            match db.claim_next(exp_id, &exp.runs, &tried, &since, &inv)? {
-                Some(c) => (&exp.runs[c.index], c.run_id),
-                None => break,
+    let mut on_event = |e: Event| match e {
+        Event::Started {
+            position,
+            todo,
+            run,
+        } => {
+            if let Shown::Bars { overall, .. } = &shown {
+                if position == 0 {
+                    overall.set_length(todo as u64);
+                }
+                overall.set_message(run.name.clone());
+            } else {
+                shown.line(&format!("[{}/{todo}] {}", position + 1, run.name));
             }
-        } else {
-            let Some(run) = todo.get(next) else { break };
-            next += 1;
-            (*run, db.start_run(exp_id, run, &inv)?)
-        };
-        tried.insert(run.key.clone());
-        let _lease = Heartbeat::start(db.path(), run_id);
-        let t0 = Instant::now();
-        let dir =
-            std::env::temp_dir().join(format!("spidx-run-{}-{}", std::process::id(), run.ordinal));
-        if let Shown::Bars { overall, .. } = &shown {
-            overall.set_message(run.name.clone());
-        } else {
-            shown.line(&format!("[{}/{}] {}", i + 1, todo.len(), run.name));
         }
-        let mut on_progress = |p: Progress| match (&shown, p) {
+        Event::Progress(p) => match (&shown, p) {
             (Shown::Bars { run, .. }, Progress::Workload { name, steps }) => {
                 run.reset();
                 run.set_length(steps);
@@ -180,44 +145,47 @@ pub fn run(a: RunArgs) -> Result<()> {
                 eprintln!("  {name} ({steps} steps)")
             }
             _ => {}
-        };
-        let result = exp.run(run, &dir, &mut on_progress);
-        match result {
-            Ok(r) => {
-                let outside = t0.elapsed().as_secs_f64() - r.wall_s;
-                db.finish_run(run_id, &r, outside)
-                    .with_context(|| format!("recording run '{}'", run.name))?;
-                let clock = clock(run.options.device.is_simulated());
-                let times: Vec<String> = r
-                    .workloads
-                    .iter()
-                    .map(|w| format!("{} {}", w.name, secs(w.get("elapsed_s"))))
-                    .collect();
-                shown.line(&format!(
-                    "  {}: run took {} wall (runner overhead {}); {clock} elapsed: {}",
-                    run.name,
-                    secs(r.wall_s + outside),
-                    secs(r.wall_s + outside - r.index_s),
-                    times.join(", ")
-                ));
-                outcomes.push((run.name.clone(), run_id, Ok(r)));
+        },
+        Event::Ended(o) => {
+            match &o.result {
+                Ok(r) => {
+                    let simulated = exp
+                        .runs
+                        .iter()
+                        .find(|x| x.name == o.name)
+                        .is_none_or(|x| x.options.device.is_simulated());
+                    let times: Vec<String> = r
+                        .workloads
+                        .iter()
+                        .map(|w| format!("{} {}", w.name, secs(w.get("elapsed_s"))))
+                        .collect();
+                    shown.line(&format!(
+                        "  {}: run took {} wall (runner overhead {}); {} elapsed: {}",
+                        o.name,
+                        secs(r.wall_s + o.outside_s),
+                        secs(r.wall_s + o.outside_s - r.index_s),
+                        clock(simulated),
+                        times.join(", ")
+                    ));
+                }
+                Err(msg) => shown.line(&format!("  {} FAILED: {msg}", o.name)),
             }
-            Err(e) => {
-                let msg = e.to_string();
-                db.fail_run(run_id, &msg)?;
-                shown.line(&format!("  {} FAILED: {msg}", run.name));
-                outcomes.push((run.name.clone(), run_id, Err(msg)));
+            if let Shown::Bars { overall, .. } = &shown {
+                overall.inc(1);
             }
         }
-        if let Shown::Bars { overall, .. } = &shown {
-            overall.inc(1);
-        }
-    }
+    };
+    let summary = session::execute(&exp, &mut db, &a.spec, a.resume, &mut on_event)?;
     if let Shown::Bars { overall, run, .. } = &shown {
         run.finish_and_clear();
         overall.finish_and_clear();
     }
-    let failed = outcomes.iter().filter(|o| o.2.is_err()).count();
+    let failed = summary.failed();
+    let outcomes: Vec<(String, i64, std::result::Result<RunResult, String>)> = summary
+        .outcomes
+        .into_iter()
+        .map(|o| (o.name, o.run_id, o.result))
+        .collect();
     if a.json {
         let runs: Vec<_> = outcomes
             .iter()
@@ -236,23 +204,23 @@ pub fn run(a: RunArgs) -> Result<()> {
             .collect();
         let v = json!({
             "experiment": exp.spec.name, "spec_hash": exp.hash, "results": a.results.display().to_string(),
-            "skipped": exp.runs.len() - todo.len(), "run_elsewhere": todo.len() - outcomes.len(),
+            "skipped": summary.skipped, "run_elsewhere": summary.run_elsewhere,
             "shard": a.shard.map(|s| s.to_string()), "matrix_runs": matrix_runs,
             "runs": runs,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print_summary(&exp, &outcomes);
-        if todo.len() < exp.runs.len() {
+        if summary.skipped > 0 {
             println!(
                 "{} runs were already done and were skipped (--resume)",
-                exp.runs.len() - todo.len()
+                summary.skipped
             );
         }
-        if outcomes.len() < todo.len() {
+        if summary.run_elsewhere > 0 {
             println!(
                 "{} runs were claimed by another spidx process on {} and run there (--resume)",
-                todo.len() - outcomes.len(),
+                summary.run_elsewhere,
                 a.results.display()
             );
         }
@@ -300,8 +268,25 @@ fn print_summary(
     if mixed {
         header.push("times".to_string());
     }
-    for w in &exp.spec.workloads {
-        header.push(format!("{}\nelapsed", w.name()));
+    // One column per result row name: a workload can give several rows (a stream
+    // workload one per stream count, `NAME streams=N`), so the names come from the results.
+    let mut names: Vec<String> = exp
+        .spec
+        .workloads
+        .iter()
+        .map(|w| w.name().to_string())
+        .collect();
+    for (_, _, r) in outcomes {
+        if let Ok(r) = r {
+            let produced: Vec<String> = r.workloads.iter().map(|w| w.name.clone()).collect();
+            if produced.len() > names.len() || !produced.iter().all(|n| names.contains(n)) {
+                names = produced;
+            }
+            break;
+        }
+    }
+    for name in &names {
+        header.push(format!("{name}\nelapsed"));
     }
     header.push("construction\nreads / writes".into());
     header.push("runner\noverhead".into());
@@ -313,8 +298,11 @@ fn print_summary(
         }
         match r {
             Ok(r) => {
-                for w in &r.workloads {
-                    row.push(secs(w.get("elapsed_s")));
+                for name in &names {
+                    match r.workloads.iter().find(|w| &w.name == name) {
+                        Some(w) => row.push(secs(w.get("elapsed_s"))),
+                        None => row.push("-".into()),
+                    }
                 }
                 let c = &r.workloads[0];
                 row.push(format!(
@@ -345,26 +333,4 @@ fn print_summary(
         println!("wall: real device, elapsed = wall-clock time");
     }
     println!("runner overhead: wall time of the run outside index and device calls");
-}
-
-/// Removes the scratch directories (`spidx-run-PID-N` in the temporary directory) that
-/// killed invocations left behind: those whose process no longer exists.
-fn remove_stale_scratch() {
-    let tmp = std::env::temp_dir();
-    let Ok(entries) = std::fs::read_dir(&tmp) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().to_string();
-        let Some(pid) = name
-            .strip_prefix("spidx-run-")
-            .and_then(|r| r.split_once('-'))
-            .and_then(|(p, _)| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_dir_all(e.path());
-        }
-    }
 }

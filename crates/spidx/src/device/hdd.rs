@@ -778,6 +778,18 @@ impl Device for SimHdd {
         self.mech.clock
     }
 
+    /// One actuator serves requests one at a time: a request submitted while the drive is
+    /// busy starts when it is free; one submitted later finds it idle until then (the
+    /// platter turns and read-ahead continues meanwhile).
+    fn submit_at(&mut self, at_ns: u64) -> Result<()> {
+        self.mech.clock = self.mech.clock.max(at_ns);
+        Ok(())
+    }
+
+    fn read_time_ignores_contents(&self) -> bool {
+        true
+    }
+
     fn stats(&self) -> DeviceStats {
         DeviceStats {
             kind: "hdd".into(),

@@ -31,6 +31,8 @@ pub struct MemoryDevice {
     capacity_pages: u64,
     host: HostCounters,
     state_path: Option<PathBuf>,
+    /// Latest submission time of a simulation ([`Device::submit_at`]); requests take no time.
+    submitted_ns: u64,
 }
 
 impl MemoryDevice {
@@ -60,6 +62,7 @@ impl MemoryDevice {
             capacity_pages,
             host: HostCounters::default(),
             state_path: state.map(Path::to_path_buf),
+            submitted_ns: 0,
         })
     }
 }
@@ -105,6 +108,19 @@ impl Device for MemoryDevice {
 
     fn device_ns(&self) -> u64 {
         0
+    }
+
+    fn submit_at(&mut self, at_ns: u64) -> Result<()> {
+        self.submitted_ns = self.submitted_ns.max(at_ns);
+        Ok(())
+    }
+
+    fn completed_ns(&self) -> u64 {
+        self.submitted_ns
+    }
+
+    fn read_time_ignores_contents(&self) -> bool {
+        true
     }
 
     fn stats(&self) -> DeviceStats {

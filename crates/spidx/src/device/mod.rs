@@ -25,6 +25,7 @@ pub mod shared;
 pub mod spec;
 pub mod ssd;
 pub mod stats;
+pub mod tap;
 pub mod throttled;
 
 pub use config::DeviceConfig;
@@ -72,6 +73,34 @@ pub trait Device: Send {
     /// Saves the simulator's state (mapping, wear, clock, data) so that another process can
     /// reopen the device; real devices only sync. Called when an index is closed.
     fn persist(&mut self) -> Result<()>;
+
+    /// For a discrete-event simulation of several hosts sharing this device
+    /// ([`crate::experiment::concurrent`]): the next request is submitted at virtual time
+    /// `at_ns` (callers submit in non-decreasing time order) and is served after the
+    /// requests booked before it, overlapping them as far as the device's own parallelism
+    /// allows. Devices without a virtual clock refuse.
+    fn submit_at(&mut self, at_ns: u64) -> Result<()> {
+        let _ = at_ns;
+        Err(Error::invalid(
+            "device",
+            format!(
+                "the {} device has no virtual clock to simulate concurrent hosts on (memory, simflash, ssd and hdd devices have one)",
+                self.stats().kind
+            ),
+        ))
+    }
+
+    /// Virtual completion time in ns of the latest request (with [`Device::submit_at`]).
+    fn completed_ns(&self) -> u64 {
+        self.device_ns()
+    }
+
+    /// Whether the time a read takes is the same whether or not its pages were ever
+    /// written (true for a disk, false for flash, whose FTL serves never-written pages
+    /// without touching a die). Lets a simulation place index copies it never wrote.
+    fn read_time_ignores_contents(&self) -> bool {
+        false
+    }
 }
 
 /// Checks that a page size is usable by every device: non-zero and a multiple of 512.

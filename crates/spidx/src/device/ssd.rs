@@ -265,6 +265,11 @@ pub struct SimSsd {
     costs: Costs,
     ops: Vec<FlashOp>,
     state_path: Option<PathBuf>,
+    /// The next request's submission time was set by [`Device::submit_at`] (a simulation
+    /// of several hosts, each with one request outstanding) instead of the queue-depth rule.
+    submit_set: bool,
+    /// Completion time of the latest request.
+    last_completion: u64,
 }
 
 impl std::fmt::Debug for SimSsd {
@@ -337,6 +342,8 @@ impl SimSsd {
             costs,
             ops: Vec::new(),
             state_path: state.map(Path::to_path_buf),
+            submit_set: false,
+            last_completion: 0,
         })
     }
 
@@ -358,6 +365,9 @@ impl SimSsd {
     /// Submission time of the next request under the queue-depth limit.
     fn submit(&mut self) -> u64 {
         let t = &mut self.timing;
+        if std::mem::take(&mut self.submit_set) {
+            return t.now;
+        }
         if t.inflight.len() >= self.costs.queue_depth {
             if let Some(Reverse(done)) = t.inflight.pop() {
                 t.now = t.now.max(done);
@@ -367,6 +377,7 @@ impl SimSsd {
     }
 
     fn finish(&mut self, done: u64) {
+        self.last_completion = done;
         self.timing.inflight.push(Reverse(done));
         self.timing.last_done = self.timing.last_done.max(done);
     }
@@ -522,6 +533,23 @@ impl Device for SimSsd {
 
     fn device_ns(&self) -> u64 {
         self.timing.last_done
+    }
+
+    /// The request is submitted at `at_ns` whatever the configured queue depth (the
+    /// simulated hosts each keep one request outstanding, so up to one per host); it is
+    /// booked on controller, dies, channels and link behind the requests before it.
+    fn submit_at(&mut self, at_ns: u64) -> Result<()> {
+        let t = &mut self.timing;
+        t.now = t.now.max(at_ns);
+        while t.inflight.peek().is_some_and(|Reverse(d)| *d <= t.now) {
+            t.inflight.pop();
+        }
+        self.submit_set = true;
+        Ok(())
+    }
+
+    fn completed_ns(&self) -> u64 {
+        self.last_completion
     }
 
     fn stats(&self) -> DeviceStats {

@@ -8,16 +8,21 @@
 //! * [`workload`]: query windows, points and update streams, generated once per experiment;
 //! * [`protocol`]: the seeds' measurement arithmetic (sum of per-query means, spread);
 //! * [`runner`]: one run — build, then the workloads in order — measured;
+//! * [`scan`]: the sequential-scan baseline (Emrich et al. 2010) beside the index;
+//! * [`concurrent`]: concurrent query streams as a discrete-event simulation on a device;
 //! * [`shard`]: the K-th of N disjoint slices of a matrix, for runs on many machines;
 //! * [`db`]: the SQLite results database.
 //!
 //! [`Experiment::prepare`] does every check that can fail (spec, dataset, combinations,
 //! query files) before the first run starts.
 
+pub mod concurrent;
 pub mod db;
 pub mod matrix;
 pub mod protocol;
 pub mod runner;
+pub mod scan;
+pub mod session;
 pub mod shard;
 pub mod spec;
 pub mod workload;

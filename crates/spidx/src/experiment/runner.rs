@@ -15,14 +15,20 @@ use serde::Serialize;
 
 use super::matrix::RunConfig;
 use super::protocol::{self, Metrics, Spread};
+use super::scan::ScanTable;
 use super::spec::{Protocol, Workload};
 use super::workload::{object_box, Inputs, MixedOp, QueryInput};
 use crate::data::Dataset;
+use crate::device::tap::{Tap, TapLog};
+use crate::device::Device;
 use crate::geom::Rect;
 use crate::index::bulk::BulkOptions;
 use crate::spatial::query::QueryReport;
 use crate::spatial::{PhaseReport, SpatialIndex};
 use crate::{with_dims, Error, Result};
+
+mod streams;
+use streams::Queries;
 
 /// What a run reports as it goes.
 pub enum Progress<'a> {
@@ -129,7 +135,11 @@ fn run_dims<const D: usize>(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Vec<WorkloadResult>> {
     let geo = ds.as_geo();
-    let mut idx = SpatialIndex::<D>::create(dir, run.options.clone(), geo.is_some())?;
+    // The tap records the device requests of queries replayed as concurrent streams; it
+    // records nothing otherwise and changes no count or time.
+    let tap = TapLog::new();
+    let wrap = |d: Box<dyn Device>| -> Box<dyn Device> { Box::new(Tap::new(d, tap.clone())) };
+    let mut idx = SpatialIndex::<D>::create_wrapped(dir, run.options.clone(), geo.is_some(), wrap)?;
     let mut results = Vec::new();
     for (w, inp) in workloads.iter().zip(inputs) {
         progress(Progress::Workload {
@@ -154,14 +164,50 @@ fn run_dims<const D: usize>(
                 })?;
                 (m, serde_json::json!({}))
             }
-            Inputs::Knn { points, k, refine } => {
+            Inputs::Knn {
+                points,
+                k,
+                refine,
+                scan,
+                concurrency,
+            } => {
                 let ps = points
                     .iter()
                     .map(|p| <[f64; D]>::try_from(&p[..D]).expect("D coordinates"))
                     .collect::<Vec<_>>();
-                let m = measure(&mut idx, protocol, work, progress, ps.len(), |idx, i| {
-                    idx.nearest(ps[i], *k, *refine)
-                })?;
+                if let Some(c) = concurrency {
+                    let q = Queries {
+                        points: &ps,
+                        k: *k,
+                        refine: *refine,
+                    };
+                    let (rows, _) = match scan {
+                        None => streams::index(&mut idx, &tap, &q, c, run, work, progress)?,
+                        Some(req) => streams::scan(run, ds, *req, &q, c, work, progress)?,
+                    };
+                    for row in rows {
+                        let mut details = row.details;
+                        details["workload"] = serde_json::to_value(w).unwrap_or_default();
+                        results.push(WorkloadResult {
+                            name: format!("{} streams={}", w.name(), row.streams),
+                            kind: w.kind().to_string(),
+                            metrics: row.metrics,
+                            details,
+                        });
+                    }
+                    continue;
+                }
+                let m = match scan {
+                    None => measure(&mut idx, protocol, work, progress, ps.len(), |idx, i| {
+                        idx.nearest(ps[i], *k, *refine)
+                    })?,
+                    Some(req) => {
+                        let mut table = work.time(|| scan_table::<D>(run, ds, *req, None))?;
+                        measure(&mut table, protocol, work, progress, ps.len(), |t, i| {
+                            t.nearest(ps[i], *k)
+                        })?
+                    }
+                };
                 (m, serde_json::json!({}))
             }
             Inputs::Mixed(ops) => (mixed(&mut idx, ops, work, progress)?, serde_json::json!({})),
@@ -279,16 +325,67 @@ fn query_metrics(rep: &QueryReport) -> Metrics {
     m
 }
 
+/// What [`measure`] measures: an index or the scan baseline.
+trait Measured {
+    /// Empties page buffers and device caches.
+    fn drop_caches(&mut self) -> Result<()>;
+    /// The node store's counters (none for a scan).
+    fn store_report(&self) -> Metrics;
+}
+
+impl<const D: usize> Measured for SpatialIndex<D> {
+    fn drop_caches(&mut self) -> Result<()> {
+        SpatialIndex::drop_caches(self)
+    }
+    fn store_report(&self) -> Metrics {
+        protocol::flatten("store", &self.tree().store().report())
+    }
+}
+
+impl<const D: usize> Measured for ScanTable<D> {
+    fn drop_caches(&mut self) -> Result<()> {
+        ScanTable::drop_caches(self)
+    }
+    fn store_report(&self) -> Metrics {
+        Metrics::new()
+    }
+}
+
+/// The scan baseline's table on a fresh device of the run's model and page size (through
+/// `tap` when given, to record its requests).
+fn scan_table<const D: usize>(
+    run: &RunConfig,
+    ds: &Dataset,
+    request: usize,
+    tap: Option<&TapLog>,
+) -> Result<ScanTable<D>> {
+    let o = &run.options;
+    if !o.device.is_simulated() {
+        return Err(Error::invalid(
+            "access = \"scan\"",
+            format!(
+                "the scan keeps its records on a fresh device of the run's model; {} is a real device, whose file holds the index",
+                run.options.device_name
+            ),
+        ));
+    }
+    let mut dev = o.device.open(o.page_size, None)?;
+    if let Some(t) = tap {
+        dev = Box::new(Tap::new(dev, t.clone()));
+    }
+    ScanTable::create(dev, ds, request, true)
+}
+
 /// The protocol over `n` queries: per query, `warmup` unmeasured runs, then
 /// `repetitions` measured ones, each after dropping caches; reported as the sum over
 /// queries of each query's mean, with the spread of the per-query mean elapsed times.
-fn measure<const D: usize>(
-    idx: &mut SpatialIndex<D>,
+fn measure<T: Measured>(
+    idx: &mut T,
     protocol: &Protocol,
     work: &mut Work,
     progress: &mut dyn FnMut(Progress),
     n: usize,
-    mut query: impl FnMut(&mut SpatialIndex<D>, usize) -> Result<QueryReport>,
+    mut query: impl FnMut(&mut T, usize) -> Result<QueryReport>,
 ) -> Result<Metrics> {
     let mut total = Metrics::new();
     let mut means = Vec::with_capacity(n);
@@ -300,7 +397,7 @@ fn measure<const D: usize>(
         let mut reps = Vec::with_capacity(protocol.repetitions as usize);
         // The store's counters are read around all repetitions (dropping caches does not
         // count as store work) and averaged: one report per query, not two per repetition.
-        let before = protocol::flatten("store", &idx.tree().store().report());
+        let before = idx.store_report();
         for _ in 0..protocol.repetitions {
             if protocol.drop_caches {
                 work.time(|| idx.drop_caches())?;
@@ -308,7 +405,7 @@ fn measure<const D: usize>(
             let rep = work.time(|| query(idx, i))?;
             reps.push(query_metrics(&rep));
         }
-        let after = protocol::flatten("store", &idx.tree().store().report());
+        let after = idx.store_report();
         let mut mean = protocol::mean(&reps);
         // The device counters of both phases together, from the phases' own (once per query).
         let both: Vec<Metrics> = ["filter.device.", "refinement.device."]

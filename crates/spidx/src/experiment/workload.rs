@@ -7,7 +7,7 @@ use geo::{Geometry, Point, Translate};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::spec::{Placement, Windows, Workload};
+use super::spec::{Concurrency, Placement, Windows, Workload};
 use crate::data::{self, Dataset, Extent, ReadOptions};
 use crate::index::bulk::BulkOptions;
 use crate::query::Predicate;
@@ -77,6 +77,10 @@ pub enum Inputs {
         k: usize,
         /// Exact distances.
         refine: bool,
+        /// A sequential scan with requests of this many bytes instead of the index.
+        scan: Option<usize>,
+        /// Concurrent streams to simulate.
+        concurrency: Option<Concurrency>,
     },
     /// A stream of operations.
     Mixed(Vec<MixedOp>),
@@ -211,8 +215,16 @@ pub fn inputs(w: &Workload, ds: &Dataset, ext: &Extent) -> Result<Inputs> {
             place,
             seed,
             refine,
+            scan,
+            concurrency,
             ..
         } => {
+            if scan.is_some() && *refine && ds.as_geo().is_some() {
+                return Err(Error::invalid(
+                    &what,
+                    "access = \"scan\" compares boxes, not exact geometries; set refine = false (or use vector data)",
+                ));
+            }
             let mut rng = ChaCha8Rng::seed_from_u64(*seed);
             Ok(Inputs::Knn {
                 points: (0..*queries)
@@ -220,6 +232,8 @@ pub fn inputs(w: &Workload, ds: &Dataset, ext: &Extent) -> Result<Inputs> {
                     .collect(),
                 k: *k,
                 refine: *refine,
+                scan: *scan,
+                concurrency: concurrency.clone(),
             })
         }
         Workload::Mixed {

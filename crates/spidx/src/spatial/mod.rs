@@ -167,7 +167,19 @@ fn state_path(dir: &Path, config: &DeviceConfig) -> Option<PathBuf> {
 
 impl<const D: usize> SpatialIndex<D> {
     /// Creates a new, empty index in `dir` (which must not exist or be empty).
-    pub fn create(dir: &Path, mut options: IndexOptions, objects: bool) -> Result<Self> {
+    pub fn create(dir: &Path, options: IndexOptions, objects: bool) -> Result<Self> {
+        Self::create_wrapped(dir, options, objects, |d| d)
+    }
+
+    /// [`SpatialIndex::create`] with the opened device passed through `wrap` first (the
+    /// experiment runner puts a [`Tap`](crate::device::tap::Tap) there to record the
+    /// requests of queries; the wrapper must forward every call).
+    pub fn create_wrapped(
+        dir: &Path,
+        mut options: IndexOptions,
+        objects: bool,
+        wrap: impl FnOnce(Box<dyn Device>) -> Box<dyn Device>,
+    ) -> Result<Self> {
         options.device.absolutize_paths()?;
         if objects && D != 2 {
             return Err(Error::invalid(
@@ -197,11 +209,11 @@ impl<const D: usize> SpatialIndex<D> {
         }
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let lock = owner::lock_dir(dir, false)?;
-        let device = options.device.open_with(
+        let device = wrap(options.device.open_with(
             options.page_size,
             state_path(dir, &options.device).as_deref(),
             FileAccess::Create,
-        )?;
+        )?);
         let device_uuid = match owner::device_file(&options.device) {
             Some(f) => Some(owner::claim(f, dir)?),
             None => None,
@@ -352,6 +364,12 @@ impl<const D: usize> SpatialIndex<D> {
     /// The device (shared by nodes and objects; its statistics cover both).
     pub fn device(&self) -> &dyn Device {
         self.tree.store().device()
+    }
+
+    /// The simulated device's state file (`device.state`, written by [`SpatialIndex::flush`]);
+    /// `None` on a real device.
+    pub fn device_state(&self) -> Option<PathBuf> {
+        state_path(&self.dir, &self.manifest.options.device)
     }
 
     /// Whether the device is simulated.

@@ -10,14 +10,19 @@
 //! mixed geometry types (the collection's type is overwritten by its members'), so writing
 //! such a dataset is refused with an error; files of only collections, or without
 //! collections, are fine.
+//!
+//! The `flatgeobuf` 6 decoders index a feature's property bytes and coordinate arrays
+//! without bounds checks, so a damaged file can make them panic. Properties are therefore
+//! decoded here with checked reads, and a geometry's arrays are checked for consistency
+//! (even `xy`, ring ends within the coordinates) before the crate's decoder sees them;
+//! an inconsistent feature is rejected with a message instead.
 
 use super::{corrupted, create_file, open_file, Format};
 use crate::data::raw::RawBuilder;
 use crate::data::{GeoRecord, GeoSink, Issue, Loc};
 use crate::{Error, Result};
 use flatgeobuf::{
-    ColumnType, FallibleStreamingIterator, FeatureProperties, FgbReader, FgbWriter,
-    FgbWriterOptions, GeometryType,
+    ColumnType, FallibleStreamingIterator, FgbReader, FgbWriter, FgbWriterOptions, GeometryType,
 };
 use geo_types::Geometry;
 use geozero::{ColumnValue, GeozeroGeometry, PropertyProcessor};
@@ -141,6 +146,10 @@ pub(crate) fn read(path: &Path, sink: &mut GeoSink) -> Result<()> {
     let reader = FgbReader::open(&mut input).map_err(|e| bad(&e))?;
     let header = reader.header();
     let expected = header.features_count();
+    let types: Vec<ColumnType> = header
+        .columns()
+        .map(|cols| cols.iter().map(|c| c.type_()).collect())
+        .unwrap_or_default();
     let id_index = header.columns().and_then(|cols| {
         let names: Vec<String> = cols.iter().map(|c| c.name().to_ascii_lowercase()).collect();
         names
@@ -171,8 +180,13 @@ pub(crate) fn read(path: &Path, sink: &mut GeoSink) -> Result<()> {
                     value: None,
                     bad: None,
                 };
-                if let Err(e) = feature.process_properties(&mut col) {
-                    col.bad = Some(format!("properties cannot be read: {e}"));
+                let props = feature.fbs_feature().properties();
+                match id_property(props.map(|v| v.bytes()).unwrap_or(&[]), &types, index) {
+                    Ok(Some(value)) => {
+                        let _ = col.property(index, "", &value);
+                    }
+                    Ok(None) => {}
+                    Err(e) => col.bad = Some(format!("properties cannot be read: {e}")),
                 }
                 if col.value.is_none() {
                     let detail = col.bad.unwrap_or_else(|| "id is null".into());
@@ -186,8 +200,12 @@ pub(crate) fn read(path: &Path, sink: &mut GeoSink) -> Result<()> {
             }
             None => None,
         };
-        if feature.geometry().is_none() {
+        let Some(geometry) = feature.fbs_feature().geometry() else {
             sink.reject(loc, Issue::MissingGeometry, "");
+            continue;
+        };
+        if let Err(detail) = check_arrays(&geometry, 0) {
+            sink.reject(loc, Issue::Unparsable, &detail);
             continue;
         }
         match feature.process_geom(&mut builder) {
@@ -207,4 +225,180 @@ pub(crate) fn read(path: &Path, sink: &mut GeoSink) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Byte width of a fixed-size property value of type `t`; `None` for the
+/// length-prefixed types (string, JSON, date-time, binary).
+fn fixed_width(t: ColumnType) -> Option<usize> {
+    match t {
+        ColumnType::Byte | ColumnType::UByte | ColumnType::Bool => Some(1),
+        ColumnType::Short | ColumnType::UShort => Some(2),
+        ColumnType::Int | ColumnType::UInt | ColumnType::Float => Some(4),
+        ColumnType::Long | ColumnType::ULong | ColumnType::Double => Some(8),
+        _ => None,
+    }
+}
+
+/// Finds the value of column `wanted` in a feature's property bytes (pairs of a
+/// little-endian `u16` column index and the value), checking every read against the
+/// buffer's end. `Ok(None)`: the column is absent (null).
+fn id_property<'a>(
+    bytes: &'a [u8],
+    types: &[ColumnType],
+    wanted: usize,
+) -> std::result::Result<Option<ColumnValue<'a>>, String> {
+    let take = |at: usize, n: usize| bytes.get(at..at.checked_add(n)?);
+    let mut at = 0;
+    // A single trailing byte is tolerated, as the flatgeobuf reader does.
+    while at + 1 < bytes.len() {
+        let column = u16::from_le_bytes([bytes[at], bytes[at + 1]]) as usize;
+        at += 2;
+        let Some(&t) = types.get(column) else {
+            return Err(format!(
+                "property of column {column}, but the header has {} columns",
+                types.len()
+            ));
+        };
+        let (start, len) = match fixed_width(t) {
+            Some(w) => (at, w),
+            None => {
+                let prefix = take(at, 4).ok_or("a value length runs past the properties")?;
+                let len = u32::from_le_bytes(prefix.try_into().expect("4 bytes")) as usize;
+                (at + 4, len)
+            }
+        };
+        let value = take(start, len)
+            .ok_or_else(|| format!("the value of column {column} runs past the properties"))?;
+        at = start + len;
+        if column != wanted {
+            continue;
+        }
+        let array = |v: &[u8]| -> [u8; 8] {
+            let mut a = [0u8; 8];
+            a[..v.len()].copy_from_slice(v);
+            a
+        };
+        let raw = u64::from_le_bytes(array(value));
+        let value = match t {
+            ColumnType::Byte => ColumnValue::Byte(raw as u8 as i8),
+            ColumnType::UByte => ColumnValue::UByte(raw as u8),
+            ColumnType::Bool => ColumnValue::Bool(raw != 0),
+            ColumnType::Short => ColumnValue::Short(raw as u16 as i16),
+            ColumnType::UShort => ColumnValue::UShort(raw as u16),
+            ColumnType::Int => ColumnValue::Int(raw as u32 as i32),
+            ColumnType::UInt => ColumnValue::UInt(raw as u32),
+            ColumnType::Long => ColumnValue::Long(raw as i64),
+            ColumnType::ULong => ColumnValue::ULong(raw),
+            ColumnType::Float => ColumnValue::Float(f32::from_bits(raw as u32)),
+            ColumnType::Double => ColumnValue::Double(f64::from_bits(raw)),
+            ColumnType::String => ColumnValue::String(
+                std::str::from_utf8(value).map_err(|_| "the id is not valid UTF-8")?,
+            ),
+            _ => return Err(format!("the id column has a non-numeric type ({t:?})")),
+        };
+        return Ok(Some(value));
+    }
+    Ok(None)
+}
+
+/// Deepest nesting of geometry parts accepted (collections of collections ...).
+const MAX_PART_DEPTH: usize = 32;
+
+/// Checks that a geometry's arrays are consistent before the crate's decoder (which
+/// indexes them unchecked) reads it: `xy` holds whole pairs, ring/part `ends` rise and
+/// stay within the coordinates, extra ordinates cover every coordinate, parts likewise.
+fn check_arrays(g: &flatgeobuf::Geometry<'_>, depth: usize) -> std::result::Result<(), String> {
+    if depth > MAX_PART_DEPTH {
+        return Err(format!(
+            "geometry parts nested deeper than {MAX_PART_DEPTH}"
+        ));
+    }
+    let points = match g.xy() {
+        Some(xy) if xy.is_empty() => return Err("an empty coordinate array".into()),
+        Some(xy) if xy.len() % 2 != 0 => {
+            return Err(format!("{} coordinates in xy, not whole pairs", xy.len()))
+        }
+        Some(xy) => xy.len() / 2,
+        None => 0,
+    };
+    for (name, len) in [
+        ("z", g.z().map(|v| v.len())),
+        ("m", g.m().map(|v| v.len())),
+        ("t", g.t().map(|v| v.len())),
+        ("tm", g.tm().map(|v| v.len())),
+    ] {
+        if len.is_some_and(|n| n < points) {
+            return Err(format!(
+                "{name} has fewer values than the {points} coordinates"
+            ));
+        }
+    }
+    if let Some(ends) = g.ends() {
+        let mut last = 0u32;
+        for end in ends.iter() {
+            if end < last || end as usize > points {
+                return Err(format!(
+                    "part end {end} out of order or past the {points} coordinates"
+                ));
+            }
+            last = end;
+        }
+    }
+    if let Some(parts) = g.parts() {
+        for part in parts.iter() {
+            check_arrays(&part, depth + 1)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prop(column: u16, value: &[u8]) -> Vec<u8> {
+        let mut b = column.to_le_bytes().to_vec();
+        b.extend_from_slice(value);
+        b
+    }
+
+    #[test]
+    fn id_property_reads_the_wanted_column_after_others() {
+        let types = [ColumnType::String, ColumnType::ULong];
+        let mut bytes = prop(0, &[3, 0, 0, 0]);
+        bytes.extend_from_slice(b"abc");
+        bytes.extend(prop(1, &42u64.to_le_bytes()));
+        let value = id_property(&bytes, &types, 1).unwrap();
+        assert!(matches!(value, Some(ColumnValue::ULong(42))));
+        assert!(matches!(
+            id_property(&bytes, &types, 0).unwrap(),
+            Some(ColumnValue::String("abc"))
+        ));
+    }
+
+    #[test]
+    fn id_property_absent_column_is_null_and_a_trailing_byte_is_tolerated() {
+        let types = [ColumnType::Int, ColumnType::Long];
+        let mut bytes = prop(0, &7i32.to_le_bytes());
+        bytes.push(0);
+        assert!(id_property(&bytes, &types, 1).unwrap().is_none());
+        assert!(id_property(&[], &types, 1).unwrap().is_none());
+    }
+
+    #[test]
+    fn id_property_refuses_values_past_the_end_instead_of_panicking() {
+        let types = [ColumnType::Long, ColumnType::String];
+        // A long with two of its eight bytes.
+        let err = id_property(&prop(0, &[1, 2]), &types, 0).unwrap_err();
+        assert!(err.contains("column 0 runs past"), "{err}");
+        // A string whose length prefix claims more bytes than there are.
+        let err = id_property(&prop(1, &[200, 0, 0, 0, b'x']), &types, 1).unwrap_err();
+        assert!(err.contains("column 1 runs past"), "{err}");
+        // A length prefix cut short, and a huge length that would overflow.
+        assert!(id_property(&prop(1, &[1, 0]), &types, 1).is_err());
+        assert!(id_property(&prop(1, &[255, 255, 255, 255]), &types, 1).is_err());
+        // A column the header does not have.
+        let err = id_property(&prop(9, &[0; 8]), &types, 0).unwrap_err();
+        assert!(err.contains("header has 2 columns"), "{err}");
+    }
 }

@@ -445,6 +445,12 @@ impl Device for SimFlash {
         self.clock_ns
     }
 
+    /// The chip serves one operation at a time (a serial clock).
+    fn submit_at(&mut self, at_ns: u64) -> Result<()> {
+        self.clock_ns = self.clock_ns.max(at_ns);
+        Ok(())
+    }
+
     fn stats(&self) -> DeviceStats {
         DeviceStats {
             kind: KIND.into(),

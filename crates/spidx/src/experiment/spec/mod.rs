@@ -214,6 +214,17 @@ pub enum Windows {
     },
 }
 
+/// Concurrent query streams of a kNN workload (Emrich et al. 2010).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Concurrency {
+    /// Numbers of streams; each gives one result row.
+    pub streams: Vec<usize>,
+    /// Own index copies per stream, or one shared index.
+    pub instances: crate::experiment::concurrent::Instances,
+    /// Shared page cache standing in for the OS cache, bytes (0 = none).
+    pub memory: u64,
+}
+
 /// One workload of a run.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -271,6 +282,13 @@ pub enum Workload {
         seed: u64,
         /// Exact distances on geometries (else MBR distances).
         refine: bool,
+        /// The sequential-scan baseline instead of the index: its request size in bytes
+        /// (see [`crate::experiment::scan`]).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        scan: Option<usize>,
+        /// Concurrent query streams, simulated (see [`crate::experiment::concurrent`]).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        concurrency: Option<Concurrency>,
     },
     /// A stream of inserts, deletes, updates and window queries.
     Mixed {

@@ -35,6 +35,36 @@ impl<'de> Deserialize<'de> for Text {
     }
 }
 
+/// One integer or a list of them (`10` or `[1, 10, 100]`).
+#[derive(Debug, Clone)]
+pub(super) struct Ints(pub(super) Vec<i64>);
+
+impl<'de> Deserialize<'de> for Ints {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Ints;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an integer or a list of integers")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<Ints, E> {
+                Ok(Ints(vec![v]))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<Ints, A::Error> {
+                let mut v = Vec::new();
+                while let Some(x) = seq.next_element::<i64>()? {
+                    v.push(x);
+                }
+                Ok(Ints(v))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 pub(super) type S<T> = Spanned<T>;
 pub(super) type Opt<T> = Option<Spanned<T>>;
 
@@ -172,4 +202,9 @@ pub(super) struct RawWorkload {
     pub(super) query: Opt<Text>,
     pub(super) method: Opt<String>,
     pub(super) fill: Opt<Text>,
+    pub(super) access: Opt<String>,
+    pub(super) request: Opt<Text>,
+    pub(super) streams: Opt<Ints>,
+    pub(super) instances: Opt<String>,
+    pub(super) memory: Opt<Text>,
 }

@@ -345,3 +345,90 @@ fn a_log_placement_is_named_in_every_run_and_checked_against_the_device() {
         .to_string();
     assert!(e.contains("run '") && e.contains("would not match"), "{e}");
 }
+
+/// The kNN workload's scan and concurrency keys.
+#[test]
+fn knn_access_and_streams_keys() {
+    let base = GOOD.replace("k = 3\nqueries = 2\n", "k = 3\nqueries = 2\nEXTRA\n");
+    let with = |extra: &str| base.replace("EXTRA", extra);
+    let s = parse_str(&with("access = \"scan\"\nrequest = \"256KB\"\nstreams = [1, 10]\ninstances = \"shared\"\nmemory = \"1GB\"")).unwrap();
+    match &s.workloads[2] {
+        Workload::Knn {
+            scan,
+            concurrency,
+            name,
+            ..
+        } => {
+            assert_eq!(*scan, Some(256 << 10));
+            let c = concurrency.as_ref().unwrap();
+            assert_eq!(c.streams, vec![1, 10]);
+            assert_eq!(
+                c.instances,
+                crate::experiment::concurrent::Instances::Shared
+            );
+            assert_eq!(c.memory, 1 << 30);
+            assert_eq!(name, "scan k=3");
+        }
+        other => panic!("{other:?}"),
+    }
+    let s = parse_str(&with("access = \"scan\"\nstreams = 4")).unwrap();
+    match &s.workloads[2] {
+        Workload::Knn {
+            scan, concurrency, ..
+        } => {
+            assert_eq!(*scan, Some(1 << 20));
+            let c = concurrency.as_ref().unwrap();
+            assert_eq!((c.streams.clone(), c.memory), (vec![4], 0));
+            assert_eq!(c.instances, crate::experiment::concurrent::Instances::Own);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Defaults leave the fingerprint of existing specs unchanged.
+    let plain = serde_json::to_string(&parse_str(GOOD).unwrap().workloads[2]).unwrap();
+    assert!(
+        !plain.contains("scan") && !plain.contains("concurrency"),
+        "{plain}"
+    );
+    for (extra, want) in [
+        (
+            "access = \"tree\"",
+            "workload[2].access: unknown access 'tree'",
+        ),
+        (
+            "request = \"1MB\"",
+            "workload[2].request: applies to access = \"scan\" only",
+        ),
+        (
+            "access = \"scan\"\nrequest = \"0\"",
+            "workload[2].request: must be between",
+        ),
+        (
+            "instances = \"own\"",
+            "workload[2].instances: applies only with streams = N",
+        ),
+        (
+            "memory = \"1GB\"",
+            "workload[2].memory: applies only with streams = N",
+        ),
+        (
+            "streams = 0",
+            "workload[2].streams: 0 is not between 1 and 10000",
+        ),
+        ("streams = [2, 2]", "workload[2].streams: 2 is listed twice"),
+        (
+            "streams = []",
+            "workload[2].streams: needs at least one value",
+        ),
+        (
+            "streams = 2\ninstances = \"mine\"",
+            "unknown instances 'mine'",
+        ),
+        ("streams = 2\nmemory = \"lots\"", "workload[2].memory"),
+    ] {
+        let e = err(&with(extra));
+        assert!(e.contains(want), "{extra}: {e}");
+    }
+    // The keys belong to knn only.
+    let e = err(&GOOD.replace("aspect = 2.0", "aspect = 2.0\nstreams = 3"));
+    assert!(e.contains("workload[1].streams: does not apply"), "{e}");
+}

@@ -3,9 +3,11 @@
 use std::ops::Range;
 
 use super::raw::{RawSpec, RawWorkload};
-use super::{Placement, Src, Windows, Workload};
+use super::{Concurrency, Placement, Src, Windows, Workload};
+use crate::experiment::concurrent::Instances;
 use crate::index::bulk::{BulkMethod, BulkOptions};
 use crate::query::Predicate;
+use crate::units::parse_size;
 use crate::Result;
 
 /// Keys each workload kind accepts (besides `kind` and `name`).
@@ -23,7 +25,18 @@ fn allowed(kind: &str) -> &'static [&'static str] {
             "refine",
         ],
         "point" => &["queries", "place", "seed", "predicate", "refine"],
-        "knn" => &["k", "queries", "place", "seed", "refine"],
+        "knn" => &[
+            "k",
+            "queries",
+            "place",
+            "seed",
+            "refine",
+            "access",
+            "request",
+            "streams",
+            "instances",
+            "memory",
+        ],
         "mixed" => &[
             "operations",
             "insert",
@@ -46,7 +59,7 @@ fn present(w: &RawWorkload) -> Vec<(&'static str, Range<usize>)> {
     }
     p!(
         area, queries, aspect, windows, seed, predicate, refine, k, place, operations, insert,
-        delete, update, query, method, fill
+        delete, update, query, method, fill, access, request, streams, instances, memory
     );
     v
 }
@@ -227,6 +240,8 @@ pub(super) fn workloads(src: &Src, raw: &RawSpec) -> Result<Vec<Workload>> {
                 place,
                 seed,
                 refine,
+                scan: scan_access(src, r, &key)?,
+                concurrency: concurrency(src, r, &key)?,
             },
             _ => {
                 let mut shares = [0.0; 4];
@@ -289,6 +304,107 @@ pub(super) fn workloads(src: &Src, raw: &RawSpec) -> Result<Vec<Workload>> {
     Ok(out)
 }
 
+/// `access` and `request` of a kNN workload: `None` for the index, the scan's request
+/// size in bytes for `access = "scan"` (default 1 MB).
+fn scan_access(src: &Src, r: &RawWorkload, key: &dyn Fn(&str) -> String) -> Result<Option<usize>> {
+    let scan = match &r.access {
+        None => false,
+        Some(a) => match a.get_ref().as_str() {
+            "index" => false,
+            "scan" => true,
+            o => {
+                return Err(src.at(
+                    a,
+                    &key("access"),
+                    format!("unknown access '{o}'; use index or scan"),
+                ))
+            }
+        },
+    };
+    match (&r.request, scan) {
+        (Some(q), false) => Err(src.at(
+            q,
+            &key("request"),
+            "applies to access = \"scan\" only (the scan's request size)",
+        )),
+        (None, false) => Ok(None),
+        (None, true) => Ok(Some(DEFAULT_SCAN_REQUEST)),
+        (Some(q), true) => {
+            let b = src.wrap(q, &key("request"), parse_size("request", &q.get_ref().0))?;
+            if b == 0 || b > 1 << 30 {
+                return Err(src.at(q, &key("request"), "must be between 1 byte and 1GB"));
+            }
+            Ok(Some(b as usize))
+        }
+    }
+}
+
+/// The scan's request size when `request` is not given.
+pub const DEFAULT_SCAN_REQUEST: usize = 1 << 20;
+
+/// Most streams a simulation accepts.
+const MAX_STREAMS: i64 = 10_000;
+
+/// `streams`, `instances` and `memory` of a kNN workload.
+fn concurrency(
+    src: &Src,
+    r: &RawWorkload,
+    key: &dyn Fn(&str) -> String,
+) -> Result<Option<Concurrency>> {
+    let Some(list) = &r.streams else {
+        for (k, span) in [
+            ("instances", r.instances.as_ref().map(|v| v.span())),
+            ("memory", r.memory.as_ref().map(|v| v.span())),
+        ] {
+            if let Some(span) = span {
+                return Err(src.err(span, &key(k), "applies only with streams = N"));
+            }
+        }
+        return Ok(None);
+    };
+    let v = &list.get_ref().0;
+    if v.is_empty() {
+        return Err(src.at(list, &key("streams"), "needs at least one value"));
+    }
+    let mut streams = Vec::new();
+    for &n in v {
+        if !(1..=MAX_STREAMS).contains(&n) {
+            return Err(src.at(
+                list,
+                &key("streams"),
+                format!("{n} is not between 1 and {MAX_STREAMS}"),
+            ));
+        }
+        if streams.contains(&(n as usize)) {
+            return Err(src.at(list, &key("streams"), format!("{n} is listed twice")));
+        }
+        streams.push(n as usize);
+    }
+    let instances = match &r.instances {
+        None => Instances::Own,
+        Some(i) => match i.get_ref().as_str() {
+            "own" => Instances::Own,
+            "shared" => Instances::Shared,
+            o => {
+                return Err(src.at(
+                    i,
+                    &key("instances"),
+                    format!("unknown instances '{o}'; use own or shared"),
+                ))
+            }
+        },
+    };
+    let memory = match &r.memory {
+        None => 0,
+        Some(m) => src.wrap(m, &key("memory"), parse_size("memory", &m.get_ref().0))?,
+    };
+    Ok(Some(Concurrency {
+        streams,
+        instances,
+        memory,
+    }))
+}
+
 fn pct(f: f64) -> String {
     let p = f * 100.0;
     let s = format!("{p:.6}");
@@ -314,7 +430,8 @@ fn default_name(w: &Workload) -> String {
                 .unwrap_or_default()
         ),
         Workload::Point { .. } => "point".into(),
-        Workload::Knn { k, .. } => format!("knn k={k}"),
+        Workload::Knn { k, scan: None, .. } => format!("knn k={k}"),
+        Workload::Knn { k, .. } => format!("scan k={k}"),
         Workload::Mixed { .. } => "mixed".into(),
     }
 }

@@ -1,0 +1,79 @@
+//! Speed of the concurrent-streams simulation (`experiment::concurrent`): simulated device
+//! requests per second of wall time with 1, 10 and 100 streams on the disk and SSD models,
+//! 2,000 queries of 50 single-page reads each (100,000 requests), own copies per stream, no
+//! memory budget (every request reaches the device model).
+//!
+//! Run with `cargo run --release -p spidx --example bench_streams`.
+
+use std::time::Instant;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use spidx::device::hdd::{HddConfig, SimHdd};
+use spidx::device::ssd::{SimSsd, SsdConfig};
+use spidx::device::tap::Request;
+use spidx::device::Device;
+use spidx::experiment::concurrent::{simulate, Instances, Latency, SimConfig};
+
+const PS: usize = 32 << 10;
+const SPAN: u64 = 2_000;
+
+fn traces() -> Vec<Vec<Request>> {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    (0..2_000)
+        .map(|_| {
+            (0..50)
+                .map(|_| Request {
+                    page: rng.gen_range(0..SPAN),
+                    pages: 1,
+                    write: false,
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn run(
+    name: &str,
+    dev: &mut dyn Device,
+    traces: &[Vec<Request>],
+    streams: usize,
+    instances: Instances,
+) {
+    let cfg = SimConfig {
+        streams,
+        instances,
+        stride_pages: SPAN,
+        memory_bytes: 0,
+    };
+    let start = Instant::now();
+    let r = simulate(dev, traces, &cfg).unwrap();
+    let wall = start.elapsed().as_secs_f64();
+    let requests = r.cache_misses;
+    let lat = Latency::of(&r.latency_ns);
+    println!(
+        "{name:<5} {streams:>4} streams: {requests} requests in {wall:.3} s wall = {:>9.0} simulated requests/s; mean latency {:.2} ms, p99 {:.2} ms, throughput {:.0} queries/s (virtual)",
+        requests as f64 / wall,
+        lat.mean_s * 1e3,
+        lat.p99_s * 1e3,
+        traces.len() as f64 / (r.makespan_ns as f64 * 1e-9),
+    );
+}
+
+fn main() {
+    let t = traces();
+    for n in [1, 10, 100] {
+        let mut hdd = SimHdd::open(&HddConfig::wd2500aajs(), PS, None).unwrap();
+        run("hdd", &mut hdd, &t, n, Instances::Own);
+    }
+    for n in [1, 10, 100] {
+        let mut ssd = SimSsd::open(&SsdConfig::v300(), PS, None).unwrap();
+        let buf = vec![1u8; PS * 100];
+        for p in (0..SPAN).step_by(100) {
+            ssd.write(p, &buf).unwrap();
+        }
+        ssd.sync().unwrap();
+        run("ssd", &mut ssd, &t, n, Instances::Own);
+    }
+}

@@ -1,0 +1,173 @@
+"""spidx from Python: spatial indices on real and simulated storage devices.
+
+Build or open an index directory and insert, delete, query and search nearest neighbours
+(:func:`create`, :func:`open`, :class:`Index`); run an experiment spec into a results
+database (:func:`run`); load the results as a pandas DataFrame (:func:`results`).
+
+Everything runs in the spidx library itself (the native module ``spidx._spidx``): the
+options are parsed by the same code as spec files and the command line, so a value that a
+spec rejects is rejected here with the same message (as ``ValueError``). The option names
+and values are those of ``docs/experiments.md`` and ``docs/indexes.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from . import _spidx
+
+__all__ = ["Index", "create", "open", "run", "results", "results_table", "version"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+Box = Tuple[Sequence[float], Sequence[float]]
+
+
+def version() -> str:
+    """The version of the spidx library this package was built from."""
+    return _spidx.version()
+
+
+class Index:
+    """An open index directory. Use :func:`create` or :func:`open` to get one; close it
+    with :meth:`close` or a ``with`` block (closing flushes it and releases its locks).
+
+    Boxes are given as two sequences, the lower and the upper corner, of the index's
+    dimension; ids are non-negative integers.
+    """
+
+    def __init__(self, native: "_spidx.Index") -> None:
+        self._native = native
+
+    @property
+    def dims(self) -> int:
+        """Dimensions of the indexed boxes."""
+        return self._native.dims
+
+    def insert(self, id: int, lo: Sequence[float], hi: Sequence[float]) -> None:
+        """Inserts the box ``lo``..``hi`` with object id ``id``."""
+        self._native.insert(id, list(lo), list(hi))
+
+    def insert_many(self, items: Sequence[Tuple[int, Sequence[float], Sequence[float]]]) -> None:
+        """Inserts ``(id, lo, hi)`` triples one by one, in order (one call into the library)."""
+        ids = [i for i, _, _ in items]
+        los = [list(lo) for _, lo, _ in items]
+        his = [list(hi) for _, _, hi in items]
+        self._native.insert_many(ids, los, his)
+
+    def delete(self, id: int, lo: Sequence[float], hi: Sequence[float]) -> bool:
+        """Deletes the entry ``id`` with box ``lo``..``hi``; False if there is none."""
+        return self._native.delete(id, list(lo), list(hi))
+
+    def query(
+        self, lo: Sequence[float], hi: Sequence[float], predicate: str = "intersects"
+    ) -> List[int]:
+        """Ids of the entries whose box satisfies ``predicate`` (``intersects``,
+        ``contains``, ``within``, ...) against the window ``lo``..``hi``, sorted by id."""
+        return self._native.query(list(lo), list(hi), predicate)
+
+    def knn(self, point: Sequence[float], k: int) -> List[Tuple[int, float]]:
+        """The ``k`` entries nearest to ``point`` by box distance, as ``(id, distance)``,
+        nearest first (ties by id)."""
+        ids, dists = self._native.knn(list(point), k)
+        return list(zip(ids, dists))
+
+    def check(self) -> Dict[str, Any]:
+        """Verifies every invariant of the tree (MBRs cover children, fill, levels) and
+        returns its report: height, nodes, per-level shape and ``violations`` (empty when
+        the tree is sound)."""
+        return json.loads(self._native.check_json())
+
+    def stats(self) -> Dict[str, Any]:
+        """The tree's and the node store's statistics so far."""
+        return json.loads(self._native.stats_json())
+
+    def manifest(self) -> Dict[str, Any]:
+        """The index's manifest (``index.json``): options, capacities, dimensions."""
+        return json.loads(self._native.manifest_json())
+
+    def flush(self) -> None:
+        """Writes buffered changes to the device (a checkpoint)."""
+        self._native.flush()
+
+    def close(self) -> None:
+        """Flushes (unless opened read-only) and closes the index; later calls raise
+        ``RuntimeError``."""
+        self._native.close()
+
+    def __enter__(self) -> "Index":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def create(
+    path: PathLike,
+    *,
+    dims: int = 2,
+    index: Union[str, Dict[str, Any]] = "rstar",
+    store: Union[str, Dict[str, Any]] = "direct",
+    page_size: Union[str, int] = "4KB",
+    layout: str = "checked",
+    buffer: str = "none",
+    device: str = "memory",
+) -> Index:
+    """Creates an index directory at ``path`` (which must not hold an index yet).
+
+    ``index`` is an index name (``rtree``, ``rstar``, ``hilbert``) or a table as in a
+    spec's ``[[matrix.index]]``, e.g. ``{"kind": "rtree", "split": "linear"}``. ``store`` is
+    ``direct`` or a table as in a spec's ``matrix.store`` with the store's required keys, e.g.
+    ``{"kind": "fast", "write_buffer": "512KB", "flushing_unit": 4, "flush_policy": "fast-star"}``. ``device`` is a preset (``memory``,
+    ``ssd-v300``, ``hdd-7200``, ``seed-table2``, ...) or ``file:PATH``; ``buffer`` e.g.
+    ``lru:512KB``.
+    """
+    index_table = {"kind": index} if isinstance(index, str) else dict(index)
+    store_table = {"kind": store} if isinstance(store, str) else dict(store)
+    native = _spidx.Index.create(
+        os.fspath(path),
+        dims,
+        json.dumps(index_table),
+        json.dumps(store_table),
+        str(page_size),
+        layout,
+        buffer,
+        device,
+    )
+    return Index(native)
+
+
+def open(path: PathLike, *, read_only: bool = False) -> Index:  # noqa: A001 (like io.open)
+    """Opens the index directory at ``path``. Read-only opens never write a byte (what a
+    crash recovery would do happens in memory); others repair a crash's leftovers."""
+    return Index(_spidx.Index.open(os.fspath(path), read_only))
+
+
+def run(spec: PathLike, results: PathLike = "results.db", *, resume: bool = False) -> Dict[str, Any]:
+    """Runs the experiment spec file ``spec`` (see ``docs/experiments.md``) and records
+    every run in the SQLite results database ``results``. Returns a summary: experiment
+    name and id, and per run its id, name, status and error. A failing run is recorded as
+    failed and the others go on; check ``summary["runs"]``."""
+    return json.loads(_spidx.run(os.fspath(spec), os.fspath(results), resume))
+
+
+def results_table(
+    path: PathLike, experiment: Optional[str] = None, latest: bool = False
+) -> Tuple[List[str], List[List[Any]]]:
+    """The results of ``path`` as ``(columns, rows)``: one row per finished run and
+    workload, the same table as ``spidx results export`` (no pandas needed)."""
+    t = json.loads(_spidx.results_json(os.fspath(path), experiment, latest))
+    return t["columns"], t["rows"]
+
+
+def results(path: PathLike, experiment: Optional[str] = None, latest: bool = False) -> "Any":
+    """The results of ``path`` as a pandas DataFrame: one row per finished run and
+    workload (columns as in ``docs/results.md``). ``experiment`` keeps one experiment;
+    ``latest`` keeps each experiment's newest spec only. Needs pandas."""
+    try:
+        import pandas as pd
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("spidx.results needs pandas: pip install pandas") from e
+    columns, rows = results_table(path, experiment, latest)
+    return pd.DataFrame(rows, columns=columns)

@@ -1,0 +1,176 @@
+"""Tests of the Python package against brute force and the library's own checks."""
+
+import random
+import sqlite3
+import textwrap
+
+import pytest
+
+import spidx
+
+
+def boxes(n, dims=2, seed=1):
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        lo = [rng.random() for _ in range(dims)]
+        hi = [x + rng.random() * 0.05 for x in lo]
+        out.append((i, lo, hi))
+    return out
+
+
+def intersects(a_lo, a_hi, b_lo, b_hi):
+    return all(al <= bh and bl <= ah for al, ah, bl, bh in zip(a_lo, a_hi, b_lo, b_hi))
+
+
+def box_distance(lo, hi, p):
+    return sum(max(l - x, 0.0, x - h) ** 2 for l, h, x in zip(lo, hi, p)) ** 0.5
+
+
+@pytest.mark.parametrize(
+    "index,store,device",
+    [
+        ("rstar", "direct", "memory"),
+        (
+            {"kind": "rtree", "split": "linear"},
+            {"kind": "fast", "write_buffer": "64KB", "flushing_unit": 4, "flush_policy": "fast-star"},
+            "ssd-v300",
+        ),
+        (
+            "hilbert",
+            {
+                "kind": "efind", "buffer": "64KB", "read_buffer_perc": 20, "read_policy": "lru",
+                "temporal_control": "both", "timestamp_perc": 50, "flushing_unit": 5,
+                "flush_policy": "mthao",
+            },
+            "seed-table2",
+        ),
+    ],
+)
+def test_queries_equal_brute_force_and_survive_reopen(tmp_path, index, store, device):
+    data = boxes(3000, seed=7)
+    path = tmp_path / "idx"
+    with spidx.create(path, index=index, store=store, device=device, page_size="1KB") as idx:
+        idx.insert_many(data[:2000])
+        for i, lo, hi in data[2000:]:
+            idx.insert(i, lo, hi)
+        # Delete every third entry; a missing entry is reported, not an error.
+        for i, lo, hi in data[::3]:
+            assert idx.delete(i, lo, hi)
+        assert not idx.delete(10**9, [0, 0], [1, 1])
+        report = idx.check()
+        assert report["violations"] == [], report
+    kept = [d for d in data if d[0] % 3 != 0]
+    rng = random.Random(3)
+    with spidx.open(path) as idx:
+        assert idx.check()["violations"] == []
+        for _ in range(50):
+            lo = [rng.random(), rng.random()]
+            hi = [lo[0] + 0.1, lo[1] + 0.1]
+            want = sorted(i for i, a, b in kept if intersects(a, b, lo, hi))
+            assert idx.query(lo, hi) == want
+        p = [0.5, 0.5]
+        got = idx.knn(p, 10)
+        want = sorted((box_distance(a, b, p), i) for i, a, b in kept)[:10]
+        assert [i for i, _ in got] == [i for _, i in want]
+        assert [d for _, d in got] == pytest.approx([d for d, _ in want])
+
+
+def test_queries_in_memory_equal_brute_force(tmp_path):
+    data = boxes(2000, dims=3, seed=11)
+    with spidx.create(tmp_path / "m", dims=3, index="rstar") as idx:
+        idx.insert_many(data)
+        assert idx.dims == 3
+        lo, hi = [0.2, 0.2, 0.2], [0.5, 0.6, 0.4]
+        assert idx.query(lo, hi) == sorted(i for i, a, b in data if intersects(a, b, lo, hi))
+        stats = idx.stats()
+        assert stats["store"]["nodes"]["nodes_created"] > 0, stats
+        assert idx.manifest()["dims"] == 3
+
+
+def test_invalid_options_raise_value_error_naming_the_option(tmp_path):
+    with pytest.raises(ValueError, match="split"):
+        spidx.create(tmp_path / "a", index={"kind": "rtree", "split": "nosuch"})
+    with pytest.raises(ValueError, match="nosuchkey"):
+        spidx.create(tmp_path / "b", index={"kind": "rstar", "nosuchkey": 1})
+    with pytest.raises(ValueError, match="device"):
+        spidx.create(tmp_path / "c", device="nosuch-device")
+    with pytest.raises(ValueError, match="store"):
+        spidx.create(tmp_path / "d", store="nosuch")
+    # FAST's required options are required here as in a spec.
+    with pytest.raises(ValueError, match="write_buffer"):
+        spidx.create(tmp_path / "f", store="fast")
+    with pytest.raises(ValueError, match="dimensions"):
+        spidx.create(tmp_path / "e", dims=7)
+
+
+def test_bad_input_raises_and_keeps_the_index(tmp_path):
+    path = tmp_path / "idx"
+    dev = tmp_path / "dev.bin"
+    with spidx.create(path, device=f"file:{dev}") as idx:
+        idx.insert(1, [0, 0], [1, 1])
+        with pytest.raises(ValueError):
+            idx.insert(2, [float("nan"), 0], [1, 1])
+        with pytest.raises(ValueError):
+            idx.insert(3, [2, 2], [1, 1])  # inverted box
+        with pytest.raises(ValueError):
+            idx.insert(4, [0, 0, 0], [1, 1, 1])  # wrong dimension
+        with pytest.raises(ValueError):
+            idx.knn([0, 0], 0)
+    with spidx.open(path, read_only=True) as idx:
+        assert idx.query([0, 0], [5, 5]) == [1]
+    idx.close()  # closing twice is fine
+    with pytest.raises(RuntimeError, match="closed"):
+        idx.query([0, 0], [1, 1])
+    with pytest.raises(Exception):
+        spidx.open(tmp_path / "nothing-here")
+
+
+SPEC = """
+name = "py-small"
+[dataset]
+generate = { distribution = "uniform", count = 2000, seed = 5 }
+[protocol]
+repetitions = 2
+[matrix]
+index = [{ kind = "rtree", split = "linear" }, { kind = "rstar" }]
+page_size = ["1KB", "4KB"]
+device = ["ssd-v300"]
+[[workload]]
+kind = "construction"
+[[workload]]
+kind = "range"
+area = "0.1%"
+queries = 20
+"""
+
+
+def test_run_a_spec_and_load_results(tmp_path):
+    spec = tmp_path / "small.toml"
+    spec.write_text(textwrap.dedent(SPEC))
+    db = tmp_path / "results.db"
+    summary = spidx.run(spec, db)
+    assert summary["experiment"] == "py-small"
+    assert [r["status"] for r in summary["runs"]] == ["finished"] * 4
+    columns, rows = spidx.results_table(db)
+    assert len(rows) == 4 * 2  # runs x workloads
+    # The table is the results database's own: the same runs as its runs table.
+    with sqlite3.connect(db) as con:
+        (n,) = con.execute("select count(*) from runs where status = 'finished'").fetchone()
+    assert n == 4
+    pd = pytest.importorskip("pandas")
+    df = spidx.results(db, experiment="py-small")
+    assert isinstance(df, pd.DataFrame)
+    assert list(df.columns) == columns and len(df) == 8
+    # Resume skips what finished.
+    again = spidx.run(spec, db, resume=True)
+    assert again["skipped"] == 4 and again["runs"] == []
+
+
+def test_run_refuses_a_bad_spec(tmp_path):
+    spec = tmp_path / "bad.toml"
+    spec.write_text(SPEC.replace('distribution = "uniform"', 'distribution = "nosuch"'))
+    with pytest.raises(ValueError, match="nosuch"):
+        spidx.run(spec, tmp_path / "r.db")
+    # The spec is checked before the results database is created.
+    assert not (tmp_path / "r.db").exists()
