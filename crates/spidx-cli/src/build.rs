@@ -93,14 +93,24 @@ pub fn run(a: BuildArgs) -> Result<()> {
     a.order.apply(&mut loaded.dataset)?;
     let simulated = opts.device.is_simulated();
     let existed = a.out.exists();
+    let mut checkpointed = 0u64;
+    let cp = &mut checkpointed;
     let built = match &loaded.dataset {
-        Dataset::Geo(_) => build::<2>(&a.out, opts, bulk.as_ref(), every, &loaded.dataset),
+        Dataset::Geo(_) => build::<2>(&a.out, opts, bulk.as_ref(), every, &loaded.dataset, cp),
         Dataset::Vectors(v) => {
-            with_dims!(v.dims(), D => build::<D>(&a.out, opts, bulk.as_ref(), every, &loaded.dataset))
+            with_dims!(v.dims(), D => build::<D>(&a.out, opts, bulk.as_ref(), every, &loaded.dataset, cp))
         }
     };
     let (load, construction, summary) = match built {
         Ok(b) => b,
+        // A checkpoint was written: the index holds what it covers (e.g. after the device
+        // filled up); keep it and say so.
+        Err(e) if checkpointed > 0 => {
+            return Err(e.context(format!(
+                "the build stopped; {} keeps its last checkpoint ({checkpointed} insertions):                  `spidx check {0}` opens it, `spidx recover {0}` makes it writable again",
+                a.out.display()
+            )));
+        }
         Err(e) => {
             // The directory did not exist or was empty (checked above): a failed build
             // (e.g. a bulk load refusing its fill factor) leaves it as it was.
@@ -121,6 +131,10 @@ pub fn run(a: BuildArgs) -> Result<()> {
     out["reads"] = json!(construction.device.host.read_ops);
     out["writes"] = json!(construction.device.host.write_ops);
     out["device"] = serde_json::to_value(&construction.device)?;
+    if let Some(l) = &construction.log_device {
+        out["log_device_s"] = json!(construction.log_device_s);
+        out["log_device"] = serde_json::to_value(l)?;
+    }
     out["load"] = serde_json::to_value(&load)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -158,6 +172,7 @@ fn build<const D: usize>(
     bulk: Option<&BulkOptions>,
     every: Option<u64>,
     ds: &Dataset,
+    checkpointed: &mut u64,
 ) -> Result<(PhaseReport, PhaseReport, serde_json::Value)> {
     let geo = ds.as_geo();
     let mut idx = SpatialIndex::<D>::create(out, opts, geo.is_some())?;
@@ -172,7 +187,7 @@ fn build<const D: usize>(
                 idx.put_object(r.id, &r.geometry)?;
                 bar.inc(1);
             }
-            let rep = clock.stop(idx.device());
+            let rep = idx.stop_phase(clock);
             bar.finish_and_clear();
             rep
         }
@@ -192,9 +207,9 @@ fn build<const D: usize>(
             idx.bulk_load(objects, b).context("bulk loading")?;
             bar.inc(n);
         }
-        (None, _) => insert_all(&mut idx, ds, every, &bar)?,
+        (None, _) => insert_all(&mut idx, ds, every, &bar, checkpointed)?,
     }
-    let construction = clock.stop(idx.device());
+    let construction = idx.stop_phase(clock);
     bar.finish_and_clear();
     finish(idx, out, bulk, load, construction)
 }
@@ -229,6 +244,7 @@ fn insert_all<const D: usize>(
     ds: &Dataset,
     every: Option<u64>,
     bar: &ProgressBar,
+    checkpointed: &mut u64,
 ) -> Result<()> {
     let mut done = 0u64;
     let mut checkpoint = |idx: &mut SpatialIndex<D>| -> Result<()> {
@@ -236,6 +252,7 @@ fn insert_all<const D: usize>(
         if every.is_some_and(|n| done.is_multiple_of(n)) {
             idx.flush()
                 .with_context(|| format!("checkpoint after {done} insertions"))?;
+            *checkpointed = done;
         }
         Ok(())
     };
@@ -278,7 +295,7 @@ fn finish<const D: usize>(
     // measured apart so a write buffer's deferred cost stays visible.
     let clock = idx.phase();
     idx.write_back()?;
-    let final_flush = clock.stop(idx.device());
+    let final_flush = idx.stop_phase(clock);
     idx.flush()?;
     let tree = idx.tree();
     let summary = json!({
@@ -329,12 +346,28 @@ fn print_human(v: &serde_json::Value, c: &PhaseReport, simulated: bool) {
         v["device_name"].as_str().unwrap_or("?"),
         v["buffer"].as_str().unwrap_or("?")
     );
-    if simulated {
+    if let (true, Some(l)) = (simulated, c.log_device_s) {
+        println!(
+            "time      elapsed {} (modelled) = CPU {} + simulated device {} + simulated log device {}",
+            secs(c.elapsed_s),
+            secs(c.cpu_s),
+            secs(c.device_s),
+            secs(l)
+        );
+    } else if simulated {
         println!(
             "time      elapsed {} (modelled) = CPU {} + simulated device {}",
             secs(c.elapsed_s),
             secs(c.cpu_s),
             secs(c.device_s)
+        );
+    } else if let Some(l) = c.log_device_s {
+        println!(
+            "time      elapsed {} (wall); CPU {}, device {}, log device {} (measured)",
+            secs(c.elapsed_s),
+            secs(c.cpu_s),
+            secs(c.device_s),
+            secs(l)
         );
     } else {
         println!(
@@ -354,6 +387,23 @@ fn print_human(v: &serde_json::Value, c: &PhaseReport, simulated: bool) {
             "flash     {} reads, {} writes, {} erases, write amplification {:.2}",
             f.flash_reads, f.flash_writes, f.erases, f.write_amplification
         );
+    }
+    if let Some(l) = &c.log_device {
+        println!(
+            "log I/O   {} reads, {} writes on the log device (not in the I/O line above)",
+            count(l.host.read_ops as f64),
+            count(l.host.write_ops as f64)
+        );
+    }
+    if let Some(placement) = v["store"]["log_device"].as_str() {
+        if !placement.starts_with("same") {
+            println!("log dev   {placement}");
+        }
+    }
+    if let Some(d) = v["store"]["durability"].as_str() {
+        if d.starts_with("NOT crash-safe") {
+            println!("WARNING   this index is {d}");
+        }
     }
     let f = &v["final_flush"];
     println!(

@@ -10,6 +10,7 @@ use spidx::index::written::{parse_index, CLI_NAMING};
 use spidx::index::IndexKind;
 use spidx::node::{LayoutKind, Occupancy};
 use spidx::spatial::IndexOptions;
+use spidx::store::buffered::placement::LogPlacement;
 use spidx::store::log::LogSync;
 use spidx::store::StoreConfig;
 use spidx::units::{parse_percent, parse_size};
@@ -97,6 +98,12 @@ pub struct IndexArgs {
     /// FAST, eFIND: log durability: each-op (default), group:N or none.
     #[arg(long)]
     pub log_sync: Option<String>,
+    /// FAST, eFIND: where the log is written: same (default: the end of the device, counted,
+    /// crash-safe), separate:DEVICE (a second device, e.g. separate:ssd-v300 or
+    /// separate:ssd-v300{queue_depth=8}, counted apart) or uncounted (the papers' testbed: a
+    /// plain file, not counted, never synced: NOT crash-safe).
+    #[arg(long, value_name = "PLACEMENT")]
+    pub log_device: Option<String>,
     /// Direct store: keep no rollback journal on a `file:` device (the seeds' plain tree; a
     /// crash between checkpoints can then leave a damaged index). Default: journaled.
     #[arg(long)]
@@ -118,6 +125,7 @@ impl IndexArgs {
             (self.flush_policy.is_some(), "--flush-policy"),
             (self.log_size.is_some(), "--log-size"),
             (self.log_sync.is_some(), "--log-sync"),
+            (self.log_device.is_some(), "--log-device"),
         ];
         if self.no_journal && self.store != "direct" {
             bail!("--no-journal applies to --store direct only (FAST and eFIND have --log-sync)");
@@ -142,6 +150,7 @@ impl IndexArgs {
                 flush_policy: self.flush_policy.as_deref(),
                 log_size: self.log_size.as_deref(),
                 log_sync: self.log_sync.as_deref(),
+                log_device: self.log_device.as_deref(),
             }),
             "fast" => {
                 let missing: Vec<&str> = fast_flags[..3]
@@ -171,6 +180,10 @@ impl IndexArgs {
                     log_sync: match &self.log_sync {
                         Some(s) => s.parse()?,
                         None => LogSync::EachOp,
+                    },
+                    log_device: match &self.log_device {
+                        Some(s) => s.parse()?,
+                        None => LogPlacement::Same,
                     },
                 })
             }

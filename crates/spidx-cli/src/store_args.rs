@@ -1,5 +1,5 @@
 //! eFIND's own options (`--store efind`); the flags it shares with FAST (`--write-buffer`,
-//! `--flushing-unit`, `--flush-policy`, `--log-size`, `--log-sync`) live in `IndexArgs`.
+//! `--flushing-unit`, `--flush-policy`, `--log-size`, `--log-sync`, `--log-device`) live in `IndexArgs`.
 //! Parsed into a [`StoreConfig`]. Every flag is validated; a flag given for a store it does not apply to
 //! is an error, never silently ignored.
 
@@ -102,6 +102,9 @@ impl StoreArgs {
         if let Some(l) = shared.log_sync {
             c.log_sync = l.parse::<LogSync>()?;
         }
+        if let Some(l) = shared.log_device {
+            c.log_device = l.parse()?;
+        }
         Ok(StoreConfig::Efind(c))
     }
 }
@@ -118,4 +121,6 @@ pub struct Shared<'a> {
     pub log_size: Option<&'a str>,
     /// `--log-sync`.
     pub log_sync: Option<&'a str>,
+    /// `--log-device`.
+    pub log_device: Option<&'a str>,
 }

@@ -149,3 +149,122 @@ fn fast_with(flag: &str, value: &'static str) -> Vec<&'static str> {
     v[i + 1] = value;
     v
 }
+
+#[test]
+fn log_placements_are_named_measured_and_validated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = dataset(tmp.path());
+    let out = |name: &str| tmp.path().join(name).to_str().unwrap().to_string();
+    let build = |name: &str, extra: &[&str]| {
+        let base = [
+            "build",
+            "--data",
+            &data,
+            "--index",
+            "rtree",
+            "--page-size",
+            "2KB",
+            "--device",
+            "seed-table2",
+            "--json",
+            "--out",
+        ];
+        json_of(&[&base[..], &[&out(name)], &FAST[..], extra].concat())
+    };
+    let same = build("same", &[]);
+    let unc = build("unc", &["--log-device", "uncounted"]);
+    let sep = build("sep", &["--log-device", "separate:seed-table2"]);
+    // The node device sees the same writes whatever the placement; the log's are on the
+    // device under test only with `same`, on the separate device's counters otherwise.
+    let w = |v: &serde_json::Value| v["writes"].as_u64().unwrap();
+    assert_eq!(w(&unc), w(&sep));
+    let log_writes = sep["log_device"]["host"]["write_ops"].as_u64().unwrap();
+    assert!(log_writes > 0);
+    assert_eq!(w(&same), w(&sep) + log_writes);
+    assert!(unc["log_device"].is_null() && same["log_device"].is_null());
+    assert!(unc["store"]["durability"]
+        .as_str()
+        .unwrap()
+        .starts_with("NOT crash-safe"));
+    assert_eq!(unc["store_kind"]["log_device"], "uncounted");
+    assert!(
+        same["store_kind"]["log_device"].is_null(),
+        "the default is left out"
+    );
+    for dir in ["unc", "sep"] {
+        spidx().args(["check", &out(dir)]).assert().success();
+        spidx().args(["recover", &out(dir)]).assert().success();
+    }
+    // The human output says how the time is composed, and warns for an uncounted log.
+    spidx()
+        .args([
+            "build",
+            "--data",
+            &data,
+            "--index",
+            "rtree",
+            "--device",
+            "seed-table2",
+        ])
+        .args(["--out", &out("human-sep")])
+        .args(FAST)
+        .args(["--log-device", "separate:seed-table2"])
+        .assert()
+        .success()
+        .stdout(contains("+ simulated log device").and(contains("on the log device")));
+    spidx()
+        .args([
+            "build",
+            "--data",
+            &data,
+            "--index",
+            "rtree",
+            "--device",
+            "seed-table2",
+        ])
+        .args(["--out", &out("human-unc")])
+        .args(FAST)
+        .args(["--log-device", "uncounted"])
+        .assert()
+        .success()
+        .stdout(contains("WARNING   this index is NOT crash-safe"));
+    let log_file = format!("separate:file:{}", out("log.bin"));
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--store", "direct", "--log-device", "uncounted"],
+            "--log-device applies to --store fast or efind only",
+        ),
+        (
+            &[&FAST[..], &["--log-device", "nowhere"]].concat(),
+            "choose same, uncounted or separate:<device>",
+        ),
+        (
+            &[&FAST[..], &["--log-device", "separate:floppy"]].concat(),
+            "unknown device 'floppy'",
+        ),
+        (
+            &[&FAST[..], &["--log-device", &log_file]].concat(),
+            "would not match",
+        ),
+        (
+            &[
+                &FAST[..],
+                &["--log-device", "separate:seed-table2{capacity=512KB}"],
+            ]
+            .concat(),
+            "log device has only",
+        ),
+    ];
+    for (i, (args, want)) in cases.iter().enumerate() {
+        let dir = tmp.path().join(format!("bad{i}"));
+        spidx()
+            .args(["build", "--data", &data, "--index", "rtree", "--out"])
+            .arg(&dir)
+            .args(["--device", "seed-table2"])
+            .args(*args)
+            .assert()
+            .failure()
+            .stderr(contains(*want));
+        assert!(!dir.join("index.json").exists());
+    }
+}

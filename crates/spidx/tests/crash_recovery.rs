@@ -18,6 +18,7 @@ use rand_chacha::ChaCha8Rng;
 use spidx::cache::CacheConfig;
 use spidx::device::crash::{CrashDevice, Tear};
 use spidx::device::memory::{MemoryConfig, MemoryDevice};
+use spidx::device::partition::Partition;
 use spidx::device::shared::SharedDevice;
 use spidx::device::Device;
 use spidx::geom::Rect;
@@ -85,6 +86,36 @@ fn apply(t: &mut Tree<AnyStore, 2>, live: &mut Live, next: &mut u64, op: &Op) {
     }
 }
 
+/// Creates or reopens (`reopen`) a store of `cfg` on `medium`. A log placed on a separate
+/// device gets the second half of the medium as that device, so one power cut hits the
+/// node pages and the log at the same moment, as it would two drives of one machine.
+fn place(
+    cfg: &StoreConfig,
+    medium: Box<dyn Device>,
+    dir: &Path,
+    reopen: bool,
+) -> spidx::Result<AnyStore> {
+    let (layout, _) = layout_cap();
+    if cfg.log_placement().is_none_or(|p| p.is_same()) {
+        return if reopen {
+            cfg.open(medium, &cache(), layout, dir)
+        } else {
+            cfg.create(medium, &cache(), layout, Some(dir))
+        };
+    }
+    let half = medium.capacity_pages() / 2;
+    let (nodes, log) = Partition::split(medium, half)?;
+    let files = StoreFiles::writable(Some(dir));
+    cfg.with_log_device(
+        Box::new(nodes),
+        Box::new(log),
+        &cache(),
+        layout,
+        files,
+        reopen,
+    )
+}
+
 /// Whether every operation so far is durable (acknowledged per the sync mode).
 fn all_durable(t: &Tree<AnyStore, 2>) -> bool {
     let r = t.store().report();
@@ -117,14 +148,12 @@ fn run(
     tear: Tear,
     dir: &Path,
 ) -> (Vec<Live>, Option<usize>, u64, SharedDevice) {
-    let (layout, cap) = layout_cap();
+    let (_, cap) = layout_cap();
     let mem = MemoryDevice::open(&MemoryConfig { capacity: 4 << 20 }, PAGE, None).unwrap();
     let medium = SharedDevice::new(Box::new(mem));
     let crash = CrashDevice::new(Box::new(medium.clone()), cut, tear);
     let watch = crash.watch();
-    let store = cfg
-        .create(Box::new(crash), &cache(), layout, Some(dir))
-        .unwrap();
+    let store = place(cfg, Box::new(crash), dir, false).unwrap();
     let mut t = Tree::create(store, cap, kind).unwrap();
     let mut acked = (!watch.is_cut() && all_durable(&t)).then_some(0);
     let mut models = vec![Live::new()];
@@ -150,8 +179,8 @@ fn recover_and_check(
     dir: &Path,
     what: &str,
 ) {
-    let (layout, cap) = layout_cap();
-    let opened = cfg.open(Box::new(medium), &cache(), layout, dir);
+    let (_, cap) = layout_cap();
+    let opened = place(cfg, Box::new(medium), dir, true);
     let store = match (opened, acked) {
         (Ok(s), _) => s,
         (Err(_), None) => return, // the creation itself was not durable
@@ -246,10 +275,8 @@ fn recovery_without_a_cut_restores_everything_and_reports_it() {
             run(&cfg, kind, &workload, u64::MAX, Tear::Lost, dir.path());
         let n = models.len() - 1;
         let what = format!("{cfg:?} without a cut");
-        let (layout, cap) = layout_cap();
-        let store = cfg
-            .open(Box::new(medium.clone()), &cache(), layout, dir.path())
-            .unwrap();
+        let (_, cap) = layout_cap();
+        let store = place(&cfg, Box::new(medium.clone()), dir.path(), true).unwrap();
         let (operations, dropped) = recovery(&store.report()).expect("recovery reported");
         assert!(operations > 0, "{what}");
         assert_eq!(dropped, 0, "{what}");

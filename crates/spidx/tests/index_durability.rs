@@ -43,6 +43,7 @@ fn fast() -> StoreConfig {
         flush_policy: FlushPolicy::FastStar,
         log_size: Some(1 << 20),
         log_sync: LogSync::EachOp,
+        log_device: Default::default(),
     }
 }
 

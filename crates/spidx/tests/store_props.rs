@@ -1,6 +1,7 @@
 //! The index property tests (brute force, checker after every step, reopen) over every node
 //! store configuration through `AnyStore`: the direct store and FAST with every flushing
-//! policy and flushing units 1 to 5, with buffers small enough that flushes really happen.
+//! policy and flushing units 1 to 5, with buffers small enough that flushes really happen,
+//! and every log placement (same, uncounted, separate).
 //! The trees are the same code whatever the store.
 
 mod stores;
@@ -15,7 +16,7 @@ use spidx::geom::Rect;
 use spidx::index::{IndexKind, MbrPredicate, RStarOptions, SplitAlgorithm, Tree};
 use spidx::node::{Capacity, LayoutKind, NodeLayout, Occupancy};
 use spidx::store::{AnyStore, StoreConfig};
-use stores::{long_cases, store_configs, PAGE};
+use stores::{long_cases, placement_configs, store_configs, PAGE};
 
 type T = Tree<AnyStore, 2>;
 
@@ -163,6 +164,16 @@ proptest! {
             // Every store with one tree kind in turn, so each kind meets each policy.
             let kind = kinds()[i % 3];
             run_ops(cfg, kind, &ops);
+        }
+    }
+
+    #[test]
+    fn every_log_placement_matches_brute_force(ops in prop::collection::vec(op(), 1..250)) {
+        // Uncounted and separate logs, in memory-backed index directories: answers, the
+        // checker after every step, and the reopen (from `log.uncounted`, from the
+        // separate device's saved state) as for the default placement.
+        for (i, cfg) in placement_configs().iter().enumerate() {
+            run_ops(cfg, kinds()[(i + 1) % 3], &ops);
         }
     }
 }

@@ -192,7 +192,8 @@ fn validate(o: &IndexOptions, dims: usize) -> Result<()> {
     o.buffer.capacity_pages(o.page_size)?;
     o.store.validate(o.page_size)?;
     crate::spatial::check_buffer_with_store(&o.buffer, &o.store)?;
-    o.device.validate()
+    o.device.validate()?;
+    o.store.check_device(&o.device)
 }
 
 /// Each store's label in run names: the store's own label (`FAST`, empty for direct),

@@ -242,7 +242,7 @@ fn construct<const D: usize>(
             for r in recs {
                 idx.put_object(r.id, &r.geometry)?;
             }
-            Ok(clock.stop(idx.device()))
+            Ok(idx.stop_phase(clock))
         })?;
         m.extend(protocol::flatten("load", &load));
     }
@@ -257,7 +257,7 @@ fn construct<const D: usize>(
             }
             idx.bulk_load(objects, opts)?;
             progress(Progress::Step(ds.len() as u64));
-            return Ok(clock.stop(idx.device()));
+            return Ok(idx.stop_phase(clock));
         }
         for i in 0..ds.len() {
             let (id, lo, hi) = object_box(ds, i);
@@ -267,7 +267,7 @@ fn construct<const D: usize>(
                 progress(Progress::Step(step as u64));
             }
         }
-        Ok(clock.stop(idx.device()))
+        Ok(idx.stop_phase(clock))
     })?;
     if bulk.is_none() {
         progress(Progress::Step((ds.len() % step) as u64));
@@ -276,7 +276,7 @@ fn construct<const D: usize>(
     let flush = work.time(|| {
         let clock = idx.phase();
         idx.write_back()?;
-        Ok(clock.stop(idx.device()))
+        Ok(idx.stop_phase(clock))
     })?;
     m.extend(protocol::flatten("final_flush", &flush));
     m.extend(protocol::flatten("tree", idx.tree().stats()));
@@ -463,7 +463,7 @@ fn mixed<const D: usize>(
                         }
                     }
                     idx.insert(r, *id)?;
-                    Ok(clock.stop(idx.device()))
+                    Ok(idx.stop_phase(clock))
                 })?;
                 ("insert", protocol::flatten("", &p))
             }
@@ -472,7 +472,7 @@ fn mixed<const D: usize>(
                 let (p, found) = work.time(|| {
                     let clock = idx.phase();
                     let found = idx.delete(&r, *id)?;
-                    Ok((clock.stop(idx.device()), found))
+                    Ok((idx.stop_phase(clock), found))
                 })?;
                 missing += u64::from(!found);
                 ("delete", protocol::flatten("", &p))
@@ -482,7 +482,7 @@ fn mixed<const D: usize>(
                 let (p, found) = work.time(|| {
                     let clock = idx.phase();
                     let found = idx.update(&o, n, *id, new.geometry.as_ref())?;
-                    Ok((clock.stop(idx.device()), found))
+                    Ok((idx.stop_phase(clock), found))
                 })?;
                 missing += u64::from(!found);
                 ("update", protocol::flatten("", &p))
@@ -516,7 +516,7 @@ fn mixed<const D: usize>(
     let flush = work.time(|| {
         let clock = idx.phase();
         idx.write_back()?;
-        Ok(clock.stop(idx.device()))
+        Ok(idx.stop_phase(clock))
     })?;
     total.extend(protocol::flatten("final_flush", &flush));
     let store_after = protocol::flatten("store", &idx.tree().store().report());

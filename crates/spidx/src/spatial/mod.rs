@@ -8,7 +8,10 @@
 //! * `store.json` — the node store's header (root, height, page allocation);
 //! * `objects.dir` — the object store's directory (2-D geometry indices);
 //! * `device.state` — the simulated device's state (data, mapping, wear, clock); a `file:`
-//!   device keeps its pages in its own file.
+//!   device keeps its pages in its own file;
+//! * `log.uncounted`, `log-device.state` — a FAST or eFIND log placed outside the device
+//!   (`log_device = "uncounted"`, or a simulated `separate:` device's state; see
+//!   [`crate::store::buffered::placement`]).
 //!
 //! The device is split in two partitions: node pages in the first half, object records in
 //! the second, so filter and refinement I/O land on the same device model.
@@ -191,6 +194,7 @@ impl<const D: usize> SpatialIndex<D> {
         options.store.validate(options.page_size)?;
         check_buffer_with_store(&options.buffer, &options.store)?;
         options.device.validate()?;
+        options.store.check_device(&options.device)?;
         if dir.exists() {
             let mut entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
             if entries.next().is_some() {
@@ -373,9 +377,21 @@ impl<const D: usize> SpatialIndex<D> {
         self.manifest.options.device.is_simulated()
     }
 
-    /// Starts measuring a phase on this index's device.
+    /// The log's own device, when a FAST or eFIND store writes its log to a second device
+    /// (measured apart from [`device`](Self::device)).
+    pub fn log_device(&self) -> Option<&dyn Device> {
+        self.tree.store().log_device()
+    }
+
+    /// Starts measuring a phase on this index's device (and its log device, if it has
+    /// one); end it with [`stop_phase`](Self::stop_phase).
     pub fn phase(&self) -> PhaseClock {
-        PhaseClock::start(self.device(), self.simulated())
+        PhaseClock::start_with_log(self.device(), self.log_device(), self.simulated())
+    }
+
+    /// Ends a phase started with [`phase`](Self::phase).
+    pub fn stop_phase(&self, clock: PhaseClock) -> PhaseReport {
+        clock.stop_with_log(self.device(), self.log_device())
     }
 
     /// Stores the exact geometry of object `id` (2-D indices with objects).
@@ -491,6 +507,18 @@ fn checkpoint_files(dir: &Path, manifest: &Manifest) -> Vec<PathBuf> {
     }
     if let Some(s) = state_path(dir, &manifest.options.device) {
         v.push(s);
+    }
+    // A log with a file of its own that a checkpoint rewrites: an uncounted log on a
+    // simulated device (saved whole), a simulated separate log device's state.
+    use crate::store::buffered::placement::{LogPlacement, LOG_DEVICE_STATE, UNCOUNTED_LOG_FILE};
+    match o.store.log_placement() {
+        Some(LogPlacement::Uncounted) if o.device.is_simulated() => {
+            v.push(dir.join(UNCOUNTED_LOG_FILE))
+        }
+        Some(LogPlacement::Separate { config, .. }) if config.is_simulated() => {
+            v.push(dir.join(LOG_DEVICE_STATE))
+        }
+        _ => {}
     }
     v
 }

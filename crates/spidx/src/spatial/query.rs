@@ -89,7 +89,7 @@ impl<const D: usize> SpatialIndex<D> {
         let clock = self.phase();
         let mut cands = Vec::new();
         self.tree.search(pred.filter(), q, |e| cands.push(e.ptr))?;
-        let filter = clock.stop(self.device());
+        let filter = self.stop_phase(clock);
         let node_reads_per_level = reads_since(&reads0, &self.tree.stats().reads_per_level);
         cands.sort_unstable();
         let mut rep = QueryReport {
@@ -128,7 +128,7 @@ impl<const D: usize> SpatialIndex<D> {
                 rep.ids.push(id);
             }
         }
-        rep.refinement = clock.stop(self.device());
+        rep.refinement = self.stop_phase(clock);
         rep.results = rep.ids.len() as u64;
         Ok(rep)
     }
@@ -165,7 +165,7 @@ impl<const D: usize> SpatialIndex<D> {
                 })?;
                 let g = decode(n.entry.ptr, bytes)?;
                 let d = Euclidean.distance(&qpoint, &g);
-                let r = c.stop(self.device());
+                let r = self.stop_phase(c);
                 refine_clock
                     .get_or_insert_with(PhaseReport::default)
                     .add(&r);
@@ -181,7 +181,7 @@ impl<const D: usize> SpatialIndex<D> {
                 best.pop();
             }
         }
-        let mut filter = clock.stop(self.device());
+        let mut filter = self.stop_phase(clock);
         let refinement = refine_clock.unwrap_or_default();
         // The refinement time was measured inside the traversal: take it out of the filter.
         filter.cpu_s = (filter.cpu_s - refinement.cpu_s).max(0.0);

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::buffered::placement::split_log;
+use super::buffered::placement::{attach, LogPlacement};
 use super::direct::{DirectStore, Journaling};
 use super::efind::{EfindConfig, EfindPolicy, EfindStats, EfindStore};
 use super::fast::{FastParams, FastPolicy, FastReport, FastStore, FlushPolicy};
@@ -15,7 +15,7 @@ use super::journal::JOURNAL_FILE;
 use super::log::{LogConfig, LogSync};
 use super::{NodeChange, NodePage, NodeStore, StoreControl, StoreStats, TreeMeta};
 use crate::cache::{CacheConfig, CacheStats, PageCache};
-use crate::device::Device;
+use crate::device::{Device, DeviceConfig};
 use crate::node::{Entry, NodeLayout, NodeView, PageId};
 use crate::Result;
 
@@ -57,6 +57,10 @@ pub enum StoreConfig {
         /// `each-op` (default), `group:N` or `none`.
         #[serde(default)]
         log_sync: LogSync,
+        /// Where the log is written: `same` (default), `separate:<device>` or
+        /// `uncounted` (see [`LogPlacement`]).
+        #[serde(default, skip_serializing_if = "LogPlacement::is_same")]
+        log_device: LogPlacement,
     },
 }
 
@@ -164,6 +168,7 @@ impl StoreConfig {
                 flush_policy,
                 log_size,
                 log_sync,
+                ..
             } => Some(FastParams {
                 write_buffer,
                 flushing_unit,
@@ -175,6 +180,24 @@ impl StoreConfig {
         }
     }
 
+    /// Where a FAST or eFIND store writes its log (`None` for the direct store).
+    pub fn log_placement(&self) -> Option<&LogPlacement> {
+        match self {
+            StoreConfig::Direct { .. } => None,
+            StoreConfig::Efind(c) => Some(&c.log_device),
+            StoreConfig::Fast { log_device, .. } => Some(log_device),
+        }
+    }
+
+    /// Checks the options that depend on the device under test `device` (a separate log
+    /// device must persist like it; see [`LogPlacement::check_device`]).
+    pub fn check_device(&self, device: &DeviceConfig) -> Result<()> {
+        match self.log_placement() {
+            Some(p) => p.check_device(device),
+            None => Ok(()),
+        }
+    }
+
     /// The direct store with its defaults (journaled on `file:` devices).
     pub fn direct() -> Self {
         StoreConfig::Direct { journal: true }
@@ -182,12 +205,18 @@ impl StoreConfig {
 
     /// A short prefix for run and index names ("" for the direct store, e.g. "FAST";
     /// "nojournal" for a direct store without its rollback journal).
+    /// A FAST or eFIND log not on the device under test is always named (`FAST
+    /// log=uncounted`): its figures must never be mistaken for the default's.
     pub fn label(&self) -> String {
-        match self {
+        let base = match self {
             StoreConfig::Direct { journal: true } => String::new(),
             StoreConfig::Direct { journal: false } => "nojournal".into(),
             StoreConfig::Efind(c) => c.label(),
             StoreConfig::Fast { .. } => "FAST".into(),
+        };
+        match self.log_placement().map(LogPlacement::label) {
+            Some(l) if !l.is_empty() => format!("{base} {l}"),
+            _ => base,
         }
     }
 
@@ -223,7 +252,22 @@ impl StoreConfig {
         layout: NodeLayout,
         files: StoreFiles<'_>,
     ) -> Result<AnyStore> {
-        self.build(device, buffer, layout, files, false)
+        self.build(device, None, buffer, layout, files, false)
+    }
+
+    /// Creates or reopens (`reopen`) a FAST or eFIND store whose log, placed `separate` or
+    /// `uncounted`, is written to `log_device` instead of the device the placement names
+    /// (tests put both on one crash-simulating medium, so one power cut hits both).
+    pub fn with_log_device(
+        &self,
+        device: Box<dyn Device>,
+        log_device: Box<dyn Device>,
+        buffer: &CacheConfig,
+        layout: NodeLayout,
+        files: StoreFiles<'_>,
+        reopen: bool,
+    ) -> Result<AnyStore> {
+        self.build(device, Some(log_device), buffer, layout, files, reopen)
     }
 
     /// Reopens a store as [`open`](Self::open) does, with `files` (read-only opens never
@@ -235,12 +279,13 @@ impl StoreConfig {
         layout: NodeLayout,
         files: StoreFiles<'_>,
     ) -> Result<AnyStore> {
-        self.build(device, buffer, layout, files, true)
+        self.build(device, None, buffer, layout, files, true)
     }
 
     fn build(
         &self,
         device: Box<dyn Device>,
+        log_device: Option<Box<dyn Device>>,
         buffer: &CacheConfig,
         layout: NodeLayout,
         files: StoreFiles<'_>,
@@ -251,6 +296,12 @@ impl StoreConfig {
         let header = header.as_deref();
         match self {
             StoreConfig::Direct { journal } => {
+                if log_device.is_some() {
+                    return Err(crate::Error::invalid(
+                        "direct store",
+                        "the direct store keeps no log: a log device does not apply",
+                    ));
+                }
                 let cache = PageCache::new(device, buffer)?;
                 let journaling = match files.dir {
                     Some(d) if *journal && files.persistent_device => {
@@ -270,26 +321,28 @@ impl StoreConfig {
             }
             StoreConfig::Efind(c) => {
                 let policy = EfindPolicy::new(c, layout.page_size())?;
-                let (nodes, log) = split_log(device, policy.log_pages(), "eFIND")?;
-                let sync = LogConfig { sync: c.log_sync };
+                let (p, pages) = (&c.log_device, policy.log_pages());
+                let devs = attach(p, device, log_device, pages, "eFIND", files, !reopen)?;
+                let log = LogConfig { sync: c.log_sync };
                 Ok(AnyStore::Efind(Box::new(if reopen {
-                    EfindStore::open(nodes, log, buffer, layout, sync, policy, header)?
+                    EfindStore::open(devs, buffer, layout, log, policy, header)?
                 } else {
-                    EfindStore::create(nodes, log, buffer, layout, sync, policy, header)?
+                    EfindStore::create(devs, buffer, layout, log, policy, header)?
                 })))
             }
             StoreConfig::Fast { .. } => {
                 let params = self.fast_params().expect("fast");
                 let log_pages = params.log_pages(layout.page_size());
-                let (nodes, log) = split_log(device, log_pages, "FAST")?;
-                let sync = LogConfig {
+                let p = self.log_placement().expect("fast");
+                let devs = attach(p, device, log_device, log_pages, "FAST", files, !reopen)?;
+                let log = LogConfig {
                     sync: params.log_sync,
                 };
                 let policy = FastPolicy::new(params);
                 Ok(AnyStore::Fast(Box::new(if reopen {
-                    FastStore::open(nodes, log, buffer, layout, sync, policy, header)?
+                    FastStore::open(devs, buffer, layout, log, policy, header)?
                 } else {
-                    FastStore::create(nodes, log, buffer, layout, sync, policy, header)?
+                    FastStore::create(devs, buffer, layout, log, policy, header)?
                 })))
             }
         }
@@ -317,6 +370,10 @@ pub struct StoreReport {
     /// not a counter).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub durability: String,
+    /// Where a FAST or eFIND store's log is and how its cost enters the figures (a
+    /// setting; see [`LogPlacement::describe`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub log_device: String,
     /// What the recovery that opened a logging store did (FAST, eFIND).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<super::buffered::RecoveryReport>,
@@ -423,6 +480,10 @@ impl StoreControl for AnyStore {
     fn persist_device(&mut self) -> Result<()> {
         dispatch!(self, mut s => StoreControl::persist_device(s))
     }
+
+    fn log_device(&self) -> Option<&dyn Device> {
+        dispatch!(self, ref s => StoreControl::log_device(s))
+    }
 }
 
 impl<const D: usize> NodeStore<D> for AnyStore {
@@ -503,6 +564,7 @@ mod tests {
                 flush_policy: FlushPolicy::FastStar,
                 log_size: None,
                 log_sync: LogSync::EachOp,
+                log_device: Default::default(),
             }
         );
         let p = s.store.fast_params().unwrap();
@@ -536,12 +598,51 @@ mod tests {
             let e = toml::from_str::<Spec>(bad).unwrap_err().to_string();
             assert!(e.contains(want), "{bad}: {e}");
         }
+        // Log placement: the default is omitted from manifests; the others are named in
+        // run labels and round-trip (a separate device with its resolved description).
+        for (text, label) in [
+            ("same", "FAST"),
+            ("uncounted", "FAST log=uncounted"),
+            ("separate:hdd-7200", "FAST log=hdd-7200"),
+        ] {
+            let s: Spec = toml::from_str(&format!(
+                r#"store = {{ kind = "fast", write_buffer = "512KB", flushing_unit = 5, flush_policy = "fast", log_device = "{text}" }}"#
+            ))
+            .unwrap();
+            assert_eq!(s.store.label(), label);
+            let json = serde_json::to_string(&s.store).unwrap();
+            assert_eq!(json.contains("log_device"), text != "same", "{json}");
+            assert_eq!(serde_json::from_str::<StoreConfig>(&json).unwrap(), s.store);
+        }
+        let s: Spec = toml::from_str(
+            r#"store = { kind = "efind", buffer = "512KB", log_device = "uncounted" }"#,
+        )
+        .unwrap();
+        assert_eq!(s.store.label(), "eFIND(512KB,mthao) log=uncounted");
+        for (bad, want) in [
+            (
+                r#"store = { kind = "fast", write_buffer = "512KB", flushing_unit = 5, flush_policy = "fast", log_device = "nowhere" }"#,
+                "choose same, uncounted or separate",
+            ),
+            (
+                r#"store = { kind = "efind", buffer = "512KB", log_device = "separate:floppy" }"#,
+                "unknown device 'floppy'",
+            ),
+            (
+                r#"store = { kind = "direct", log_device = "uncounted" }"#,
+                "unknown field",
+            ),
+        ] {
+            let e = toml::from_str::<Spec>(bad).unwrap_err().to_string();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
         let tiny = StoreConfig::Fast {
             write_buffer: 4096,
             flushing_unit: 2,
             flush_policy: FlushPolicy::Fast,
             log_size: None,
             log_sync: LogSync::None,
+            log_device: Default::default(),
         };
         let e = tiny.validate(4096).unwrap_err().to_string();
         assert!(e.contains("can ever hold"), "{e}");

@@ -343,6 +343,11 @@ impl Log {
         self.dev.as_ref()
     }
 
+    /// The device under the log, mutably (checkpoints persist a log device of its own).
+    pub fn device_mut(&mut self) -> &mut dyn Device {
+        self.dev.as_mut()
+    }
+
     /// Appends a data record to the current operation.
     pub fn append(&mut self, payload: &[u8]) -> Result<()> {
         self.push(KIND_DATA, payload)?;

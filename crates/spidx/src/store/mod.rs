@@ -240,4 +240,11 @@ pub trait StoreControl {
 
     /// Saves a simulated device's state (syncs a real one), without other I/O.
     fn persist_device(&mut self) -> Result<()>;
+
+    /// The log's own device, when the store writes its log to a second device
+    /// (`log_device = "separate:..."`): its counters and time are reported apart from
+    /// [`device`](Self::device)'s. `None` when the log is on the device (or uncounted).
+    fn log_device(&self) -> Option<&dyn Device> {
+        None
+    }
 }

@@ -20,6 +20,7 @@ pub fn fast(policy: FlushPolicy, unit: u32, buffer: u64, sync: LogSync) -> Store
         flush_policy: policy,
         log_size: None,
         log_sync: sync,
+        log_device: Default::default(),
     }
 }
 
@@ -71,8 +72,39 @@ pub fn store_configs() -> Vec<StoreConfig> {
     v
 }
 
+/// `cfg` with its log placed as `placement` says (`same`, `uncounted`, `separate:...`).
+pub fn placed(mut cfg: StoreConfig, placement: &str) -> StoreConfig {
+    let p = placement.parse().unwrap();
+    match &mut cfg {
+        StoreConfig::Fast { log_device, .. } => *log_device = p,
+        StoreConfig::Efind(c) => c.log_device = p,
+        StoreConfig::Direct { .. } => panic!("the direct store has no log"),
+    }
+    cfg
+}
+
+/// Every log placement other than the default, over a FAST and an eFIND configuration
+/// (the property tests run them besides [`store_configs`]).
+pub fn placement_configs() -> Vec<StoreConfig> {
+    let f = fast(FlushPolicy::FastStar, 3, 8 << 10, LogSync::EachOp);
+    let e = efind(
+        efind::FlushPolicy::Mthao,
+        2,
+        CachePolicy::Lru,
+        TemporalControl::Both,
+        LogSync::Group(3),
+    );
+    vec![
+        placed(f.clone(), "uncounted"),
+        placed(f, "separate:memory"),
+        placed(e.clone(), "uncounted"),
+        placed(e, "separate:memory"),
+    ]
+}
+
 /// Crash-safe configurations (the direct store writes in place without a log and is not
-/// crash-safe): every FAST policy, units 1 and 3/5, each sync mode.
+/// crash-safe): every FAST policy, units 1 and 3/5, each sync mode, and a FAST and an
+/// eFIND log on a separate device (an uncounted log is not crash-safe: never synced).
 pub fn crash_configs() -> Vec<StoreConfig> {
     vec![
         fast(FlushPolicy::FastStar, 1, 6 << 10, LogSync::EachOp),
@@ -109,6 +141,20 @@ pub fn crash_configs() -> Vec<StoreConfig> {
             CachePolicy::Hlru,
             TemporalControl::None,
             LogSync::None,
+        ),
+        placed(
+            fast(FlushPolicy::FastStar, 3, 6 << 10, LogSync::EachOp),
+            "separate:memory",
+        ),
+        placed(
+            efind(
+                efind::FlushPolicy::Mthao,
+                2,
+                CachePolicy::Lru,
+                TemporalControl::Both,
+                LogSync::Group(3),
+            ),
+            "separate:memory",
         ),
     ]
 }

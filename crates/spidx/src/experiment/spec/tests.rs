@@ -299,6 +299,53 @@ fn every_example_spec_is_valid() {
     }
 }
 
+#[test]
+fn a_log_placement_is_named_in_every_run_and_checked_against_the_device() {
+    let fast = |extra: &str| {
+        format!(
+            "{{ kind = \"fast\", write_buffer = \"512KB\", flushing_unit = 1, flush_policy = \"fast-star\"{extra} }}"
+        )
+    };
+    let text = GOOD.replace(
+        "store = [{ kind = \"direct\" }]",
+        &format!(
+            "store = [{}, {}, {}]",
+            fast(""),
+            fast(", log_device = \"uncounted\""),
+            fast(", log_device = \"separate:ssd-v300\"")
+        ),
+    );
+    let runs = super::super::matrix::expand(&parse_str(&text).unwrap(), 2).unwrap();
+    let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names[0], "FAST R-tree (linear) · 2KB · ssd-v300");
+    assert!(
+        names.contains(&"FAST log=uncounted R-tree (linear) · 2KB · ssd-v300"),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"FAST log=ssd-v300 R-tree (linear) · 2KB · ssd-v300"),
+        "{names:?}"
+    );
+    // The results database keeps the placement in each run's configuration.
+    let unc = runs.iter().find(|r| r.name.contains("uncounted")).unwrap();
+    let json = serde_json::to_string(&unc.options).unwrap();
+    assert!(json.contains("\"log_device\":\"uncounted\""), "{json}");
+    // A simulated log device next to a real file device is refused, naming the run.
+    let bad = GOOD
+        .replace(
+            "store = [{ kind = \"direct\" }]",
+            &format!("store = [{}]", fast(", log_device = \"separate:ssd-v300\"")),
+        )
+        .replace(
+            "device = [\"ssd-v300\", { device = \"hdd-7200\", params = { rpm = 5400 }, label = \"hdd qd2\" }]",
+            "device = [\"file:/tmp/spidx-spec-test.bin\"]",
+        );
+    let e = super::super::matrix::expand(&parse_str(&bad).unwrap(), 2)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("run '") && e.contains("would not match"), "{e}");
+}
+
 /// The kNN workload's scan and concurrency keys.
 #[test]
 fn knn_access_and_streams_keys() {

@@ -11,8 +11,9 @@
 //! * **allocation and metadata**: one [`StoreHeader`] (allocation through
 //!   [`StoreHeader::allocate`], [`TreeMeta`]), saved as `store.json` at every checkpoint
 //!   exactly as the direct store saves it;
-//! * **the log**: the shared [`Log`] on its own partition carved from the end of the node
-//!   device ([`placement`]), its commit at every operation's end, and the wall time and
+//! * **the log**: the shared [`Log`] on the device its placement gives it ([`placement`]:
+//!   a partition carved from the end of the node device by default, a second device, or
+//!   an uncounted file), its commit at every operation's end, and the wall time and
 //!   counts of recovery;
 //! * **flushing-unit writes**: a unit's pages reach the device with one request per run of
 //!   consecutive pages ([`Core::write_runs`]);
@@ -40,6 +41,7 @@ use crate::cache::{CacheConfig, PageCache};
 use crate::device::Device;
 use crate::node::{Entry, NodeLayout, PageId};
 use crate::{Error, Result};
+use placement::{LogDevices, LogPlacement};
 
 /// A change with its entry encoded as the node layout stores it in a page (what buffers
 /// hold and logs record).
@@ -99,8 +101,10 @@ impl RecoveryReport {
 pub struct Core {
     /// Node pages (the device's node partition) through a page cache.
     pub cache: PageCache,
-    /// The write-ahead log on the log partition.
+    /// The write-ahead log (on the device its placement gives it).
     pub log: Log,
+    /// Where the log is.
+    pub placement: LogPlacement,
     /// The node page layout.
     pub layout: NodeLayout,
     /// Allocation and tree metadata.
@@ -177,6 +181,16 @@ impl Core {
         }
         self.stats.page_writes += ids.len() as u64;
         Ok(requests)
+    }
+
+    /// Persists the node device and, when the log has a device of its own, the log's (a
+    /// log partition of the node device is persisted with it).
+    pub fn persist_devices(&mut self) -> Result<()> {
+        self.cache.device_mut().persist()?;
+        if !self.placement.is_same() {
+            self.log.device_mut().persist()?;
+        }
+        Ok(())
     }
 
     /// Saves the header (`store.json`) with the log's generation, if the store has a
@@ -259,22 +273,22 @@ pub struct BufferedStore<P> {
 }
 
 impl<P: BufferPolicy> BufferedStore<P> {
-    /// A new, empty store: nodes on `nodes` through a page cache `buffer`, the log on
-    /// `log_device` with `log`, header saved at `header_path` (none: in memory).
+    /// A new, empty store: nodes on `devs.nodes` through a page cache `buffer`, the log on
+    /// `devs.log` with `log`, header saved at `header_path` (none: in memory).
     pub fn create(
-        nodes: Box<dyn Device>,
-        log_device: Box<dyn Device>,
+        devs: LogDevices,
         buffer: &CacheConfig,
         layout: NodeLayout,
         log: LogConfig,
         policy: P,
         header_path: Option<&Path>,
     ) -> Result<Self> {
-        let cache = PageCache::new(nodes, buffer)?;
+        let cache = PageCache::new(devs.nodes, buffer)?;
         check_page_size(cache.page_size(), &layout)?;
-        let log = Log::create(log_device, log)?;
+        let log = Log::create(devs.log, log)?;
         let header = StoreHeader::new(P::KIND);
-        let mut s = Self::assemble(cache, log, layout, header, policy, header_path);
+        let parts = (cache, log, devs.placement);
+        let mut s = Self::assemble(parts, layout, header, policy, header_path);
         s.policy.created(&mut s.core)?;
         Ok(s)
     }
@@ -282,8 +296,7 @@ impl<P: BufferPolicy> BufferedStore<P> {
     /// Reopens a store: the header its last checkpoint saved (if any), then the log
     /// replayed by the policy (recovering what a crash left buffered).
     pub fn open(
-        nodes: Box<dyn Device>,
-        log_device: Box<dyn Device>,
+        devs: LogDevices,
         buffer: &CacheConfig,
         layout: NodeLayout,
         log: LogConfig,
@@ -291,14 +304,15 @@ impl<P: BufferPolicy> BufferedStore<P> {
         header_path: Option<&Path>,
     ) -> Result<Self> {
         let start = Instant::now();
-        let cache = PageCache::new(nodes, buffer)?;
+        let cache = PageCache::new(devs.nodes, buffer)?;
         check_page_size(cache.page_size(), &layout)?;
         let header = match header_path {
             Some(p) => StoreHeader::load_or_new(p, P::KIND)?,
             None => StoreHeader::new(P::KIND),
         };
-        let (log, recovered) = Log::open(log_device, log)?;
-        let mut s = Self::assemble(cache, log, layout, header, policy, header_path);
+        let (log, recovered) = Log::open(devs.log, log)?;
+        let parts = (cache, log, devs.placement);
+        let mut s = Self::assemble(parts, layout, header, policy, header_path);
         let mut report = RecoveryReport::of(&recovered);
         s.policy.recover(&mut s.core, &recovered, &mut report)?;
         report.seconds = start.elapsed().as_secs_f64();
@@ -307,8 +321,7 @@ impl<P: BufferPolicy> BufferedStore<P> {
     }
 
     fn assemble(
-        cache: PageCache,
-        log: Log,
+        (cache, log, placement): (PageCache, Log, LogPlacement),
         layout: NodeLayout,
         header: StoreHeader,
         policy: P,
@@ -319,6 +332,7 @@ impl<P: BufferPolicy> BufferedStore<P> {
                 scratch: vec![0u8; layout.page_size()],
                 cache,
                 log,
+                placement,
                 layout,
                 header,
                 stats: StoreStats::default(),
@@ -415,7 +429,7 @@ impl<P: BufferPolicy, const D: usize> NodeStore<D> for BufferedStore<P> {
     fn flush(&mut self) -> Result<()> {
         self.core.log.commit()?;
         self.policy.checkpoint(&mut self.core)?;
-        self.core.cache.device_mut().persist()?;
+        self.core.persist_devices()?;
         self.core.save_header()
     }
 
@@ -448,7 +462,14 @@ impl<P: BufferPolicy> StoreControl for BufferedStore<P> {
     }
 
     fn persist_device(&mut self) -> Result<()> {
-        self.core.cache.device_mut().persist()
+        self.core.persist_devices()
+    }
+
+    fn log_device(&self) -> Option<&dyn Device> {
+        match self.core.placement {
+            LogPlacement::Separate { .. } => Some(self.core.log.device()),
+            LogPlacement::Same | LogPlacement::Uncounted => None,
+        }
     }
 
     fn report(&self) -> StoreReport {
@@ -457,11 +478,18 @@ impl<P: BufferPolicy> StoreControl for BufferedStore<P> {
             nodes: self.core.stats,
             pages_in_use: self.core.header.pages_in_use(),
             cache: self.core.cache.stats(),
-            durability: match self.core.log.config().sync {
-                LogSync::EachOp => "each operation (log synced at every commit)".into(),
-                LogSync::Group(n) => format!("groups of {n} operations (log group commit)"),
-                LogSync::None => "checkpoint (log never synced)".into(),
+            durability: match (
+                self.core.placement.durability(),
+                self.core.log.config().sync,
+            ) {
+                (Some(d), _) => d.into(),
+                (None, LogSync::EachOp) => "each operation (log synced at every commit)".into(),
+                (None, LogSync::Group(n)) => {
+                    format!("groups of {n} operations (log group commit)")
+                }
+                (None, LogSync::None) => "checkpoint (log never synced)".into(),
             },
+            log_device: self.core.placement.describe(),
             recovery: self.core.recovery.clone(),
             ..Default::default()
         };

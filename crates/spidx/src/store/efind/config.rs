@@ -8,6 +8,7 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::cache::{CachePolicy, DEFAULT_KIN_PCT, DEFAULT_KOUT_PCT, MAX_KOUT_PCT};
+use crate::store::buffered::placement::LogPlacement;
 use crate::store::log::LogSync;
 use crate::units::{format_size, parse_size};
 use crate::{Error, Result};
@@ -194,6 +195,10 @@ pub struct EfindConfig {
     /// When logged operations reach stable storage: each-op, group:N or none (default each-op).
     #[serde(default)]
     pub log_sync: LogSync,
+    /// Where the log is written: `same` (default), `separate:<device>` or `uncounted`
+    /// (see [`LogPlacement`]).
+    #[serde(default, skip_serializing_if = "LogPlacement::is_same")]
+    pub log_device: LogPlacement,
 }
 
 fn default_read_policy() -> CachePolicy {
@@ -263,6 +268,7 @@ impl EfindConfig {
             flush_policy: default_policy(),
             log_size: None,
             log_sync: LogSync::default(),
+            log_device: LogPlacement::Same,
         }
     }
 

@@ -263,9 +263,18 @@ mod tests {
             log_size: 16 << 20,
             log_sync: LogSync::None,
         };
+        let devs = crate::store::buffered::placement::LogDevices {
+            nodes: mem(1 << 20),
+            log: mem(16 << 20),
+            placement: crate::store::buffered::placement::LogPlacement::Separate {
+                name: "memory".into(),
+                config: Box::new(crate::device::DeviceConfig::Memory(MemoryConfig {
+                    capacity: 16 << 20,
+                })),
+            },
+        };
         FastStore::create(
-            mem(1 << 20),
-            mem(16 << 20),
+            devs,
             &"none".parse::<CacheConfig>().unwrap(),
             layout,
             LogConfig {
