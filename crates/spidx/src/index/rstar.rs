@@ -197,7 +197,10 @@ fn least_overlap<const D: usize>(
         let area = b.area();
         let c = (b.union(mbr).area() - area, area, i);
         s.cands.push(c);
-        if i > 0 {
+        // A larger enlargement (a plain comparison: NaN goes on to `total_cmp`) settles
+        // it at once.
+        let larger = c.0.partial_cmp(&s.cands[least].0) == Some(std::cmp::Ordering::Greater);
+        if i > 0 && !larger {
             match enl_area_cmp(&c, &s.cands[least]) {
                 std::cmp::Ordering::Less => (least, unique) = (i, true),
                 std::cmp::Ordering::Equal => unique = false,
@@ -216,8 +219,31 @@ fn least_overlap<const D: usize>(
     // contains `mbr`. It is among the candidates, its overlap enlargement is 0 (the
     // least possible) and every other candidate has a larger (enlargement, area), so it
     // wins whatever the candidates' order.
-    if unique && boxes(least).contains(mbr) {
-        return least;
+    if unique {
+        let own = boxes(least);
+        if own.contains(mbr) {
+            return least;
+        }
+        // The same entry, when growing it to include `mbr` overlaps no other entry more
+        // than before: it is examined first below and its overlap enlargement, 0, ends
+        // the search. The sum is computed as below, term by term in entry order.
+        let grown = own.union(mbr);
+        let mut delta = 0.0;
+        for j in 0..n {
+            if j != least {
+                let o = boxes(j);
+                let g = grown.overlap(&o);
+                if g != 0.0 {
+                    delta += g - own.overlap(&o);
+                    if delta > 0.0 {
+                        break;
+                    }
+                }
+            }
+        }
+        if delta == 0.0 {
+            return least;
+        }
     }
     s.boxes.clear();
     s.boxes.extend((0..n).map(&boxes));
@@ -342,15 +368,17 @@ fn choose_least_overlap_plain<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p:
 /// MBR; returns them farthest first.
 fn take_farthest<const D: usize>(es: &mut Vec<Entry<D>>, count: usize) -> Vec<Entry<D>> {
     let centre = es.iter().fold(Rect::empty(), |r, e| r.union(&e.mbr));
-    // A stable sort by descending distance, each distance computed once (a stable sort's
-    // result depends only on the keys and the original order).
-    let mut keyed: Vec<(f64, Entry<D>)> = es
+    // The order of a stable sort by descending distance (equal distances in their
+    // original order), each distance computed once, by an unstable sort of (distance,
+    // position).
+    let mut keyed: Vec<(f64, usize)> = es
         .iter()
-        .map(|e| (e.mbr.center_dist2(&centre), *e))
+        .enumerate()
+        .map(|(i, e)| (e.mbr.center_dist2(&centre), i))
         .collect();
-    keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
-    es.clear();
-    es.extend(keyed.iter().map(|k| k.1));
+    keyed.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let old = std::mem::take(es);
+    es.extend(keyed.iter().map(|k| old[k.1]));
     let rest = es.split_off(count.min(es.len()));
     std::mem::replace(es, rest)
 }
