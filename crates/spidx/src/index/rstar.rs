@@ -91,7 +91,13 @@ struct LeastOverlap<const D: usize> {
 impl<const D: usize> ChooseSubtree<D> for LeastOverlap<D> {
     fn choose(&mut self, v: NodeView<'_, D>, level: u32, mbr: &Rect<D>) -> usize {
         if level == 1 {
-            least_overlap(v.len(), |i| v.mbr(i), mbr, self.candidates, &mut self.scratch)
+            least_overlap(
+                v.len(),
+                |i| v.mbr(i),
+                mbr,
+                self.candidates,
+                &mut self.scratch,
+            )
         } else {
             least_enlargement((0..v.len()).map(|i| v.mbr(i)), mbr)
         }
