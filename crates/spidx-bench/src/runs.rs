@@ -35,12 +35,14 @@ pub const SPIDX_VARIANTS: [&str; 4] = [
     "spidx-rstar30",
     "spidx-hilbert",
 ];
-/// The bulk loads: spidx's STR, Hilbert packing and OMT (into an R*-tree 30 %) and
-/// rstar's `RTree::bulk_load` (OMT), compared with each other.
-pub const BULK_VARIANTS: [&str; 4] = [
+/// The bulk loads: spidx's STR, Hilbert packing and OMT (into an R*-tree 30 %), Hilbert
+/// packing of the Hilbert R-tree (its own key order) and rstar's `RTree::bulk_load` (OMT),
+/// compared with each other.
+pub const BULK_VARIANTS: [&str; 5] = [
     "spidx-bulk-str",
     "spidx-bulk-hilbert",
     "spidx-bulk-omt",
+    "spidx-hilbert-bulk",
     "rstar-bulk",
 ];
 /// Variants also run on simulated devices.
@@ -394,17 +396,22 @@ pub fn spidx_kind(variant: &str) -> Option<IndexKind> {
 
 /// The spidx tree variant and bulk load of a bulk-loading implementation's name.
 pub fn spidx_bulk(variant: &str) -> Option<(IndexKind, BulkOptions)> {
-    let method = match variant {
-        "spidx-bulk-str" => BulkMethod::Str,
-        "spidx-bulk-hilbert" => BulkMethod::Hilbert,
-        "spidx-bulk-omt" => BulkMethod::Omt,
+    let rstar = IndexKind::RStar(RStarOptions::default());
+    let (kind, method) = match variant {
+        "spidx-bulk-str" => (rstar, BulkMethod::Str),
+        "spidx-bulk-hilbert" => (rstar, BulkMethod::Hilbert),
+        "spidx-bulk-omt" => (rstar, BulkMethod::Omt),
+        "spidx-hilbert-bulk" => (
+            IndexKind::Hilbert(HilbertOptions::default()),
+            BulkMethod::Hilbert,
+        ),
         _ => return None,
     };
     let opts = BulkOptions {
         method,
         fill: BulkOptions::DEFAULT_FILL,
     };
-    Some((IndexKind::RStar(RStarOptions::default()), opts))
+    Some((kind, opts))
 }
 
 /// Whether a simulated device preset exists in this build (`Err` explains why not).

@@ -41,6 +41,7 @@ fn small_run_matches_and_reports_json() {
             "spidx-bulk-str",
             "spidx-bulk-hilbert",
             "spidx-bulk-omt",
+            "spidx-hilbert-bulk",
             "rstar-bulk"
         ]
     );

@@ -141,11 +141,16 @@ fn every_bulk_method_and_fill_builds_a_sound_tree_that_answers_like_insertion() 
     );
     assert_eq!(answers(h.to_str().unwrap(), &ext), want, "Hilbert R-tree");
     for method in ["str", "hilbert", "omt"] {
-        for (index, fill) in [
+        let mut variants = vec![
             ("rtree", None),
             ("rstar", Some("70")),
             ("rtree", Some("55%")),
-        ] {
+        ];
+        if method == "hilbert" {
+            // The Hilbert R-tree, packed in its own key order.
+            variants.extend([("hilbert", None), ("hilbert", Some("80"))]);
+        }
+        for (index, fill) in variants {
             let out = dir
                 .path()
                 .join(format!("{method}-{index}-{}", fill.unwrap_or("full")));
@@ -211,7 +216,11 @@ fn bad_bulk_values_are_refused_and_leave_nothing_behind() {
         (&["--fill", "70"], "--fill applies to --bulk only"),
         (
             &["--index", "hilbert", "--bulk", "str"],
-            "build it by insertion",
+            "which STR (cutting by coordinates) does not follow; bulk load it by hilbert",
+        ),
+        (
+            &["--index", "hilbert", "--bulk", "omt"],
+            "which OMT (cutting by coordinates) does not follow",
         ),
         (&["--index", "hilbert", "--siblings", "0"], "--siblings"),
         (&["--index", "hilbert", "--extent", "5"], "--extent '5'"),

@@ -3,7 +3,8 @@
 //! every node store (direct, FAST, eFIND), the bulk-loaded tree passes the checker and its
 //! fill check, answers every window and kNN query exactly like the tree built by
 //! one-by-one insertion and like a scan, also after reopening; later inserts, deletes and
-//! updates keep it sound (checker after every operation).
+//! updates keep it sound (checker after every operation). The Hilbert R-tree is bulk loaded
+//! by Hilbert packing in its own key order (STR and OMT are refused for it).
 
 mod stores;
 
@@ -15,15 +16,15 @@ use spidx::cache::CacheConfig;
 use spidx::device::memory::{MemoryConfig, MemoryDevice};
 use spidx::geom::Rect;
 use spidx::index::bulk::{BulkMethod, BulkOptions};
-use spidx::index::{IndexKind, MbrPredicate, RStarOptions, SplitAlgorithm, Tree};
-use spidx::node::{Capacity, LayoutKind, NodeLayout, Occupancy};
+use spidx::index::{HilbertOptions, IndexKind, MbrPredicate, RStarOptions, SplitAlgorithm, Tree};
+use spidx::node::{Capacity, LayoutKind, Occupancy};
 use spidx::store::{AnyStore, StoreConfig};
 use stores::{long_cases, store_configs, PAGE};
 
 type T = Tree<AnyStore, 2>;
 
 fn open_tree(cfg: &StoreConfig, kind: IndexKind, min_fill: f64, dir: &Path, create: bool) -> T {
-    let layout = NodeLayout::new(LayoutKind::Checked, PAGE, 2).unwrap();
+    let layout = kind.layout(LayoutKind::Checked, PAGE, 2).unwrap();
     let occ = Occupancy {
         leaf_min: min_fill,
         internal_min: min_fill,
@@ -191,6 +192,19 @@ fn run(cfg: &StoreConfig, kind: IndexKind, opts: &BulkOptions, min_fill: f64, ob
 
 const METHODS: [BulkMethod; 3] = [BulkMethod::Str, BulkMethod::Hilbert, BulkMethod::Omt];
 
+/// Hilbert R-trees: the default (bit-pattern grid, 32 bits per axis, s = 2), and a coarse
+/// grid over an extent (many equal keys) with s = 3.
+fn hilbert_kinds() -> [IndexKind; 2] {
+    [
+        IndexKind::Hilbert(HilbertOptions::default()),
+        IndexKind::Hilbert(HilbertOptions {
+            order: Some(3),
+            siblings: 3,
+            extent: Some([0.0, 1040.0]),
+        }),
+    ]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: long_cases(8, 64), ..ProptestConfig::default() })]
 
@@ -209,6 +223,22 @@ proptest! {
         for (i, cfg) in store_configs().iter().enumerate() {
             let opts = BulkOptions { method: METHODS[i % 3], fill: f64::from(fill) / 100.0 };
             run(cfg, kinds()[(i / 3) % 3], &opts, min_fill, &objs);
+        }
+    }
+
+    /// The Hilbert R-tree packed by Hilbert packing in its own key order, under every
+    /// store, with the same fill factors.
+    #[test]
+    fn bulk_loaded_hilbert_trees_answer_like_one_by_one_trees(
+        objs in prop::collection::vec(rect(), 0..700),
+        fill_raw in 0u32..=100,
+        low_min in any::<bool>(),
+    ) {
+        let (min_fill, lo) = if low_min { (0.3, 35) } else { (0.5, 55) };
+        let fill = lo + fill_raw % (101 - lo);
+        for (i, cfg) in store_configs().iter().enumerate() {
+            let opts = BulkOptions { method: BulkMethod::Hilbert, fill: f64::from(fill) / 100.0 };
+            run(cfg, hilbert_kinds()[i % 2], &opts, min_fill, &objs);
         }
     }
 }
@@ -238,6 +268,44 @@ fn every_method_with_every_variant_on_many_objects() {
             }
         }
     }
+    for kind in hilbert_kinds() {
+        for fill in [0.6, 1.0] {
+            let opts = BulkOptions {
+                method: BulkMethod::Hilbert,
+                fill,
+            };
+            run(&StoreConfig::direct(), kind, &opts, 0.5, &objs);
+        }
+    }
+}
+
+#[test]
+fn a_hilbert_tree_refuses_str_and_omt_and_stays_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = hilbert_kinds()[0];
+    let mut t = open_tree(&StoreConfig::direct(), kind, 0.5, dir.path(), true);
+    let objs = vec![(Rect::point([1.0, 1.0]), 1), (Rect::point([5.0, 2.0]), 2)];
+    for (method, name) in [(BulkMethod::Str, "STR"), (BulkMethod::Omt, "OMT")] {
+        let e = t
+            .bulk_load(objs.clone(), &BulkOptions { method, fill: 1.0 })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!(
+                "which {name} (cutting by coordinates) does not follow"
+            )) && e.contains("bulk load it by hilbert"),
+            "{e}"
+        );
+        let rep = t.check().unwrap();
+        assert!(rep.ok() && rep.leaf_entries == 0, "{:?}", rep.violations);
+    }
+    let opts = BulkOptions {
+        method: BulkMethod::Hilbert,
+        fill: 1.0,
+    };
+    t.bulk_load(objs, &opts).unwrap();
+    let rep = t.check_bulk(&opts).unwrap();
+    assert!(rep.ok() && rep.leaf_entries == 2, "{:?}", rep.violations);
 }
 
 #[test]

@@ -16,7 +16,8 @@
 //! node; `rstar` (insert one by one, `locate_in_envelope_intersecting`); SQLite (bundled)
 //! R*Tree virtual table in an in-memory database, inserts in one transaction with a prepared
 //! statement. Bulk loads (the build is one bulk load): spidx STR, Hilbert packing and OMT
-//! into an R*-tree, and `rstar::RTree::bulk_load`, compared with each other. Simulated runs: spidx R-tree linear and R*-tree 30 % on the `hdd-7200` preset
+//! into an R*-tree, Hilbert packing of the Hilbert R-tree (`spidx-hilbert-bulk`), and
+//! `rstar::RTree::bulk_load`, compared with each other. Simulated runs: spidx R-tree linear and R*-tree 30 % on the `hdd-7200` preset
 //! (and `ssd-v300` where this build has it) behind a small LRU buffer, with the device's
 //! modelled time and request counts.
 

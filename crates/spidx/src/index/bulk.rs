@@ -9,6 +9,11 @@
 //! * **Hilbert packing** (Kamel and Faloutsos 1993): the objects sorted by the Hilbert
 //!   value of their centres (grid of [`HILBERT_ORDER`] bits per axis over the data's
 //!   extent) are cut into leaves; every upper level packs the nodes below in their order.
+//!   A variant that orders its entries by its own key (the Hilbert R-tree) is packed by
+//!   that key instead (its own grid and order), every internal entry holding the largest
+//!   key below it (the LHV), so the result is exactly a Hilbert R-tree that its own
+//!   inserts and deletes maintain; STR and OMT, which cut by coordinates, are refused for
+//!   it.
 //! * **OMT** (Lee and Lee 2003, Overlap Minimising Top-down): the tree's height is fixed
 //!   first; each node's entries are partitioned top-down into as many subtrees as a
 //!   full-to-the-fill-factor subtree needs, by slabs along each axis in turn (as rstar's
@@ -28,7 +33,7 @@ use super::curve::HilbertGrid;
 use super::strategy::mbr_of;
 use super::{CheckReport, Tree};
 use crate::geom::Rect;
-use crate::node::{Capacity, Entry, LayoutKind};
+use crate::node::{aux_max, Capacity, Entry, LayoutKind};
 use crate::store::{NodeStore, TreeMeta};
 use crate::{Error, Result};
 
@@ -151,12 +156,17 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 "the tree already holds objects; bulk loading builds a new tree",
             ));
         }
-        if self.strategy.choose.orders_by_key() {
+        // A variant that orders its entries by its own key (the Hilbert R-tree) is packed
+        // in that order: Hilbert packing on the tree's own curve and grid. STR and OMT
+        // cut by coordinates and would break that order, so they are refused.
+        let keyed = self.strategy.choose.orders_by_key();
+        if keyed && opts.method != BulkMethod::Hilbert {
             return Err(Error::invalid(
                 "bulk load",
                 format!(
-                    "{} keeps its entries in the order of its own key, which STR, Hilbert packing and OMT do not follow; build it by insertion",
-                    self.kind.label()
+                    "{} keeps its entries in the order of its own Hilbert key, which {} (cutting by coordinates) does not follow; bulk load it by hilbert (packing in the tree's own key order) or build it by insertion",
+                    self.kind.label(),
+                    opts.method.name().to_uppercase()
                 ),
             ));
         }
@@ -170,7 +180,8 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                     format!("{id} does not fit the seed layout's 32-bit pointers"),
                 ));
             }
-            entries.push(Entry::new(mbr, id));
+            let aux = self.strategy.choose.object_key(&mbr);
+            entries.push(Entry { mbr, ptr: id, aux });
         }
         let n = entries.len() as u64;
         let mut report = BulkReport::default();
@@ -180,6 +191,11 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         let target = |level: u32| if level == 0 { t.leaf } else { t.internal };
         let mut plan = match opts.method {
             BulkMethod::Omt => Some(omt_plan(&mut entries, &self.cap, t)),
+            BulkMethod::Hilbert if keyed => {
+                // The tree's own keys (ties in the given order).
+                entries.sort_by_key(|e| e.aux);
+                None
+            }
             BulkMethod::Hilbert => {
                 let grid = HilbertGrid::new(HILBERT_ORDER.min(128 / D as u32), &mbr_of(&entries))?;
                 let mut keyed: Vec<(u128, Entry<D>)> =
@@ -208,7 +224,12 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 let id = self.store.create(level, group)?;
                 self.note_write(level);
                 self.store.end_operation()?;
-                parents.push(Entry::new(mbr_of(group), id));
+                // The largest key below (the LHV of a Hilbert R-tree; 0 without keys).
+                parents.push(Entry {
+                    mbr: mbr_of(group),
+                    ptr: id,
+                    aux: aux_max(group),
+                });
             }
             report.nodes_per_level.push(sizes.len() as u64);
             if parents.len() == 1 {

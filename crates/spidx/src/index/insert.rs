@@ -100,7 +100,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             ));
         }
         let root = self.meta.root;
-        if let Outcome::Overflow(node) = self.insert_rec(root, root_level, e, level, ctx)? {
+        if let Outcome::Overflow(node) = self.insert_rec(root, root_level, None, e, level, ctx)? {
             let mut parent = vec![Entry {
                 mbr: node.mbr(),
                 ptr: root,
@@ -143,17 +143,23 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         overflow.treat(self, at, ctx)
     }
 
-    /// Inserts `e` into the subtree of node `id` (at `level`), at `target`.
+    /// Inserts `e` into the subtree of node `id` (at `level`), at `target`. `known` is the
+    /// node's entry in its parent (`None` for the root): its box and key are the node's
+    /// MBR and largest key (the tree keeps them tight, [`Tree::check`] verifies it).
     ///
     /// The node is read once and kept as a page image (not decoded) while the insertion
     /// goes down: the subtree choice, the new MBR and the entry-level change are computed
     /// on the page; the entries are decoded only when a child or the node overflows.
     /// (Nothing below a node changes the node itself during the descent, so the image
-    /// stays current.)
+    /// stays current.) The node's new MBR comes from `known` when the entry only grows
+    /// (min and max are exact, so the union with the parent's box equals the fold over
+    /// the entries); only the root, and a node whose child shrank (forced reinsertion),
+    /// fold their entries.
     fn insert_rec(
         &mut self,
         id: PageId,
         level: u32,
+        known: Option<(Rect<D>, u64)>,
         e: Entry<D>,
         target: u32,
         ctx: &mut InsertCtx<D>,
@@ -167,7 +173,10 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                     node.entries.push(e);
                     Err(node)
                 } else {
-                    Ok((v.mbr_all().union(&e.mbr), v.aux_max().max(e.aux)))
+                    Ok(match known {
+                        Some((mbr, aux)) => (mbr.union(&e.mbr), aux.max(e.aux)),
+                        None => (v.mbr_all().union(&e.mbr), v.aux_max().max(e.aux)),
+                    })
                 }
             })?;
             return match full {
@@ -191,7 +200,14 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             .choose
             .choose_entry(page.view::<D>(), level, &e);
         let child = page.view::<D>().entry(i);
-        let (m, a) = match self.insert_rec(child.ptr, level - 1, e, target, ctx)? {
+        let (m, a) = match self.insert_rec(
+            child.ptr,
+            level - 1,
+            Some((child.mbr, child.aux)),
+            e,
+            target,
+            ctx,
+        )? {
             Outcome::Unchanged => return Ok(Outcome::Unchanged),
             Outcome::Changed(m, a) => (m, a),
             Outcome::Overflow(node) => {
@@ -215,24 +231,31 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         if m == child.mbr && a == child.aux {
             return Ok(Outcome::Unchanged);
         }
-        // The node's MBR with entry `i`'s box replaced by `m` (entries in order, as
-        // `Node::mbr` folds them).
-        let v = page.view::<D>();
-        let mut mbr = Rect::empty();
-        for j in 0..v.len() {
-            if j == i {
-                mbr.expand(&m);
-            } else {
-                mbr.expand(&v.mbr(j));
+        let (mbr, aux) = match known {
+            // The child only grew: the node grows by the same union.
+            Some((k, ka)) if m.contains(&child.mbr) && a >= child.aux => (k.union(&m), ka.max(a)),
+            _ => {
+                // The node's MBR with entry `i`'s box replaced by `m` (entries in order,
+                // as `Node::mbr` folds them).
+                let v = page.view::<D>();
+                let mut mbr = Rect::empty();
+                for j in 0..v.len() {
+                    if j == i {
+                        mbr.expand(&m);
+                    } else {
+                        mbr.expand(&v.mbr(j));
+                    }
+                }
+                let aux = if a == 0 && child.aux == 0 {
+                    v.aux_max() // 0 for layouts without keys, without a scan
+                } else {
+                    (0..v.len())
+                        .map(|j| if j == i { a } else { v.aux(j) })
+                        .max()
+                        .unwrap_or(0)
+                };
+                (mbr, aux)
             }
-        }
-        let aux = if a == 0 && child.aux == 0 {
-            v.aux_max() // 0 for layouts without keys, without a scan
-        } else {
-            (0..v.len())
-                .map(|j| if j == i { a } else { v.aux(j) })
-                .max()
-                .unwrap_or(0)
         };
         drop(page);
         let set = NodeChange::Set {

@@ -74,7 +74,7 @@ pub(crate) fn strategy<const D: usize>(o: &RStarOptions) -> Strategy<D> {
     Strategy {
         choose: Box::new(LeastOverlap {
             candidates: o.candidates,
-            scratch: Vec::new(),
+            scratch: Scratch::default(),
         }),
         overflow: Arc::new(ForcedReinsert(*o)),
         underflow: Arc::new(CondenseReinsert),
@@ -84,16 +84,20 @@ pub(crate) fn strategy<const D: usize>(o: &RStarOptions) -> Strategy<D> {
 /// The R*-tree's subtree choice (see the module documentation).
 struct LeastOverlap<const D: usize> {
     candidates: usize,
-    /// Decoded entries of the node, kept between calls to save allocations.
-    scratch: Vec<Entry<D>>,
+    /// Buffers of [`least_overlap`], kept between calls to save allocations.
+    scratch: Scratch<D>,
 }
 
 impl<const D: usize> ChooseSubtree<D> for LeastOverlap<D> {
     fn choose(&mut self, v: NodeView<'_, D>, level: u32, mbr: &Rect<D>) -> usize {
         if level == 1 {
-            self.scratch.clear();
-            self.scratch.extend((0..v.len()).map(|i| v.entry(i)));
-            choose_least_overlap(&self.scratch, mbr, self.candidates)
+            least_overlap(
+                v.len(),
+                |i| v.mbr(i),
+                mbr,
+                self.candidates,
+                &mut self.scratch,
+            )
         } else {
             least_enlargement((0..v.len()).map(|i| v.mbr(i)), mbr)
         }
@@ -136,9 +140,37 @@ impl<const D: usize> OverflowTreatment<D> for ForcedReinsert {
     }
 }
 
-/// The R*-tree's choice above the leaves: least overlap enlargement among the `p` entries
-/// of least area enlargement (ties: least area enlargement, then smallest area, then the
-/// first candidate in the order [`least_overlap_candidates`] leaves them).
+/// The R*-tree's choice above the leaves over the entries of a slice (see
+/// [`least_overlap`]).
+#[cfg(test)]
+fn choose_least_overlap<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p: usize) -> usize {
+    least_overlap(es.len(), |i| es[i].mbr, mbr, p, &mut Scratch::default())
+}
+
+/// Buffers of [`least_overlap`].
+struct Scratch<const D: usize> {
+    /// The entries' boxes, read when the quick answer does not apply.
+    boxes: Vec<Rect<D>>,
+    /// (area enlargement, area, entry index) of every entry.
+    cands: Vec<(f64, f64, usize)>,
+    /// The candidates in the order they are examined.
+    order: Vec<(f64, f64, usize, usize)>,
+}
+
+impl<const D: usize> Default for Scratch<D> {
+    fn default() -> Self {
+        Scratch {
+            boxes: Vec::new(),
+            cands: Vec::new(),
+            order: Vec::new(),
+        }
+    }
+}
+
+/// The R*-tree's choice above the leaves among the `n` entries whose boxes `boxes(i)`
+/// gives: least overlap enlargement among the `p` entries of least area enlargement
+/// (ties: least area enlargement, then smallest area, then the first candidate in the
+/// order [`least_overlap_candidates`] leaves them).
 ///
 /// This gives exactly the answer of the plain algorithm ([`choose_least_overlap_plain`],
 /// which computes every candidate's overlap enlargement in full) but prunes: the
@@ -147,48 +179,102 @@ impl<const D: usize> OverflowTreatment<D> for ForcedReinsert {
 /// is >= 0, so its computation stops as soon as it reaches the best one, and nothing can
 /// beat an overlap enlargement of 0. When areas are so large that the sums could overflow
 /// (non-finite values would compare differently), the plain algorithm runs instead.
-fn choose_least_overlap<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p: usize) -> usize {
-    let mut cands = enlargements(es, mbr);
-    let bound = es.iter().fold(*mbr, |r, e| r.union(&e.mbr)).area() * (es.len() as f64 + 1.0);
+/// The boxes are read once for the enlargements and copied out only when the common case
+/// below does not answer (so a node page is scanned in place).
+fn least_overlap<const D: usize>(
+    n: usize,
+    boxes: impl Fn(usize) -> Rect<D>,
+    mbr: &Rect<D>,
+    p: usize,
+    s: &mut Scratch<D>,
+) -> usize {
+    if n == 0 {
+        return 0;
+    }
+    // The enlargements, the union of every box with `mbr` (for the overflow bound) and
+    // the entry of least (enlargement, area), in one pass.
+    s.cands.clear();
+    let mut all = *mbr;
+    let mut least = 0;
+    let mut unique = true;
+    for i in 0..n {
+        let b = boxes(i);
+        all.expand(&b);
+        let area = b.area();
+        let c = (b.union(mbr).area() - area, area, i);
+        s.cands.push(c);
+        // A larger enlargement (a plain comparison: NaN goes on to `total_cmp`) settles
+        // it at once.
+        let larger = c.0.partial_cmp(&s.cands[least].0) == Some(std::cmp::Ordering::Greater);
+        if i > 0 && !larger {
+            match enl_area_cmp(&c, &s.cands[least]) {
+                std::cmp::Ordering::Less => (least, unique) = (i, true),
+                std::cmp::Ordering::Equal => unique = false,
+                std::cmp::Ordering::Greater => {}
+            }
+        }
+    }
+    let bound = all.area() * (n as f64 + 1.0);
     if !bound.is_finite() {
-        keep_least(&mut cands, p);
-        return pick_least_overlap(es, mbr, &cands);
+        s.boxes.clear();
+        s.boxes.extend((0..n).map(&boxes));
+        keep_least(&mut s.cands, p);
+        return pick_least_overlap(&s.boxes, mbr, &s.cands);
     }
     // The common case: the entry of least (enlargement, area) is unique and already
     // contains `mbr`. It is among the candidates, its overlap enlargement is 0 (the
     // least possible) and every other candidate has a larger (enlargement, area), so it
     // wins whatever the candidates' order.
-    let mut least = 0;
-    let mut unique = true;
-    for k in 1..cands.len() {
-        match enl_area_cmp(&cands[k], &cands[least]) {
-            std::cmp::Ordering::Less => (least, unique) = (k, true),
-            std::cmp::Ordering::Equal => unique = false,
-            std::cmp::Ordering::Greater => {}
+    if unique {
+        let own = boxes(least);
+        if own.contains(mbr) {
+            return least;
+        }
+        // The same entry, when growing it to include `mbr` overlaps no other entry more
+        // than before: it is examined first below and its overlap enlargement, 0, ends
+        // the search. The sum is computed as below, term by term in entry order.
+        let grown = own.union(mbr);
+        let mut delta = 0.0;
+        for j in 0..n {
+            if j != least {
+                let o = boxes(j);
+                let g = grown.overlap(&o);
+                if g != 0.0 {
+                    delta += g - own.overlap(&o);
+                    if delta > 0.0 {
+                        break;
+                    }
+                }
+            }
+        }
+        if delta == 0.0 {
+            return least;
         }
     }
-    if unique && es[cands[least].2].mbr.contains(mbr) {
-        return cands[least].2;
-    }
-    keep_least(&mut cands, p);
-    let mut order: Vec<(f64, f64, usize, usize)> = cands
-        .iter()
-        .enumerate()
-        .map(|(k, &(enl, area, i))| (enl, area, k, i))
-        .collect();
-    order.sort_unstable_by(|a, b| {
+    s.boxes.clear();
+    s.boxes.extend((0..n).map(&boxes));
+    keep_least(&mut s.cands, p);
+    s.order.clear();
+    s.order.extend(
+        s.cands
+            .iter()
+            .enumerate()
+            .map(|(k, &(enl, area, i))| (enl, area, k, i)),
+    );
+    s.order.sort_unstable_by(|a, b| {
         a.0.total_cmp(&b.0)
             .then(a.1.total_cmp(&b.1))
             .then(a.2.cmp(&b.2))
     });
+    let es = &s.boxes;
     let mut best: Option<(f64, usize)> = None;
-    for &(_, _, _, i) in &order {
+    for &(_, _, _, i) in &s.order {
         let limit = match best {
             Some((0.0, _)) => break,
             Some((d, _)) => d,
             None => f64::INFINITY,
         };
-        let own = es[i].mbr;
+        let own = es[i];
         let grown = own.union(mbr);
         // delta = sum over the other entries o of overlap(grown, o) - overlap(own, o);
         // every term is >= +0 (own lies inside grown), and a term is +0 whenever grown
@@ -199,9 +285,9 @@ fn choose_least_overlap<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p: usize
                 if j == i {
                     continue;
                 }
-                let g = grown.overlap(&o.mbr);
+                let g = grown.overlap(o);
                 if g != 0.0 {
-                    delta += g - own.overlap(&o.mbr);
+                    delta += g - own.overlap(o);
                     if delta >= limit {
                         break;
                     }
@@ -229,6 +315,7 @@ fn least_overlap_candidates<const D: usize>(
 }
 
 /// (area enlargement to include `mbr`, area, index) of every entry.
+#[cfg(test)]
 fn enlargements<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>) -> Vec<(f64, f64, usize)> {
     es.iter()
         .enumerate()
@@ -254,17 +341,17 @@ fn keep_least(cands: &mut Vec<(f64, f64, usize)>, p: usize) {
 /// The plain R*-tree choice over the candidates: every candidate's overlap enlargement in
 /// full, the least (delta, enlargement, area) winning, the first one on ties.
 fn pick_least_overlap<const D: usize>(
-    es: &[Entry<D>],
+    es: &[Rect<D>],
     mbr: &Rect<D>,
     cands: &[(f64, f64, usize)],
 ) -> usize {
     let mut best = (f64::INFINITY, f64::INFINITY, f64::INFINITY, 0);
     for &(enl, area, i) in cands {
-        let grown = es[i].mbr.union(mbr);
+        let grown = es[i].union(mbr);
         let mut delta = 0.0;
         for (j, o) in es.iter().enumerate() {
             if j != i {
-                delta += grown.overlap(&o.mbr) - es[i].mbr.overlap(&o.mbr);
+                delta += grown.overlap(o) - es[i].overlap(o);
             }
         }
         let key = (delta, enl, area);
@@ -279,22 +366,25 @@ fn pick_least_overlap<const D: usize>(
 /// [`choose_least_overlap`]).
 #[cfg(test)]
 fn choose_least_overlap_plain<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p: usize) -> usize {
-    pick_least_overlap(es, mbr, &least_overlap_candidates(es, mbr, p))
+    let boxes: Vec<Rect<D>> = es.iter().map(|e| e.mbr).collect();
+    pick_least_overlap(&boxes, mbr, &least_overlap_candidates(es, mbr, p))
 }
 
 /// Removes the `count` entries whose centres are farthest from the centre of the node's
 /// MBR; returns them farthest first.
 fn take_farthest<const D: usize>(es: &mut Vec<Entry<D>>, count: usize) -> Vec<Entry<D>> {
     let centre = es.iter().fold(Rect::empty(), |r, e| r.union(&e.mbr));
-    // A stable sort by descending distance, each distance computed once (a stable sort's
-    // result depends only on the keys and the original order).
-    let mut keyed: Vec<(f64, Entry<D>)> = es
+    // The order of a stable sort by descending distance (equal distances in their
+    // original order), each distance computed once, by an unstable sort of (distance,
+    // position).
+    let mut keyed: Vec<(f64, usize)> = es
         .iter()
-        .map(|e| (e.mbr.center_dist2(&centre), *e))
+        .enumerate()
+        .map(|(i, e)| (e.mbr.center_dist2(&centre), i))
         .collect();
-    keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
-    es.clear();
-    es.extend(keyed.iter().map(|k| k.1));
+    keyed.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let old = std::mem::take(es);
+    es.extend(keyed.iter().map(|k| old[k.1]));
     let rest = es.split_off(count.min(es.len()));
     std::mem::replace(es, rest)
 }

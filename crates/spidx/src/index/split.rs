@@ -359,20 +359,11 @@ fn rstar<const D: usize>(es: Vec<Entry<D>>, min: usize) -> (Vec<Entry<D>>, Vec<E
     for d in 0..D {
         let mut margin = 0.0;
         for upper in [false, true] {
-            let mut s = es.clone();
-            if upper {
-                s.sort_by(|a, b| {
-                    a.mbr.max[d]
-                        .total_cmp(&b.mbr.max[d])
-                        .then(a.mbr.min[d].total_cmp(&b.mbr.min[d]))
-                });
+            let s = if upper {
+                sorted_by_keys(&es, |e| (e.mbr.max[d], e.mbr.min[d]))
             } else {
-                s.sort_by(|a, b| {
-                    a.mbr.min[d]
-                        .total_cmp(&b.mbr.min[d])
-                        .then(a.mbr.max[d].total_cmp(&b.mbr.max[d]))
-                });
-            }
+                sorted_by_keys(&es, |e| (e.mbr.min[d], e.mbr.max[d]))
+            };
             fill_prefix_suffix(&s, &mut prefix, &mut suffix);
             for k in 1..=ks {
                 let cut = min - 1 + k;
@@ -401,6 +392,29 @@ fn rstar<const D: usize>(es: Vec<Entry<D>>, min: usize) -> (Vec<Entry<D>>, Vec<E
     let mut s = std::mem::take(&mut sorted[2 * d + best.2]);
     let g2 = s.split_off(best.3);
     (s, g2)
+}
+
+/// `es` sorted by `key` (compared with `total_cmp`), equal keys in their order in `es`:
+/// what a stable sort gives, by an unstable sort of the keys and positions (no merge
+/// buffer, the entries moved once).
+fn sorted_by_keys<const D: usize>(
+    es: &[Entry<D>],
+    key: impl Fn(&Entry<D>) -> (f64, f64),
+) -> Vec<Entry<D>> {
+    let mut keyed: Vec<(f64, f64, usize)> = es
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let (a, b) = key(e);
+            (a, b, i)
+        })
+        .collect();
+    keyed.sort_unstable_by(|x, y| {
+        x.0.total_cmp(&y.0)
+            .then(x.1.total_cmp(&y.1))
+            .then(x.2.cmp(&y.2))
+    });
+    keyed.iter().map(|k| es[k.2]).collect()
 }
 
 fn fill_prefix_suffix<const D: usize>(

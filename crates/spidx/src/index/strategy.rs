@@ -63,7 +63,8 @@ pub trait ChooseSubtree<const D: usize>: Send {
     }
 
     /// Whether the variant keeps its entries ordered by their auxiliary key (then the
-    /// checker verifies that order, and bulk loads that would break it are refused).
+    /// checker verifies that order, Hilbert packing sorts by that key, and the bulk loads
+    /// that would break it, STR and OMT, are refused).
     fn orders_by_key(&self) -> bool {
         false
     }
