@@ -324,7 +324,8 @@ fn refused_options_name_the_problem() {
         .unwrap()
         .to_string();
     assert!(s.contains("min fill"), "{s}");
-    // Bulk loading would break the Hilbert order: refused, nothing written.
+    // A bulk load that cuts by coordinates would break the Hilbert order: refused,
+    // nothing written (Hilbert packing is the tree's own order: tests/bulk_props.rs).
     let d2 = tempfile::tempdir().unwrap();
     let mut t = open_tree::<2>(
         &StoreConfig::direct(),
@@ -343,13 +344,13 @@ fn refused_options_name_the_problem() {
         .bulk_load(
             objs,
             &BulkOptions {
-                method: BulkMethod::Hilbert,
+                method: BulkMethod::Str,
                 fill: 1.0,
             },
         )
         .unwrap_err()
         .to_string();
-    assert!(s.contains("build it by insertion"), "{s}");
+    assert!(s.contains("STR (cutting by coordinates)"), "{s}");
     assert_eq!(t.meta().objects, 0);
     assert!(t.check().unwrap().ok());
 }
