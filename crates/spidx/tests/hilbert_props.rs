@@ -7,6 +7,7 @@
 //! options the variant refuses.
 
 mod stores;
+use stores::check_queries;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,7 +17,7 @@ use spidx::cache::CacheConfig;
 use spidx::device::memory::{MemoryConfig, MemoryDevice};
 use spidx::geom::Rect;
 use spidx::index::bulk::{BulkMethod, BulkOptions};
-use spidx::index::{HilbertOptions, IndexKind, MbrPredicate, Tree};
+use spidx::index::{HilbertOptions, IndexKind, Tree};
 use spidx::node::{Capacity, LayoutKind, NodeLayout, Occupancy};
 use spidx::store::{AnyStore, StoreConfig};
 use stores::{long_cases, store_configs, PAGE};
@@ -84,36 +85,6 @@ fn op<const D: usize>() -> impl Strategy<Value = Op<D>> {
         }),
         1 => (prop::array::uniform::<_, D>(0.0..1000.0f64), 1usize..15).prop_map(|(p, k)| Op::Knn(p, k)),
     ]
-}
-
-fn check_queries<const D: usize>(
-    t: &mut Tree<AnyStore, D>,
-    live: &BTreeMap<u64, Rect<D>>,
-    q: &Rect<D>,
-) {
-    for pred in [
-        MbrPredicate::Intersects,
-        MbrPredicate::Within,
-        MbrPredicate::Contains,
-        MbrPredicate::Equals,
-        MbrPredicate::All,
-    ] {
-        let mut got = Vec::new();
-        t.search(pred, q, |e| got.push(e.ptr)).unwrap();
-        got.sort();
-        let want: Vec<u64> = live
-            .iter()
-            .filter(|(_, r)| match pred {
-                MbrPredicate::Intersects => r.intersects(q),
-                MbrPredicate::Within => q.contains(r),
-                MbrPredicate::Contains => r.contains(q),
-                MbrPredicate::Equals => *r == q,
-                MbrPredicate::All => true,
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        assert_eq!(got, want, "{pred:?} {q:?}");
-    }
 }
 
 fn check_knn<const D: usize>(

@@ -2,6 +2,9 @@
 //! deletes and updates; after every step the checker must pass, and every query kind must
 //! return exactly what a scan of the live objects returns, also after reopening.
 
+mod stores;
+use stores::check_queries;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -129,32 +132,6 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0.0..1000.0f64, 0.0..1000.0f64, 0.0..300.0f64).prop_map(|(x, y, s)| Op::Window(Rect { min: [x, y], max: [x + s, y + s] })),
         1 => (0.0..1000.0f64, 0.0..1000.0f64, 1usize..20).prop_map(|(x, y, k)| Op::Knn([x, y], k)),
     ]
-}
-
-fn check_queries(t: &mut T, live: &BTreeMap<u64, Rect<2>>, q: &Rect<2>) {
-    for pred in [
-        MbrPredicate::Intersects,
-        MbrPredicate::Within,
-        MbrPredicate::Contains,
-        MbrPredicate::Equals,
-        MbrPredicate::All,
-    ] {
-        let mut got = Vec::new();
-        t.search(pred, q, |e| got.push(e.ptr)).unwrap();
-        got.sort();
-        let want: Vec<u64> = live
-            .iter()
-            .filter(|(_, r)| match pred {
-                MbrPredicate::Intersects => r.intersects(q),
-                MbrPredicate::Within => q.contains(r),
-                MbrPredicate::Contains => r.contains(q),
-                MbrPredicate::Equals => *r == q,
-                MbrPredicate::All => true,
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        assert_eq!(got, want, "{pred:?} {q:?}");
-    }
 }
 
 fn check_knn(t: &mut T, live: &BTreeMap<u64, Rect<2>>, p: [f64; 2], k: usize) {
