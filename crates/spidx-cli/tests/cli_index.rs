@@ -148,7 +148,7 @@ fn build_query_check_match_brute_force() {
                 let qg = geo::Geometry::Rect(q);
                 let mut want: Vec<u64> = recs
                     .iter()
-                    .filter(|r| p.eval(&r.geometry, &qg))
+                    .filter(|r| p.eval(&r.geometry, &qg).unwrap())
                     .map(|r| r.id)
                     .collect();
                 want.sort();
@@ -190,7 +190,7 @@ fn build_query_check_match_brute_force() {
         let pt = geo::Geometry::Point(geo::Point::new(c.x, c.y));
         let mut want: Vec<u64> = recs
             .iter()
-            .filter(|o| Predicate::Intersects.eval(&o.geometry, &pt))
+            .filter(|o| Predicate::Intersects.eval(&o.geometry, &pt).unwrap())
             .map(|o| o.id)
             .collect();
         want.sort();

@@ -110,6 +110,14 @@ queries = 10
 kind = "range"
 area = "1%"
 queries = 10
+[[workload]]
+kind = "knn"
+name = "knn"
+k = 5
+queries = 10
+streams = [1, 4]
+instances = "shared"
+memory = "256KB"
 "#,
     )
     .unwrap();
@@ -137,6 +145,20 @@ queries = 10
         .assert()
         .success();
     let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
+    // The stream workload's rows come back together: one table row per stream count and
+    // run (2 × 12), and its latency and throughput charts.
+    assert!(html.contains("knn: latency against concurrent streams"));
+    let streams = html
+        .split("knn: latency against concurrent streams")
+        .nth(1)
+        .unwrap();
+    let streams = streams.split("</section>").next().unwrap();
+    assert_eq!(streams.matches("<tr><td>").count(), 2 * 12, "{streams}");
+    // 12 series are more than the palette's colours: one panel per device.
+    for d in ["ssd-v300", "hdd-7200"] {
+        assert!(streams.contains(&format!("knn on {d}: mean latency per query")));
+        assert!(streams.contains(&format!("knn on {d}: throughput")));
+    }
 
     let (charts, problems) = check(&browser, dir.path(), "check.html", &html);
     // Per device: construction 1 elapsed + 1 CPU/device + reads + writes (+ erases on the

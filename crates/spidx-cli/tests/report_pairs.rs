@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{json_of, spidx};
+use common::{export_rows, json_of, num, spidx, ExportRow};
 
 /// As the report writes it: empty when B is zero.
 fn gain(a: f64, b: f64) -> String {
@@ -82,33 +82,21 @@ queries = 5
     assert!(html.contains("Gains of each flash-aware store over its plain tree"));
 
     // Every FAST run × workload, paired by hand with the plain run of the same tree and page.
-    let csv = spidx()
-        .args(["results", "export", "--format", "csv", "--results", db])
-        .output()
-        .unwrap();
-    assert!(csv.status.success());
-    let mut rdr = csv::Reader::from_reader(&csv.stdout[..]);
-    let header: Vec<String> = rdr.headers().unwrap().iter().map(String::from).collect();
-    let col = |n: &str| header.iter().position(|h| h == n).unwrap();
-    let rows: Vec<Vec<String>> = rdr
-        .records()
-        .map(|r| r.unwrap().iter().map(String::from).collect())
-        .collect();
-    let num = |r: &Vec<String>, n: &str| r[col(n)].parse::<f64>().unwrap_or(0.0);
-    let key = |r: &Vec<String>| {
+    let rows = export_rows(db);
+    let key = |r: &ExportRow| {
         (
-            r[col("index_label")].clone(),
-            r[col("page_size")].clone(),
-            r[col("workload")].clone(),
+            r["index_label"].clone(),
+            r["page_size"].clone(),
+            r["workload"].clone(),
         )
     };
     let plain: HashMap<_, _> = rows
         .iter()
-        .filter(|r| r[col("store_kind")] == "direct")
+        .filter(|r| r["store_kind"] == "direct")
         .map(|r| (key(r), r))
         .collect();
     let mut checked = 0;
-    for a in rows.iter().filter(|r| r[col("store_kind")] != "direct") {
+    for a in rows.iter().filter(|r| r["store_kind"] != "direct") {
         let b = plain[&key(a)];
         let row = format!(
             "<td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",

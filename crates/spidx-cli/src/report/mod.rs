@@ -5,15 +5,20 @@
 //! with its min/median/max, CPU vs device and filter vs refinement splits, device
 //! operations, tree shapes, answer counts and selectivity, notes derived from the metrics,
 //! the best configuration and the gains over a baseline, (time_B − time_A) / time_B, and
-//! the gains of each flash-aware store over its plain tree (`pairs`).
+//! the gains of each flash-aware store over its plain tree (`pairs`), and, when two devices
+//! ran the same configurations, how one's counts rank them against the other's times
+//! (`correlation`); concurrent query streams get latency and throughput against the number
+//! of streams (`streams`).
 //!
 //! Layers: reads the results database (`data`), draws charts (`svg`), writes HTML
 //! (`page`); it never runs anything.
 
+mod correlation;
 mod data;
 mod notes;
 mod page;
 mod pairs;
+mod streams;
 mod svg;
 
 use std::path::PathBuf;

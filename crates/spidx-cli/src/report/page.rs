@@ -31,7 +31,7 @@ pub(super) fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn slug(parts: &[&str]) -> String {
+pub(super) fn slug(parts: &[&str]) -> String {
     parts
         .iter()
         .map(|p| {
@@ -138,11 +138,16 @@ impl Page {
         for wl in w.workloads.clone() {
             w.workload(&wl);
         }
+        let (streams, charts) = super::streams::section(data, &w.workloads);
+        w.html.push_str(&streams);
+        w.charts.extend(charts);
         w.shapes();
         w.best();
         w.gains();
         let pairs = super::pairs::store_gains(data, &w.workloads, &w.devices, &w.pages);
         w.html.push_str(&pairs);
+        let corr = super::correlation::section(data, &w.workloads, &w.devices);
+        w.html.push_str(&corr);
         w.html.push_str("</body></html>\n");
         Page {
             html: w.html,

@@ -14,7 +14,7 @@ use super::page::{esc, gain};
 /// The device operation counted for `what` (`reads`, `writes`): flash page operations on a
 /// flash device (what a flash simulator counts; a node larger than a flash page costs
 /// several), else host requests.
-fn ops(r: &Row, what: &str) -> f64 {
+pub(super) fn ops(r: &Row, what: &str) -> f64 {
     match r.get(&format!("flash_{what}")) {
         Some(v) if v > 0.0 || r.get("erases").is_some() => v,
         _ => r.val(what),

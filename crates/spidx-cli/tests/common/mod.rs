@@ -17,3 +17,41 @@ pub fn json_of(args: &[&str]) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }
+
+/// One exported result row: column name → value as written.
+#[allow(dead_code)] // not every test file uses every helper
+pub type ExportRow = std::collections::HashMap<String, String>;
+
+/// `spidx results export --format csv --results DB`, asserted to succeed, parsed into rows.
+#[allow(dead_code)]
+pub fn export_rows(db: &str) -> Vec<ExportRow> {
+    let out = spidx()
+        .args(["results", "export", "--format", "csv", "--results", db])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut rdr = csv::Reader::from_reader(&out.stdout[..]);
+    let header: Vec<String> = rdr.headers().unwrap().iter().map(String::from).collect();
+    rdr.records()
+        .map(|r| {
+            header
+                .iter()
+                .cloned()
+                .zip(r.unwrap().iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+/// A number of an exported row (0 when empty), panicking on a missing column.
+#[allow(dead_code)]
+pub fn num(row: &ExportRow, col: &str) -> f64 {
+    row.get(col)
+        .unwrap_or_else(|| panic!("no column {col}"))
+        .parse()
+        .unwrap_or(0.0)
+}

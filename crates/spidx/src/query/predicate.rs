@@ -5,6 +5,11 @@
 //! query geometry, `within` those that lie within it, and so on (as PostGIS's
 //! `ST_Contains(object, query)`).
 
+use std::cell::Cell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Once;
+
+use geo::relate::IntersectionMatrix;
 use geo::{Coord, Geometry, MapCoords, Relate};
 use serde::{Deserialize, Serialize};
 
@@ -103,8 +108,12 @@ impl Predicate {
     /// infinity and a polygon would never match. So geometries with huge (or tiny)
     /// coordinates are first scaled by a power of two, which is exact in binary floating
     /// point and preserves every topological relation (see [`exact_scale`]).
-    pub fn eval(self, object: &Geometry<f64>, query: &Geometry<f64>) -> bool {
-        let m = match exact_scale(object, query) {
+    ///
+    /// Relate asserts its own invariants and panics on some invalid geometries (e.g.
+    /// self-intersecting rings, georust/geo#1268); such a panic is caught and returned as an
+    /// error, so one bad object fails its query with a message instead of the process.
+    pub fn eval(self, object: &Geometry<f64>, query: &Geometry<f64>) -> Result<bool> {
+        let m = relate_guarded(|| match exact_scale(object, query) {
             None => object.relate(query),
             Some(f) => {
                 let scale = |g: &Geometry<f64>| {
@@ -115,7 +124,12 @@ impl Predicate {
                 };
                 scale(object).relate(&scale(query))
             }
-        };
+        })?;
+        Ok(self.holds(&m))
+    }
+
+    /// Whether a DE-9IM matrix satisfies the predicate.
+    fn holds(self, m: &IntersectionMatrix) -> bool {
         match self {
             Self::Intersects => m.is_intersects(),
             Self::Contains => m.is_contains(),
@@ -128,6 +142,45 @@ impl Predicate {
             Self::Disjoint => m.is_disjoint(),
         }
     }
+}
+
+thread_local! {
+    /// Set while this thread runs a guarded relate: its panics are reported as errors, so
+    /// the panic hook stays quiet for them.
+    static IN_RELATE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `relate` and turns a panic inside it into an error. The process's panic hook is
+/// wrapped once so that it stays silent for these panics only (every other panic is
+/// reported as before).
+fn relate_guarded(relate: impl FnOnce() -> IntersectionMatrix) -> Result<IntersectionMatrix> {
+    static QUIET_HOOK: Once = Once::new();
+    QUIET_HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !IN_RELATE.with(Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    IN_RELATE.with(|f| f.set(true));
+    let out = catch_unwind(AssertUnwindSafe(relate));
+    IN_RELATE.with(|f| f.set(false));
+    out.map_err(|payload| {
+        let why = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        Error::invalid(
+            "geometry",
+            format!(
+                "the exact predicate cannot be evaluated on it (the DE-9IM relate of the geo \
+                 crate failed: {why}); such failures come from invalid geometries, e.g. a \
+                 self-intersecting ring"
+            ),
+        )
+    })
 }
 
 /// Coordinates above this magnitude (2^256, about 1.2e77) are scaled down before relate:
@@ -177,16 +230,16 @@ mod tests {
         let inside: Geometry<f64> = Point::new(2.0, 2.0).into();
         let on_edge: Geometry<f64> = Point::new(0.0, 5.0).into();
         assert!(
-            Predicate::Disjoint.eval(&donut, &in_hole),
+            Predicate::Disjoint.eval(&donut, &in_hole).unwrap(),
             "the hole is outside"
         );
-        assert!(!Predicate::Intersects.eval(&donut, &in_hole));
-        assert!(Predicate::Contains.eval(&donut, &inside));
-        assert!(Predicate::Touches.eval(&donut, &on_edge));
-        assert!(!Predicate::Contains.eval(&donut, &on_edge));
-        assert!(Predicate::Covers.eval(&donut, &on_edge));
-        assert!(Predicate::Within.eval(&inside, &donut));
-        assert!(Predicate::Equals.eval(&donut, &donut));
+        assert!(!Predicate::Intersects.eval(&donut, &in_hole).unwrap());
+        assert!(Predicate::Contains.eval(&donut, &inside).unwrap());
+        assert!(Predicate::Touches.eval(&donut, &on_edge).unwrap());
+        assert!(!Predicate::Contains.eval(&donut, &on_edge).unwrap());
+        assert!(Predicate::Covers.eval(&donut, &on_edge).unwrap());
+        assert!(Predicate::Within.eval(&inside, &donut).unwrap());
+        assert!(Predicate::Equals.eval(&donut, &donut).unwrap());
         for p in Predicate::ALL {
             assert_eq!(Predicate::parse(p.name()).unwrap(), p);
         }
@@ -209,21 +262,31 @@ mod tests {
         .into();
         let inside: Geometry<f64> = Point::new(1e299, 2e299).into();
         let outside: Geometry<f64> = Point::new(5e300, 0.0).into();
-        assert!(Predicate::Intersects.eval(&big, &inside));
-        assert!(Predicate::Contains.eval(&big, &inside));
-        assert!(Predicate::Within.eval(&inside, &big));
-        assert!(Predicate::Disjoint.eval(&big, &outside));
-        assert!(Predicate::Equals.eval(&big, &big));
+        assert!(Predicate::Intersects.eval(&big, &inside).unwrap());
+        assert!(Predicate::Contains.eval(&big, &inside).unwrap());
+        assert!(Predicate::Within.eval(&inside, &big).unwrap());
+        assert!(Predicate::Disjoint.eval(&big, &outside).unwrap());
+        assert!(Predicate::Equals.eval(&big, &big).unwrap());
         let tri: Geometry<f64> =
             polygon!((x: 0., y: 0.), (x: 2e154, y: 0.), (x: 0., y: 2e154), (x: 0., y: 0.)).into();
-        assert!(Predicate::Contains.eval(&tri, &Point::new(5e153, 5e153).into()));
-        assert!(Predicate::Touches.eval(&tri, &Point::new(1e154, 1e154).into()));
-        assert!(!Predicate::Intersects.eval(&tri, &Point::new(1.5e154, 1e154).into()));
+        assert!(Predicate::Contains
+            .eval(&tri, &Point::new(5e153, 5e153).into())
+            .unwrap());
+        assert!(Predicate::Touches
+            .eval(&tri, &Point::new(1e154, 1e154).into())
+            .unwrap());
+        assert!(!Predicate::Intersects
+            .eval(&tri, &Point::new(1.5e154, 1e154).into())
+            .unwrap());
         // Tiny coordinates: products of differences must not underflow to zero.
         let small: Geometry<f64> =
             polygon!((x: 0., y: 0.), (x: 1e-300, y: 0.), (x: 0., y: 1e-300), (x: 0., y: 0.)).into();
-        assert!(Predicate::Contains.eval(&small, &Point::new(2e-301, 2e-301).into()));
-        assert!(!Predicate::Intersects.eval(&small, &Point::new(6e-301, 6e-301).into()));
+        assert!(Predicate::Contains
+            .eval(&small, &Point::new(2e-301, 2e-301).into())
+            .unwrap());
+        assert!(!Predicate::Intersects
+            .eval(&small, &Point::new(6e-301, 6e-301).into())
+            .unwrap());
         let unit: Geometry<f64> = Point::new(3.0, 4.0).into();
         assert_eq!(
             exact_scale(&unit, &unit),
@@ -261,7 +324,46 @@ mod tests {
         ]
     }
 
+    #[test]
+    fn a_panic_inside_relate_is_an_error_naming_its_cause() {
+        let err = relate_guarded(|| panic!("node should have been labeled by now")).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("node should have been labeled by now"),
+            "{msg}"
+        );
+        assert!(msg.contains("invalid geometries"), "{msg}");
+        // The guard is left: the next relate runs normally, and a formatted panic message
+        // is kept too.
+        let (a, b) = (Point::new(0.0, 0.0), Point::new(1.0, 1.0));
+        assert!(relate_guarded(|| a.relate(&b)).unwrap().is_disjoint());
+        let err = relate_guarded(|| panic!("edge {} of {}", 3, 4)).unwrap_err();
+        assert!(err.to_string().contains("edge 3 of 4"), "{err}");
+        assert!(!IN_RELATE.with(Cell::get));
+    }
+
+    /// Rings of up to 7 integer points in a small grid: many self-intersect, repeat points
+    /// or collapse, the inputs on which relate's invariants are weakest.
+    fn ring() -> impl proptest::strategy::Strategy<Value = Geometry<f64>> {
+        use proptest::prelude::*;
+        proptest::collection::vec((0i32..6, 0i32..6), 3..8).prop_map(|pts| {
+            let mut ring: Vec<(f64, f64)> =
+                pts.iter().map(|&(x, y)| (x as f64, y as f64)).collect();
+            ring.push(ring[0]);
+            Geometry::Polygon(geo::Polygon::new(geo::LineString::from(ring), vec![]))
+        })
+    }
+
     proptest::proptest! {
+        /// Whatever the geometries (valid or not), every predicate returns an answer or an
+        /// error; it never panics.
+        #[test]
+        fn invalid_rings_never_panic(a in ring(), b in ring()) {
+            for p in Predicate::ALL {
+                let _ = p.eval(&a, &b);
+            }
+        }
+
         /// Every predicate gives the same answer on small integer shapes and on the very same
         /// shapes scaled by huge or tiny powers of two (an exact reference: scaling by 2^k
         /// is exact and preserves topology).
@@ -271,7 +373,7 @@ mod tests {
                 let f = 2f64.powi(k);
                 let (sa, sb) = (times(&a, f), times(&b, f));
                 for p in Predicate::ALL {
-                    proptest::prop_assert_eq!(p.eval(&sa, &sb), p.eval(&a, &b), "{:?} at 2^{}: {:?} / {:?}", p, k, a, b);
+                    proptest::prop_assert_eq!(p.eval(&sa, &sb).unwrap(), p.eval(&a, &b).unwrap(), "{:?} at 2^{}: {:?} / {:?}", p, k, a, b);
                 }
             }
         }

@@ -124,7 +124,13 @@ impl<const D: usize> SpatialIndex<D> {
                 )
             })?;
             let g = decode(id, bytes)?;
-            if pred.eval(&g, qgeom) {
+            let holds = pred.eval(&g, qgeom).map_err(|e| match e {
+                Error::InvalidOption { message, .. } => {
+                    Error::invalid(format!("object {id}"), message)
+                }
+                e => e,
+            })?;
+            if holds {
                 rep.ids.push(id);
             }
         }
