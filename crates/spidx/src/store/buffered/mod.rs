@@ -693,3 +693,7 @@ impl<P: BufferPolicy> StoreControl for BufferedStore<P> {
         r
     }
 }
+
+#[cfg(test)]
+#[path = "skeleton_tests.rs"]
+mod tests;
