@@ -708,6 +708,23 @@ enum HeaderState {
     Invalid(String),
 }
 
+/// Rewrites the format of every written region header of the log on `dev` (checksums
+/// recomputed): tests make logs of older formats with it.
+#[cfg(test)]
+pub(crate) fn set_header_format(dev: &mut dyn Device, format: u32) {
+    let mut page = vec![0u8; dev.page_size()];
+    for r in 0..2 {
+        dev.read(r, &mut page).unwrap();
+        if page.iter().all(|b| *b == 0) {
+            continue;
+        }
+        page[8..12].copy_from_slice(&format.to_le_bytes());
+        let crc = crc32fast::hash(&page[0..48]);
+        page[48..52].copy_from_slice(&crc.to_le_bytes());
+        dev.write(r, &page).unwrap();
+    }
+}
+
 #[cfg(test)]
 #[path = "log_tests.rs"]
 mod tests;
