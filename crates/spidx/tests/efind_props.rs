@@ -266,7 +266,10 @@ fn statistics_count_what_happened() {
     let rep = t.store().report();
     let (s, e) = (rep.buffered.unwrap(), rep.efind.unwrap());
     assert!(s.flushes > 0 && s.flushed_nodes >= s.flushes, "{s:?}");
-    assert!(s.image_records > 0 && s.image_records <= s.flushed_nodes, "{s:?}");
+    assert!(
+        s.image_records > 0 && s.image_records <= s.flushed_nodes,
+        "{s:?}"
+    );
     assert!(e.read_buffer.hits > 0 && e.read_buffer.misses > 0, "{e:?}");
     assert!(e.forced_into_read_buffer > 0, "{e:?}");
     assert!(e.write_tc.sequential + e.write_tc.strided > 0, "{e:?}");

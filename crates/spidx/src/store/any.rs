@@ -8,8 +8,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::buffered::placement::{attach, LogPlacement};
-use super::direct::{DirectStore, Journaling};
 use super::buffered::BufferedStats;
+use super::direct::{DirectStore, Journaling};
 use super::efind::{EfindConfig, EfindPolicy, EfindStats, EfindStore};
 use super::fast::{FastParams, FastPolicy, FastStats, FastStore, FlushPolicy};
 use super::journal::JOURNAL_FILE;

@@ -351,14 +351,20 @@ fn log_formats_are_checked_on_open() {
         err.contains("format 1") && err.contains("rebuild the index"),
         "{err}"
     );
-    assert!(before == snapshot(&mut dev), "a refused log is left untouched");
+    assert!(
+        before == snapshot(&mut dev),
+        "a refused log is left untouched"
+    );
     let (_, rec) = Log::open(Box::new(m.clone()), cfg(LogSync::EachOp)).unwrap();
     assert_eq!(rec.format, 1);
     assert_eq!(rec.operations, (0..5).map(op).collect::<Vec<_>>());
     // Reopening finds the recovered log rewritten in the current format.
     let (_, rec) = Log::open(Box::new(m.clone()), strict).unwrap();
     assert_eq!(rec.format, LOG_FORMAT);
-    assert_eq!(rec.operations.concat(), (0..5).flat_map(op).collect::<Vec<_>>());
+    assert_eq!(
+        rec.operations.concat(),
+        (0..5).flat_map(op).collect::<Vec<_>>()
+    );
     set_header_format(&mut dev, LOG_FORMAT + 1);
     let err = Log::open(Box::new(m), cfg(LogSync::EachOp))
         .err()

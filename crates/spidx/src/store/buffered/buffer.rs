@@ -178,10 +178,7 @@ mod tests {
         assert_eq!(b.bytes(), 60);
         assert_eq!(b.ids(), vec![2, 4]);
         let g = b.gauges();
-        assert_eq!(
-            (g.new_nodes, g.modified_nodes, g.deleted_nodes),
-            (0, 1, 1)
-        );
+        assert_eq!((g.new_nodes, g.modified_nodes, g.deleted_nodes), (0, 1, 1));
         assert_eq!((g.bytes, g.peak_bytes), (60, 150));
         assert_eq!(b.remove(2).unwrap().1, 50);
         assert!(b.remove(2).is_none());

@@ -43,10 +43,9 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use super::any::{StoreGauges, StoreSettings};
 use super::header::{check_page_size, StoreHeader};
 use super::log::{Log, LogConfig, LogSync, Recovered, ScanEnd};
-pub use buffer::{BufferGauges, BufferedNode, NodeBuffer, NodeStatus};
-use super::any::{StoreGauges, StoreSettings};
 use super::{
     Change, NodeChange, NodePage, NodeStore, StoreControl, StoreReport, StoreStats, TreeMeta,
 };
@@ -54,6 +53,7 @@ use crate::cache::{CacheConfig, PageCache};
 use crate::device::Device;
 use crate::node::{Entry, NodeLayout, PageId};
 use crate::{Error, Result};
+pub use buffer::{BufferGauges, BufferedNode, NodeBuffer, NodeStatus};
 use placement::{LogDevices, LogPlacement};
 pub use record::{Record, RecordFormat};
 pub use stats::{BufferSettings, BufferedStats};
@@ -677,9 +677,7 @@ impl<P: BufferPolicy> StoreControl for BufferedStore<P> {
             settings: StoreSettings {
                 durability: match (core.placement.durability(), log) {
                     (Some(d), _) => d.into(),
-                    (None, LogSync::EachOp) => {
-                        "each operation (log synced at every commit)".into()
-                    }
+                    (None, LogSync::EachOp) => "each operation (log synced at every commit)".into(),
                     (None, LogSync::Group(n)) => {
                         format!("groups of {n} operations (log group commit)")
                     }

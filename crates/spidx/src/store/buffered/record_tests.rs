@@ -91,7 +91,11 @@ fn all(format: RecordFormat) -> Vec<Record> {
                 stamp: 1 << 20,
                 base_len: 3,
                 next_new: 2,
-                versions: vec![(0, None), (1, Some(vec![9u8; ES])), (1 << 32, Some(vec![4u8; ES]))],
+                versions: vec![
+                    (0, None),
+                    (1, Some(vec![9u8; ES])),
+                    (1 << 32, Some(vec![4u8; ES])),
+                ],
             },
         },
     ]
@@ -140,12 +144,20 @@ fn fixed_records_are_the_old_fast_bytes() {
     m.extend_from_slice(&[8u8; ES]);
     m.push(REMOVE);
     m.extend_from_slice(&0u32.to_le_bytes());
-    assert_eq!(all(RecordFormat::Fixed)[2].encode(RecordFormat::Fixed).unwrap(), m);
+    assert_eq!(
+        all(RecordFormat::Fixed)[2]
+            .encode(RecordFormat::Fixed)
+            .unwrap(),
+        m
+    );
     let mut f = vec![WRITTEN];
     for id in [1u64, 2, 300] {
         f.extend_from_slice(&id.to_le_bytes());
     }
-    assert_eq!(Record::decode(&f, RecordFormat::Fixed, ES).unwrap(), Record::Written(vec![1, 2, 300]));
+    assert_eq!(
+        Record::decode(&f, RecordFormat::Fixed, ES).unwrap(),
+        Record::Written(vec![1, 2, 300])
+    );
     // The old FAST "image" kind (3) was also its rewrite record: it reads as an image.
     let mut i = vec![IMAGE];
     i.extend_from_slice(&5u64.to_le_bytes());
@@ -166,16 +178,29 @@ fn fixed_records_are_the_old_fast_bytes() {
 fn compact_records_have_the_old_efind_sizes() {
     let sizes: Vec<(Record, usize)> = vec![
         // kind + id + level + stamp(300: 2 bytes) + count + entries
-        (all(RecordFormat::Compact)[0].clone(), 1 + 1 + 1 + 2 + 1 + 2 * ES),
+        (
+            all(RecordFormat::Compact)[0].clone(),
+            1 + 1 + 1 + 2 + 1 + 2 * ES,
+        ),
         // kind + id + level + stamp + change kind + pos + count + entry
-        (all(RecordFormat::Compact)[3].clone(), 1 + 1 + 1 + 2 + 1 + 1 + 1 + ES),
+        (
+            all(RecordFormat::Compact)[3].clone(),
+            1 + 1 + 1 + 2 + 1 + 1 + 1 + ES,
+        ),
         (Record::Alloc(200), 1 + 2),
         (Record::Free(4), 1 + 1),
         // kind + flag + meta (1 + 1 + 3) + next + count + 2 ids + clock
-        (all(RecordFormat::Compact)[12].clone(), 1 + 1 + 5 + 1 + 1 + 2 + 2),
+        (
+            all(RecordFormat::Compact)[12].clone(),
+            1 + 1 + 5 + 1 + 1 + 2 + 2,
+        ),
     ];
     for (rec, size) in sizes {
-        assert_eq!(rec.encode(RecordFormat::Compact).unwrap().len(), size, "{rec:?}");
+        assert_eq!(
+            rec.encode(RecordFormat::Compact).unwrap().len(),
+            size,
+            "{rec:?}"
+        );
     }
 }
 
@@ -189,9 +214,15 @@ fn stamps_follow_the_format_and_damage_is_an_error() {
         stamp,
         entries: vec![],
     };
-    let e = c(Some(1)).encode(RecordFormat::Fixed).unwrap_err().to_string();
+    let e = c(Some(1))
+        .encode(RecordFormat::Fixed)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("no timestamps"), "{e}");
-    let e = c(None).encode(RecordFormat::Compact).unwrap_err().to_string();
+    let e = c(None)
+        .encode(RecordFormat::Compact)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("needs a timestamp"), "{e}");
     for (bytes, want) in [
         (vec![], "empty record"),

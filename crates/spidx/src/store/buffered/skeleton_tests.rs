@@ -118,24 +118,33 @@ fn reopen_same<P: BufferPolicy>(make: impl Fn() -> P, kind: &str) {
     assert!(b.flushes > 0, "{kind}: {b:?}");
     assert!(b.flushed_nodes >= b.flushes && b.flush_write_requests >= b.flushes);
     assert!(b.gauges.bytes <= b.settings.write_buffer, "{kind}: {b:?}");
-    assert!(b.gauges.peak_bytes > b.settings.write_buffer, "{kind}: {b:?}");
+    assert!(
+        b.gauges.peak_bytes > b.settings.write_buffer,
+        "{kind}: {b:?}"
+    );
     assert!(b.log.commits >= 640, "{kind}: {b:?}");
-    assert!(b.image_records > 0, "{kind}: modified nodes were flushed: {b:?}");
+    assert!(
+        b.image_records > 0,
+        "{kind}: modified nodes were flushed: {b:?}"
+    );
     assert_eq!(r.gauges.pages_in_use, 40);
     // A crash now: the log rebuilds the buffer; the nodes read the same.
     drop(s);
-    let mut s = BufferedStore::open(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None)
-        .unwrap();
+    let mut s =
+        BufferedStore::open(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None).unwrap();
     assert_eq!(contents(&mut s, 40), want, "{kind} reopened");
     let rec = s.report().recovery.unwrap();
-    assert!(rec.operations > 0 && rec.records_replayed > 0, "{kind}: {rec:?}");
+    assert!(
+        rec.operations > 0 && rec.records_replayed > 0,
+        "{kind}: {rec:?}"
+    );
     // Write back, reopen: nothing buffered, the same nodes.
     StoreControl::write_back(&mut s).unwrap();
     assert_eq!(s.report().buffered.unwrap().gauges.bytes, 0);
     NodeStore::<2>::flush(&mut s).unwrap();
     drop(s);
-    let mut s = BufferedStore::open(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None)
-        .unwrap();
+    let mut s =
+        BufferedStore::open(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None).unwrap();
     assert_eq!(contents(&mut s, 40), want, "{kind} after write-back");
     assert_eq!(s.report().recovery.unwrap().buffered_nodes, 0, "{kind}");
 }
@@ -157,13 +166,20 @@ fn old_log_formats_are_read_or_refused_by_policy() {
     let (s, want) = workload(s);
     drop(s);
     crate::store::log::set_header_format(&mut log.clone(), 1);
-    let mut s = BufferedStore::open(devs(&nodes, &log), &none(), layout(), log_cfg, fast(), None)
-        .unwrap();
+    let mut s =
+        BufferedStore::open(devs(&nodes, &log), &none(), layout(), log_cfg, fast(), None).unwrap();
     assert_eq!(contents(&mut s, 40), want);
 
     let (nodes, log) = (mem(1 << 20), mem(8 << 20));
-    let s = BufferedStore::create(devs(&nodes, &log), &none(), layout(), log_cfg, efind(), None)
-        .unwrap();
+    let s = BufferedStore::create(
+        devs(&nodes, &log),
+        &none(),
+        layout(),
+        log_cfg,
+        efind(),
+        None,
+    )
+    .unwrap();
     let (s, _) = workload(s);
     drop(s);
     crate::store::log::set_header_format(&mut log.clone(), 1);
@@ -173,10 +189,17 @@ fn old_log_formats_are_read_or_refused_by_policy() {
         all
     };
     let before = image(&log);
-    let err = BufferedStore::open(devs(&nodes, &log), &none(), layout(), log_cfg, efind(), None)
-        .err()
-        .expect("an eFIND log of format 1 is refused")
-        .to_string();
+    let err = BufferedStore::open(
+        devs(&nodes, &log),
+        &none(),
+        layout(),
+        log_cfg,
+        efind(),
+        None,
+    )
+    .err()
+    .expect("an eFIND log of format 1 is refused")
+    .to_string();
     assert!(
         err.contains("format 1") && err.contains("rebuild the index"),
         "{err}"

@@ -91,7 +91,10 @@ impl WriteBuffer {
     }
 
     /// Buffered nodes with ids in `range`, in page order.
-    pub fn range(&self, range: std::ops::Range<PageId>) -> impl Iterator<Item = (PageId, &BufNode)> {
+    pub fn range(
+        &self,
+        range: std::ops::Range<PageId>,
+    ) -> impl Iterator<Item = (PageId, &BufNode)> {
         self.nodes.range(range)
     }
 
@@ -148,7 +151,11 @@ impl WriteBuffer {
     /// Node `id` deleted. A node created since its page was last written leaves the buffer
     /// (it never reached its page); the others become "deleted".
     pub fn delete(&mut self, id: PageId, level: u32, op: u64) {
-        if self.nodes.get(id).is_some_and(|n| n.status == NodeStatus::New) {
+        if self
+            .nodes
+            .get(id)
+            .is_some_and(|n| n.status == NodeStatus::New)
+        {
             self.nodes.remove(id);
             return;
         }

@@ -40,8 +40,8 @@ use serde::{Deserialize, Serialize};
 
 use self::buffer::{page_from_entries, WriteBuffer};
 use super::buffered::{
-    BufferGauges, BufferPolicy, BufferSettings, BufferedStore, Core, NodeStatus, RawChange,
-    Record, RecordFormat, RecoveryReport,
+    BufferGauges, BufferPolicy, BufferSettings, BufferedStore, Core, NodeStatus, RawChange, Record,
+    RecordFormat, RecoveryReport,
 };
 use super::log::LogSync;
 use super::{StoreReport, TreeMeta};
