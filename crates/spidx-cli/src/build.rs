@@ -395,12 +395,12 @@ fn print_human(v: &serde_json::Value, c: &PhaseReport, simulated: bool) {
             count(l.host.write_ops as f64)
         );
     }
-    if let Some(placement) = v["store"]["log_device"].as_str() {
+    if let Some(placement) = v["store"]["settings"]["log_device"].as_str() {
         if !placement.starts_with("same") {
             println!("log dev   {placement}");
         }
     }
-    if let Some(d) = v["store"]["durability"].as_str() {
+    if let Some(d) = v["store"]["settings"]["durability"].as_str() {
         if d.starts_with("NOT crash-safe") {
             println!("WARNING   this index is {d}");
         }
@@ -415,29 +415,35 @@ fn print_human(v: &serde_json::Value, c: &PhaseReport, simulated: bool) {
         "tree      {} splits, {} forced reinsertions",
         v["tree"]["splits"], v["tree"]["forced_reinserts"]
     );
-    let fast = &v["store"]["fast"];
-    if !fast.is_null() {
+    let b = &v["store"]["buffered"];
+    if !b.is_null() {
         println!(
-            "FAST      {} flushes, {} nodes flushed ({} unnecessary), {} images logged ({} bytes)",
-            fast["flushes"],
-            fast["flushed_nodes"],
-            fast["unnecessary_flushed_nodes"],
-            fast["image_records"],
-            fast["image_bytes"]
+            "buffer    {} flushes, {} nodes flushed in {} write requests, {} images logged ({} bytes), peak {} bytes",
+            b["flushes"],
+            b["flushed_nodes"],
+            b["flush_write_requests"],
+            b["image_records"],
+            b["image_bytes"],
+            b["gauges"]["peak_bytes"]
         );
-        let log = &fast["log"];
+        let log = &b["log"];
         println!(
             "log       {} records, {} bytes, {} page writes, {} syncs, {} compactions",
             log["records"], log["bytes"], log["pages_written"], log["syncs"], log["compactions"]
         );
     }
+    let fast = &v["store"]["fast"];
+    if !fast.is_null() {
+        println!(
+            "FAST      {} deleted nodes dropped by flushes, {} pages of flushed units had nothing buffered",
+            fast["flushed_deleted_nodes"], fast["unit_pages_not_buffered"]
+        );
+    }
     let e = &v["store"]["efind"];
     if !e.is_null() {
         println!(
-            "eFIND     {} flushes, {} nodes flushed ({} unnecessary), read buffer {} hits / {} faults, {} forced in",
-            e["flushes"],
-            e["flushed_nodes"],
-            e["unnecessary_flushes"],
+            "eFIND     {} unchanged pages written, read buffer {} hits / {} faults, {} forced in",
+            e["unchanged_pages_written"],
             e["read_buffer"]["hits"],
             e["read_buffer"]["misses"],
             e["forced_into_read_buffer"]

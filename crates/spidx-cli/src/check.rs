@@ -73,7 +73,7 @@ fn check<const D: usize>(a: &CheckArgs) -> Result<()> {
             "objects": objects,
             "store": {
                 "kind": store.kind,
-                "durability": store.durability,
+                "durability": store.settings.durability,
                 "recovery": store.recovery,
                 "journal": store.journal,
             },

@@ -44,17 +44,13 @@ fn recover<const D: usize>(a: &RecoverArgs) -> Result<()> {
     let objects_found = idx.objects().map_or(0, |o| o.recovered_records());
     // Make the recovered state the new checkpoint.
     idx.flush()?;
-    let log = report
-        .fast
-        .as_ref()
-        .and_then(|f| f.recovery.clone())
-        .or_else(|| report.recovery.clone());
+    let log = report.recovery.clone();
     let restored = report.journal.map(|j| j.restored);
     if a.json {
         let v = json!({
             "dir": a.dir.display().to_string(),
             "store": report.kind,
-            "durability": report.durability,
+            "durability": report.settings.durability,
             "objects": check.objects,
             "recovery": log,
             "journal_pages_restored": restored,
@@ -68,7 +64,7 @@ fn recover<const D: usize>(a: &RecoverArgs) -> Result<()> {
         "recovered {}: {} store ({}), {} objects, checks pass",
         a.dir.display(),
         report.kind,
-        report.durability,
+        report.settings.durability,
         check.objects
     );
     match (log, restored) {

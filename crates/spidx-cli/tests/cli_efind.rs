@@ -92,9 +92,10 @@ fn efind_index_matches_brute_force() {
         args.extend_from_slice(cfg);
         let b = json_of(&args);
         assert_eq!(b["store"]["kind"], "efind", "{b}");
-        let e = &b["store"]["efind"];
+        assert!(b["store"]["efind"].is_object(), "{b}");
+        let e = &b["store"]["buffered"];
         assert!(e["flushes"].as_u64().unwrap() > 0, "{b}");
-        assert_eq!(e["buffered_bytes"], 0, "written back at the end: {b}");
+        assert_eq!(e["gauges"]["bytes"], 0, "written back at the end: {b}");
         let c = json_of(&["check", out.to_str().unwrap(), "--json"]);
         assert_eq!(c["ok"], true, "{c}");
         let (x0, y0, x1, y1) = (ext.min[0], ext.min[1], ext.max[0], ext.max[1]);

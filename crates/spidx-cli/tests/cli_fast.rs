@@ -58,11 +58,13 @@ fn fast_builds_report_flushes_and_answer_like_the_direct_store() {
     ];
     let direct = json_of(&[&base[..], &["--out", &out("direct")]].concat());
     let fast = json_of(&[&base[..], &FAST[..], &["--out", &out("fast")]].concat());
-    let f = &fast["store"]["fast"];
+    assert!(fast["store"]["fast"].is_object());
+    let f = &fast["store"]["buffered"];
     assert!(f["flushes"].as_u64().unwrap() > 0, "{f}");
     assert!(f["log"]["commits"].as_u64().unwrap() >= 3000, "{f}");
+    assert_eq!(f["settings"]["flush_policy"], "fast-star", "{f}");
     assert_eq!(fast["store"]["kind"], "fast");
-    assert!(direct["store"]["fast"].is_null());
+    assert!(direct["store"]["fast"].is_null() && direct["store"]["buffered"].is_null());
     assert_eq!(fast["objects"], direct["objects"]);
     for dir in ["direct", "fast"] {
         spidx().args(["check", &out(dir)]).assert().success();
@@ -182,7 +184,7 @@ fn log_placements_are_named_measured_and_validated() {
     assert!(log_writes > 0);
     assert_eq!(w(&same), w(&sep) + log_writes);
     assert!(unc["log_device"].is_null() && same["log_device"].is_null());
-    assert!(unc["store"]["durability"]
+    assert!(unc["store"]["settings"]["durability"]
         .as_str()
         .unwrap()
         .starts_with("NOT crash-safe"));

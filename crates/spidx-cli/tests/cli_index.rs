@@ -120,7 +120,7 @@ fn build_query_check_match_brute_force() {
             assert!(b.get(key).is_some(), "build JSON lacks {key}: {b}");
         }
         assert_eq!(b["store"]["kind"], "direct", "{b}");
-        assert_eq!(b["store"]["pages_in_use"], b["nodes"], "{b}");
+        assert_eq!(b["store"]["gauges"]["pages_in_use"], b["nodes"], "{b}");
         assert_eq!(b["objects"], recs.len() as u64);
         let c = json_of(&["check", out.to_str().unwrap(), "--json"]);
         assert_eq!(c["ok"], true, "{c}");

@@ -119,22 +119,15 @@ fn place(
 /// Whether every operation so far is durable (acknowledged per the sync mode).
 fn all_durable(t: &Tree<AnyStore, 2>) -> bool {
     let r = t.store().report();
-    let log = r.fast.map(|f| f.log).or(r.efind.map(|e| e.log));
-    log.is_some_and(|l| l.unsynced_commits == 0)
+    r.buffered
+        .is_some_and(|b| b.log.gauges.unsynced_commits == 0)
 }
 
 /// The last recovery's (operations replayed, records dropped), whatever the store.
 fn recovery(r: &StoreReport) -> Option<(u64, u64)> {
-    if let Some(f) = &r.fast {
-        return f
-            .recovery
-            .as_ref()
-            .map(|x| (x.operations, x.records_dropped));
-    }
-    r.efind
+    r.recovery
         .as_ref()
-        .filter(|e| e.recovery_s > 0.0)
-        .map(|e| (e.recovered_operations, e.recovery_dropped_records))
+        .map(|x| (x.operations, x.records_dropped))
 }
 
 /// Runs the workload with a power cut at write `cut` (`u64::MAX`: none). Returns the
@@ -318,7 +311,7 @@ fn a_corrupted_log_tail_recovers_the_valid_prefix_and_reports_the_rest() {
     let store = cfg
         .open(Box::new(medium), &cache(), layout, dir.path())
         .unwrap();
-    let rec = store.report().fast.unwrap().recovery.unwrap();
+    let rec = store.report().recovery.unwrap();
     assert!(rec.log_end.contains("invalid record"), "{rec:?}");
     let mut t = Tree::open(store, cap, kind).unwrap();
     assert!(t.check().unwrap().ok());

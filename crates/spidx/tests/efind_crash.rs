@@ -114,7 +114,7 @@ fn crash_run(seed: u64, kind: IndexKind, cfg: EfindConfig, tear: Tear) -> bool {
             dir.path(),
         )
         .unwrap_or_else(|e| panic!("seed {seed} cut {cut} {tear:?}: recovery failed: {e}"));
-    let rep = store.report().efind.unwrap();
+    let rep = store.report().buffered.unwrap();
     let mut t = Tree::open(store, cap, kind).unwrap();
     let check = t.check().unwrap();
     assert!(check.ok(), "seed {seed} cut {cut}: {:?}", check.violations);

@@ -134,9 +134,9 @@ fn run(kind: IndexKind, cfg: EfindConfig, ops: &[Op]) {
             }
         }
         check(&mut t, &live, &format!("step {step} {op:?}"));
-        let s = t.store().report().efind.expect("eFIND statistics");
+        let s = t.store().report().buffered.expect("buffered statistics");
         assert!(
-            s.buffered_bytes <= s.write_buffer_bytes,
+            s.gauges.bytes <= s.settings.write_buffer,
             "over capacity after an operation"
         );
         if step % 16 == 0 {
@@ -263,20 +263,25 @@ fn statistics_count_what_happened() {
         )
         .unwrap();
     }
-    let s = t.store().report().efind.unwrap();
+    let rep = t.store().report();
+    let (s, e) = (rep.buffered.unwrap(), rep.efind.unwrap());
     assert!(s.flushes > 0 && s.flushed_nodes >= s.flushes, "{s:?}");
-    assert!(s.read_buffer.hits > 0 && s.read_buffer.misses > 0, "{s:?}");
-    assert!(s.forced_into_read_buffer > 0, "{s:?}");
-    assert!(s.write_tc.sequential + s.write_tc.strided > 0, "{s:?}");
-    assert!(s.peak_buffered_bytes >= s.buffered_bytes);
     assert!(
-        s.buffered_bytes <= s.write_buffer_bytes,
+        s.image_records > 0 && s.image_records <= s.flushed_nodes,
+        "{s:?}"
+    );
+    assert!(e.read_buffer.hits > 0 && e.read_buffer.misses > 0, "{e:?}");
+    assert!(e.forced_into_read_buffer > 0, "{e:?}");
+    assert!(e.write_tc.sequential + e.write_tc.strided > 0, "{e:?}");
+    assert!(s.gauges.peak_bytes >= s.gauges.bytes);
+    assert!(
+        s.gauges.bytes <= s.settings.write_buffer,
         "fits after the operation: {s:?}"
     );
     t.store_mut().write_back().unwrap();
-    let s = t.store().report().efind.unwrap();
+    let g = t.store().report().buffered.unwrap().gauges;
     assert_eq!(
-        (s.buffered_new, s.buffered_modified, s.buffered_bytes),
-        (0, 0, 0)
+        (g.new_nodes, g.modified_nodes, g.deleted_nodes, g.bytes),
+        (0, 0, 0, 0)
     );
 }

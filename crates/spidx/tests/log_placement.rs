@@ -248,7 +248,7 @@ fn a_lost_uncounted_log_is_a_clear_error_not_a_silent_wrong_index() {
     )
     .unwrap();
     insert(&mut idx, 0..300);
-    let durability = idx.tree().store().report().durability;
+    let durability = idx.tree().store().report().settings.durability;
     assert!(durability.starts_with("NOT crash-safe"), "{durability}");
     drop(idx);
     // A power loss: the never-synced log file is gone, or came back empty.

@@ -131,8 +131,9 @@ fn run_ops(cfg: &StoreConfig, kind: IndexKind, ops: &[Op]) {
     t.store_mut().write_back().unwrap();
     check_window(&mut t, &live, &q, &what);
     let rep = t.store().report();
-    if let Some(f) = &rep.fast {
-        assert_eq!(f.buffer.bytes, 0, "{what}: write_back empties the buffer");
+    if let Some(b) = &rep.buffered {
+        assert_eq!(b.gauges.bytes, 0, "{what}: write_back empties the buffer");
+        assert_eq!(b.gauges.new_nodes + b.gauges.modified_nodes, 0, "{what}");
     }
     // Reopen in a fresh store and device, as another process would.
     t.into_store().unwrap();
@@ -214,21 +215,23 @@ fn fast_flushes_happen_and_are_counted() {
             }
         }
         let report = t.store().report();
-        if let Some(e) = report.efind {
-            assert!(e.flushes > 0 && e.flushed_nodes > 0, "{cfg:?}: {e:?}");
-            assert!(e.buffered_bytes <= e.write_buffer_bytes, "{cfg:?}: {e:?}");
-            assert!(e.log.commits >= ops.len() as u64, "{cfg:?}");
-            assert!(t.check().unwrap().ok());
-            continue;
-        }
-        let f = report.fast.unwrap();
-        assert!(f.flushes > 0 && f.flushed_nodes > 0, "{cfg:?}: {f:?}");
+        // The shared statistics, whatever the policy.
+        let b = report.buffered.clone().unwrap();
+        assert!(b.flushes > 0 && b.flushed_nodes > 0, "{cfg:?}: {b:?}");
+        assert!(b.flush_write_requests > 0 && b.flush_write_requests <= b.flushed_nodes);
         assert!(
-            f.buffer.bytes <= 8 << 10,
-            "{cfg:?}: the buffer fits after the operation's flushes"
+            b.gauges.bytes <= b.settings.write_buffer,
+            "{cfg:?}: the buffer fits after the operation's flushes: {b:?}"
         );
-        assert!(f.log.commits >= ops.len() as u64, "{cfg:?}");
-        assert!(f.log.compactions > 0 || f.log.bytes < (1 << 19), "{cfg:?}");
+        assert!(b.gauges.peak_bytes >= b.gauges.bytes, "{cfg:?}: {b:?}");
+        assert!(b.log.commits >= ops.len() as u64, "{cfg:?}");
+        assert!(b.image_bytes >= b.image_records, "{cfg:?}: {b:?}");
+        assert_eq!(report.fast.is_some(), report.kind == "fast");
+        assert_eq!(report.efind.is_some(), report.kind == "efind");
+        if report.fast.is_some() {
+            assert_eq!(b.settings.write_buffer, 8 << 10);
+            assert!(b.log.compactions > 0 || b.log.bytes < (1 << 19), "{cfg:?}");
+        }
         assert!(t.check().unwrap().ok());
     }
 }

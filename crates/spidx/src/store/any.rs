@@ -8,9 +8,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::buffered::placement::{attach, LogPlacement};
+use super::buffered::BufferedStats;
 use super::direct::{DirectStore, Journaling};
 use super::efind::{EfindConfig, EfindPolicy, EfindStats, EfindStore};
-use super::fast::{FastParams, FastPolicy, FastReport, FastStore, FlushPolicy};
+use super::fast::{FastParams, FastPolicy, FastStats, FastStore, FlushPolicy};
 use super::journal::JOURNAL_FILE;
 use super::log::{LogConfig, LogSync};
 use super::{NodeChange, NodePage, NodeStore, StoreControl, StoreStats, TreeMeta};
@@ -323,7 +324,7 @@ impl StoreConfig {
                 let policy = EfindPolicy::new(c, layout.page_size())?;
                 let (p, pages) = (&c.log_device, policy.log_pages());
                 let devs = attach(p, device, log_device, pages, "eFIND", files, !reopen)?;
-                let log = LogConfig { sync: c.log_sync };
+                let log = LogConfig::new(c.log_sync);
                 Ok(AnyStore::Efind(Box::new(if reopen {
                     EfindStore::open(devs, buffer, layout, log, policy, header)?
                 } else {
@@ -335,9 +336,7 @@ impl StoreConfig {
                 let log_pages = params.log_pages(layout.page_size());
                 let p = self.log_placement().expect("fast");
                 let devs = attach(p, device, log_device, log_pages, "FAST", files, !reopen)?;
-                let log = LogConfig {
-                    sync: params.log_sync,
-                };
+                let log = LogConfig::new(params.log_sync);
                 let policy = FastPolicy::new(params);
                 Ok(AnyStore::Fast(Box::new(if reopen {
                     FastStore::open(devs, buffer, layout, log, policy, header)?
@@ -349,37 +348,56 @@ impl StoreConfig {
     }
 }
 
-/// What a store reports about itself after a phase of work.
+/// What a store reports about itself after a phase of work. Counters are plain fields
+/// (`nodes`, `buffered`, the policies' extras); levels are under `gauges` and options
+/// under `settings`, here and in every nested report (see `docs/stores.md`, "Statistics").
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StoreReport {
-    /// The store's kind (`direct`, ...).
+    /// The store's kind (`direct`, `fast`, `efind`).
     pub kind: String,
     /// Node-level counters every store keeps.
     pub nodes: StoreStats,
-    /// Node pages allocated and not freed.
-    pub pages_in_use: u64,
     /// The page buffer between the store and the device.
     pub cache: CacheStats,
-    /// eFIND's counters (eFIND stores only).
+    /// The statistics every buffered store (FAST, eFIND) keeps under the same names:
+    /// flushes, images, the write buffer, the log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffered: Option<BufferedStats>,
+    /// FAST's own counters (FAST stores only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast: Option<FastStats>,
+    /// eFIND's own counters (eFIND stores only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub efind: Option<EfindStats>,
-    /// FAST's counters (FAST stores only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fast: Option<FastReport>,
-    /// What survives a crash: the unit of durability and how it is reached (a setting,
-    /// not a counter).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub durability: String,
-    /// Where a FAST or eFIND store's log is and how its cost enters the figures (a
-    /// setting; see [`LogPlacement::describe`]).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub log_device: String,
     /// What the recovery that opened a logging store did (FAST, eFIND).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<super::buffered::RecoveryReport>,
     /// The direct store's rollback journal (its own file; see [`super::journal`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal: Option<super::journal::JournalStats>,
+    /// The store now.
+    pub gauges: StoreGauges,
+    /// How the store is set up.
+    pub settings: StoreSettings,
+}
+
+/// A store's levels (not amounts).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreGauges {
+    /// Node pages allocated and not freed.
+    pub pages_in_use: u64,
+}
+
+/// How a store is set up (text settings are not metrics; they are reported as they are).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreSettings {
+    /// What survives a crash: the unit of durability and how it is reached.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub durability: String,
+    /// Where a FAST or eFIND store's log is and how its cost enters the figures (see
+    /// [`LogPlacement::describe`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub log_device: String,
 }
 
 /// A node store chosen at run time. See the module documentation.

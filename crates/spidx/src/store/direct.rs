@@ -376,14 +376,19 @@ impl StoreControl for DirectStore {
         StoreReport {
             kind: "direct".into(),
             nodes: self.stats,
-            pages_in_use: self.header.pages_in_use(),
             cache: self.cache.stats(),
-            durability: if self.journal.is_some() {
-                "checkpoint (rollback journal)".into()
-            } else {
-                "checkpoint (no journal)".into()
-            },
             journal: self.journal_stats(),
+            gauges: super::any::StoreGauges {
+                pages_in_use: self.header.pages_in_use(),
+            },
+            settings: super::any::StoreSettings {
+                durability: if self.journal.is_some() {
+                    "checkpoint (rollback journal)".into()
+                } else {
+                    "checkpoint (no journal)".into()
+                },
+                log_device: String::new(),
+            },
             ..Default::default()
         }
     }

@@ -28,7 +28,7 @@
 //!   is acknowledged (survives any later crash) when `commit` returns;
 //! * `group:N`: every N-th commit writes and syncs; an operation is acknowledged once the
 //!   group it belongs to has been synced (at most N − 1 acknowledged-to-the-caller operations
-//!   can be lost by a crash; [`LogStats::unsynced_commits`] says how many are pending);
+//!   can be lost by a crash; [`Log::unsynced_commits`] says how many are pending);
 //! * `none`: only full log pages are written, never synced; nothing is guaranteed, but what
 //!   reached the device is still recovered up to the last complete operation.
 //!
@@ -54,7 +54,10 @@ use crate::device::Device;
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"SPIDXLOG";
-const VERSION: u32 = 1;
+/// The log format written: 2 = payloads in the shared record codec of the buffered stores
+/// ([`crate::store::buffered::record`]); 1 = FAST's and eFIND's own codecs (FAST's records
+/// are unchanged in format 2, eFIND's are not).
+pub const LOG_FORMAT: u32 = 2;
 const RECORD_HEADER: usize = 16;
 const KIND_DATA: u32 = 1;
 const KIND_COMMIT: u32 = 2;
@@ -120,10 +123,29 @@ impl<'de> Deserialize<'de> for LogSync {
 }
 
 /// Options of a [`Log`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogConfig {
     /// Durability of commits.
     pub sync: LogSync,
+    /// The oldest log format (see [`LOG_FORMAT`]) whose payloads the store can read:
+    /// opening an older log is an error and leaves it untouched.
+    pub oldest_format: u32,
+}
+
+impl LogConfig {
+    /// Options with `sync`, reading every log format.
+    pub fn new(sync: LogSync) -> Self {
+        LogConfig {
+            sync,
+            oldest_format: 1,
+        }
+    }
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig::new(LogSync::default())
+    }
 }
 
 /// Counters of a [`Log`] (the device counts the I/O itself).
@@ -135,8 +157,6 @@ pub struct LogStats {
     pub bytes: u64,
     /// Operations committed.
     pub commits: u64,
-    /// Committed operations not yet synced (lost by a crash now).
-    pub unsynced_commits: u64,
     /// Page write requests the log sent to the device.
     pub write_requests: u64,
     /// Pages written by the log.
@@ -145,6 +165,17 @@ pub struct LogStats {
     pub syncs: u64,
     /// Compactions (including the one every open does).
     pub compactions: u64,
+    /// The log now.
+    pub gauges: LogGauges,
+}
+
+/// The state of a [`Log`] now (levels, not amounts).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogGauges {
+    /// Committed operations not yet synced (lost by a crash now).
+    pub unsynced_commits: u64,
+    /// Bytes of records in the live region.
+    pub used_bytes: u64,
 }
 
 /// Why the scan of a log stopped.
@@ -174,6 +205,8 @@ pub struct Recovered {
     pub end: ScanEnd,
     /// The generation of the log that was recovered.
     pub generation: u64,
+    /// The format of the log that was recovered (see [`LOG_FORMAT`]).
+    pub format: u32,
     /// A region header that was not valid and not empty (a crash during a compaction),
     /// ignored in favour of the other region.
     pub ignored_header: Option<String>,
@@ -206,6 +239,8 @@ pub struct Log {
     nonce: u64,
     /// CRC of the last record appended (the chain).
     prev_crc: u32,
+    /// Committed operations not yet synced.
+    unsynced: u64,
     stats: LogStats,
 }
 
@@ -217,7 +252,7 @@ impl Log {
         // it, which writes records one generation ahead of its header) may have used.
         let mut generation = 1;
         for r in 0..2 {
-            if let HeaderState::Valid(g, _) = log.read_header(r)? {
+            if let HeaderState::Valid(g, _, _) = log.read_header(r)? {
                 generation = generation.max(g + 2);
             }
         }
@@ -241,21 +276,21 @@ impl Log {
     /// generation holding them (see the module documentation).
     pub fn open(device: Box<dyn Device>, config: LogConfig) -> Result<(Log, Recovered)> {
         let mut log = Log::new(device, config)?;
-        let mut best: Option<(u64, u64, u64)> = None;
+        let mut best: Option<(u64, u64, u64, u32)> = None;
         let mut ignored = None;
         let mut bad = Vec::new();
         for r in 0..2 {
             match log.read_header(r)? {
-                HeaderState::Valid(g, nonce) => {
-                    if best.is_none_or(|(_, bg, _)| g > bg) {
-                        best = Some((r, g, nonce));
+                HeaderState::Valid(g, nonce, format) => {
+                    if best.is_none_or(|(_, bg, _, _)| g > bg) {
+                        best = Some((r, g, nonce, format));
                     }
                 }
                 HeaderState::Empty => {}
                 HeaderState::Invalid(why) => bad.push(format!("region {r}: {why}")),
             }
         }
-        let Some((region, generation, nonce)) = best else {
+        let Some((region, generation, nonce, format)) = best else {
             return Err(Error::corrupted(
                 "log header",
                 if bad.is_empty() {
@@ -265,6 +300,17 @@ impl Log {
                 },
             ));
         };
+        if format < config.oldest_format {
+            return Err(Error::invalid(
+                "log format",
+                format!(
+                    "the log is in format {format}, written by an older spidx whose records \
+                     this store no longer reads (it reads formats {} to {LOG_FORMAT}); the log \
+                     was left as it is: rebuild the index with this version",
+                    config.oldest_format
+                ),
+            ));
+        }
         if !bad.is_empty() {
             ignored = Some(bad.join("; "));
         }
@@ -273,6 +319,7 @@ impl Log {
         log.nonce = nonce;
         let mut rec = log.scan()?;
         rec.ignored_header = ignored;
+        rec.format = format;
         let payloads: Vec<Vec<u8>> = rec.payloads().map(<[u8]>::to_vec).collect();
         log.compact(payloads.iter().map(Vec::as_slice))?;
         Ok((log, rec))
@@ -303,6 +350,7 @@ impl Log {
             open_records: 0,
             nonce: 0,
             prev_crc: 0,
+            unsynced: 0,
             stats: LogStats::default(),
         })
     }
@@ -333,9 +381,20 @@ impl Log {
         self.used * 2 > self.capacity_bytes()
     }
 
-    /// The log's counters.
+    /// The log's counters and gauges.
     pub fn stats(&self) -> LogStats {
-        self.stats
+        LogStats {
+            gauges: LogGauges {
+                unsynced_commits: self.unsynced,
+                used_bytes: self.used,
+            },
+            ..self.stats
+        }
+    }
+
+    /// Committed operations not yet synced (lost by a crash now).
+    pub fn unsynced_commits(&self) -> u64 {
+        self.unsynced
     }
 
     /// The device under the log.
@@ -365,10 +424,10 @@ impl Log {
         self.push(KIND_COMMIT, &[])?;
         self.open_records = 0;
         self.stats.commits += 1;
-        self.stats.unsynced_commits += 1;
+        self.unsynced += 1;
         match self.config.sync {
             LogSync::EachOp => self.sync(),
-            LogSync::Group(n) if self.stats.unsynced_commits >= u64::from(n) => self.sync(),
+            LogSync::Group(n) if self.unsynced >= u64::from(n) => self.sync(),
             LogSync::Group(_) => Ok(()),
             LogSync::None => self.write_full_pages(),
         }
@@ -379,7 +438,7 @@ impl Log {
         self.write_out()?;
         self.stats.syncs += 1;
         self.dev.sync()?;
-        self.stats.unsynced_commits = 0;
+        self.unsynced = 0;
         Ok(())
     }
 
@@ -437,7 +496,7 @@ impl Log {
             return Err(e);
         }
         self.stats.compactions += 1;
-        self.stats.unsynced_commits = 0;
+        self.unsynced = 0;
         Ok(())
     }
 
@@ -493,7 +552,7 @@ impl Log {
     fn write_header(&mut self) -> Result<()> {
         let mut page = vec![0u8; self.page_size];
         page[0..8].copy_from_slice(MAGIC);
-        page[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        page[8..12].copy_from_slice(&LOG_FORMAT.to_le_bytes());
         page[12..20].copy_from_slice(&self.region.to_le_bytes());
         page[20..28].copy_from_slice(&self.generation.to_le_bytes());
         page[28..32].copy_from_slice(&(self.page_size as u32).to_le_bytes());
@@ -520,10 +579,10 @@ impl Log {
         if crc32fast::hash(&page[0..48]) != u32_at(48) {
             return Ok(HeaderState::Invalid("header checksum mismatch".into()));
         }
-        if u32_at(8) != VERSION {
+        let format = u32_at(8);
+        if !(1..=LOG_FORMAT).contains(&format) {
             return Ok(HeaderState::Invalid(format!(
-                "version {} is not {VERSION}",
-                u32_at(8)
+                "format {format} is unknown (this spidx reads formats 1 to {LOG_FORMAT})"
             )));
         }
         if u64_at(12) != region {
@@ -541,7 +600,7 @@ impl Log {
                 self.region_pages
             )));
         }
-        Ok(HeaderState::Valid(u64_at(20), u64_at(40)))
+        Ok(HeaderState::Valid(u64_at(20), u64_at(40), format))
     }
 
     /// The CRC chain's start for the live region.
@@ -628,6 +687,7 @@ impl Log {
             dropped_bytes: pos - committed_end,
             end,
             generation: self.generation,
+            format: LOG_FORMAT,
             ignored_header: None,
         })
     }
@@ -642,9 +702,27 @@ fn record_crc(prev: u32, head: &[u8], payload: &[u8]) -> u32 {
 }
 
 enum HeaderState {
-    Valid(u64, u64),
+    /// Generation, nonce, format.
+    Valid(u64, u64, u32),
     Empty,
     Invalid(String),
+}
+
+/// Rewrites the format of every written region header of the log on `dev` (checksums
+/// recomputed): tests make logs of older formats with it.
+#[cfg(test)]
+pub(crate) fn set_header_format(dev: &mut dyn Device, format: u32) {
+    let mut page = vec![0u8; dev.page_size()];
+    for r in 0..2 {
+        dev.read(r, &mut page).unwrap();
+        if page.iter().all(|b| *b == 0) {
+            continue;
+        }
+        page[8..12].copy_from_slice(&format.to_le_bytes());
+        let crc = crc32fast::hash(&page[0..48]);
+        page[48..52].copy_from_slice(&crc.to_le_bytes());
+        dev.write(r, &page).unwrap();
+    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ fn medium(pages: u64) -> SharedDevice {
 }
 
 fn cfg(sync: LogSync) -> LogConfig {
-    LogConfig { sync }
+    LogConfig::new(sync)
 }
 
 /// Operation `i` of the test workload: 1 to 3 records of varied sizes (some span pages).
@@ -76,7 +76,7 @@ fn crash_run(cut: u64, tear: Tear, sync: LogSync, n: usize) -> (usize, usize, Sh
     let mut acked = 0;
     for i in 0..n {
         run_ops(&mut log, i..i + 1);
-        if !watch.is_cut() && log.stats().unsynced_commits == 0 {
+        if !watch.is_cut() && log.unsynced_commits() == 0 {
             acked = i + 1;
         }
     }
@@ -170,14 +170,14 @@ fn sync_modes_trade_writes_for_durability() {
     );
     assert_eq!(st.commits, 100);
     assert_eq!(st.records, 100);
-    assert_eq!(st.unsynced_commits, 0);
+    assert_eq!(st.gauges.unsynced_commits, 0);
     let (w_group, s_group, st) = count(LogSync::Group(10));
     assert_eq!((w_group, s_group), (10, 10));
-    assert_eq!(st.unsynced_commits, 0);
+    assert_eq!(st.gauges.unsynced_commits, 0);
     let (w_none, s_none, st) = count(LogSync::None);
     // 100 x (116 + 16) bytes = 13,200 bytes = 12 full 1 KB pages.
     assert_eq!((w_none, s_none), (12, 0));
-    assert_eq!(st.unsynced_commits, 100);
+    assert_eq!(st.gauges.unsynced_commits, 100);
     assert_eq!(st.bytes, 13_200);
 }
 
@@ -320,4 +320,55 @@ fn a_log_truncated_at_any_byte_recovers_exactly_the_operations_before_it() {
             "cut at byte {cut}"
         );
     }
+}
+
+/// Log formats: an older format opens (and is rewritten in the current one) for stores
+/// that read it, is refused untouched by stores that do not, and an unknown format is an
+/// invalid header.
+#[test]
+fn log_formats_are_checked_on_open() {
+    let m = medium(50);
+    let mut log = Log::create(Box::new(m.clone()), cfg(LogSync::EachOp)).unwrap();
+    run_ops(&mut log, 0..5);
+    drop(log);
+    let mut dev = m.clone();
+    set_header_format(&mut dev, 1);
+    let snapshot = |d: &mut SharedDevice| {
+        let mut all = vec![0u8; 50 * PS];
+        d.read(0, &mut all).unwrap();
+        all
+    };
+    let before = snapshot(&mut dev);
+    let strict = LogConfig {
+        oldest_format: LOG_FORMAT,
+        ..cfg(LogSync::EachOp)
+    };
+    let err = Log::open(Box::new(m.clone()), strict)
+        .err()
+        .expect("format 1 refused")
+        .to_string();
+    assert!(
+        err.contains("format 1") && err.contains("rebuild the index"),
+        "{err}"
+    );
+    assert!(
+        before == snapshot(&mut dev),
+        "a refused log is left untouched"
+    );
+    let (_, rec) = Log::open(Box::new(m.clone()), cfg(LogSync::EachOp)).unwrap();
+    assert_eq!(rec.format, 1);
+    assert_eq!(rec.operations, (0..5).map(op).collect::<Vec<_>>());
+    // Reopening finds the recovered log rewritten in the current format.
+    let (_, rec) = Log::open(Box::new(m.clone()), strict).unwrap();
+    assert_eq!(rec.format, LOG_FORMAT);
+    assert_eq!(
+        rec.operations.concat(),
+        (0..5).flat_map(op).collect::<Vec<_>>()
+    );
+    set_header_format(&mut dev, LOG_FORMAT + 1);
+    let err = Log::open(Box::new(m), cfg(LogSync::EachOp))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("unknown"), "{err}");
 }

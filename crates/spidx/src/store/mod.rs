@@ -17,7 +17,7 @@ pub mod header;
 pub mod journal;
 pub mod log;
 
-pub use any::{AnyStore, StoreConfig, StoreFiles, StoreReport};
+pub use any::{AnyStore, StoreConfig, StoreFiles, StoreGauges, StoreReport, StoreSettings};
 pub use header::StoreHeader;
 
 use std::sync::Arc;
@@ -55,8 +55,8 @@ impl NodePage {
 
 /// One entry-level change to a node, the unit flash-aware stores account and log. The
 /// entry type `E` says how the entry is held: the tree's [`Entry`] ([`NodeChange`]), or its
-/// encoded bytes inside buffered stores ([`buffered::RawChange`]); it is the one change
-/// type of every store.
+/// encoded bytes inside buffered stores, their write buffers and their log records
+/// ([`buffered::RawChange`]); it is the one change type of every store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Change<E> {
     /// Replace the entry at `pos`.

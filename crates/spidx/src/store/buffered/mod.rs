@@ -1,30 +1,41 @@
 //! The buffered-store skeleton every flash-aware store is a policy over (architecture
 //! §6), in the spirit of libspatialindex's `Buffer` decorator: the skeleton does what
-//! all of them share and a [`BufferPolicy`] writes only its own buffer, eviction and
-//! flushing-unit choice.
+//! all of them share and a [`BufferPolicy`] writes only what its paper defines: what a
+//! buffered node holds, when to flush and which unit, and which records rebuild it.
 //!
 //! The skeleton ([`BufferedStore`] over a [`Core`]) owns:
 //! * **the seam**: it implements [`NodeStore`] and [`StoreControl`] for every policy, counts
 //!   the node-level [`StoreStats`], checks page ids and encodes the trees' entries (one
-//!   function, [`Core::encode_entry`]) and changes ([`RawChange`], the one change type)
-//!   before a policy sees them;
+//!   function, [`Core::encode_entry`]) and changes ([`RawChange`], the one change type:
+//!   [`Change`] over encoded entries) before a policy sees them;
+//! * **the write buffer** ([`buffer::NodeBuffer`]): buffered nodes in page order with their
+//!   bytes, peak and statuses; the node type inside is the policy's;
 //! * **allocation and metadata**: one [`StoreHeader`] (allocation through
 //!   [`StoreHeader::allocate`], [`TreeMeta`]), saved as `store.json` at every checkpoint
 //!   exactly as the direct store saves it;
 //! * **the log**: the shared [`Log`] on the device its placement gives it ([`placement`]:
 //!   a partition carved from the end of the node device by default, a second device, or
-//!   an uncounted file), its commit at every operation's end, and the wall time and
-//!   counts of recovery;
-//! * **flushing-unit writes**: a unit's pages reach the device with one request per run of
-//!   consecutive pages ([`Core::write_runs`]);
+//!   an uncounted file), written in the one record vocabulary and codec ([`record`]; each
+//!   policy names its [`RecordFormat`]), committed at every operation's end, compacted
+//!   into a snapshot ([`Core::compact_log`]), and decoded for the policy at recovery (with
+//!   the wall time and counts of recovery);
+//! * **flushing-unit writes** ([`Core::write_unit`]): the images that protect a unit's
+//!   in-place writes are logged ([`Core::log_image`]), the log is made durable as the
+//!   policy's [`UnitDurability`] says, and the unit's pages reach the device with one request
+//!   per run of consecutive pages;
+//! * **statistics** ([`BufferedStats`]): one vocabulary of flush, image, buffer and log
+//!   counters, gauges and settings, reported as `store.buffered.*` by every buffered store;
+//!   a policy reports only its extras (`store.fast.*`, `store.efind.*`);
 //! * **checkpoints**: the policy empties its buffer and compacts the log, then the skeleton
 //!   persists the device and saves the header.
 //!
 //! Policies: [`crate::store::fast`] (FAST, Sarwat et al. 2013) and [`crate::store::efind`]
-//! (eFIND, Carniel et al. 2017/2019). Each keeps its own log record vocabulary, encoded by
-//! its own record module; both frame, checksum and commit them through the one [`Log`].
+//! (eFIND, Carniel et al. 2017/2019).
 
+pub mod buffer;
 pub mod placement;
+pub mod record;
+pub mod stats;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -32,6 +43,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use super::any::{StoreGauges, StoreSettings};
 use super::header::{check_page_size, StoreHeader};
 use super::log::{Log, LogConfig, LogSync, Recovered, ScanEnd};
 use super::{
@@ -41,7 +53,10 @@ use crate::cache::{CacheConfig, PageCache};
 use crate::device::Device;
 use crate::node::{Entry, NodeLayout, PageId};
 use crate::{Error, Result};
+pub use buffer::{BufferGauges, BufferedNode, NodeBuffer, NodeStatus};
 use placement::{LogDevices, LogPlacement};
+pub use record::{Record, RecordFormat};
+pub use stats::{BufferSettings, BufferedStats};
 
 /// A change with its entry encoded as the node layout stores it in a page (what buffers
 /// hold and logs record).
@@ -111,8 +126,15 @@ pub struct Core {
     pub header: StoreHeader,
     /// Node-level counters.
     pub stats: StoreStats,
-    /// What the last recovery did (stores opened from a log).
+    /// What the last recovery (opening a store that holds a log) did.
     pub recovery: Option<RecoveryReport>,
+    /// How the policy's log records are encoded.
+    pub format: RecordFormat,
+    /// The shared flush and image counters (the rest of [`BufferedStats`] is filled in
+    /// when reporting).
+    pub counts: BufferedStats,
+    /// Images logged for the unit being built (see [`Core::write_unit`]).
+    unit_images: u64,
     header_path: Option<PathBuf>,
     scratch: Vec<u8>,
 }
@@ -156,6 +178,82 @@ impl Core {
             .collect()
     }
 
+    /// Appends `rec` to the current log operation, in the policy's format.
+    pub fn append(&mut self, rec: &Record) -> Result<()> {
+        let payload = rec.encode(self.format)?;
+        self.log.append(&payload)
+    }
+
+    /// Replaces the log by a snapshot: allocation and metadata (and `clock`, for formats
+    /// with timestamps), then `nodes`, the records that rebuild the buffer.
+    pub fn compact_log(&mut self, clock: Option<u64>, nodes: &[Record]) -> Result<()> {
+        let mut payloads = Vec::with_capacity(nodes.len() + 1);
+        payloads.push(
+            Record::Snapshot {
+                meta: self.header.meta,
+                next_page: self.header.next_page,
+                free: self.header.free.clone(),
+                clock,
+            }
+            .encode(self.format)?,
+        );
+        for r in nodes {
+            payloads.push(r.encode(self.format)?);
+        }
+        self.log.compact(payloads.iter().map(Vec::as_slice))
+    }
+
+    /// Logs the full content of node `id` (its `page`) before the page is written in
+    /// place, so a torn write loses nothing; counted as an image.
+    pub fn log_image(&mut self, id: PageId, level: u32, page: &[u8]) -> Result<()> {
+        let count = self.layout.entry_count(page);
+        let from = self.layout.entry_offset(0);
+        let entries = page[from..self.layout.entry_offset(count)].to_vec();
+        self.counts.image_records += 1;
+        self.counts.image_bytes += entries.len() as u64;
+        self.unit_images += 1;
+        self.append(&Record::Image { id, level, entries })
+    }
+
+    /// Writes a flushing unit: makes the log durable as `durability` says, writes the
+    /// unit's pages with one request per run of consecutive pages, and counts the flush.
+    pub fn write_unit(&mut self, unit: &Unit, durability: UnitDurability) -> Result<()> {
+        let images = std::mem::take(&mut self.unit_images);
+        let sync = self.log.config().sync != LogSync::None;
+        match &durability {
+            UnitDurability::WrittenRecord { .. } => {
+                if images > 0 {
+                    self.log.commit()?;
+                    if sync {
+                        self.log.sync()?;
+                    } else {
+                        self.log.write_out()?;
+                    }
+                }
+            }
+            UnitDurability::Images => {
+                self.log.commit()?;
+                if !sync {
+                    self.log.write_out()?;
+                } else if self.log.unsynced_commits() > 0 {
+                    self.log.sync()?;
+                }
+            }
+        }
+        let requests = self.write_runs(&unit.ids, &unit.data, &unit.levels)?;
+        if let UnitDurability::WrittenRecord { members } = durability {
+            if sync && !unit.ids.is_empty() {
+                self.cache.device_mut().sync()?;
+            }
+            self.append(&Record::Written(members))?;
+            self.log.commit()?;
+        }
+        self.counts.flushes += 1;
+        self.counts.flushed_nodes += unit.ids.len() as u64;
+        self.counts.flush_write_requests += requests;
+        Ok(())
+    }
+
     /// Allocates a node page through the header.
     pub fn allocate(&mut self) -> Result<PageId> {
         let cap = self.cache.device().capacity_pages();
@@ -165,7 +263,7 @@ impl Core {
     /// Writes the pages `ids` (ascending), whose images are the consecutive pages of `data`
     /// with levels `levels`, with one device request per run of consecutive page ids.
     /// Counts the page writes; returns the number of requests.
-    pub fn write_runs(&mut self, ids: &[PageId], data: &[u8], levels: &[u32]) -> Result<u64> {
+    fn write_runs(&mut self, ids: &[PageId], data: &[u8], levels: &[u32]) -> Result<u64> {
         let ps = self.layout.page_size();
         let mut requests = 0;
         let mut start = 0;
@@ -204,6 +302,58 @@ impl Core {
     }
 }
 
+/// The pages of one flushing unit, in ascending page order, as a policy hands them to
+/// [`Core::write_unit`].
+#[derive(Debug, Default)]
+pub struct Unit {
+    ids: Vec<PageId>,
+    levels: Vec<u32>,
+    data: Vec<u8>,
+}
+
+impl Unit {
+    /// An empty unit with room for `n` pages of `page_size` bytes.
+    pub fn with_capacity(n: usize, page_size: usize) -> Self {
+        Unit {
+            ids: Vec::with_capacity(n),
+            levels: Vec::with_capacity(n),
+            data: Vec::with_capacity(n * page_size),
+        }
+    }
+
+    /// Adds page `id` (above the last one added) at `level` with content `page`.
+    pub fn push(&mut self, id: PageId, level: u32, page: &[u8]) {
+        debug_assert!(self.ids.last().is_none_or(|l| *l < id));
+        self.ids.push(id);
+        self.levels.push(level);
+        self.data.extend_from_slice(page);
+    }
+
+    /// The pages to write.
+    pub fn ids(&self) -> &[PageId] {
+        &self.ids
+    }
+}
+
+/// How a policy makes a flushed unit recoverable (its paper's log protocol), in
+/// [`Core::write_unit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnitDurability {
+    /// The unit's nodes are recorded as written once their pages are durable (FAST): if
+    /// the unit logged images, they are committed and synced (written out under log sync
+    /// `none`) before the in-place writes; the device is synced after them (except under
+    /// `none`) and a [`Record::Written`] naming `members` is committed, so recovery drops
+    /// their earlier records.
+    WrittenRecord {
+        /// Every buffered node the flush takes out of the buffer (deleted ones included).
+        members: Vec<PageId>,
+    },
+    /// Every committed record, the unit's images included, is durable before the in-place
+    /// writes (synced, or written out under `none`); recovery rebuilds the written nodes
+    /// from their images (eFIND).
+    Images,
+}
+
 /// What a flash-aware store writes itself: its buffer (add), the choice of what to flush
 /// and when (evict, choose), its log records and their replay. The skeleton calls the hooks
 /// with the [`Core`]; entries and changes arrive encoded, page ids checked and allocated.
@@ -211,17 +361,25 @@ pub trait BufferPolicy {
     /// The store's kind as reported (`fast`, `efind`).
     const KIND: &'static str;
 
+    /// How the policy's log records are encoded (see [`record`]).
+    const FORMAT: RecordFormat;
+
+    /// The oldest log format (see [`crate::store::log::LOG_FORMAT`]) whose records this
+    /// policy reads.
+    const OLDEST_LOG_FORMAT: u32;
+
     /// Called once a new store is assembled (before any operation).
     fn created(&mut self, _core: &mut Core) -> Result<()> {
         Ok(())
     }
 
-    /// Rebuilds the buffer from the records of a recovered log (the header holds what the
-    /// last checkpoint saved); fills in the policy's part of `report`.
+    /// Rebuilds the buffer from the records of a recovered log, by committed operation
+    /// (the header holds what the last checkpoint saved); fills in the policy's part of
+    /// `report`.
     fn recover(
         &mut self,
         core: &mut Core,
-        recovered: &Recovered,
+        operations: &[Vec<Record>],
         report: &mut RecoveryReport,
     ) -> Result<()>;
 
@@ -262,7 +420,14 @@ pub trait BufferPolicy {
     /// Empties the policy's read caches (the skeleton empties the page cache's).
     fn drop_caches(&mut self, _core: &mut Core) {}
 
-    /// Fills in the policy's part of the store's report.
+    /// The write buffer now.
+    fn buffer_gauges(&self) -> BufferGauges;
+
+    /// The options behind the statistics (the skeleton fills in the log's).
+    fn settings(&self) -> BufferSettings;
+
+    /// Fills in the policy's extras in the store's report (the skeleton fills in
+    /// [`BufferedStats`]).
     fn report(&self, core: &Core, report: &mut StoreReport);
 }
 
@@ -310,11 +475,25 @@ impl<P: BufferPolicy> BufferedStore<P> {
             Some(p) => StoreHeader::load_or_new(p, P::KIND)?,
             None => StoreHeader::new(P::KIND),
         };
+        let log = LogConfig {
+            oldest_format: P::OLDEST_LOG_FORMAT,
+            ..log
+        };
         let (log, recovered) = Log::open(devs.log, log)?;
+        let es = layout.entry_size();
+        let operations = recovered
+            .operations
+            .iter()
+            .map(|op| {
+                op.iter()
+                    .map(|p| Record::decode(p, P::FORMAT, es))
+                    .collect::<Result<Vec<_>>>()
+            })
+            .collect::<Result<Vec<_>>>()?;
         let parts = (cache, log, devs.placement);
         let mut s = Self::assemble(parts, layout, header, policy, header_path);
         let mut report = RecoveryReport::of(&recovered);
-        s.policy.recover(&mut s.core, &recovered, &mut report)?;
+        s.policy.recover(&mut s.core, &operations, &mut report)?;
         report.seconds = start.elapsed().as_secs_f64();
         s.core.recovery = Some(report);
         Ok(s)
@@ -337,6 +516,9 @@ impl<P: BufferPolicy> BufferedStore<P> {
                 header,
                 stats: StoreStats::default(),
                 recovery: None,
+                format: P::FORMAT,
+                counts: BufferedStats::default(),
+                unit_images: 0,
                 header_path: header_path.map(Path::to_path_buf),
             },
             policy,
@@ -473,27 +655,43 @@ impl<P: BufferPolicy> StoreControl for BufferedStore<P> {
     }
 
     fn report(&self) -> StoreReport {
+        let core = &self.core;
+        let log = core.log.config().sync;
+        let mut settings = self.policy.settings();
+        settings.log_sync = log.to_string();
+        settings.log_pages = core.log.device().capacity_pages();
         let mut r = StoreReport {
             kind: P::KIND.into(),
-            nodes: self.core.stats,
-            pages_in_use: self.core.header.pages_in_use(),
-            cache: self.core.cache.stats(),
-            durability: match (
-                self.core.placement.durability(),
-                self.core.log.config().sync,
-            ) {
-                (Some(d), _) => d.into(),
-                (None, LogSync::EachOp) => "each operation (log synced at every commit)".into(),
-                (None, LogSync::Group(n)) => {
-                    format!("groups of {n} operations (log group commit)")
-                }
-                (None, LogSync::None) => "checkpoint (log never synced)".into(),
+            nodes: core.stats,
+            cache: core.cache.stats(),
+            buffered: Some(BufferedStats {
+                log: core.log.stats(),
+                gauges: self.policy.buffer_gauges(),
+                settings,
+                ..core.counts.clone()
+            }),
+            recovery: core.recovery.clone(),
+            gauges: StoreGauges {
+                pages_in_use: core.header.pages_in_use(),
             },
-            log_device: self.core.placement.describe(),
-            recovery: self.core.recovery.clone(),
+            settings: StoreSettings {
+                durability: match (core.placement.durability(), log) {
+                    (Some(d), _) => d.into(),
+                    (None, LogSync::EachOp) => "each operation (log synced at every commit)".into(),
+                    (None, LogSync::Group(n)) => {
+                        format!("groups of {n} operations (log group commit)")
+                    }
+                    (None, LogSync::None) => "checkpoint (log never synced)".into(),
+                },
+                log_device: core.placement.describe(),
+            },
             ..Default::default()
         };
-        self.policy.report(&self.core, &mut r);
+        self.policy.report(core, &mut r);
         r
     }
 }
+
+#[cfg(test)]
+#[path = "skeleton_tests.rs"]
+mod tests;

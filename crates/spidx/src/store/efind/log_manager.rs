@@ -1,135 +1,46 @@
 //! eFIND's log manager (Carniel et al. 2019, Goal 5) on the shared [`Log`](crate::store::log):
 //! what the eFIND store logs and how a restart rebuilds the write buffer from it.
 //!
-//! Records (postcard-encoded payloads; the shared log frames, checksums and commits them):
+//! Records (the skeleton's [`Record`]s in the compact format, [`RecordFormat::Compact`]:
+//! every change carries its logical time; the shared log frames, checksums and commits them):
 //! - at entry granularity, one per change: `Create` (a new node with its entries), `Change`
 //!   (one positional set / push / remove), `Rewrite` (all entries), `Alloc` / `Free` (page
 //!   allocation; `Free` is a node deletion) and `Meta` (the tree's root, height, count);
-//! - `Flushed`: written for every *modified* node of a flushing unit, before the unit's pages
+//! - `Image`: written for every *modified* node of a flushing unit, before the unit's pages
 //!   are written in place (the log is synced first): the node's full entry list;
-//! - `Checkpoint` and `State`: a compacted log is one `Checkpoint` (allocation, metadata,
+//! - `Snapshot` and `State`: a compacted log is one `Snapshot` (allocation, metadata,
 //!   logical clock) followed by the `State` of every buffered node.
+//!
+//! [`RecordFormat::Compact`]: crate::store::buffered::RecordFormat::Compact
 //!
 //! Each tree operation's records are one committed log operation (appended during the
 //! operation, committed at `end_operation`), so recovery never replays half an operation.
 //!
 //! **Torn in-place writes.** A flush overwrites pages in place; a power cut can tear them. A
-//! restart therefore never trusts a page written since the last checkpoint: replaying a
-//! `Flushed` record makes the node a *new* buffered node holding all its entries (a new
+//! restart therefore never trusts a page written since the last checkpoint: replaying an
+//! `Image` record makes the node a *new* buffered node holding all its entries (a new
 //! node's merged content ignores the page on the device), so a torn page is simply written
-//! again by a later flush. New nodes need no `Flushed` record: their `Create` and later
+//! again by a later flush. New nodes need no `Image` record: their `Create` and later
 //! records already rebuild them completely. The only pages recovery reads are those of
 //! nodes neither flushed nor freed since the checkpoint, which compaction made durable (it
 //! syncs the device first). The cost: the entries of every flushed modified node are logged once more
 //! (at most one page per node, a sequential write), and a restart re-flushes those nodes.
 //!
 //! Recovery replays in log order with one precaution: records of a node before its last
-//! `Flushed` or `Free` record are skipped (a `Flushed` record holds their combined effect; a
+//! `Image` or `Free` record are skipped (an `Image` record holds their combined effect; a
 //! freed node is gone; in both cases the page may since have been overwritten or torn, e.g.
 //! by a new node reusing it).
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
-
-use super::write_buffer::{BufNode, NodeState};
+use super::write_buffer::BufNode;
 use crate::node::PageId;
-use crate::store::buffered::RawChange;
-use crate::store::{StoreHeader, TreeMeta};
+use crate::store::buffered::Record;
+use crate::store::StoreHeader;
 use crate::{Error, Result};
 
-/// One log record of the eFIND store. See the module documentation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum Record {
-    /// Start of a compacted log: allocation, metadata and logical clock.
-    Checkpoint {
-        /// Tree metadata.
-        meta: Option<TreeMeta>,
-        /// First never-used page.
-        next_page: u64,
-        /// Freed pages.
-        free: Vec<u64>,
-        /// Logical clock.
-        clock: u64,
-    },
-    /// New tree metadata.
-    Meta(TreeMeta),
-    /// Page `0` allocated (from the free list or the end).
-    Alloc(u64),
-    /// Node deleted, its page freed.
-    Free(u64),
-    /// Node created with `entries` (concatenated encoded entries).
-    Create {
-        /// Page.
-        id: u64,
-        /// Level.
-        level: u32,
-        /// Logical time.
-        stamp: u64,
-        /// Entries.
-        entries: Vec<u8>,
-    },
-    /// One entry-level change.
-    Change {
-        /// Page.
-        id: u64,
-        /// Level.
-        level: u32,
-        /// Logical time.
-        stamp: u64,
-        /// The change.
-        change: RawChange,
-    },
-    /// All entries replaced.
-    Rewrite {
-        /// Page.
-        id: u64,
-        /// Level.
-        level: u32,
-        /// Logical time.
-        stamp: u64,
-        /// Entries.
-        entries: Vec<u8>,
-    },
-    /// A modified node about to be written in place, with all its entries.
-    Flushed {
-        /// Page.
-        id: u64,
-        /// Level.
-        level: u32,
-        /// Entries.
-        entries: Vec<u8>,
-    },
-    /// A buffered node in a compacted log.
-    State {
-        /// Page.
-        id: u64,
-        /// The node.
-        state: NodeState,
-    },
-}
-
-impl Record {
-    /// The payload bytes.
-    pub fn encode(&self) -> Result<Vec<u8>> {
-        postcard::to_allocvec(self).map_err(|e| Error::invalid("eFIND log record", e.to_string()))
-    }
-
-    /// Decodes a payload.
-    pub fn decode(bytes: &[u8]) -> Result<Record> {
-        postcard::from_bytes(bytes).map_err(|e| Error::corrupted("eFIND log record", e.to_string()))
-    }
-
-    fn node(&self) -> Option<u64> {
-        match self {
-            Record::Create { id, .. }
-            | Record::Change { id, .. }
-            | Record::Rewrite { id, .. }
-            | Record::Flushed { id, .. }
-            | Record::State { id, .. } => Some(*id),
-            _ => None,
-        }
-    }
+fn stamp_of(stamp: Option<u64>) -> Result<u64> {
+    stamp.ok_or_else(|| Error::corrupted("eFIND log", "a change without its logical time"))
 }
 
 /// Splits concatenated entries.
@@ -166,11 +77,11 @@ pub fn replay(
     mut stored_len: impl FnMut(PageId, u32) -> Result<u32>,
 ) -> Result<Replayed> {
     // Index of the last record after which a node's earlier records no longer matter: its
-    // last `Flushed` (holds their effect) or `Free` (the node is gone; a later node on the
+    // last `Image` (holds their effect) or `Free` (the node is gone; a later node on the
     // same page may have overwritten the page in place).
     let mut last_reset: HashMap<u64, usize> = HashMap::new();
     for (i, r) in records.iter().enumerate() {
-        if let Record::Flushed { id, .. } | Record::Free(id) = r {
+        if let Record::Image { id, .. } | Record::Free(id) = r {
             last_reset.insert(*id, i);
         }
     }
@@ -184,7 +95,7 @@ pub fn replay(
             }
         }
         match r {
-            Record::Checkpoint {
+            Record::Snapshot {
                 meta,
                 next_page,
                 free,
@@ -193,7 +104,7 @@ pub fn replay(
                 header.meta = *meta;
                 header.next_page = *next_page;
                 header.free = free.clone();
-                clock = *c;
+                clock = c.ok_or_else(|| bad("a snapshot without its clock".into()))?;
                 nodes.clear();
             }
             Record::Meta(m) => header.meta = Some(*m),
@@ -215,11 +126,12 @@ pub fn replay(
                 stamp,
                 entries,
             } => {
+                let stamp = stamp_of(*stamp)?;
                 let e = split_entries(entries, entry_size)?;
-                nodes.insert(*id, BufNode::new_node(*level, *stamp, e));
-                clock = clock.max(*stamp);
+                nodes.insert(*id, BufNode::new_node(*level, stamp, e));
+                clock = clock.max(stamp);
             }
-            Record::Flushed { id, level, entries } => {
+            Record::Image { id, level, entries } => {
                 let e = split_entries(entries, entry_size)?;
                 let keep = nodes.get(id).map(|n| (n.mods, n.stamp));
                 let mut n = BufNode::new_node(*level, 0, e);
@@ -235,6 +147,7 @@ pub fn replay(
                 stamp,
                 change,
             } => {
+                let stamp = &stamp_of(*stamp)?;
                 let mut n = match nodes.remove(id) {
                     Some(n) => n,
                     None => BufNode::modified(*level, *stamp, stored_len(*id, *level)?),
@@ -250,6 +163,7 @@ pub fn replay(
                 stamp,
                 entries,
             } => {
+                let stamp = &stamp_of(*stamp)?;
                 let mut n = match nodes.remove(id) {
                     Some(n) => n,
                     None => BufNode::modified(*level, *stamp, stored_len(*id, *level)?),
@@ -263,6 +177,9 @@ pub fn replay(
             Record::State { id, state } => {
                 clock = clock.max(state.stamp);
                 nodes.insert(*id, BufNode::from_state(state.clone()));
+            }
+            other @ (Record::Modify { .. } | Record::Deleted { .. } | Record::Written(_)) => {
+                return Err(bad(format!("{other:?} is not an eFIND record")));
             }
         }
     }

@@ -24,14 +24,17 @@
 //! Layers: eFIND is a policy over the buffered-store skeleton ([`crate::store::buffered`]):
 //! the tree calls the skeleton, which hands eFIND's hooks the encoded changes; pages are
 //! read and written through a page cache (normally `none`, eFIND having its own read
-//! buffer) over the device. Its statistics ([`EfindStats`]) are its own.
+//! buffer) over the device. The skeleton holds its write buffer (a
+//! [`NodeBuffer`](super::buffered::NodeBuffer) of [`BufNode`]s), writes its flushing units
+//! ([`UnitDurability::Images`]) and reports the statistics every buffered store shares
+//! (`store.buffered.*`); [`EfindStats`] are eFIND's own.
 
 pub mod config;
 pub mod flushing;
 pub mod log_manager;
 pub mod write_buffer;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -39,42 +42,25 @@ use serde::{Deserialize, Serialize};
 use config::Resolved;
 pub use config::{EfindConfig, FlushPolicy, Size, TemporalControl};
 use flushing::{Candidate, WriteTcCounts};
-use log_manager::Record;
-use write_buffer::{BufNode, Status};
+use write_buffer::BufNode;
 
-use super::buffered::{BufferPolicy, BufferedStore, Core, RawChange, RecoveryReport};
-use super::log::{LogStats, LogSync, Recovered};
+use super::buffered::{
+    BufferGauges, BufferPolicy, BufferSettings, BufferedStore, Core, NodeBuffer, NodeStatus,
+    RawChange, Record, RecordFormat, RecoveryReport, Unit, UnitDurability,
+};
+use super::log::LOG_FORMAT;
 use super::{Change, StoreReport, TreeMeta};
 use crate::cache::{Buffer, BufferStats};
 use crate::node::PageId;
 use crate::{Error, Result};
 
-/// eFIND's own counters.
+/// eFIND's own counters, reported as `store.efind.*` beside the shared ones
+/// (`store.buffered.*`, see [`crate::store::buffered::BufferedStats`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct EfindStats {
-    /// Flushing operations (one unit each; `write_back` counts one).
-    pub flushes: u64,
-    /// Nodes written by flushes.
-    pub flushed_nodes: u64,
     /// Flushed modified nodes whose merged page equalled the stored one (changes that
-    /// cancelled out): writes that were not needed.
-    pub unnecessary_flushes: u64,
-    /// Device write requests made by flushes (one per run of consecutive pages).
-    pub write_requests: u64,
-    /// Buffered nodes with status new, now.
-    pub buffered_new: u64,
-    /// Buffered nodes with status modified, now.
-    pub buffered_modified: u64,
-    /// Bytes held by the write buffer, now.
-    pub buffered_bytes: u64,
-    /// Largest number of bytes the write buffer held (at an operation's end or within it).
-    pub peak_buffered_bytes: u64,
-    /// Capacity of the write buffer in bytes.
-    pub write_buffer_bytes: u64,
-    /// Capacity of the read buffer in pages.
-    pub read_buffer_pages: u64,
-    /// Read-buffer counters (hits, misses = faults, admissions, evictions).
-    pub read_buffer: BufferStats,
+    /// cancelled out): page writes that changed nothing.
+    pub unchanged_pages_written: u64,
     /// Stored pages read only to learn how many entries a node holds before its first
     /// buffered change (when neither the read buffer nor recent reads knew it).
     pub length_reads: u64,
@@ -84,14 +70,17 @@ pub struct EfindStats {
     pub read_tc_hits: u64,
     /// Cases of the temporal control of writes.
     pub write_tc: WriteTcCounts,
-    /// The log's counters (records, bytes, commits, syncs, compactions).
-    pub log: LogStats,
-    /// Log operations replayed by the last restart.
-    pub recovered_operations: u64,
-    /// Log records of an unfinished operation (or a torn tail) dropped by the last restart.
-    pub recovery_dropped_records: u64,
-    /// Wall time of the last restart's recovery (log scan, replay, compaction), seconds.
-    pub recovery_s: f64,
+    /// Read-buffer counters (hits, misses = faults, admissions, evictions).
+    pub read_buffer: BufferStats,
+    /// eFIND's own settings.
+    pub settings: EfindSettings,
+}
+
+/// eFIND's options beside the shared ones (`store.buffered.settings`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EfindSettings {
+    /// Capacity of the read buffer in pages.
+    pub read_buffer_pages: u64,
 }
 
 /// Stored-page entry counts remembered from recent reads (so that the first buffered
@@ -105,8 +94,7 @@ pub type EfindStore = BufferedStore<EfindPolicy>;
 pub struct EfindPolicy {
     config: EfindConfig,
     cfg: Resolved,
-    wb: HashMap<PageId, BufNode>,
-    wb_bytes: usize,
+    wb: NodeBuffer<BufNode>,
     rb: Buffer<Arc<[u8]>>,
     read_fifo: VecDeque<PageId>,
     write_fifo: VecDeque<PageId>,
@@ -121,15 +109,15 @@ impl EfindPolicy {
         let cfg = config.resolve(page_size)?;
         let rb = Buffer::new(cfg.read_policy.build(cfg.read_pages, cfg.kin, cfg.kout));
         let estats = EfindStats {
-            write_buffer_bytes: cfg.write_bytes,
-            read_buffer_pages: cfg.read_pages as u64,
+            settings: EfindSettings {
+                read_buffer_pages: cfg.read_pages as u64,
+            },
             ..EfindStats::default()
         };
         Ok(EfindPolicy {
             config: config.clone(),
             cfg,
-            wb: HashMap::new(),
-            wb_bytes: 0,
+            wb: NodeBuffer::default(),
             rb,
             read_fifo: VecDeque::new(),
             write_fifo: VecDeque::new(),
@@ -149,33 +137,19 @@ impl EfindPolicy {
         &self.config
     }
 
-    fn append(core: &mut Core, r: &Record) -> Result<()> {
-        core.log.append(&r.encode()?)
-    }
-
-    /// Makes the in-place pages durable, then replaces the log by a checkpoint and the
-    /// state of every buffered node.
+    /// Makes the in-place pages durable, then replaces the log by a snapshot (with the
+    /// logical clock) and the state of every buffered node.
     fn compact(&self, core: &mut Core) -> Result<()> {
         core.cache.sync()?;
-        let mut payloads = vec![Record::Checkpoint {
-            meta: core.header.meta,
-            next_page: core.header.next_page,
-            free: core.header.free.clone(),
-            clock: self.clock,
-        }
-        .encode()?];
-        let mut ids: Vec<PageId> = self.wb.keys().copied().collect();
-        ids.sort_unstable();
-        for id in ids {
-            payloads.push(
-                Record::State {
-                    id,
-                    state: self.wb[&id].state(),
-                }
-                .encode()?,
-            );
-        }
-        core.log.compact(payloads.iter().map(Vec::as_slice))
+        let states: Vec<Record> = self
+            .wb
+            .iter()
+            .map(|(id, n)| Record::State {
+                id,
+                state: n.state(),
+            })
+            .collect();
+        core.compact_log(Some(self.clock), &states)
     }
 
     fn compact_if_needed(&self, core: &mut Core) -> Result<()> {
@@ -185,20 +159,12 @@ impl EfindPolicy {
         Ok(())
     }
 
-    /// eFIND's counters.
-    pub fn efind_stats(&self, core: &Core) -> EfindStats {
-        let mut s = self.estats;
-        s.read_buffer = self.rb.stats();
-        s.buffered_bytes = self.wb_bytes as u64;
-        s.buffered_new = self.wb.values().filter(|n| n.status == Status::New).count() as u64;
-        s.buffered_modified = self.wb.len() as u64 - s.buffered_new;
-        s.log = core.log.stats();
-        if let Some(r) = &core.recovery {
-            s.recovered_operations = r.operations;
-            s.recovery_dropped_records = r.records_dropped;
-            s.recovery_s = r.seconds;
+    /// eFIND's own counters.
+    pub fn efind_stats(&self) -> EfindStats {
+        EfindStats {
+            read_buffer: self.rb.stats(),
+            ..self.estats
         }
-        s
     }
 
     fn tick(&mut self) -> u64 {
@@ -237,20 +203,9 @@ impl EfindPolicy {
         Ok(page)
     }
 
-    /// Puts `node` into the write buffer under `id`, keeping the byte count.
-    fn put_node(&mut self, es: usize, id: PageId, node: BufNode) {
-        self.wb_bytes += node.bytes(es);
-        if let Some(old) = self.wb.insert(id, node) {
-            self.wb_bytes -= old.bytes(es);
-        }
-        self.estats.peak_buffered_bytes = self.estats.peak_buffered_bytes.max(self.wb_bytes as u64);
-    }
-
     /// Takes node `id` out of the write buffer for a change (a stored node enters it).
     fn take_node(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<BufNode> {
-        let es = core.layout.entry_size();
-        if let Some(n) = self.wb.remove(&id) {
-            self.wb_bytes -= n.bytes(es);
+        if let Some(n) = self.wb.remove(id) {
             return Ok(n);
         }
         let known = self
@@ -278,7 +233,7 @@ impl EfindPolicy {
         let all: Vec<Candidate> = self
             .wb
             .iter()
-            .map(|(&id, n)| Candidate {
+            .map(|(id, n)| Candidate {
                 id,
                 mods: n.mods,
                 level: n.level,
@@ -299,7 +254,10 @@ impl EfindPolicy {
         if need_geometry {
             let dims = core.layout.dims();
             for c in &mut cands {
-                let boxes: Vec<Vec<f64>> = self.wb[&c.id]
+                let boxes: Vec<Vec<f64>> = self
+                    .wb
+                    .get(c.id)
+                    .expect("candidates are buffered")
                     .live_versions()
                     .map(|b| mbr_of(b, dims))
                     .collect();
@@ -321,37 +279,25 @@ impl EfindPolicy {
             return Ok(());
         }
         let ps = core.layout.page_size();
-        let es = core.layout.entry_size();
-        let mut data = vec![0u8; ids.len() * ps];
-        let mut levels = Vec::with_capacity(ids.len());
-        for (i, &id) in ids.iter().enumerate() {
-            let node = self.wb.remove(&id).ok_or_else(|| {
+        let mut unit = Unit::with_capacity(ids.len(), ps);
+        let mut out = vec![0u8; ps];
+        for &id in ids {
+            let node = self.wb.remove(id).ok_or_else(|| {
                 Error::invalid("eFIND flush", format!("node {id} is not buffered"))
             })?;
-            self.wb_bytes -= node.bytes(es);
             let base = match node.status {
-                Status::Modified => Some(self.stored_page(core, id, node.level)?),
-                Status::New => None,
+                NodeStatus::Modified => Some(self.stored_page(core, id, node.level)?),
+                NodeStatus::New | NodeStatus::Deleted => None,
             };
-            let out = &mut data[i * ps..(i + 1) * ps];
-            node.merge_into(&core.layout, base.as_deref(), out)?;
-            if node.status == Status::Modified {
-                let n = node.len();
-                let from = core.layout.entry_offset(0);
-                let entries = out[from..from + n * es].to_vec();
-                Self::append(
-                    core,
-                    &Record::Flushed {
-                        id,
-                        level: node.level,
-                        entries,
-                    },
-                )?;
+            node.merge_into(&core.layout, base.as_deref(), &mut out)?;
+            if node.status == NodeStatus::Modified {
+                // The log first: a torn in-place write must find the node's entries there.
+                core.log_image(id, node.level, &out)?;
             }
             if base.as_deref() == Some(&*out) {
-                self.estats.unnecessary_flushes += 1;
+                self.estats.unchanged_pages_written += 1;
             }
-            levels.push(node.level);
+            unit.push(id, node.level, &out);
             self.remember_len(id, node.len() as u32);
             let page: Arc<[u8]> = Arc::from(&*out);
             if self.rb.remove(id).is_some() {
@@ -364,16 +310,7 @@ impl EfindPolicy {
                 }
             }
         }
-        // The log first: a torn in-place write must find the node's entries in the log.
-        core.log.commit()?;
-        match self.cfg.log_sync {
-            LogSync::None => core.log.write_out()?,
-            _ if core.log.stats().unsynced_commits > 0 => core.log.sync()?,
-            _ => {}
-        }
-        self.estats.write_requests += core.write_runs(ids, &data, &levels)?;
-        self.estats.flushes += 1;
-        self.estats.flushed_nodes += ids.len() as u64;
+        core.write_unit(&unit, UnitDurability::Images)?;
         if self.cfg.tc.writes() {
             for &id in ids {
                 if self.write_fifo.len() == self.cfg.write_tc_size {
@@ -388,8 +325,7 @@ impl EfindPolicy {
     /// Writes every buffered node, sorted by page in groups of `flushing_unit` nodes
     /// (consecutive pages in one request), syncs the device and compacts the log.
     fn write_all(&mut self, core: &mut Core) -> Result<()> {
-        let mut ids: Vec<PageId> = self.wb.keys().copied().collect();
-        ids.sort_unstable();
+        let ids = self.wb.ids();
         for group in ids.chunks(self.cfg.unit) {
             self.compact_if_needed(core)?;
             self.write_unit(core, group)?;
@@ -441,6 +377,9 @@ fn pairwise_overlap(boxes: &[Vec<f64>], dims: usize) -> f64 {
 
 impl BufferPolicy for EfindPolicy {
     const KIND: &'static str = "efind";
+    const FORMAT: RecordFormat = RecordFormat::Compact;
+    /// Log format 1 held eFIND's postcard records, which the shared codec does not read.
+    const OLDEST_LOG_FORMAT: u32 = LOG_FORMAT;
 
     fn created(&mut self, core: &mut Core) -> Result<()> {
         self.compact(core)
@@ -450,13 +389,11 @@ impl BufferPolicy for EfindPolicy {
     fn recover(
         &mut self,
         core: &mut Core,
-        recovered: &Recovered,
-        _report: &mut RecoveryReport,
+        operations: &[Vec<Record>],
+        report: &mut RecoveryReport,
     ) -> Result<()> {
-        let records = recovered
-            .payloads()
-            .map(Record::decode)
-            .collect::<Result<Vec<_>>>()?;
+        let records = operations.concat();
+        report.records_replayed = records.len() as u64;
         let layout = core.layout;
         let cache = &mut core.cache;
         let header = std::mem::take(&mut core.header);
@@ -466,10 +403,10 @@ impl BufferPolicy for EfindPolicy {
         })?;
         core.header = replayed.header;
         self.clock = replayed.clock;
-        let es = layout.entry_size();
         for (id, node) in replayed.nodes {
-            self.put_node(es, id, node);
+            self.wb.insert(id, node);
         }
+        report.buffered_nodes = self.wb.len() as u64;
         self.compact(core)
     }
 
@@ -481,15 +418,15 @@ impl BufferPolicy for EfindPolicy {
             }
             self.read_fifo.push_back(id);
         }
-        let (status, lvl) = match self.wb.get(&id) {
+        let (status, lvl) = match self.wb.get(id) {
             None => return self.stored_page(core, id, level),
             Some(n) => (n.status, n.level),
         };
         let base = match status {
-            Status::Modified => Some(self.stored_page(core, id, lvl)?),
-            Status::New => None,
+            NodeStatus::Modified => Some(self.stored_page(core, id, lvl)?),
+            NodeStatus::New | NodeStatus::Deleted => None,
         };
-        let node = &self.wb[&id];
+        let node = self.wb.get(id).expect("buffered");
         let mut out = vec![0u8; core.layout.page_size()];
         node.merge_into(&core.layout, base.as_deref(), &mut out)?;
         Ok(out.into())
@@ -502,18 +439,15 @@ impl BufferPolicy for EfindPolicy {
         core.cache.invalidate(id);
         self.forget(id);
         let stamp = self.tick();
-        Self::append(core, &Record::Alloc(id))?;
+        core.append(&Record::Alloc(id))?;
         let enc = log_manager::split_entries(&entries, es)?;
-        Self::append(
-            core,
-            &Record::Create {
-                id,
-                level,
-                stamp,
-                entries,
-            },
-        )?;
-        self.put_node(es, id, BufNode::new_node(level, stamp, enc));
+        core.append(&Record::Create {
+            id,
+            level,
+            stamp: Some(stamp),
+            entries,
+        })?;
+        self.wb.insert(id, BufNode::new_node(level, stamp, enc));
         Ok(())
     }
 
@@ -524,8 +458,7 @@ impl BufferPolicy for EfindPolicy {
         level: u32,
         changes: Vec<RawChange>,
     ) -> Result<()> {
-        let es = core.layout.entry_size();
-        let was_buffered = self.wb.contains_key(&id);
+        let was_buffered = self.wb.contains(id);
         let mut node = self.take_node(core, id, level)?;
         let before = node.clone();
         let mut result = Ok(());
@@ -545,23 +478,20 @@ impl BufferPolicy for EfindPolicy {
         if result.is_err() {
             // Nothing of a failed modification stays.
             if was_buffered {
-                self.put_node(es, id, before);
+                self.wb.insert(id, before);
             }
             return result;
         }
         node.stamp = self.tick();
-        let stamp = node.stamp;
-        self.put_node(es, id, node);
+        let stamp = Some(node.stamp);
+        self.wb.insert(id, node);
         for change in changes {
-            Self::append(
-                core,
-                &Record::Change {
-                    id,
-                    level,
-                    stamp,
-                    change,
-                },
-            )?;
+            core.append(&Record::Change {
+                id,
+                level,
+                stamp,
+                change,
+            })?;
         }
         Ok(())
     }
@@ -572,39 +502,34 @@ impl BufferPolicy for EfindPolicy {
         let mut node = self.take_node(core, id, level)?;
         node.level = level;
         let stamp = self.tick();
-        Self::append(
-            core,
-            &Record::Rewrite {
-                id,
-                level,
-                stamp,
-                entries,
-            },
-        )?;
+        core.append(&Record::Rewrite {
+            id,
+            level,
+            stamp: Some(stamp),
+            entries,
+        })?;
         node.rewrite(enc);
         node.stamp = stamp;
-        self.put_node(es, id, node);
+        self.wb.insert(id, node);
         Ok(())
     }
 
     fn delete(&mut self, core: &mut Core, id: PageId, _level: u32) -> Result<()> {
         // A deleted node needs no write: its page is freed; what was buffered or cached
         // for it goes.
-        if let Some(n) = self.wb.remove(&id) {
-            self.wb_bytes -= n.bytes(core.layout.entry_size());
-        }
+        self.wb.remove(id);
         self.rb.remove(id);
         self.forget(id);
         self.read_fifo.retain(|p| *p != id);
-        Self::append(core, &Record::Free(id))
+        core.append(&Record::Free(id))
     }
 
     fn log_meta(&mut self, core: &mut Core, meta: TreeMeta) -> Result<()> {
-        Self::append(core, &Record::Meta(meta))
+        core.append(&Record::Meta(meta))
     }
 
     fn end_operation(&mut self, core: &mut Core) -> Result<()> {
-        while self.wb_bytes as u64 > self.cfg.write_bytes && !self.wb.is_empty() {
+        while self.wb.bytes() as u64 > self.cfg.write_bytes && !self.wb.is_empty() {
             self.compact_if_needed(core)?;
             self.flush_one(core)?;
         }
@@ -625,7 +550,20 @@ impl BufferPolicy for EfindPolicy {
         self.lengths.clear();
     }
 
-    fn report(&self, core: &Core, report: &mut StoreReport) {
-        report.efind = Some(self.efind_stats(core));
+    fn buffer_gauges(&self) -> BufferGauges {
+        self.wb.gauges()
+    }
+
+    fn settings(&self) -> BufferSettings {
+        BufferSettings {
+            write_buffer: self.cfg.write_bytes,
+            flushing_unit: self.cfg.unit as u64,
+            flush_policy: self.cfg.policy.name().to_string(),
+            ..Default::default()
+        }
+    }
+
+    fn report(&self, _core: &Core, report: &mut StoreReport) {
+        report.efind = Some(self.efind_stats());
     }
 }

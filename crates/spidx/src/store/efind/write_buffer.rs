@@ -17,12 +17,15 @@
 //! node read through eFIND equals, entry for entry, what the direct store would hold.
 //!
 //! Entries are kept as their encoded bytes (the node layout's entry format), so the buffer is
-//! independent of the number of dimensions and merging a node is a sequence of copies.
+//! independent of the number of dimensions and merging a node is a sequence of copies. The
+//! nodes live in the skeleton's [`NodeBuffer`](crate::store::buffered::NodeBuffer), which
+//! counts their bytes ([`BufferedNode`]).
 
 use std::collections::BTreeMap;
 
 use crate::node::{NodeLayout, PageId};
-use crate::store::buffered::RawChange;
+pub use crate::store::buffered::record::NodeState;
+use crate::store::buffered::{BufferedNode, NodeStatus, RawChange};
 use crate::store::Change;
 use crate::{Error, Result};
 
@@ -36,39 +39,11 @@ pub const NODE_BYTES: usize = 48;
 /// Bytes an entry version costs besides the entry itself (its key and map bookkeeping).
 pub const VERSION_BYTES: usize = 16;
 
-/// Whether a buffered node exists on the device yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    /// Created since the last flush of its page: the page on the device means nothing.
-    New,
-    /// Stored on the device, with buffered changes on top.
-    Modified,
-}
-
-/// A buffered node as the log keeps it in a compacted log (see [`super::log_manager`]).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct NodeState {
-    /// Status new (else modified).
-    pub new: bool,
-    /// Modification count.
-    pub mods: u64,
-    /// Level.
-    pub level: u32,
-    /// Time of the last change.
-    pub stamp: u64,
-    /// Entries of the stored page the versions apply to.
-    pub base_len: u32,
-    /// Next appended-entry number.
-    pub next_new: u64,
-    /// Entry versions by key.
-    pub versions: Vec<(u64, Option<Vec<u8>>)>,
-}
-
 /// A node in the write buffer.
 #[derive(Debug, Clone)]
 pub struct BufNode {
     /// New or modified.
-    pub status: Status,
+    pub status: NodeStatus,
     /// Modifications since the node entered the buffer (creation counts one, each entry
     /// change one), the "M" of the flushing policies.
     pub mods: u64,
@@ -82,15 +57,27 @@ pub struct BufNode {
     pub versions: BTreeMap<u64, Option<Box<[u8]>>>,
     next_new: u64,
     removed_base: u32,
-    live: usize,
+    live_bytes: usize,
     appended: usize,
+}
+
+impl BufferedNode for BufNode {
+    fn status(&self) -> NodeStatus {
+        self.status
+    }
+
+    /// Bytes the node costs in the write buffer: [`NODE_BYTES`], [`VERSION_BYTES`] per
+    /// entry version and the live versions' entries.
+    fn bytes(&self) -> usize {
+        NODE_BYTES + self.versions.len() * VERSION_BYTES + self.live_bytes
+    }
 }
 
 impl BufNode {
     /// A node created with `entries` (encoded).
     pub fn new_node(level: u32, stamp: u64, entries: Vec<Box<[u8]>>) -> BufNode {
         let mut n = BufNode::modified(level, stamp, 0);
-        n.status = Status::New;
+        n.status = NodeStatus::New;
         n.mods = 1;
         for e in entries {
             n.push(e);
@@ -101,7 +88,7 @@ impl BufNode {
     /// A stored node of `base_len` entries entering the buffer with no change yet.
     pub fn modified(level: u32, stamp: u64, base_len: u32) -> BufNode {
         BufNode {
-            status: Status::Modified,
+            status: NodeStatus::Modified,
             mods: 0,
             level,
             stamp,
@@ -109,7 +96,7 @@ impl BufNode {
             versions: BTreeMap::new(),
             next_new: 0,
             removed_base: 0,
-            live: 0,
+            live_bytes: 0,
             appended: 0,
         }
     }
@@ -122,11 +109,6 @@ impl BufNode {
     /// Whether the merged node has no entries.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// Bytes the node costs in the write buffer.
-    pub fn bytes(&self, entry_size: usize) -> usize {
-        NODE_BYTES + self.versions.len() * VERSION_BYTES + self.live * entry_size
     }
 
     /// The key of the entry at position `pos` of the merged node.
@@ -161,14 +143,14 @@ impl BufNode {
     }
 
     fn put(&mut self, key: u64, value: Option<Box<[u8]>>) {
-        let new_live = value.is_some();
+        let new_bytes = value.as_ref().map_or(0, |v| v.len());
         let new_removed = value.is_none() && key < NEW_KEY;
         match self.versions.insert(key, value) {
-            Some(Some(_)) => self.live -= 1,
+            Some(Some(old)) => self.live_bytes -= old.len(),
             Some(None) => self.removed_base -= 1,
             None => self.appended += usize::from(key >= NEW_KEY),
         }
-        self.live += usize::from(new_live);
+        self.live_bytes += new_bytes;
         self.removed_base += u32::from(new_removed);
     }
 
@@ -195,8 +177,8 @@ impl BufNode {
             Change::Remove { pos } => {
                 let key = self.key_at(pos).ok_or_else(|| missing(pos, self.len()))?;
                 if key >= NEW_KEY {
-                    if self.versions.remove(&key).flatten().is_some() {
-                        self.live -= 1;
+                    if let Some(old) = self.versions.remove(&key).flatten() {
+                        self.live_bytes -= old.len();
                     }
                     self.appended -= 1;
                 } else {
@@ -212,7 +194,7 @@ impl BufNode {
     /// the first entries (or are removed), the rest are appended.
     pub fn rewrite(&mut self, entries: Vec<Box<[u8]>>) {
         self.versions.clear();
-        self.live = 0;
+        self.live_bytes = 0;
         self.removed_base = 0;
         self.appended = 0;
         self.next_new = 0;
@@ -243,7 +225,7 @@ impl BufNode {
             out[o..o + es].copy_from_slice(bytes);
             *count += 1;
         };
-        if self.status == Status::Modified && self.base_len > 0 {
+        if self.status == NodeStatus::Modified && self.base_len > 0 {
             let base = base.ok_or_else(|| {
                 Error::invalid("eFIND merge", "a modified node needs its stored page")
             })?;
@@ -284,7 +266,7 @@ impl BufNode {
     /// The node's state for a compacted log.
     pub fn state(&self) -> NodeState {
         NodeState {
-            new: self.status == Status::New,
+            new: self.status == NodeStatus::New,
             mods: self.mods,
             level: self.level,
             stamp: self.stamp,
@@ -302,7 +284,7 @@ impl BufNode {
     pub fn from_state(s: NodeState) -> BufNode {
         let mut n = BufNode::modified(s.level, s.stamp, s.base_len);
         if s.new {
-            n.status = Status::New;
+            n.status = NodeStatus::New;
         }
         n.mods = s.mods;
         n.next_new = s.next_new;

@@ -1,35 +1,20 @@
-//! FAST's write buffer (Sarwat et al. 2013, section 4): per node a status (new, modified,
-//! deleted) and the ordered list of its entry-level modifications since it last reached
-//! its page. A node that is new, or whose content was replaced as a whole, keeps its full
-//! entry list (an *image*) instead of a base page. Sizes are bytes of what is held: 16
-//! bytes of bookkeeping per node, plus its image's entries, plus 8 bytes per change and the
-//! changed entry.
-
-use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
+//! FAST's buffered nodes (Sarwat et al. 2013, section 4), held in the skeleton's
+//! [`NodeBuffer`]: per node a status (new, modified, deleted) and the ordered list of its
+//! entry-level modifications since it last reached its page. A node that is new, or whose
+//! content was replaced as a whole, keeps its full entry list (an *image*) instead of a
+//! base page. Sizes are bytes of what is held: 16 bytes of bookkeeping per node, plus its
+//! image's entries, plus 8 bytes per change and the changed entry.
 
 use crate::node::{NodeLayout, PageId};
-use crate::store::buffered::RawChange;
+use crate::store::buffered::{BufferGauges, BufferedNode, NodeBuffer, NodeStatus, RawChange};
 use crate::store::Change;
 use crate::{Error, Result};
-
-/// Status of a buffered node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    /// Created since its page was last written: the image is the whole node.
-    New,
-    /// Changed since it was last written: the page plus the changes (or an image).
-    Modified,
-    /// Deleted; nothing to write.
-    Deleted,
-}
 
 /// One buffered node.
 #[derive(Debug, Clone)]
 pub struct BufNode {
     /// Its status.
-    pub status: Status,
+    pub status: NodeStatus,
     /// Its level.
     pub level: u32,
     /// The raw entries the changes apply to, if the page is not their base.
@@ -40,14 +25,12 @@ pub struct BufNode {
     pub mods: u64,
     /// Operation number of the latest change (FAST*'s recency).
     pub last_op: u64,
-    /// Bytes held.
-    pub bytes: usize,
     /// Log records describing this node since it was last written (for recovery counts).
     pub records: u64,
 }
 
 impl BufNode {
-    fn new(status: Status, level: u32) -> Self {
+    fn new(status: NodeStatus, level: u32) -> Self {
         BufNode {
             status,
             level,
@@ -55,12 +38,17 @@ impl BufNode {
             changes: Vec::new(),
             mods: 0,
             last_op: 0,
-            bytes: 0,
             records: 0,
         }
     }
+}
 
-    fn measure(&self) -> usize {
+impl BufferedNode for BufNode {
+    fn status(&self) -> NodeStatus {
+        self.status
+    }
+
+    fn bytes(&self) -> usize {
         16 + self.image.as_ref().map_or(0, Vec::len)
             + self
                 .changes
@@ -70,30 +58,16 @@ impl BufNode {
     }
 }
 
-/// Buffered nodes by status and bytes (reported by the store).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BufferContents {
-    /// Nodes with status new.
-    pub new_nodes: u64,
-    /// Nodes with status modified.
-    pub modified_nodes: u64,
-    /// Nodes with status deleted.
-    pub deleted_nodes: u64,
-    /// Bytes held.
-    pub bytes: u64,
-}
-
-/// The write buffer. See the module documentation.
-#[derive(Debug, Default)]
+/// FAST's write buffer: the skeleton's [`NodeBuffer`] with FAST's bookkeeping of changes.
+#[derive(Default)]
 pub struct WriteBuffer {
-    nodes: BTreeMap<PageId, BufNode>,
-    bytes: usize,
+    nodes: NodeBuffer<BufNode>,
 }
 
 impl WriteBuffer {
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        self.bytes
+        self.nodes.bytes()
     }
 
     /// Whether nothing is buffered.
@@ -101,13 +75,18 @@ impl WriteBuffer {
         self.nodes.is_empty()
     }
 
+    /// Buffered nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
     /// The buffered node `id`.
     pub fn get(&self, id: PageId) -> Option<&BufNode> {
-        self.nodes.get(&id)
+        self.nodes.get(id)
     }
 
     /// Buffered nodes in page order.
-    pub fn iter(&self) -> impl Iterator<Item = (&PageId, &BufNode)> {
+    pub fn iter(&self) -> impl Iterator<Item = (PageId, &BufNode)> {
         self.nodes.iter()
     }
 
@@ -115,43 +94,27 @@ impl WriteBuffer {
     pub fn range(
         &self,
         range: std::ops::Range<PageId>,
-    ) -> impl Iterator<Item = (&PageId, &BufNode)> {
+    ) -> impl Iterator<Item = (PageId, &BufNode)> {
         self.nodes.range(range)
     }
 
-    /// Contents by status.
-    pub fn contents(&self) -> BufferContents {
-        let mut c = BufferContents {
-            bytes: self.bytes as u64,
-            ..Default::default()
-        };
-        for n in self.nodes.values() {
-            match n.status {
-                Status::New => c.new_nodes += 1,
-                Status::Modified => c.modified_nodes += 1,
-                Status::Deleted => c.deleted_nodes += 1,
-            }
-        }
-        c
+    /// The buffer now.
+    pub fn gauges(&self) -> BufferGauges {
+        self.nodes.gauges()
     }
 
     fn update(&mut self, id: PageId, op: u64, f: impl FnOnce(Option<BufNode>) -> BufNode) {
-        let old = self.nodes.remove(&id);
-        if let Some(o) = &old {
-            self.bytes -= o.bytes;
-        }
+        let old = self.nodes.remove(id);
         let mut n = f(old);
-        n.bytes = n.measure();
         n.last_op = op;
         n.records += 1;
-        self.bytes += n.bytes;
         self.nodes.insert(id, n);
     }
 
     /// A node created with `entries` (raw).
     pub fn create(&mut self, id: PageId, level: u32, entries: Vec<u8>, op: u64) {
         self.update(id, op, |old| {
-            let mut n = BufNode::new(Status::New, level);
+            let mut n = BufNode::new(NodeStatus::New, level);
             n.mods = old.map_or(0, |o| o.mods) + 1;
             n.image = Some(entries);
             n
@@ -161,7 +124,7 @@ impl WriteBuffer {
     /// Entry-level changes to node `id`.
     pub fn modify(&mut self, id: PageId, level: u32, changes: Vec<RawChange>, op: u64) {
         self.update(id, op, |old| {
-            let mut n = old.unwrap_or_else(|| BufNode::new(Status::Modified, level));
+            let mut n = old.unwrap_or_else(|| BufNode::new(NodeStatus::Modified, level));
             n.level = level;
             n.mods += changes.len() as u64;
             n.changes.extend(changes);
@@ -170,12 +133,12 @@ impl WriteBuffer {
     }
 
     /// Node `id`'s content replaced by `entries`; `mods` modifications are counted (the
-    /// entries of a rewrite; none for a flush image).
+    /// entries of a rewrite; none for a replayed image).
     pub fn image(&mut self, id: PageId, level: u32, entries: Vec<u8>, mods: u64, op: u64) {
         self.update(id, op, |old| {
-            let mut n = old.unwrap_or_else(|| BufNode::new(Status::Modified, level));
-            if n.status == Status::Deleted {
-                n.status = Status::Modified;
+            let mut n = old.unwrap_or_else(|| BufNode::new(NodeStatus::Modified, level));
+            if n.status == NodeStatus::Deleted {
+                n.status = NodeStatus::Modified;
             }
             n.level = level;
             n.mods += mods;
@@ -188,16 +151,17 @@ impl WriteBuffer {
     /// Node `id` deleted. A node created since its page was last written leaves the buffer
     /// (it never reached its page); the others become "deleted".
     pub fn delete(&mut self, id: PageId, level: u32, op: u64) {
-        if let Some(n) = self.nodes.get(&id) {
-            if n.status == Status::New {
-                let n = self.nodes.remove(&id).expect("present");
-                self.bytes -= n.bytes;
-                return;
-            }
+        if self
+            .nodes
+            .get(id)
+            .is_some_and(|n| n.status == NodeStatus::New)
+        {
+            self.nodes.remove(id);
+            return;
         }
         self.update(id, op, |old| {
-            let mut n = old.unwrap_or_else(|| BufNode::new(Status::Deleted, level));
-            n.status = Status::Deleted;
+            let mut n = old.unwrap_or_else(|| BufNode::new(NodeStatus::Deleted, level));
+            n.status = NodeStatus::Deleted;
             n.mods += 1;
             n.image = None;
             n.changes.clear();
@@ -207,9 +171,7 @@ impl WriteBuffer {
 
     /// Drops node `id` (its changes reached its page); returns it.
     pub fn remove(&mut self, id: PageId) -> Option<BufNode> {
-        let n = self.nodes.remove(&id)?;
-        self.bytes -= n.bytes;
-        Some(n)
+        self.nodes.remove(id)
     }
 }
 
@@ -289,10 +251,4 @@ pub fn page_from_entries(
     page[o..o + entries.len()].copy_from_slice(entries);
     layout.put_header(page, level, count);
     Ok(())
-}
-
-/// The raw entries of a node page.
-pub fn entries_of(layout: &NodeLayout, page: &[u8]) -> Vec<u8> {
-    let count = layout.entry_count(page);
-    page[layout.entry_offset(0)..layout.entry_offset(count)].to_vec()
 }

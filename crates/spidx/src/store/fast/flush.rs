@@ -16,24 +16,23 @@
 //!   a raw `count − timestamp_ms` would let the timestamp dominate and degenerate into
 //!   "oldest first".
 //!
-//! Writing a unit: the modified nodes whose recovery needs their old page get their full
-//! image logged and made durable first (torn-write protection: one sequential log write per
-//! flush carrying up to F pages); then each contiguous run of the unit's live buffered
-//! nodes is written with one device request; the device is synced (unless the log sync is
-//! `none`) and a flush record naming the unit's nodes is committed. In-use pages of the unit
-//! with nothing to write are counted as unnecessary flushed nodes.
+//! Writing a unit (the skeleton's [`Core::write_unit`] with
+//! [`UnitDurability::WrittenRecord`]): the modified nodes whose recovery needs their old
+//! page get their full image logged and made durable first (torn-write protection: one
+//! sequential log write per flush carrying up to F pages); then each contiguous run of the
+//! unit's live buffered nodes is written with one device request; the device is synced
+//! (unless the log sync is `none`) and a `Written` record naming the unit's nodes is
+//! committed. In-use pages of the unit with nothing to write are counted
+//! (`unit_pages_not_buffered`).
 
 use std::collections::BTreeMap;
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::buffer::{entries_of, Status};
-use super::record::Record;
 use super::FastPolicy;
 use crate::node::PageId;
-use crate::store::buffered::Core;
-use crate::store::log::LogSync;
+use crate::store::buffered::{Core, NodeStatus, Unit, UnitDurability};
 use crate::{Error, Result};
 
 /// How the flushing unit to write is chosen. See the module documentation.
@@ -89,7 +88,7 @@ impl FastPolicy {
     fn units(&self) -> BTreeMap<u64, UnitInfo> {
         let f = u64::from(self.params.flushing_unit);
         let mut units: BTreeMap<u64, UnitInfo> = BTreeMap::new();
-        for (&id, n) in self.buf.iter() {
+        for (id, n) in self.buf.iter() {
             let u = units.entry(id / f).or_default();
             u.mods += n.mods;
             u.last = u.last.max(n.last_op);
@@ -157,70 +156,37 @@ impl FastPolicy {
     pub(super) fn flush_unit(&mut self, core: &mut Core, u: u64) -> Result<()> {
         let f = u64::from(self.params.flushing_unit);
         let range = u * f..(u + 1) * f;
-        let members: Vec<(PageId, Status, u32, bool)> = self
+        let members: Vec<(PageId, NodeStatus, u32, bool)> = self
             .buf
             .range(range.clone())
-            .map(|(&id, n)| (id, n.status, n.level, n.image.is_some()))
+            .map(|(id, n)| (id, n.status, n.level, n.image.is_some()))
             .collect();
         if members.is_empty() {
             return Ok(());
         }
         // Materialize the live nodes; log images of those built on their old page.
-        let ps = core.layout.page_size();
-        let mut ids: Vec<PageId> = Vec::with_capacity(members.len());
-        let mut levels: Vec<u32> = Vec::with_capacity(members.len());
-        let mut data: Vec<u8> = Vec::with_capacity(members.len() * ps);
-        let mut imaged = false;
+        let mut unit = Unit::with_capacity(members.len(), core.layout.page_size());
         for &(id, status, level, has_image) in &members {
-            if status == Status::Deleted {
+            if status == NodeStatus::Deleted {
                 continue;
             }
             let page = self.node_page(core, id, level)?;
-            if status == Status::Modified && !has_image {
-                let entries = entries_of(&core.layout, &page);
-                self.report.image_records += 1;
-                self.report.image_bytes += entries.len() as u64;
-                Self::log_record(
-                    core,
-                    &Record::Image {
-                        id,
-                        level,
-                        entries: entries.clone(),
-                    },
-                )?;
-                self.buf.image(id, level, entries, 0, self.op);
-                imaged = true;
+            if status == NodeStatus::Modified && !has_image {
+                core.log_image(id, level, &page)?;
             }
-            ids.push(id);
-            levels.push(level);
-            data.extend_from_slice(&page);
+            unit.push(id, level, &page);
         }
-        let sync = self.params.log_sync != LogSync::None;
-        if imaged {
-            core.log.commit()?;
-            if sync {
-                core.log.sync()?;
-            } else {
-                core.log.write_out()?;
-            }
-        }
-        self.report.flush_write_requests += core.write_runs(&ids, &data, &levels)?;
-        if sync && !ids.is_empty() {
-            core.cache.device_mut().sync()?;
-        }
+        let written = unit.ids().len() as u64;
         let all: Vec<PageId> = members.iter().map(|m| m.0).collect();
-        Self::log_record(core, &Record::Flushed(all))?;
-        core.log.commit()?;
+        core.write_unit(&unit, UnitDurability::WrittenRecord { members: all })?;
         for &(id, status, _, _) in &members {
             self.buf.remove(id);
-            if status == Status::Deleted {
-                self.report.flushed_deleted_nodes += 1;
+            if status == NodeStatus::Deleted {
+                self.stats.flushed_deleted_nodes += 1;
             }
         }
-        self.report.flushes += 1;
-        self.report.flushed_nodes += ids.len() as u64;
         let in_use = range.filter(|p| core.header.in_use(*p)).count() as u64;
-        self.report.unnecessary_flushed_nodes += in_use.saturating_sub(ids.len() as u64);
+        self.stats.unit_pages_not_buffered += in_use.saturating_sub(written);
         // Images make flushes log much more than the buffer frees: compact between units.
         if core.log.needs_compaction() {
             self.compact_log(core)?;
@@ -248,7 +214,7 @@ mod tests {
     use crate::geom::Rect;
     use crate::node::{Entry, LayoutKind, NodeLayout};
     use crate::store::fast::{FastParams, FastStore};
-    use crate::store::log::LogConfig;
+    use crate::store::log::{LogConfig, LogSync};
     use crate::store::{NodeChange, NodeStore};
 
     fn store(policy: FlushPolicy) -> FastStore {
@@ -277,9 +243,7 @@ mod tests {
             devs,
             &"none".parse::<CacheConfig>().unwrap(),
             layout,
-            LogConfig {
-                sync: params.log_sync,
-            },
+            LogConfig::new(params.log_sync),
             super::FastPolicy::new(params),
             None,
         )
@@ -344,7 +308,7 @@ mod tests {
         let (p, core) = s.parts_mut();
         p.flush_all(core).unwrap();
         assert!(p.buf.is_empty());
-        let r = p.fast_report(core);
+        let r = &core.counts;
         assert_eq!((r.flushes, r.flushed_nodes), (3, 6));
         assert_eq!(
             r.flush_write_requests, 3,

@@ -14,22 +14,23 @@
 //!   are written with one device request per contiguous run. Flushing happens only between
 //!   operations, so no page ever holds half an operation; the buffer may therefore exceed
 //!   its capacity by one operation's changes.
-//! * **Log** ([`record`] over the shared [`Log`]): every change is appended before the
-//!   operation returns and committed at the operation's end; flush records say which
-//!   nodes became durable. Page allocation and tree metadata are logged too. Before nodes
-//!   are written in place, the full images of the modified ones (those whose recovery would
-//!   need their old page) are logged and made durable, so a torn page write loses nothing.
+//! * **Log** (the skeleton's records in the fixed format,
+//!   [`RecordFormat::Fixed`], over the shared [`Log`](crate::store::log::Log)): every change
+//!   is appended before the operation returns and committed at the operation's end;
+//!   `Written` records say which nodes became durable. Page allocation and tree metadata
+//!   are logged too. Before nodes are written in place, the full images of the modified
+//!   ones (those whose recovery would need their old page) are logged and made durable, so
+//!   a torn page write loses nothing ([`UnitDurability::WrittenRecord`]).
 //! * **Recovery**: opening the store replays the log (a snapshot of metadata and allocation,
 //!   then the records in order, dropping nodes a later flush record made durable) and
 //!   rebuilds the buffer: the index is exactly as at the last acknowledged operation.
 //! * **Checkpoints** (`NodeStore::flush`): flush the whole buffer, then compact the log
-//!   into a snapshot (atomically, see [`Log::compact`]), persist the device, and write
+//!   into a snapshot (atomically, see [`crate::store::log::Log::compact`]), persist the device, and write
 //!   `store.json` for people to read. The log is the source of truth: a crash between any
 //!   two of these steps reopens from the old log or the new one, both consistent.
 
 pub mod buffer;
 pub mod flush;
-pub mod record;
 
 use std::sync::Arc;
 
@@ -37,10 +38,12 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use self::buffer::{page_from_entries, BufferContents, Status, WriteBuffer};
-use self::record::Record;
-use super::buffered::{BufferPolicy, BufferedStore, Core, RawChange, RecoveryReport};
-use super::log::{LogStats, LogSync, Recovered};
+use self::buffer::{page_from_entries, WriteBuffer};
+use super::buffered::{
+    BufferGauges, BufferPolicy, BufferSettings, BufferedStore, Core, NodeStatus, RawChange, Record,
+    RecordFormat, RecoveryReport,
+};
+use super::log::LogSync;
 use super::{StoreReport, TreeMeta};
 use crate::node::PageId;
 use crate::{Error, Result};
@@ -125,39 +128,14 @@ impl FastParams {
     }
 }
 
-/// FAST's counters, reported beside the common store counters.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct FastReport {
-    /// The flushing policy.
-    pub flush_policy: String,
-    /// Nodes per flushing unit.
-    pub flushing_unit: u32,
-    /// Write buffer capacity in bytes.
-    pub write_buffer: u64,
-    /// Log durability setting.
-    pub log_sync: String,
-    /// Flushing operations (units written).
-    pub flushes: u64,
-    /// Nodes written by flushes.
-    pub flushed_nodes: u64,
+/// FAST's own counters, reported as `store.fast.*` beside the shared ones
+/// (`store.buffered.*`, see [`crate::store::buffered::BufferedStats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FastStats {
     /// Deleted nodes dropped from the buffer by flushes (nothing written).
     pub flushed_deleted_nodes: u64,
-    /// In-use pages of flushed units that had nothing to write.
-    pub unnecessary_flushed_nodes: u64,
-    /// Device write requests of flushes.
-    pub flush_write_requests: u64,
-    /// Node images logged before in-place writes (torn-write protection).
-    pub image_records: u64,
-    /// Bytes of those images.
-    pub image_bytes: u64,
-    /// The buffer now.
-    pub buffer: BufferContents,
-    /// Largest number of bytes the buffer held (at an operation's end, before flushing).
-    pub buffer_peak_bytes: u64,
-    /// The log's counters.
-    pub log: LogStats,
-    /// What the last recovery did (when the store was opened).
-    pub recovery: Option<RecoveryReport>,
+    /// In-use pages of flushed units that had no buffered change (so were not written).
+    pub unit_pages_not_buffered: u64,
 }
 
 /// The FAST store: the buffered-store skeleton with the FAST policy.
@@ -170,7 +148,7 @@ pub struct FastPolicy {
     /// Operations ended so far (FAST*'s clock).
     op: u64,
     rng: ChaCha8Rng,
-    report: FastReport,
+    stats: FastStats,
 }
 
 impl FastPolicy {
@@ -182,13 +160,7 @@ impl FastPolicy {
             buf: WriteBuffer::default(),
             op: 0,
             rng: ChaCha8Rng::seed_from_u64(RANDOM_POLICY_SEED),
-            report: FastReport {
-                flush_policy: params.flush_policy.to_string(),
-                flushing_unit: params.flushing_unit,
-                write_buffer: params.write_buffer,
-                log_sync: params.log_sync.to_string(),
-                ..Default::default()
-            },
+            stats: FastStats::default(),
         }
     }
 
@@ -197,18 +169,9 @@ impl FastPolicy {
         &self.params
     }
 
-    /// FAST's counters.
-    pub fn fast_report(&self, core: &Core) -> FastReport {
-        FastReport {
-            buffer: self.buf.contents(),
-            log: core.log.stats(),
-            recovery: core.recovery.clone(),
-            ..self.report.clone()
-        }
-    }
-
-    fn log_record(core: &mut Core, rec: &Record) -> Result<()> {
-        core.log.append(&rec.encode())
+    /// FAST's own counters.
+    pub fn fast_stats(&self) -> FastStats {
+        self.stats
     }
 
     /// The current content of node `id`: its page with the buffered changes replayed.
@@ -218,7 +181,7 @@ impl FastPolicy {
         let Some(n) = self.buf.get(id) else {
             return core.cache.read_checked(id, level, |b| layout.verify(b, id));
         };
-        if n.status == Status::Deleted {
+        if n.status == NodeStatus::Deleted {
             return Err(Error::corrupted(
                 format!("node page {id}"),
                 "the node was deleted",
@@ -242,45 +205,34 @@ impl FastPolicy {
         Ok(page.into())
     }
 
-    /// The records that rebuild the current state from nothing (a compaction).
-    fn snapshot_records(&self, core: &Core) -> Vec<Vec<u8>> {
-        let mut out = vec![Record::Snapshot {
-            meta: core.header.meta,
-            next_page: core.header.next_page,
-            free: core.header.free.clone(),
-        }
-        .encode()];
-        for (&id, n) in self.buf.iter() {
+    /// The records that rebuild the buffered nodes (after a snapshot of allocation and
+    /// metadata, in a compacted log).
+    fn snapshot_records(&self) -> Vec<Record> {
+        let mut out = Vec::new();
+        for (id, n) in self.buf.iter() {
             let level = n.level;
             match (n.status, &n.image) {
-                (Status::Deleted, _) => out.push(Record::Deleted { id, level }.encode()),
-                (Status::New, Some(entries)) => out.push(
-                    Record::Create {
-                        id,
-                        level,
-                        entries: entries.clone(),
-                    }
-                    .encode(),
-                ),
-                (_, Some(entries)) => out.push(
-                    Record::Image {
-                        id,
-                        level,
-                        entries: entries.clone(),
-                    }
-                    .encode(),
-                ),
+                (NodeStatus::Deleted, _) => out.push(Record::Deleted { id, level }),
+                (NodeStatus::New, Some(entries)) => out.push(Record::Create {
+                    id,
+                    level,
+                    stamp: None,
+                    entries: entries.clone(),
+                }),
+                (_, Some(entries)) => out.push(Record::Image {
+                    id,
+                    level,
+                    entries: entries.clone(),
+                }),
                 (_, None) => {}
             }
-            if n.status != Status::Deleted && !n.changes.is_empty() {
-                out.push(
-                    Record::Modify {
-                        id,
-                        level,
-                        changes: n.changes.clone(),
-                    }
-                    .encode(),
-                );
+            if n.status != NodeStatus::Deleted && !n.changes.is_empty() {
+                out.push(Record::Modify {
+                    id,
+                    level,
+                    stamp: None,
+                    changes: n.changes.clone(),
+                });
             }
         }
         out
@@ -288,64 +240,79 @@ impl FastPolicy {
 
     /// Rewrites the log as a snapshot of the current state.
     fn compact_log(&self, core: &mut Core) -> Result<()> {
-        let records = self.snapshot_records(core);
-        core.log.compact(records.iter().map(Vec::as_slice))
+        core.compact_log(None, &self.snapshot_records())
     }
 }
 
 impl BufferPolicy for FastPolicy {
     const KIND: &'static str = "fast";
+    const FORMAT: RecordFormat = RecordFormat::Fixed;
+    /// FAST's records are unchanged since log format 1.
+    const OLDEST_LOG_FORMAT: u32 = 1;
 
     /// Rebuilds metadata, allocation and buffer from recovered log records.
     fn recover(
         &mut self,
         core: &mut Core,
-        rec: &Recovered,
+        operations: &[Vec<Record>],
         rep: &mut RecoveryReport,
     ) -> Result<()> {
-        let es = core.layout.entry_size();
-        for op in &rec.operations {
+        for op in operations {
             self.op += 1;
-            for p in op {
+            for r in op {
                 rep.records_replayed += 1;
-                match Record::decode(p, es)? {
+                match r.clone() {
                     Record::Snapshot {
                         meta,
                         next_page,
                         free,
+                        ..
                     } => {
                         core.header.meta = meta;
                         core.header.next_page = next_page;
                         core.header.free = free;
                     }
-                    Record::Create { id, level, entries } => {
+                    Record::Create {
+                        id, level, entries, ..
+                    } => {
                         core.header.replay_allocate(id);
                         self.buf.create(id, level, entries, self.op);
                     }
-                    Record::Modify { id, level, changes } => {
-                        self.buf.modify(id, level, changes, self.op)
+                    Record::Modify {
+                        id, level, changes, ..
+                    } => self.buf.modify(id, level, changes, self.op),
+                    // A rewrite replays as an image (log format 1 logged rewrites as
+                    // images); modification counts restart at recovery.
+                    Record::Rewrite {
+                        id, level, entries, ..
                     }
-                    Record::Image { id, level, entries } => {
+                    | Record::Image { id, level, entries } => {
                         self.buf.image(id, level, entries, 0, self.op)
                     }
-                    Record::Delete { id } => {
+                    Record::Free(id) => {
                         let level = self.buf.get(id).map_or(0, |n| n.level);
                         self.buf.delete(id, level, self.op);
                         core.header.free.push(id);
                     }
                     Record::Deleted { id, level } => self.buf.delete(id, level, self.op),
                     Record::Meta(m) => core.header.meta = Some(m),
-                    Record::Flushed(ids) => {
+                    Record::Written(ids) => {
                         for id in ids {
                             if let Some(n) = self.buf.remove(id) {
                                 rep.records_skipped += n.records;
                             }
                         }
                     }
+                    other @ (Record::Alloc(_) | Record::Change { .. } | Record::State { .. }) => {
+                        return Err(crate::Error::corrupted(
+                            "FAST log",
+                            format!("{other:?} is not a FAST record"),
+                        ))
+                    }
                 }
             }
         }
-        rep.buffered_nodes = self.buf.iter().count() as u64;
+        rep.buffered_nodes = self.buf.len() as u64;
         Ok(())
     }
 
@@ -354,14 +321,12 @@ impl BufferPolicy for FastPolicy {
     }
 
     fn create(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
-        Self::log_record(
-            core,
-            &Record::Create {
-                id,
-                level,
-                entries: entries.clone(),
-            },
-        )?;
+        core.append(&Record::Create {
+            id,
+            level,
+            stamp: None,
+            entries: entries.clone(),
+        })?;
         self.buf.create(id, level, entries, self.op);
         Ok(())
     }
@@ -373,47 +338,41 @@ impl BufferPolicy for FastPolicy {
         level: u32,
         changes: Vec<RawChange>,
     ) -> Result<()> {
-        Self::log_record(
-            core,
-            &Record::Modify {
-                id,
-                level,
-                changes: changes.clone(),
-            },
-        )?;
+        core.append(&Record::Modify {
+            id,
+            level,
+            stamp: None,
+            changes: changes.clone(),
+        })?;
         self.buf.modify(id, level, changes, self.op);
         Ok(())
     }
 
     fn rewrite(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
-        Self::log_record(
-            core,
-            &Record::Image {
-                id,
-                level,
-                entries: entries.clone(),
-            },
-        )?;
+        core.append(&Record::Rewrite {
+            id,
+            level,
+            stamp: None,
+            entries: entries.clone(),
+        })?;
         let n = (entries.len() / core.layout.entry_size()) as u64;
         self.buf.image(id, level, entries, n, self.op);
         Ok(())
     }
 
     fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
-        Self::log_record(core, &Record::Delete { id })?;
+        core.append(&Record::Free(id))?;
         self.buf.delete(id, level, self.op);
         Ok(())
     }
 
     fn log_meta(&mut self, core: &mut Core, meta: TreeMeta) -> Result<()> {
-        Self::log_record(core, &Record::Meta(meta))
+        core.append(&Record::Meta(meta))
     }
 
     fn end_operation(&mut self, core: &mut Core) -> Result<()> {
         self.op += 1;
-        let bytes = self.buf.bytes() as u64;
-        self.report.buffer_peak_bytes = self.report.buffer_peak_bytes.max(bytes);
-        if bytes > self.params.write_buffer {
+        if self.buf.bytes() as u64 > self.params.write_buffer {
             self.flush_for_space(core)?;
         }
         if core.log.needs_compaction() {
@@ -431,7 +390,20 @@ impl BufferPolicy for FastPolicy {
         self.compact_log(core)
     }
 
-    fn report(&self, core: &Core, report: &mut StoreReport) {
-        report.fast = Some(self.fast_report(core));
+    fn buffer_gauges(&self) -> BufferGauges {
+        self.buf.gauges()
+    }
+
+    fn settings(&self) -> BufferSettings {
+        BufferSettings {
+            write_buffer: self.params.write_buffer,
+            flushing_unit: u64::from(self.params.flushing_unit),
+            flush_policy: self.params.flush_policy.to_string(),
+            ..Default::default()
+        }
+    }
+
+    fn report(&self, _core: &Core, report: &mut StoreReport) {
+        report.fast = Some(self.stats);
     }
 }

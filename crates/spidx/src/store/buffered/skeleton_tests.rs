@@ -1,0 +1,208 @@
+//! The skeleton under both policies: the same operations reopen to the same nodes from
+//! the log, the shared statistics agree with what was done, and log formats are checked.
+
+use super::*;
+use crate::device::memory::{MemoryConfig, MemoryDevice};
+use crate::device::shared::SharedDevice;
+use crate::device::DeviceConfig;
+use crate::geom::Rect;
+use crate::node::{LayoutKind, Node};
+use crate::store::efind::{EfindConfig, EfindPolicy};
+use crate::store::fast::{FastParams, FastPolicy, FlushPolicy};
+
+const PS: usize = 1024;
+
+fn mem(bytes: u64) -> SharedDevice {
+    SharedDevice::new(Box::new(
+        MemoryDevice::open(&MemoryConfig { capacity: bytes }, PS, None).unwrap(),
+    ))
+}
+
+fn devs(nodes: &SharedDevice, log: &SharedDevice) -> LogDevices {
+    LogDevices {
+        nodes: Box::new(nodes.clone()),
+        log: Box::new(log.clone()),
+        placement: LogPlacement::Separate {
+            name: "memory".into(),
+            config: Box::new(DeviceConfig::Memory(MemoryConfig { capacity: 8 << 20 })),
+        },
+    }
+}
+
+fn layout() -> NodeLayout {
+    NodeLayout::new(LayoutKind::Checked, PS, 2).unwrap()
+}
+
+fn entry(i: u64) -> Entry<2> {
+    let x = i as f64;
+    Entry {
+        mbr: Rect::new([x, x], [x + 1.0, x + 2.0]).unwrap(),
+        ptr: i,
+        aux: 0,
+    }
+}
+
+fn fast() -> FastPolicy {
+    FastPolicy::new(FastParams {
+        write_buffer: 4 << 10,
+        flushing_unit: 2,
+        flush_policy: FlushPolicy::FastStar,
+        log_size: 8 << 20,
+        log_sync: LogSync::EachOp,
+    })
+}
+
+fn efind() -> EfindPolicy {
+    EfindPolicy::new(&EfindConfig::with_buffer(8 << 10), PS).unwrap()
+}
+
+fn none() -> CacheConfig {
+    CacheConfig::none()
+}
+
+/// Creates 40 nodes and changes them over 600 operations (flushing as the buffer fills);
+/// returns the store and the nodes as the direct application of the changes gives them.
+fn workload<P: BufferPolicy>(mut s: BufferedStore<P>) -> (BufferedStore<P>, Vec<Vec<Entry<2>>>) {
+    let mut want: Vec<Vec<Entry<2>>> = Vec::new();
+    for n in 0..40u64 {
+        let es: Vec<Entry<2>> = (0..3).map(|k| entry(n * 10 + k)).collect();
+        let id = NodeStore::<2>::create(&mut s, 0, &es).unwrap();
+        assert_eq!(id, n);
+        want.push(es);
+        NodeStore::<2>::end_operation(&mut s).unwrap();
+    }
+    for op in 0..600u64 {
+        let id = (op * 7) % 40;
+        let node = &mut want[id as usize];
+        let change = match op % 3 {
+            0 => NodeChange::Push(entry(1000 + op)),
+            1 if !node.is_empty() => NodeChange::Set {
+                pos: (op as usize) % node.len(),
+                entry: entry(2000 + op),
+            },
+            _ if node.len() > 1 => NodeChange::Remove { pos: 0 },
+            _ => NodeChange::Push(entry(3000 + op)),
+        };
+        crate::store::apply_changes(node, &[change]).unwrap();
+        NodeStore::<2>::modify(&mut s, id, 0, &[change]).unwrap();
+        if op % 50 == 49 {
+            let all: Vec<Entry<2>> = (0..4).map(|k| entry(5000 + op + k)).collect();
+            NodeStore::<2>::rewrite(&mut s, id, 0, &all).unwrap();
+            *node = all;
+        }
+        NodeStore::<2>::end_operation(&mut s).unwrap();
+    }
+    (s, want)
+}
+
+fn contents<S: NodeStore<2>>(s: &mut S, n: usize) -> Vec<Vec<Entry<2>>> {
+    (0..n as u64)
+        .map(|id| {
+            let page = s.read(id, 0).unwrap();
+            let node: Node<2> = layout().decode(page.bytes());
+            node.entries
+        })
+        .collect()
+}
+
+fn reopen_same<P: BufferPolicy>(make: impl Fn() -> P, kind: &str) {
+    let (nodes, log) = (mem(1 << 20), mem(8 << 20));
+    let log_cfg = LogConfig::new(LogSync::EachOp);
+    let s = BufferedStore::create(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None)
+        .unwrap();
+    let (mut s, want) = workload(s);
+    assert_eq!(contents(&mut s, 40), want, "{kind}");
+    let r = s.report();
+    assert_eq!(r.kind, kind);
+    let b = r.buffered.clone().unwrap();
+    assert!(b.flushes > 0, "{kind}: {b:?}");
+    assert!(b.flushed_nodes >= b.flushes && b.flush_write_requests >= b.flushes);
+    assert!(b.gauges.bytes <= b.settings.write_buffer, "{kind}: {b:?}");
+    assert!(
+        b.gauges.peak_bytes > b.settings.write_buffer,
+        "{kind}: {b:?}"
+    );
+    assert!(b.log.commits >= 640, "{kind}: {b:?}");
+    assert!(
+        b.image_records > 0,
+        "{kind}: modified nodes were flushed: {b:?}"
+    );
+    assert_eq!(r.gauges.pages_in_use, 40);
+    // A crash now: the log rebuilds the buffer; the nodes read the same.
+    drop(s);
+    let mut s =
+        BufferedStore::open(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None).unwrap();
+    assert_eq!(contents(&mut s, 40), want, "{kind} reopened");
+    let rec = s.report().recovery.unwrap();
+    assert!(
+        rec.operations > 0 && rec.records_replayed > 0,
+        "{kind}: {rec:?}"
+    );
+    // Write back, reopen: nothing buffered, the same nodes.
+    StoreControl::write_back(&mut s).unwrap();
+    assert_eq!(s.report().buffered.unwrap().gauges.bytes, 0);
+    NodeStore::<2>::flush(&mut s).unwrap();
+    drop(s);
+    let mut s =
+        BufferedStore::open(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None).unwrap();
+    assert_eq!(contents(&mut s, 40), want, "{kind} after write-back");
+    assert_eq!(s.report().recovery.unwrap().buffered_nodes, 0, "{kind}");
+}
+
+#[test]
+fn both_policies_rebuild_their_buffers_from_the_shared_log() {
+    reopen_same(fast, "fast");
+    reopen_same(efind, "efind");
+}
+
+/// FAST's records did not change with the shared codec: its format-1 logs are read. eFIND's
+/// were postcard records: its format-1 logs are refused with a clear error, untouched.
+#[test]
+fn old_log_formats_are_read_or_refused_by_policy() {
+    let log_cfg = LogConfig::new(LogSync::EachOp);
+    let (nodes, log) = (mem(1 << 20), mem(8 << 20));
+    let s = BufferedStore::create(devs(&nodes, &log), &none(), layout(), log_cfg, fast(), None)
+        .unwrap();
+    let (s, want) = workload(s);
+    drop(s);
+    crate::store::log::set_header_format(&mut log.clone(), 1);
+    let mut s =
+        BufferedStore::open(devs(&nodes, &log), &none(), layout(), log_cfg, fast(), None).unwrap();
+    assert_eq!(contents(&mut s, 40), want);
+
+    let (nodes, log) = (mem(1 << 20), mem(8 << 20));
+    let s = BufferedStore::create(
+        devs(&nodes, &log),
+        &none(),
+        layout(),
+        log_cfg,
+        efind(),
+        None,
+    )
+    .unwrap();
+    let (s, _) = workload(s);
+    drop(s);
+    crate::store::log::set_header_format(&mut log.clone(), 1);
+    let image = |d: &SharedDevice| {
+        let mut all = vec![0u8; 8 << 20];
+        d.clone().read(0, &mut all).unwrap();
+        all
+    };
+    let before = image(&log);
+    let err = BufferedStore::open(
+        devs(&nodes, &log),
+        &none(),
+        layout(),
+        log_cfg,
+        efind(),
+        None,
+    )
+    .err()
+    .expect("an eFIND log of format 1 is refused")
+    .to_string();
+    assert!(
+        err.contains("format 1") && err.contains("rebuild the index"),
+        "{err}"
+    );
+    assert!(before == image(&log), "the refused log is left as it was");
+}
