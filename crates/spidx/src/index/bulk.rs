@@ -360,11 +360,7 @@ fn tile<const D: usize>(es: &mut [Entry<D>], sizes: &[usize], axis: usize, order
     let per = p.div_ceil(slabs);
     // The slabs hold the entries a sort on `axis` would give them; the order inside a
     // slab does not matter, the slab is tiled on the next axis.
-    cut_on(
-        es,
-        &ends(sizes.chunks(per).map(|c| c.iter().sum())),
-        axis,
-    );
+    cut_on(es, &ends(sizes.chunks(per).map(|c| c.iter().sum())), axis);
     let mut at = 0;
     for chunk in sizes.chunks(per) {
         let k: usize = chunk.iter().sum();

@@ -170,9 +170,12 @@ impl Resealer {
             len,
         );
         if !span.is_empty() {
-            crc ^= self
-                .shift
-                .delta(u.entries, linear(&page[span.clone()]), span.end - start, len);
+            crc ^= self.shift.delta(
+                u.entries,
+                linear(&page[span.clone()]),
+                span.end - start,
+                len,
+            );
         }
         page[0..4].copy_from_slice(&crc.to_le_bytes());
         debug_assert_eq!(

@@ -254,12 +254,10 @@ impl<const D: usize> NodeStore<D> for DirectStore {
         let mut count = layout.view::<D>(&self.scratch).len();
         // The checksum moves by what the changed bytes change (see `Resealer`): note the
         // bytes the changes will touch before making them.
-        let unsealed = self.resealer.as_ref().map(|r| {
-            r.before(
-                &self.scratch,
-                touched_entries(&layout, count, changes),
-            )
-        });
+        let unsealed = self
+            .resealer
+            .as_ref()
+            .map(|r| r.before(&self.scratch, touched_entries(&layout, count, changes)));
         let es = layout.entry_size();
         let bad = |pos: usize, count: usize| {
             Error::invalid(
