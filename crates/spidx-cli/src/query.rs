@@ -62,8 +62,8 @@ fn coords(what: &str, text: &str, n: usize) -> Result<Vec<f64>> {
     if v.len() != n {
         bail!("{what} needs {n} comma-separated numbers, got {}", v.len());
     }
-    if v.iter().any(|c| !c.is_finite()) {
-        bail!("{what}: coordinates must be finite");
+    if let Some((i, c)) = v.iter().enumerate().find(|(_, c)| !c.is_finite()) {
+        bail!("{what}: coordinate {i} is {c}; every coordinate must be a finite number");
     }
     Ok(v)
 }

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use geo::{Distance, Euclidean};
+use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
 use spidx::data::{self, Dataset};
 use spidx::query::Predicate;
@@ -399,6 +400,21 @@ fn bad_input_fails_clearly_and_corruption_names_the_page() {
         .assert()
         .failure()
         .stderr(contains("inverted"));
+    // A non-finite coordinate is named, never shown as a debug dump of the box.
+    for (flag, value, named) in [
+        ("--window", "0,NaN,1,1", "--window: coordinate 1 is NaN"),
+        ("--knn", "inf,0", "--knn: coordinate 0 is inf"),
+    ] {
+        let mut q = spidx();
+        q.args(["query", o, flag, value]);
+        if flag == "--knn" {
+            q.args(["--k", "3"]);
+        }
+        q.assert()
+            .failure()
+            .stderr(contains(named))
+            .stderr(contains("Rect").not());
+    }
     spidx()
         .args(["query", o, "--point", "1,2", "--predicate", "near"])
         .assert()

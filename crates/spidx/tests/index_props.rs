@@ -260,12 +260,38 @@ fn bad_boxes_are_rejected_and_nothing_is_lost() {
             max: [f64::INFINITY, 1.0],
         },
     ];
-    for b in bad {
-        assert!(t.insert(b, 1000).is_err());
-        assert!(t.delete(&b, 1).is_err());
-        assert!(t.search(MbrPredicate::Intersects, &b, |_| {}).is_err());
+    // Each error names what was wrong and where, never a debug dump of the box.
+    let problems = [
+        "coordinate 0 of the lower corner is NaN",
+        "inverted on axis 0",
+        "coordinate 0 of the upper corner is inf",
+    ];
+    for (b, problem) in bad.into_iter().zip(problems) {
+        let errors = [
+            (
+                t.insert(b, 1000).unwrap_err().to_string(),
+                "box of object 1000",
+            ),
+            (t.delete(&b, 1).unwrap_err().to_string(), "box of object 1"),
+            (
+                t.search(MbrPredicate::Intersects, &b, |_| {})
+                    .unwrap_err()
+                    .to_string(),
+                "query window",
+            ),
+        ];
+        for (e, what) in errors {
+            assert!(
+                e.contains(&format!("invalid {what}: {problem}")) && !e.contains("Rect"),
+                "{e}"
+            );
+        }
     }
-    assert!(t.nearest([f64::NAN, 0.0], 3).is_err());
+    let e = t.nearest([0.0, f64::NAN], 3).unwrap_err().to_string();
+    assert!(
+        e.contains("invalid query point: coordinate 1 is NaN") && !e.contains('['),
+        "{e}"
+    );
     let rep = t.check().unwrap();
     assert!(rep.ok(), "{:?}", rep.violations);
     assert_eq!(rep.leaf_entries, 200);

@@ -3,9 +3,12 @@
 //! maintain with its own algorithms).
 //!
 //! * **STR** (Leutenegger, Lopez and Edgington 1997, Sort-Tile-Recursive): on every level,
-//!   the entries are sorted by the centre's first coordinate and cut into `⌈P^(1/D)⌉`
+//!   the entries are ordered by the centre's first coordinate and cut into `⌈P^(1/D)⌉`
 //!   slabs of whole nodes, each slab is tiled the same way on the next axis, and the last
-//!   axis is cut into nodes.
+//!   axis is sorted and cut into nodes. A slab only needs the right entries, not their
+//!   order, so the cuts are found by selection (`select_nth_unstable`) rather than a full
+//!   sort; the order is total (centre, pointer, then the rest of the entry), so selection
+//!   puts exactly the entries a sort would on each side of every cut.
 //! * **Hilbert packing** (Kamel and Faloutsos 1993): the objects sorted by the Hilbert
 //!   value of their centres (grid of [`HILBERT_ORDER`] bits per axis over the data's
 //!   extent) are cut into leaves; every upper level packs the nodes below in their order.
@@ -17,7 +20,8 @@
 //! * **OMT** (Lee and Lee 2003, Overlap Minimising Top-down): the tree's height is fixed
 //!   first; each node's entries are partitioned top-down into as many subtrees as a
 //!   full-to-the-fill-factor subtree needs, by slabs along each axis in turn (as rstar's
-//!   `bulk_load` does); the nodes are then written bottom-up.
+//!   `bulk_load` does, also by selection); a leaf's entries are sorted on the first axis;
+//!   the nodes are then written bottom-up.
 //!
 //! Every node holds at most `⌊fill · M⌋` entries (at least the minimum `m`; STR and
 //! Hilbert fill every node but the last few of a level exactly, and the last few are
@@ -173,7 +177,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         let seed = self.store.layout().kind() == LayoutKind::Seed;
         let mut entries = Vec::with_capacity(objects.len());
         for (mbr, id) in objects {
-            Self::check_box(&mbr)?;
+            Self::check_box(&mbr, id)?;
             if seed && id > u64::from(u32::MAX) {
                 return Err(Error::invalid(
                     "object id",
@@ -214,7 +218,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 None => group_sizes(entries.len(), target(level), self.cap.min(level)),
             };
             if opts.method == BulkMethod::Str {
-                tile(&mut entries, &sizes, 0);
+                tile(&mut entries, &sizes, 0, true);
             }
             let mut parents = Vec::with_capacity(sizes.len());
             let mut at = 0;
@@ -280,31 +284,87 @@ fn centre<const D: usize>(e: &Entry<D>, axis: usize) -> f64 {
     e.mbr.min[axis] + e.mbr.max[axis]
 }
 
-/// Sorts `es` on `axis`'s centres (ties by the other axes and the pointer, so the order
-/// does not depend on the input order of equal keys).
-fn sort_on<const D: usize>(es: &mut [Entry<D>], axis: usize) {
-    es.sort_unstable_by(|a, b| {
-        centre(a, axis)
-            .total_cmp(&centre(b, axis))
-            .then_with(|| a.ptr.cmp(&b.ptr))
-    });
+/// The order of entries on `axis`: by centre, ties by pointer, then by the rest of the
+/// entry (coordinates and key, by their total order), so that distinct entries never tie
+/// and sorting and selecting put the same entries on each side of every cut.
+#[inline]
+fn axis_order<const D: usize>(a: &Entry<D>, b: &Entry<D>, axis: usize) -> std::cmp::Ordering {
+    centre(a, axis)
+        .total_cmp(&centre(b, axis))
+        .then_with(|| a.ptr.cmp(&b.ptr))
+        .then_with(|| {
+            let coords = |e: &Entry<D>| {
+                let (min, max) = (e.mbr.min, e.mbr.max);
+                min.into_iter().chain(max).map(f64::to_bits)
+            };
+            coords(a).cmp(coords(b)).then(a.aux.cmp(&b.aux))
+        })
 }
 
-/// STR's tiling: orders `es` so that consecutive runs of `sizes` form the nodes. Sort on
-/// `axis`, cut into `⌈P^(1/(D-axis))⌉` slabs of whole nodes and tile each slab on the
-/// next axis; the last axis is only sorted.
-fn tile<const D: usize>(es: &mut [Entry<D>], sizes: &[usize], axis: usize) {
-    sort_on(es, axis);
+/// Sorts `es` on `axis` (see [`axis_order`]).
+fn sort_on<const D: usize>(es: &mut [Entry<D>], axis: usize) {
+    es.sort_unstable_by(|a, b| axis_order(a, b, axis));
+}
+
+/// Reorders `es` so that, for every position `c` of `cuts` (increasing, inside `es`), the
+/// entries before `c` are the `c` first in the order on `axis` (see [`axis_order`]): the
+/// runs between cuts hold what a sort would put there, each in no particular order.
+/// Selection instead of a sort: about `n·log2(cuts)` comparisons instead of `n·log2(n)`.
+fn cut_on<const D: usize>(es: &mut [Entry<D>], cuts: &[usize], axis: usize) {
+    if cuts.is_empty() {
+        return;
+    }
+    let mid = cuts.len() / 2;
+    let c = cuts[mid];
+    if c == 0 || c >= es.len() {
+        // Not inside: nothing to separate at this cut.
+        cut_on(es, &cuts[..mid], axis);
+        return;
+    }
+    es.select_nth_unstable_by(c, |a, b| axis_order(a, b, axis));
+    let (left, right) = es.split_at_mut(c);
+    cut_on(left, &cuts[..mid], axis);
+    let rest: Vec<usize> = cuts[mid + 1..].iter().map(|&x| x - c).collect();
+    cut_on(right, &rest, axis);
+}
+
+/// The positions where the runs of `sizes` end, but the last.
+fn ends(sizes: impl Iterator<Item = usize>) -> Vec<usize> {
+    let mut at = 0;
+    let mut v: Vec<usize> = sizes
+        .map(|k| {
+            at += k;
+            at
+        })
+        .collect();
+    v.pop();
+    v
+}
+
+/// STR's tiling: orders `es` so that consecutive runs of `sizes` form the nodes. Cut on
+/// `axis` into `⌈P^(1/(D-axis))⌉` slabs of whole nodes and tile each slab on the next
+/// axis; on the last axis the nodes are cut. With `ordered`, every node's entries end
+/// sorted on the last axis (STR stores them so); without, the runs hold the same entries
+/// in no particular order (OMT, which tiles each run again below).
+fn tile<const D: usize>(es: &mut [Entry<D>], sizes: &[usize], axis: usize, ordered: bool) {
     if axis + 1 >= D || sizes.len() <= 1 {
+        if ordered {
+            sort_on(es, axis);
+        } else {
+            cut_on(es, &ends(sizes.iter().copied()), axis);
+        }
         return;
     }
     let p = sizes.len();
     let slabs = (p as f64).powf(1.0 / (D - axis) as f64).ceil().max(1.0) as usize;
     let per = p.div_ceil(slabs);
+    // The slabs hold the entries a sort on `axis` would give them; the order inside a
+    // slab does not matter, the slab is tiled on the next axis.
+    cut_on(es, &ends(sizes.chunks(per).map(|c| c.iter().sum())), axis);
     let mut at = 0;
     for chunk in sizes.chunks(per) {
         let k: usize = chunk.iter().sum();
-        tile(&mut es[at..at + k], chunk, axis + 1);
+        tile(&mut es[at..at + k], chunk, axis + 1, ordered);
         at += k;
     }
 }
@@ -364,7 +424,9 @@ fn omt_node<const D: usize>(
     let c = k.div_ceil(full[level - 1]).clamp(lo, hi);
     levels[level].push(c);
     let sizes: Vec<usize> = (0..c).map(|i| k / c + usize::from(i < k % c)).collect();
-    tile(es, &sizes, 0);
+    // Each child's run is planned again below (a leaf's is sorted there): only which
+    // entries it holds matters here.
+    tile(es, &sizes, 0, false);
     let mut at = 0;
     for &s in &sizes {
         omt_node(
@@ -437,7 +499,111 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
 
 #[cfg(test)]
 mod tests {
-    use super::group_sizes;
+    use super::{cut_on, ends, group_sizes, sort_on, tile};
+    use crate::geom::Rect;
+    use crate::node::Entry;
+    use rand::{Rng, SeedableRng};
+
+    /// Entries on a coarse grid (many equal centres), some with equal pointers.
+    fn entries(n: usize, seed: u64) -> Vec<Entry<2>> {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        (0..n)
+            .map(|_| {
+                let (x, y) = (rng.gen_range(0..6) as f64, rng.gen_range(0..6) as f64);
+                let (w, h) = (rng.gen_range(0..3) as f64, rng.gen_range(0..3) as f64);
+                Entry {
+                    mbr: Rect {
+                        min: [x - w, y - h],
+                        max: [x + w, y + h],
+                    },
+                    ptr: rng.gen_range(0..(n as u64 / 2).max(1)),
+                    aux: rng.gen_range(0..2),
+                }
+            })
+            .collect()
+    }
+
+    fn sorted_runs(es: &[Entry<2>], cuts: &[usize], axis: usize) -> Vec<Vec<Entry<2>>> {
+        let mut bounds = vec![0];
+        bounds.extend_from_slice(cuts);
+        bounds.push(es.len());
+        bounds
+            .windows(2)
+            .map(|w| {
+                let mut run = es[w[0]..w[1]].to_vec();
+                sort_on(&mut run, axis);
+                run
+            })
+            .collect()
+    }
+
+    /// Selection puts exactly the entries of a full sort between every two cuts, also with
+    /// equal centres and equal pointers.
+    #[test]
+    fn cuts_hold_what_a_sort_gives() {
+        for seed in 0..40u64 {
+            let n = 1 + (seed as usize * 37) % 300;
+            let es = entries(n, seed);
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed + 1000);
+            let mut cuts: Vec<usize> = (0..rng.gen_range(0..12))
+                .map(|_| rng.gen_range(0..=n))
+                .collect();
+            cuts.sort_unstable();
+            cuts.dedup();
+            for axis in 0..2 {
+                let mut sorted = es.clone();
+                sort_on(&mut sorted, axis);
+                let mut cut = es.clone();
+                cut_on(&mut cut, &cuts, axis);
+                assert_eq!(
+                    sorted_runs(&cut, &cuts, axis),
+                    sorted_runs(&sorted, &cuts, axis),
+                    "seed {seed}, axis {axis}, cuts {cuts:?}"
+                );
+            }
+        }
+    }
+
+    /// STR's ordered tiling equals the tiling by full sorts on every axis: the same nodes,
+    /// each sorted on the last axis.
+    #[test]
+    fn ordered_tiling_is_the_sorted_one() {
+        for seed in 0..20u64 {
+            let es = entries(500 + seed as usize * 13, seed);
+            let sizes: Vec<usize> = {
+                let mut left = es.len();
+                let mut v = Vec::new();
+                while left > 0 {
+                    let k = left.min(7);
+                    v.push(k);
+                    left -= k;
+                }
+                v
+            };
+            // The reference: sort the slab axis fully, then each slab on the last axis.
+            let mut reference = es.clone();
+            sort_on(&mut reference, 0);
+            let per = sizes
+                .len()
+                .div_ceil((sizes.len() as f64).sqrt().ceil() as usize);
+            let mut at = 0;
+            for chunk in sizes.chunks(per) {
+                let k: usize = chunk.iter().sum();
+                sort_on(&mut reference[at..at + k], 1);
+                at += k;
+            }
+            let mut tiled = es.clone();
+            tile(&mut tiled, &sizes, 0, true);
+            assert_eq!(tiled, reference, "seed {seed}");
+            let mut unordered = es.clone();
+            tile(&mut unordered, &sizes, 0, false);
+            let cuts = ends(sizes.iter().copied());
+            assert_eq!(
+                sorted_runs(&unordered, &cuts, 1),
+                sorted_runs(&reference, &cuts, 1)
+            );
+        }
+    }
 
     #[test]
     fn group_sizes_keep_the_minimum() {

@@ -33,7 +33,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
 
     /// Deletes an object without ending the store operation (shared by delete and update).
     fn delete_object(&mut self, mbr: &Rect<D>, id: u64) -> Result<bool> {
-        Self::check_box(mbr)?;
+        Self::check_box(mbr, id)?;
         let mut ctx = InsertCtx::new();
         let (root, root_level) = (self.meta.root, self.root_level());
         if self
@@ -55,7 +55,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     /// Replaces object `id`'s box `old` by `new`; returns whether the object was found
     /// (one store operation: a crash never leaves the object deleted but not reinserted).
     pub fn update(&mut self, old: &Rect<D>, new: Rect<D>, id: u64) -> Result<bool> {
-        Self::check_box(&new)?;
+        Self::check_box(&new, id)?;
         let found = self.delete_object(old, id)?;
         if found {
             self.insert_object(new, id)?;

@@ -52,7 +52,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
 
     /// Inserts an object without ending the store operation (shared by insert and update).
     pub(crate) fn insert_object(&mut self, mbr: Rect<D>, id: u64) -> Result<()> {
-        Self::check_box(&mbr)?;
+        Self::check_box(&mbr, id)?;
         if self.kind_is_seed_layout_limited(id) {
             return Err(Error::invalid(
                 "object id",

@@ -155,6 +155,19 @@ impl IndexKind {
     }
 }
 
+/// Validates `r` (finite coordinates, not inverted) with an error naming it as `what`
+/// ("query window", "box of object 7") and the offending coordinate, e.g. `invalid query
+/// window: coordinate 0 of the lower corner is NaN; ...` (never a debug dump of the box).
+pub(crate) fn check_named<const D: usize>(
+    r: &Rect<D>,
+    what: impl FnOnce() -> String,
+) -> Result<()> {
+    r.validate().map_err(|e| match e {
+        Error::InvalidOption { message, .. } => Error::invalid(what(), message),
+        other => other,
+    })
+}
+
 /// Counters the tree keeps about its own work.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TreeStats {
@@ -357,9 +370,11 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         TreeStats::bump(&mut self.stats.writes_per_level, level);
     }
 
-    /// Validates an object's box before it enters the tree.
-    fn check_box(mbr: &Rect<D>) -> Result<()> {
-        mbr.validate()
+    /// Validates object `id`'s box before it enters (or is looked up in) the tree; the
+    /// error names the object and the coordinate.
+    #[inline]
+    fn check_box(mbr: &Rect<D>, id: u64) -> Result<()> {
+        check_named(mbr, || format!("box of object {id}"))
     }
 }
 

@@ -149,8 +149,15 @@ fn choose_least_overlap<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p: usize
 
 /// Buffers of [`least_overlap`].
 struct Scratch<const D: usize> {
-    /// The entries' boxes, read when the quick answer does not apply.
+    /// The entries' boxes, for the plain algorithm when sums could overflow.
     boxes: Vec<Rect<D>>,
+    /// The entries' boxes by axis (`lo[d * n + j]`, `hi[d * n + j]`: the lower and upper
+    /// bound of entry `j` on axis `d`), read when the quick answer does not apply.
+    lo: Vec<f64>,
+    hi: Vec<f64>,
+    /// Per entry, whether its box meets a given box's interior on every axis
+    /// ([`Scratch::mark`]; 0 or 1, one lane per entry so that the test vectorises).
+    meets: Vec<u64>,
     /// (area enlargement, area, entry index) of every entry.
     cands: Vec<(f64, f64, usize)>,
     /// The candidates in the order they are examined.
@@ -161,9 +168,93 @@ impl<const D: usize> Default for Scratch<D> {
     fn default() -> Self {
         Scratch {
             boxes: Vec::new(),
+            lo: Vec::new(),
+            hi: Vec::new(),
+            meets: Vec::new(),
             cands: Vec::new(),
             order: Vec::new(),
         }
+    }
+}
+
+impl<const D: usize> Scratch<D> {
+    /// Copies the `n` boxes `boxes(j)` into the by-axis arrays.
+    fn load(&mut self, n: usize, boxes: impl Fn(usize) -> Rect<D>) {
+        self.lo.clear();
+        self.hi.clear();
+        self.lo.resize(D * n, 0.0);
+        self.hi.resize(D * n, 0.0);
+        for j in 0..n {
+            let b = boxes(j);
+            for d in 0..D {
+                self.lo[d * n + j] = b.min[d];
+                self.hi[d * n + j] = b.max[d];
+            }
+        }
+    }
+
+    /// Entry `j`'s box (of `n`), from the by-axis arrays.
+    #[inline]
+    fn rect(&self, j: usize, n: usize) -> Rect<D> {
+        let mut r = Rect {
+            min: [0.0; D],
+            max: [0.0; D],
+        };
+        for d in 0..D {
+            r.min[d] = self.lo[d * n + j];
+            r.max[d] = self.hi[d * n + j];
+        }
+        r
+    }
+
+    /// Sets `meets[j]` to whether entry `j`'s box and `g` overlap with positive length on
+    /// every axis (`g.min < hi` and `lo < g.max`). Where this is false, `g.overlap(box)`
+    /// is exactly 0: some axis has `min(max) <= max(min)`, where [`Rect::overlap`]
+    /// returns 0.
+    fn mark(&mut self, g: &Rect<D>, n: usize) {
+        self.meets.clear();
+        self.meets.resize(n, 1);
+        for d in 0..D {
+            let (lo, hi) = (&self.lo[d * n..(d + 1) * n], &self.hi[d * n..(d + 1) * n]);
+            let (gmin, gmax) = (g.min[d], g.max[d]);
+            for ((m, &l), &h) in self.meets.iter_mut().zip(lo).zip(hi) {
+                *m &= u64::from((gmin < h) & (l < gmax));
+            }
+        }
+    }
+
+    /// The overlap enlargement of entry `i` (box `own`, grown to `grown`) against the
+    /// other `n - 1` entries: the sum over them, in entry order, of `overlap(grown, o) -
+    /// overlap(own, o)`, skipping the entries `grown` does not overlap (their term is +0).
+    /// Stops as soon as the sum reaches `limit` (when `stop_above` is false) or exceeds it
+    /// (when true). Only the entries [`Self::mark`] finds are read: the others' terms
+    /// are exactly 0 and skipped by the plain loop too, so the sum is the plain loop's, bit
+    /// for bit.
+    fn overlap_growth(
+        &mut self,
+        i: usize,
+        own: &Rect<D>,
+        grown: &Rect<D>,
+        n: usize,
+        limit: f64,
+        stop_above: bool,
+    ) -> f64 {
+        self.mark(grown, n);
+        let mut delta = 0.0;
+        for j in 0..n {
+            if self.meets[j] == 0 || j == i {
+                continue;
+            }
+            let o = self.rect(j, n);
+            let g = grown.overlap(&o);
+            if g != 0.0 {
+                delta += g - own.overlap(&o);
+                if delta > limit || (!stop_above && delta >= limit) {
+                    break;
+                }
+            }
+        }
+        delta
     }
 }
 
@@ -178,9 +269,12 @@ impl<const D: usize> Default for Scratch<D> {
 /// candidate wins only with a strictly smaller overlap enlargement; every term of that sum
 /// is >= 0, so its computation stops as soon as it reaches the best one, and nothing can
 /// beat an overlap enlargement of 0. When areas are so large that the sums could overflow
-/// (non-finite values would compare differently), the plain algorithm runs instead.
-/// The boxes are read once for the enlargements and copied out only when the common case
-/// below does not answer (so a node page is scanned in place).
+/// (non-finite values would compare differently), or a box is malformed, the plain
+/// algorithm runs instead.
+/// The boxes are read once for the enlargements and copied out (by axis) only when the
+/// common case below does not answer (so a node page is scanned in place); each overlap
+/// sum then reads only the boxes a vectorised test finds overlapping
+/// ([`Scratch::overlap_growth`]).
 fn least_overlap<const D: usize>(
     n: usize,
     boxes: impl Fn(usize) -> Rect<D>,
@@ -197,9 +291,14 @@ fn least_overlap<const D: usize>(
     let mut all = *mbr;
     let mut least = 0;
     let mut unique = true;
+    let mut wellformed = true;
     for i in 0..n {
         let b = boxes(i);
         all.expand(&b);
+        for d in 0..D {
+            // False for NaN too.
+            wellformed &= b.min[d] <= b.max[d];
+        }
         let area = b.area();
         let c = (b.union(mbr).area() - area, area, i);
         s.cands.push(c);
@@ -215,7 +314,7 @@ fn least_overlap<const D: usize>(
         }
     }
     let bound = all.area() * (n as f64 + 1.0);
-    if !bound.is_finite() {
+    if !bound.is_finite() || !wellformed {
         s.boxes.clear();
         s.boxes.extend((0..n).map(&boxes));
         keep_least(&mut s.cands, p);
@@ -225,34 +324,27 @@ fn least_overlap<const D: usize>(
     // contains `mbr`. It is among the candidates, its overlap enlargement is 0 (the
     // least possible) and every other candidate has a larger (enlargement, area), so it
     // wins whatever the candidates' order.
-    if unique {
+    let loaded = if unique {
         let own = boxes(least);
         if own.contains(mbr) {
             return least;
         }
         // The same entry, when growing it to include `mbr` overlaps no other entry more
         // than before: it is examined first below and its overlap enlargement, 0, ends
-        // the search. The sum is computed as below, term by term in entry order.
+        // the search. The sum is computed as below, term by term in entry order (stopping
+        // once it is above 0).
         let grown = own.union(mbr);
-        let mut delta = 0.0;
-        for j in 0..n {
-            if j != least {
-                let o = boxes(j);
-                let g = grown.overlap(&o);
-                if g != 0.0 {
-                    delta += g - own.overlap(&o);
-                    if delta > 0.0 {
-                        break;
-                    }
-                }
-            }
-        }
-        if delta == 0.0 {
+        s.load(n, &boxes);
+        if s.overlap_growth(least, &own, &grown, n, 0.0, true) == 0.0 {
             return least;
         }
+        true
+    } else {
+        false
+    };
+    if !loaded {
+        s.load(n, &boxes);
     }
-    s.boxes.clear();
-    s.boxes.extend((0..n).map(&boxes));
     keep_least(&mut s.cands, p);
     s.order.clear();
     s.order.extend(
@@ -266,34 +358,24 @@ fn least_overlap<const D: usize>(
             .then(a.1.total_cmp(&b.1))
             .then(a.2.cmp(&b.2))
     });
-    let es = &s.boxes;
     let mut best: Option<(f64, usize)> = None;
-    for &(_, _, _, i) in &s.order {
+    for k in 0..s.order.len() {
+        let i = s.order[k].3;
         let limit = match best {
             Some((0.0, _)) => break,
             Some((d, _)) => d,
             None => f64::INFINITY,
         };
-        let own = es[i];
+        let own = s.rect(i, n);
         let grown = own.union(mbr);
         // delta = sum over the other entries o of overlap(grown, o) - overlap(own, o);
         // every term is >= +0 (own lies inside grown), and a term is +0 whenever grown
         // does not overlap o. With grown == own every term is 0.
-        let mut delta = 0.0;
-        if grown != own {
-            for (j, o) in es.iter().enumerate() {
-                if j == i {
-                    continue;
-                }
-                let g = grown.overlap(o);
-                if g != 0.0 {
-                    delta += g - own.overlap(o);
-                    if delta >= limit {
-                        break;
-                    }
-                }
-            }
-        }
+        let delta = if grown != own {
+            s.overlap_growth(i, &own, &grown, n, limit, false)
+        } else {
+            0.0
+        };
         if delta < limit {
             best = Some((delta, i));
         }

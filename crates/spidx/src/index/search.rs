@@ -109,7 +109,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         q: &Rect<D>,
         mut visit: impl FnMut(Entry<D>),
     ) -> Result<()> {
-        q.validate()?;
+        super::check_named(q, || "query window".into())?;
         let mut stack = std::mem::take(&mut self.search_stack);
         stack.clear();
         stack.push((self.meta.root, self.root_level()));
@@ -159,10 +159,10 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
 
     /// Starts a best-first nearest-neighbour traversal from `point`.
     pub fn nearest_iter(&self, point: [f64; D]) -> Result<NearestIter<D>> {
-        if point.iter().any(|c| !c.is_finite()) {
+        if let Some((d, c)) = point.iter().enumerate().find(|(_, c)| !c.is_finite()) {
             return Err(Error::invalid(
                 "query point",
-                format!("non-finite coordinate in {point:?}"),
+                format!("coordinate {d} is {c}; every coordinate must be a finite number"),
             ));
         }
         let mut heap = BinaryHeap::new();

@@ -166,29 +166,37 @@ impl NodeLayout {
 
     /// Writes `node` into `page` (exactly one page long).
     pub fn encode<const D: usize>(&self, node: &Node<D>, page: &mut [u8]) -> Result<()> {
+        self.encode_entries(node.level, &node.entries, page)
+    }
+
+    /// Writes a node of `level` holding `entries` into `page` (exactly one page long), as
+    /// [`Self::encode`] does, without making a [`Node`] first.
+    pub fn encode_entries<const D: usize>(
+        &self,
+        level: u32,
+        entries: &[Entry<D>],
+        page: &mut [u8],
+    ) -> Result<()> {
         debug_assert_eq!(D, self.dims);
         debug_assert_eq!(page.len(), self.page_size);
-        if node.entries.len() > self.fits() {
+        if entries.len() > self.fits() {
             return Err(Error::invalid(
                 "node",
                 format!(
                     "{} entries do not fit in a page ({} fit)",
-                    node.entries.len(),
+                    entries.len(),
                     self.fits()
                 ),
             ));
         }
-        if node.level > u16::MAX as u32 {
-            return Err(Error::invalid(
-                "node",
-                format!("level {} too large", node.level),
-            ));
+        if level > u16::MAX as u32 {
+            return Err(Error::invalid("node", format!("level {level} too large")));
         }
         page.fill(0);
-        for (i, e) in node.entries.iter().enumerate() {
+        for (i, e) in entries.iter().enumerate() {
             self.put_entry(page, i, e)?;
         }
-        self.put_header(page, node.level, node.entries.len());
+        self.put_header(page, level, entries.len());
         Ok(())
     }
 
@@ -219,17 +227,41 @@ impl NodeLayout {
 
     /// Writes the header (level and entry count) and, for `checked`, the checksum.
     pub fn put_header(&self, page: &mut [u8], level: u32, count: usize) {
+        self.put_header_fields(page, level, count);
+        self.seal(page);
+    }
+
+    /// Writes the header's fields (level and entry count; the magic of `checked`) but not
+    /// the checksum: the page is sealed afterwards ([`Self::seal`], or a
+    /// [`Resealer`](super::Resealer) after a small change). The fields lie in
+    /// [`Self::header_fields`].
+    pub fn put_header_fields(&self, page: &mut [u8], level: u32, count: usize) {
         match self.kind {
             LayoutKind::Checked => {
                 page[4..6].copy_from_slice(&MAGIC.to_le_bytes());
                 page[6..8].copy_from_slice(&(level as u16).to_le_bytes());
                 page[8..12].copy_from_slice(&(count as u32).to_le_bytes());
-                self.seal(page);
             }
             LayoutKind::Seed => {
                 page[0..2].copy_from_slice(&(level as u16).to_le_bytes());
                 page[2..4].copy_from_slice(&(count as u16).to_le_bytes());
             }
+        }
+    }
+
+    /// The bytes of a page [`Self::put_header_fields`] writes.
+    pub fn header_fields(&self) -> std::ops::Range<usize> {
+        match self.kind {
+            LayoutKind::Checked => 4..12,
+            LayoutKind::Seed => 0..4,
+        }
+    }
+
+    /// The bytes of a page the checksum covers (`None`: the layout has no checksum).
+    pub fn checksummed(&self) -> Option<std::ops::Range<usize>> {
+        match self.kind {
+            LayoutKind::Checked => Some(4..self.page_size),
+            LayoutKind::Seed => None,
         }
     }
 

@@ -1,12 +1,15 @@
 //! Tree nodes as pages (architecture §4): a node is one page holding a small header
 //! and entries of (MBR, pointer). [`NodeLayout`] encodes and decodes nodes, [`NodeView`]
-//! reads a page in place (no decoding, for fast queries), and [`Capacity`] derives the
+//! reads a page in place (no decoding, for fast queries), [`Resealer`] updates a page's
+//! checksum after a small change without reading the whole page, and [`Capacity`] derives the
 //! maximum and minimum entries per node from the page size and the occupancy options.
 
 mod capacity;
+mod crc;
 mod layout;
 
 pub use capacity::{Capacity, Occupancy};
+pub use crc::{Resealer, Unsealed};
 pub use layout::{LayoutKind, NodeLayout, NodeView};
 
 use crate::geom::Rect;

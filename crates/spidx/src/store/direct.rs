@@ -19,7 +19,7 @@ use super::{
 };
 use crate::cache::PageCache;
 use crate::device::Device;
-use crate::node::{Entry, NodeLayout, NodeView, PageId};
+use crate::node::{Entry, NodeLayout, NodeView, PageId, Resealer};
 use crate::{Error, Result};
 
 /// Writes node changes in place through a [`PageCache`].
@@ -30,6 +30,9 @@ pub struct DirectStore {
     header_path: Option<PathBuf>,
     stats: StoreStats,
     scratch: Vec<u8>,
+    /// Updates the checksum of a modified page from the bytes that changed (`None` for
+    /// layouts without checksum).
+    resealer: Option<Resealer>,
     /// Page images the opening recovery wrote back.
     restored: u64,
     /// The rollback journal (none: writes in place are not undoable).
@@ -129,6 +132,7 @@ impl DirectStore {
         check_page_size(cache.page_size(), &layout)?;
         Ok(DirectStore {
             scratch: vec![0u8; layout.page_size()],
+            resealer: Resealer::new(layout),
             cache,
             layout,
             checkpointed: header.clone(),
@@ -233,11 +237,8 @@ impl<const D: usize> NodeStore<D> for DirectStore {
 
     fn create(&mut self, level: u32, entries: &[Entry<D>]) -> Result<PageId> {
         let id = self.allocate()?;
-        let node = crate::node::Node {
-            level,
-            entries: entries.to_vec(),
-        };
-        self.layout.encode(&node, &mut self.scratch)?;
+        self.layout
+            .encode_entries(level, entries, &mut self.scratch)?;
         self.stats.nodes_created += 1;
         self.write_scratch(id, level)?;
         Ok(id)
@@ -251,6 +252,12 @@ impl<const D: usize> NodeStore<D> for DirectStore {
             .read_checked_ref(id, level, |bytes| layout.verify(bytes, id))?;
         self.scratch.copy_from_slice(page);
         let mut count = layout.view::<D>(&self.scratch).len();
+        // The checksum moves by what the changed bytes change (see `Resealer`): note the
+        // bytes the changes will touch before making them.
+        let unsealed = self
+            .resealer
+            .as_ref()
+            .map(|r| r.before(&self.scratch, touched_entries(&layout, count, changes)));
         let es = layout.entry_size();
         let bad = |pos: usize, count: usize| {
             Error::invalid(
@@ -288,18 +295,19 @@ impl<const D: usize> NodeStore<D> for DirectStore {
                 }
             }
         }
-        layout.put_header(&mut self.scratch, level, count);
+        layout.put_header_fields(&mut self.scratch, level, count);
+        match (unsealed, &self.resealer) {
+            (Some(u), Some(r)) => r.seal(&mut self.scratch, u),
+            _ => layout.seal(&mut self.scratch),
+        }
         self.stats.node_updates += 1;
         self.stats.entry_changes += changes.len() as u64;
         self.write_scratch(id, level)
     }
 
     fn rewrite(&mut self, id: PageId, level: u32, entries: &[Entry<D>]) -> Result<()> {
-        let node = crate::node::Node {
-            level,
-            entries: entries.to_vec(),
-        };
-        self.layout.encode(&node, &mut self.scratch)?;
+        self.layout
+            .encode_entries(level, entries, &mut self.scratch)?;
         self.stats.node_updates += 1;
         self.stats.entry_changes += entries.len() as u64;
         self.write_scratch(id, level)
@@ -342,6 +350,41 @@ impl<const D: usize> NodeStore<D> for DirectStore {
     fn stats(&self) -> StoreStats {
         self.stats
     }
+}
+
+/// The page bytes of the entries `changes` touch in a node of `count` entries: the
+/// envelope of every entry set, pushed, or shifted by a removal (empty when none). Changes
+/// at positions that do not exist are left out (`modify` refuses them).
+fn touched_entries<const D: usize>(
+    layout: &NodeLayout,
+    mut count: usize,
+    changes: &[NodeChange<D>],
+) -> std::ops::Range<usize> {
+    let fits = layout.fits();
+    let (mut lo, mut hi) = (fits, 0);
+    for c in changes {
+        let (a, b) = match *c {
+            Change::Set { pos, .. } => (pos, pos.saturating_add(1)),
+            Change::Push(_) => {
+                count += 1;
+                (count - 1, count)
+            }
+            Change::Remove { pos } => {
+                let r = (pos, count);
+                count = count.saturating_sub(1);
+                r
+            }
+        };
+        let (a, b) = (a.min(fits), b.min(fits));
+        if a < b {
+            lo = lo.min(a);
+            hi = hi.max(b);
+        }
+    }
+    if lo >= hi {
+        return 0..0;
+    }
+    layout.entry_offset(lo)..layout.entry_offset(hi)
 }
 
 impl StoreControl for DirectStore {
