@@ -10,6 +10,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 use serde_json::Value;
 use spidx::experiment::db::{ResultsDb, Table as Rows};
+use spidx::experiment::protocol::MetricKind;
 use spidx::spatial::IndexOptions;
 
 use crate::export_table::{csv_cell, option_text, typed};
@@ -71,7 +72,7 @@ pub struct ShowArgs {
     /// Results database (default: the newest `*.db` or `*/results.db` here).
     #[arg(long)]
     results: Option<PathBuf>,
-    /// Also every metric of every layer (long format).
+    /// Also every metric of every layer (counters, gauges and settings apart).
     #[arg(long)]
     metrics: bool,
     /// Every column and the full configuration, full width.
@@ -105,8 +106,9 @@ pub struct ExportArgs {
     /// Only this experiment.
     #[arg(long)]
     experiment: Option<String>,
-    /// Every metric in long format (experiment, run_id, run, workload, name, value)
-    /// instead of one row of headline figures per run and workload.
+    /// Every metric in long format (experiment, run_id, run, workload, name, kind, value;
+    /// kind: counter, gauge or setting) instead of one row of headline figures per run and
+    /// workload.
     #[arg(long)]
     metrics: bool,
     /// Every finished run, not only the newest of each configuration.
@@ -401,18 +403,49 @@ fn show(a: ShowArgs) -> Result<()> {
         print_figures(&results, clock);
     }
     if let Some(m) = &metrics {
-        let keep = ["workload", "name", "value"];
-        let idx: Vec<usize> = keep
+        print_metrics(m, a.wide);
+    }
+    Ok(())
+}
+
+/// Every metric of a run, counters, gauges and settings in tables of their own (each:
+/// workload, name, value).
+fn print_metrics(m: &Rows, wide: bool) {
+    let col = |name: &str| m.columns.iter().position(|c| c == name);
+    let (Some(w), Some(n), Some(k), Some(v)) =
+        (col("workload"), col("name"), col("kind"), col("value"))
+    else {
+        return;
+    };
+    for (kind, title) in [
+        (
+            MetricKind::Counter,
+            "counters (summed over queries, averaged over repetitions)",
+        ),
+        (
+            MetricKind::Gauge,
+            "gauges (levels and ratios: the latest value)",
+        ),
+        (MetricKind::Setting, "settings (configured values)"),
+    ] {
+        let rows: Vec<&Vec<Value>> = m
+            .rows
             .iter()
-            .filter_map(|k| m.columns.iter().position(|c| c == k))
+            .filter(|r| r[k].as_str() == Some(kind.as_str()))
             .collect();
-        let mut t = new_table(keep.map(String::from).to_vec(), a.wide);
-        for r in &m.rows {
-            t.add_row(idx.iter().map(|&i| csv_cell(&r[i])).collect::<Vec<_>>());
+        if rows.is_empty() {
+            continue;
+        }
+        println!("{title}:");
+        let mut t = new_table(
+            ["workload", "name", "value"].map(String::from).to_vec(),
+            wide,
+        );
+        for r in rows {
+            t.add_row(vec![csv_cell(&r[w]), csv_cell(&r[n]), csv_cell(&r[v])]);
         }
         println!("{t}");
     }
-    Ok(())
 }
 
 /// `key   value`, the value wrapped at spaces to fit [`TABLE_WIDTH`] (unless `wide`) with

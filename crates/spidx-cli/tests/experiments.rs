@@ -120,7 +120,7 @@ fn a_small_experiment_fills_the_database_and_the_report() {
         "store.cache.faults",
         "final_flush.elapsed_s",
         "load.device.host.write_ops",
-        "shape.levels.0.fill",
+        "shape.gauges.levels.0.fill",
         "filter.elapsed_s",
         "refinement.device.host.read_ops",
         "node_reads_per_level.0",

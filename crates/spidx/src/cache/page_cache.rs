@@ -15,7 +15,10 @@ const SPARE_BUFFERS: usize = 8;
 
 /// Counters of a [`PageCache`]. Reads are counted per page request: every
 /// [`PageCache::read`] is either a hit or a fault, and every fault is one device read.
+/// Serialized with the levels (resident and dirty pages) under `gauges` and the capacity
+/// under `settings` (the Rust fields stay flat).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "CacheStatsShape", from = "CacheStatsShape")]
 pub struct CacheStats {
     /// Reads served from the cache.
     pub hits: u64,
@@ -33,9 +36,9 @@ pub struct CacheStats {
     /// Pages written through to the device (write-back: only the pages the policy refused
     /// to keep).
     pub pages_written: u64,
-    /// Pages resident now.
+    /// Pages resident now (a gauge).
     pub resident_pages: u64,
-    /// Capacity in pages.
+    /// Capacity in pages (a setting).
     pub capacity_pages: u64,
     /// Write-back: page writes kept in the cache as dirty pages instead of written.
     #[serde(default)]
@@ -56,9 +59,98 @@ pub struct CacheStats {
     /// (freed by the store).
     #[serde(default)]
     pub dirty_discarded: u64,
-    /// Write-back: dirty pages resident now (a level, not a counter).
+    /// Write-back: dirty pages resident now (a gauge).
     #[serde(default)]
     pub dirty_pages: u64,
+}
+
+/// [`CacheStats`] as serialized: counters, then gauges and settings apart.
+#[derive(Serialize, Deserialize)]
+struct CacheStatsShape {
+    hits: u64,
+    faults: u64,
+    admissions: u64,
+    refused: u64,
+    evictions: u64,
+    write_requests: u64,
+    pages_written: u64,
+    #[serde(default)]
+    deferred_writes: u64,
+    #[serde(default)]
+    dirty_overwrites: u64,
+    #[serde(default)]
+    dirty_evictions: u64,
+    #[serde(default)]
+    flush_writebacks: u64,
+    #[serde(default)]
+    dirty_discarded: u64,
+    gauges: CacheGauges,
+    settings: CacheSettings,
+}
+
+/// A page cache's levels.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct CacheGauges {
+    /// Pages resident now.
+    pub resident_pages: u64,
+    /// Write-back: dirty pages resident now.
+    #[serde(default)]
+    pub dirty_pages: u64,
+}
+
+/// A page cache's configured values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct CacheSettings {
+    /// Capacity in pages.
+    pub capacity_pages: u64,
+}
+
+impl From<CacheStats> for CacheStatsShape {
+    fn from(c: CacheStats) -> Self {
+        CacheStatsShape {
+            hits: c.hits,
+            faults: c.faults,
+            admissions: c.admissions,
+            refused: c.refused,
+            evictions: c.evictions,
+            write_requests: c.write_requests,
+            pages_written: c.pages_written,
+            deferred_writes: c.deferred_writes,
+            dirty_overwrites: c.dirty_overwrites,
+            dirty_evictions: c.dirty_evictions,
+            flush_writebacks: c.flush_writebacks,
+            dirty_discarded: c.dirty_discarded,
+            gauges: CacheGauges {
+                resident_pages: c.resident_pages,
+                dirty_pages: c.dirty_pages,
+            },
+            settings: CacheSettings {
+                capacity_pages: c.capacity_pages,
+            },
+        }
+    }
+}
+
+impl From<CacheStatsShape> for CacheStats {
+    fn from(s: CacheStatsShape) -> Self {
+        CacheStats {
+            hits: s.hits,
+            faults: s.faults,
+            admissions: s.admissions,
+            refused: s.refused,
+            evictions: s.evictions,
+            write_requests: s.write_requests,
+            pages_written: s.pages_written,
+            resident_pages: s.gauges.resident_pages,
+            capacity_pages: s.settings.capacity_pages,
+            deferred_writes: s.deferred_writes,
+            dirty_overwrites: s.dirty_overwrites,
+            dirty_evictions: s.dirty_evictions,
+            flush_writebacks: s.flush_writebacks,
+            dirty_discarded: s.dirty_discarded,
+            dirty_pages: s.gauges.dirty_pages,
+        }
+    }
 }
 
 impl CacheStats {
@@ -546,5 +638,30 @@ fn evict(
 fn recycle(spare: &mut Vec<Arc<[u8]>>, mut page: Arc<[u8]>) {
     if spare.len() < SPARE_BUFFERS && Arc::get_mut(&mut page).is_some() {
         spare.push(page);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serialized_levels_and_capacity_are_apart_and_round_trip() {
+        let c = CacheStats {
+            hits: 4,
+            resident_pages: 9,
+            capacity_pages: 64,
+            dirty_pages: 2,
+            ..Default::default()
+        };
+        let j = serde_json::to_value(c).unwrap();
+        assert_eq!(j["hits"], 4);
+        assert_eq!(j["gauges"]["resident_pages"], 9);
+        assert_eq!(j["gauges"]["dirty_pages"], 2);
+        assert_eq!(j["settings"]["capacity_pages"], 64);
+        for flat in ["resident_pages", "dirty_pages", "capacity_pages"] {
+            assert!(j.get(flat).is_none(), "{j}");
+        }
+        assert_eq!(serde_json::from_value::<CacheStats>(j).unwrap(), c);
     }
 }

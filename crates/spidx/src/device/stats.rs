@@ -1,5 +1,12 @@
 //! Device statistics. Every device owns its counters; [`DeviceStats`] is the snapshot the
 //! runner collects. Snapshots can be subtracted to get the counts of one phase.
+//!
+//! Serialized (the form the runner flattens into metrics, see
+//! `experiment::protocol::flatten`), counters, gauges and settings are kept apart: counters
+//! are plain fields, levels and ratios sit under `gauges` (`flash.gauges.erase_max`) and
+//! configured values under `settings` (`settings.page_size`). The Rust fields stay flat;
+//! only the serialized shape nests them, so a phase's difference never touches a gauge or
+//! a setting by name either.
 
 use serde::{Deserialize, Serialize};
 
@@ -100,8 +107,10 @@ impl HostCounters {
     }
 }
 
-/// Counters of a NAND flash translation layer (SimFlash and the SSD model).
+/// Counters of a NAND flash translation layer (SimFlash and the SSD model). Serialized
+/// with write amplification, the erase-count spread and the retired blocks under `gauges`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(into = "FlashStatsShape", from = "FlashStatsShape")]
 pub struct FlashStats {
     /// Flash page reads, including those done by garbage collection and read-modify-write.
     pub flash_reads: u64,
@@ -117,6 +126,34 @@ pub struct FlashStats {
     pub gc_runs: u64,
     /// Flash pages programmed on behalf of the host (before GC and wear levelling).
     pub host_flash_writes: u64,
+    /// Flash programs / host flash programs (1.0 when nothing was written). A gauge.
+    pub write_amplification: f64,
+    /// Smallest erase count over all blocks. A gauge.
+    pub erase_min: u64,
+    /// Largest erase count over all blocks. A gauge.
+    pub erase_max: u64,
+    /// Mean erase count over all blocks. A gauge.
+    pub erase_mean: f64,
+    /// Blocks retired after reaching the erase limit (so far). A gauge.
+    pub retired_blocks: u64,
+}
+
+/// [`FlashStats`] as serialized: counters, then the gauges apart.
+#[derive(Serialize, Deserialize)]
+struct FlashStatsShape {
+    flash_reads: u64,
+    flash_writes: u64,
+    erases: u64,
+    gc_copies: u64,
+    wl_copies: u64,
+    gc_runs: u64,
+    host_flash_writes: u64,
+    gauges: FlashGauges,
+}
+
+/// The levels and ratios of a flash translation layer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+struct FlashGauges {
     /// Flash programs / host flash programs (1.0 when nothing was written).
     pub write_amplification: f64,
     /// Smallest erase count over all blocks.
@@ -127,6 +164,46 @@ pub struct FlashStats {
     pub erase_mean: f64,
     /// Blocks retired after reaching the erase limit.
     pub retired_blocks: u64,
+}
+
+impl From<FlashStats> for FlashStatsShape {
+    fn from(f: FlashStats) -> Self {
+        FlashStatsShape {
+            flash_reads: f.flash_reads,
+            flash_writes: f.flash_writes,
+            erases: f.erases,
+            gc_copies: f.gc_copies,
+            wl_copies: f.wl_copies,
+            gc_runs: f.gc_runs,
+            host_flash_writes: f.host_flash_writes,
+            gauges: FlashGauges {
+                write_amplification: f.write_amplification,
+                erase_min: f.erase_min,
+                erase_max: f.erase_max,
+                erase_mean: f.erase_mean,
+                retired_blocks: f.retired_blocks,
+            },
+        }
+    }
+}
+
+impl From<FlashStatsShape> for FlashStats {
+    fn from(s: FlashStatsShape) -> Self {
+        FlashStats {
+            flash_reads: s.flash_reads,
+            flash_writes: s.flash_writes,
+            erases: s.erases,
+            gc_copies: s.gc_copies,
+            wl_copies: s.wl_copies,
+            gc_runs: s.gc_runs,
+            host_flash_writes: s.host_flash_writes,
+            write_amplification: s.gauges.write_amplification,
+            erase_min: s.gauges.erase_min,
+            erase_max: s.gauges.erase_max,
+            erase_mean: s.gauges.erase_mean,
+            retired_blocks: s.gauges.retired_blocks,
+        }
+    }
 }
 
 impl FlashStats {
@@ -206,12 +283,14 @@ impl ThrottleStats {
     }
 }
 
-/// A snapshot of everything a device counts.
+/// A snapshot of everything a device counts. Serialized with the page size under
+/// `settings` (`settings.page_size`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(into = "DeviceStatsShape", from = "DeviceStatsShape")]
 pub struct DeviceStats {
     /// Device kind: `memory`, `file`, `simflash`, `ssd`, `hdd`, `throttled`.
     pub kind: String,
-    /// Page size in bytes.
+    /// Page size in bytes (a setting, never summed or subtracted).
     pub page_size: usize,
     /// Host request counters.
     pub host: HostCounters,
@@ -226,6 +305,58 @@ pub struct DeviceStats {
     /// Throttling counters, for cloud disks.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub throttle: Option<ThrottleStats>,
+}
+
+/// [`DeviceStats`] as serialized: the settings apart.
+#[derive(Serialize, Deserialize)]
+struct DeviceStatsShape {
+    kind: String,
+    settings: DeviceSettings,
+    host: HostCounters,
+    device_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    flash: Option<FlashStats>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    hdd: Option<HddStats>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    throttle: Option<ThrottleStats>,
+}
+
+/// A device's configured values, as its statistics report them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct DeviceSettings {
+    /// Page size in bytes.
+    pub page_size: usize,
+}
+
+impl From<DeviceStats> for DeviceStatsShape {
+    fn from(d: DeviceStats) -> Self {
+        DeviceStatsShape {
+            kind: d.kind,
+            settings: DeviceSettings {
+                page_size: d.page_size,
+            },
+            host: d.host,
+            device_ns: d.device_ns,
+            flash: d.flash,
+            hdd: d.hdd,
+            throttle: d.throttle,
+        }
+    }
+}
+
+impl From<DeviceStatsShape> for DeviceStats {
+    fn from(s: DeviceStatsShape) -> Self {
+        DeviceStats {
+            kind: s.kind,
+            page_size: s.settings.page_size,
+            host: s.host,
+            device_ns: s.device_ns,
+            flash: s.flash,
+            hdd: s.hdd,
+            throttle: s.throttle,
+        }
+    }
 }
 
 impl DeviceStats {
@@ -296,5 +427,29 @@ mod tests {
         assert_eq!(d.host.pages_written, 3);
         assert_eq!(d.device_ns, 500);
         assert_eq!(d.flash.unwrap().write_amplification, 2.0);
+    }
+
+    #[test]
+    fn serialized_settings_and_gauges_are_apart_and_round_trip() {
+        let d = DeviceStats {
+            kind: "simflash".into(),
+            page_size: 4096,
+            device_ns: 7,
+            flash: Some(FlashStats {
+                erases: 3,
+                erase_max: 2,
+                write_amplification: 1.5,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let j = serde_json::to_value(&d).unwrap();
+        assert_eq!(j["settings"]["page_size"], 4096);
+        assert!(j.get("page_size").is_none(), "{j}");
+        assert_eq!(j["flash"]["erases"], 3);
+        assert_eq!(j["flash"]["gauges"]["erase_max"], 2);
+        assert_eq!(j["flash"]["gauges"]["write_amplification"], 1.5);
+        assert!(j["flash"].get("erase_max").is_none(), "{j}");
+        assert_eq!(serde_json::from_value::<DeviceStats>(j).unwrap(), d);
     }
 }

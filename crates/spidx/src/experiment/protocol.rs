@@ -3,38 +3,94 @@
 //! set is reported as the **sum over queries of each query's mean**, with the minimum,
 //! median and maximum of the per-query means.
 //!
-//! Counters are handled generically: a report (any `Serialize` value: phase reports,
+//! Statistics are handled generically: a report (any `Serialize` value: phase reports,
 //! device, store and cache statistics) is flattened into dotted names → numbers
 //! ([`flatten`]), so statistics added later by any layer are averaged, summed and recorded
-//! without changes here.
+//! without changes here. Every leaf has a [`MetricKind`], told by its name: a leaf whose
+//! dotted name passes through a `gauges` segment is a gauge (a level, ratio, peak or size
+//! in use: `device.flash.gauges.erase_max`), one passing through `settings` is a setting (a
+//! configured value: `device.settings.page_size`), every other leaf is a counter (an amount
+//! that adds up over operations). Only counters are summed, averaged or subtracted; gauges
+//! and settings keep their latest value.
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-/// Flat metrics: dotted names (`filter.device.host.read_ops`) → values.
+/// Flat metrics: dotted names (`filter.device.host.read_ops`) → values. The kind of each
+/// is [`MetricKind::of`] its name.
 pub type Metrics = BTreeMap<String, f64>;
 
-/// Leaves that are levels or ratios, not amounts: never summed, the last value is kept
-/// (write amplification is recomputed from the summed flash writes, see [`finish`]).
-const GAUGES: [&str; 8] = [
-    "write_amplification",
-    "erase_min",
-    "erase_max",
-    "erase_mean",
-    "retired_blocks",
-    "resident_pages",
-    "capacity_pages",
-    "pages_in_use",
-];
+/// What a metric is, which decides how it combines over repetitions, queries and phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MetricKind {
+    /// An amount that adds up over operations (reads, writes, flushes, bytes, seconds):
+    /// summed over queries, averaged over repetitions, subtracted between snapshots.
+    Counter,
+    /// A level, ratio, peak or size in use (resident pages, erase spread, write
+    /// amplification): never summed or subtracted; the latest value is kept.
+    Gauge,
+    /// A configured value (page size, buffer capacity, flushing unit): never summed or
+    /// subtracted; the latest value is kept.
+    Setting,
+}
 
-fn is_gauge(name: &str) -> bool {
-    let leaf = name.rsplit('.').next().unwrap_or(name);
-    GAUGES.contains(&leaf)
+impl MetricKind {
+    /// Every kind, in the order reports list them.
+    pub const ALL: [MetricKind; 3] = [MetricKind::Counter, MetricKind::Gauge, MetricKind::Setting];
+
+    /// The kind of the metric named `name`: the first `gauges` or `settings` segment of its
+    /// dotted name decides; a name with neither is a counter.
+    pub fn of(name: &str) -> MetricKind {
+        for segment in name.split('.') {
+            match segment {
+                "gauges" => return MetricKind::Gauge,
+                "settings" => return MetricKind::Setting,
+                _ => {}
+            }
+        }
+        MetricKind::Counter
+    }
+
+    /// The name stored in the results database (`counter`, `gauge`, `setting`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetricKind::Counter => "counter",
+            MetricKind::Gauge => "gauge",
+            MetricKind::Setting => "setting",
+        }
+    }
+
+    /// The kind named `s` (as [`MetricKind::as_str`] writes it).
+    pub fn parse(s: &str) -> Option<MetricKind> {
+        MetricKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Whether values of this kind add up (only counters do).
+    pub fn is_counter(self) -> bool {
+        self == MetricKind::Counter
+    }
+}
+
+impl std::fmt::Display for MetricKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Serializes `T` as `{"gauges": T}`: wraps a report whose every leaf is a gauge (a tree's
+/// shape after construction), so that [`flatten`] types its leaves.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct AllGauges<T> {
+    /// The report.
+    pub gauges: T,
 }
 
 /// Every numeric (and boolean) leaf of `v`'s JSON form, with dotted names under `prefix`;
-/// array elements are named by their index (`node_reads_per_level.0` = leaves).
+/// array elements are named by their index (`node_reads_per_level.0` = leaves). The names
+/// keep the `gauges`/`settings` segments of the report's shape, which type every leaf
+/// ([`MetricKind::of`], [`kinds`]).
 pub fn flatten<T: Serialize>(prefix: &str, v: &T) -> Metrics {
     let mut out = Metrics::new();
     if let Ok(j) = serde_json::to_value(v) {
@@ -69,18 +125,25 @@ fn walk(name: &str, v: &serde_json::Value, out: &mut Metrics) {
     }
 }
 
-/// Adds `b` into `a` (gauges: `b`'s value replaces `a`'s).
+/// The kind of every metric of `m`, by name.
+pub fn kinds(m: &Metrics) -> impl Iterator<Item = (&str, MetricKind, f64)> {
+    m.iter().map(|(k, v)| (k.as_str(), MetricKind::of(k), *v))
+}
+
+/// Adds `b` into `a`: counters are summed; a gauge's or setting's value in `b` replaces
+/// `a`'s.
 pub fn accumulate(a: &mut Metrics, b: &Metrics) {
     for (k, v) in b {
-        if is_gauge(k) {
-            a.insert(k.clone(), *v);
-        } else {
+        if MetricKind::of(k).is_counter() {
             *a.entry(k.clone()).or_insert(0.0) += v;
+        } else {
+            a.insert(k.clone(), *v);
         }
     }
 }
 
-/// The mean of several repetitions' metrics (gauges: the last repetition's value).
+/// The mean of several repetitions' metrics: counters averaged; gauges and settings take
+/// the last repetition's value.
 pub fn mean(reps: &[Metrics]) -> Metrics {
     let mut sum = Metrics::new();
     for r in reps {
@@ -88,14 +151,33 @@ pub fn mean(reps: &[Metrics]) -> Metrics {
     }
     let n = reps.len().max(1) as f64;
     for (k, v) in sum.iter_mut() {
-        if !is_gauge(k) {
+        if MetricKind::of(k).is_counter() {
             *v /= n;
         }
     }
     sum
 }
 
-/// Recomputes write amplification wherever flash writes and host flash writes were summed.
+/// What happened between two snapshots of one report, divided by `n` (e.g. over `n`
+/// repetitions): counters are `(after - before) / n`; gauges and settings are `after`'s
+/// value as it is (the difference of two levels or two configured values means nothing).
+pub fn delta(before: &Metrics, after: &Metrics, n: f64) -> Metrics {
+    after
+        .iter()
+        .map(|(k, a)| {
+            let v = if MetricKind::of(k).is_counter() {
+                (a - before.get(k).copied().unwrap_or(0.0)) / n
+            } else {
+                *a
+            };
+            (k.clone(), v)
+        })
+        .collect()
+}
+
+/// Recomputes write amplification (a gauge: `PREFIX.gauges.write_amplification`) wherever
+/// flash writes and host flash writes (counters: `PREFIX.flash_writes`,
+/// `PREFIX.host_flash_writes`) were summed.
 pub fn finish(m: &mut Metrics) {
     let prefixes: Vec<String> = m
         .keys()
@@ -105,7 +187,7 @@ pub fn finish(m: &mut Metrics) {
         let host = m[&format!("{p}.host_flash_writes")];
         let writes = m.get(&format!("{p}.flash_writes")).copied().unwrap_or(0.0);
         m.insert(
-            format!("{p}.write_amplification"),
+            format!("{p}.gauges.write_amplification"),
             if host == 0.0 { 1.0 } else { writes / host },
         );
     }
@@ -218,20 +300,20 @@ mod tests {
     fn means_sum_counts_but_keep_gauges() {
         let r1 = Metrics::from([
             ("host.read_ops".into(), 4.0),
-            ("flash.erase_max".into(), 7.0),
+            ("flash.gauges.erase_max".into(), 7.0),
         ]);
         let r2 = Metrics::from([
             ("host.read_ops".into(), 6.0),
-            ("flash.erase_max".into(), 9.0),
+            ("flash.gauges.erase_max".into(), 9.0),
         ]);
         let m = mean(&[r1, r2]);
         assert_eq!(m["host.read_ops"], 5.0);
-        assert_eq!(m["flash.erase_max"], 9.0);
+        assert_eq!(m["flash.gauges.erase_max"], 9.0);
         let mut total = Metrics::new();
         accumulate(&mut total, &m);
         accumulate(&mut total, &m);
         assert_eq!(total["host.read_ops"], 10.0);
-        assert_eq!(total["flash.erase_max"], 9.0);
+        assert_eq!(total["flash.gauges.erase_max"], 9.0);
     }
 
     #[test]
@@ -239,9 +321,110 @@ mod tests {
         let mut m = Metrics::from([
             ("d.flash.flash_writes".into(), 30.0),
             ("d.flash.host_flash_writes".into(), 20.0),
-            ("d.flash.write_amplification".into(), 9.0),
+            ("d.flash.gauges.write_amplification".into(), 9.0),
         ]);
         finish(&mut m);
-        assert_eq!(m["d.flash.write_amplification"], 1.5);
+        assert_eq!(m["d.flash.gauges.write_amplification"], 1.5);
+    }
+
+    #[test]
+    fn kinds_come_from_gauges_and_settings_segments() {
+        assert_eq!(MetricKind::of("device.host.read_ops"), MetricKind::Counter);
+        assert_eq!(
+            MetricKind::of("device.settings.page_size"),
+            MetricKind::Setting
+        );
+        assert_eq!(
+            MetricKind::of("store.fast.settings.flushing_unit"),
+            MetricKind::Setting
+        );
+        assert_eq!(
+            MetricKind::of("filter.device.flash.gauges.erase_max"),
+            MetricKind::Gauge
+        );
+        assert_eq!(MetricKind::of("gauges.elapsed_s_min"), MetricKind::Gauge);
+        assert_eq!(MetricKind::of("settings"), MetricKind::Setting);
+        // Only whole segments count, and the first one decides.
+        assert_eq!(MetricKind::of("store.my_gauges.x"), MetricKind::Counter);
+        assert_eq!(MetricKind::of("settingsx.y"), MetricKind::Counter);
+        assert_eq!(MetricKind::of("a.gauges.settings.b"), MetricKind::Gauge);
+        for k in MetricKind::ALL {
+            assert_eq!(MetricKind::parse(k.as_str()), Some(k));
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
+        assert_eq!(MetricKind::parse("level"), None);
+    }
+
+    #[test]
+    fn flatten_types_every_leaf_by_the_report_shape() {
+        #[derive(Serialize)]
+        struct Cache {
+            hits: u64,
+            gauges: CacheGauges,
+            settings: CacheSettings,
+        }
+        #[derive(Serialize)]
+        struct CacheGauges {
+            resident_pages: u64,
+        }
+        #[derive(Serialize)]
+        struct CacheSettings {
+            capacity_pages: u64,
+        }
+        let c = Cache {
+            hits: 3,
+            gauges: CacheGauges { resident_pages: 5 },
+            settings: CacheSettings { capacity_pages: 64 },
+        };
+        let m = flatten("store.cache", &c);
+        let typed: Vec<(&str, MetricKind, f64)> = kinds(&m).collect();
+        assert_eq!(
+            typed,
+            vec![
+                ("store.cache.gauges.resident_pages", MetricKind::Gauge, 5.0),
+                ("store.cache.hits", MetricKind::Counter, 3.0),
+                (
+                    "store.cache.settings.capacity_pages",
+                    MetricKind::Setting,
+                    64.0
+                ),
+            ]
+        );
+        let shape = flatten(
+            "shape",
+            &AllGauges {
+                gauges: &serde_json::json!({"height": 3, "levels": [{"fill": 0.7}]}),
+            },
+        );
+        assert!(
+            kinds(&shape).all(|(_, k, _)| k == MetricKind::Gauge),
+            "{shape:?}"
+        );
+        assert_eq!(shape["shape.gauges.levels.0.fill"], 0.7);
+    }
+
+    #[test]
+    fn settings_and_gauges_are_never_summed_averaged_or_subtracted() {
+        // 100 queries × 10 repetitions of a 4 KB page device: the page size stays 4096.
+        let one = |reads: f64, resident: f64| {
+            Metrics::from([
+                ("device.host.read_ops".into(), reads),
+                ("device.settings.page_size".into(), 4096.0),
+                ("store.cache.gauges.resident_pages".into(), resident),
+            ])
+        };
+        let mut total = Metrics::new();
+        for q in 0..100 {
+            let reps: Vec<Metrics> = (0..10).map(|r| one(2.0, (q * 10 + r) as f64)).collect();
+            accumulate(&mut total, &mean(&reps));
+        }
+        assert_eq!(total["device.host.read_ops"], 200.0);
+        assert_eq!(total["device.settings.page_size"], 4096.0);
+        assert_eq!(total["store.cache.gauges.resident_pages"], 999.0);
+        // Between two snapshots: counters differ, the others are the later value.
+        let d = delta(&one(10.0, 7.0), &one(16.0, 3.0), 2.0);
+        assert_eq!(d["device.host.read_ops"], 3.0);
+        assert_eq!(d["device.settings.page_size"], 4096.0);
+        assert_eq!(d["store.cache.gauges.resident_pages"], 3.0);
     }
 }

@@ -14,7 +14,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::matrix::RunConfig;
-use super::protocol::{self, Metrics, Spread};
+use super::protocol::{self, AllGauges, Metrics, Spread};
 use super::scan::ScanTable;
 use super::spec::{Protocol, Workload};
 use super::workload::{object_box, Inputs, MixedOp, QueryInput};
@@ -23,8 +23,11 @@ use crate::device::tap::{Tap, TapLog};
 use crate::device::Device;
 use crate::geom::Rect;
 use crate::index::bulk::BulkOptions;
+use crate::index::{Tree, TreeStats};
+use crate::node::Capacity;
 use crate::spatial::query::QueryReport;
 use crate::spatial::{PhaseReport, SpatialIndex};
+use crate::store::AnyStore;
 use crate::{with_dims, Error, Result};
 
 mod streams;
@@ -279,7 +282,7 @@ fn construct<const D: usize>(
         Ok(idx.stop_phase(clock))
     })?;
     m.extend(protocol::flatten("final_flush", &flush));
-    m.extend(protocol::flatten("tree", idx.tree().stats()));
+    m.extend(protocol::flatten("tree", &TreeReport::of(idx.tree())));
     m.extend(protocol::flatten("store", &idx.tree().store().report()));
     m.insert("objects".into(), ds.len() as f64);
     let mut details = serde_json::json!({});
@@ -288,8 +291,8 @@ fn construct<const D: usize>(
             Some(opts) => idx.tree_mut().check_bulk(opts),
             None => idx.tree_mut().check(),
         })?;
-        m.insert("shape.ok".into(), if rep.ok() { 1.0 } else { 0.0 });
-        m.extend(protocol::flatten("shape", &rep));
+        m.insert("shape.gauges.ok".into(), if rep.ok() { 1.0 } else { 0.0 });
+        m.extend(protocol::flatten("shape", &AllGauges { gauges: &rep }));
         if !rep.ok() {
             return Err(Error::corrupted(
                 "index after construction",
@@ -428,14 +431,14 @@ fn measure<T: Measured>(
     protocol::finish(&mut total);
     let spread = Spread::of(&means);
     total.insert("queries".into(), n as f64);
-    total.insert("repetitions".into(), protocol.repetitions as f64);
-    total.insert("elapsed_s_min".into(), spread.min);
-    total.insert("elapsed_s_median".into(), spread.median);
-    total.insert("elapsed_s_max".into(), spread.max);
+    total.insert("settings.repetitions".into(), protocol.repetitions as f64);
+    total.insert("gauges.elapsed_s_min".into(), spread.min);
+    total.insert("gauges.elapsed_s_median".into(), spread.median);
+    total.insert("gauges.elapsed_s_max".into(), spread.max);
     let d = Spread::of(&device_means);
-    total.insert("device_s_min".into(), d.min);
-    total.insert("device_s_median".into(), d.median);
-    total.insert("device_s_max".into(), d.max);
+    total.insert("gauges.device_s_min".into(), d.min);
+    total.insert("gauges.device_s_median".into(), d.median);
+    total.insert("gauges.device_s_max".into(), d.max);
     Ok(total)
 }
 
@@ -526,18 +529,51 @@ fn mixed<const D: usize>(
     Ok(total)
 }
 
-/// The store's counters between two reports, divided by `n` (levels such as pages in use
-/// and resident pages: the later value).
+/// The store's report between two snapshots, divided by `n` ([`protocol::delta`]: the
+/// counters' differences; gauges and settings as they are at the end).
 fn store_delta(before: &Metrics, after: &Metrics, n: f64) -> Metrics {
-    after
-        .iter()
-        .map(|(k, a)| {
-            let v = if k.ends_with("pages_in_use") || k.ends_with("_pages") {
-                *a
-            } else {
-                (a - before.get(k).copied().unwrap_or(0.0)) / n
-            };
-            (k.clone(), v)
-        })
-        .collect()
+    let mut d = protocol::delta(before, after, n);
+    // The store report types its own leaves; until it names this level a gauge, it is
+    // kept as a level here (never a difference of two levels).
+    if let Some(v) = after.get(UNTYPED_STORE_LEVEL) {
+        d.insert(UNTYPED_STORE_LEVEL.to_string(), *v);
+    }
+    d
+}
+
+/// A level in the store's report that is not yet under its `gauges`.
+const UNTYPED_STORE_LEVEL: &str = "store.pages_in_use";
+
+/// The tree's figures after construction, as the runner records them under `tree.`: the
+/// tree's counters ([`TreeStats`], since the index was created), its size now (gauges)
+/// and its node capacities (settings).
+#[derive(Serialize)]
+struct TreeReport<'a> {
+    #[serde(flatten)]
+    counters: &'a TreeStats,
+    gauges: TreeGauges,
+    settings: &'a Capacity,
+}
+
+/// The tree's size now.
+#[derive(Serialize)]
+struct TreeGauges {
+    /// Levels.
+    height: u32,
+    /// Objects indexed.
+    objects: u64,
+}
+
+impl<'a> TreeReport<'a> {
+    fn of<const D: usize>(tree: &'a Tree<AnyStore, D>) -> Self {
+        let meta = tree.meta();
+        TreeReport {
+            counters: tree.stats(),
+            gauges: TreeGauges {
+                height: meta.height,
+                objects: meta.objects,
+            },
+            settings: tree.capacity(),
+        }
+    }
 }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::types::Value;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
-use super::{db_err, ResultsDb};
+use super::{db_err, schema, ResultsDb};
 use crate::{Error, Result};
 
 /// What a merge did.
@@ -278,6 +278,9 @@ fn copy_runs(
         let new_id = dst.last_insert_rowid();
         copy_rows(dst, src, "results", ("run_id", src_id), "run_id", new_id)?;
         copy_rows(dst, src, "metrics", ("run_id", src_id), "run_id", new_id)?;
+        if !schema::has_metric_kinds(src)? {
+            schema::type_legacy_metrics(dst, Some(new_id))?;
+        }
         if pass == "finished" {
             report.finished += 1;
         } else {

@@ -26,21 +26,22 @@ use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::matrix::RunConfig;
+use super::protocol;
 use super::runner::RunResult;
 use crate::{Error, Result};
 
 /// Typed columns of `results` and the metric each one copies (NULL when absent).
 const COLUMNS: [(&str, &str); 29] = [
     ("queries", "queries"),
-    ("repetitions", "repetitions"),
+    ("repetitions", "settings.repetitions"),
     ("elapsed_s", "elapsed_s"),
     ("cpu_s", "cpu_s"),
     ("device_s", "device_s"),
     ("filter_s", "filter.elapsed_s"),
     ("refinement_s", "refinement.elapsed_s"),
-    ("elapsed_min_s", "elapsed_s_min"),
-    ("elapsed_median_s", "elapsed_s_median"),
-    ("elapsed_max_s", "elapsed_s_max"),
+    ("elapsed_min_s", "gauges.elapsed_s_min"),
+    ("elapsed_median_s", "gauges.elapsed_s_median"),
+    ("elapsed_max_s", "gauges.elapsed_s_max"),
     ("reads", "device.host.read_ops"),
     ("writes", "device.host.write_ops"),
     ("seq_reads", "device.host.seq_reads"),
@@ -51,15 +52,18 @@ const COLUMNS: [(&str, &str); 29] = [
     ("flash_writes", "device.flash.flash_writes"),
     ("erases", "device.flash.erases"),
     ("gc_copies", "device.flash.gc_copies"),
-    ("write_amplification", "device.flash.write_amplification"),
+    (
+        "write_amplification",
+        "device.flash.gauges.write_amplification",
+    ),
     ("buffer_hits", "store.cache.hits"),
     ("buffer_faults", "store.cache.faults"),
     ("splits", "tree.splits"),
     ("reinsertions", "tree.forced_reinserts"),
     ("candidates", "candidates"),
     ("answers", "results"),
-    ("height", "shape.height"),
-    ("nodes", "shape.nodes"),
+    ("height", "shape.gauges.height"),
+    ("nodes", "shape.gauges.nodes"),
 ];
 
 /// Rows read back: column names and JSON values.
@@ -94,6 +98,9 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct ResultsDb {
     conn: Connection,
     path: PathBuf,
+    /// Whether `metrics` has its `kind` column (schema version 3 on; an older database
+    /// opened read-only has not, and kinds are told from the names).
+    kinds_stored: bool,
 }
 
 pub(crate) fn db_err(path: &Path, e: impl std::fmt::Display) -> Error {
@@ -116,6 +123,7 @@ impl ResultsDb {
         Ok(ResultsDb {
             conn,
             path: path.to_path_buf(),
+            kinds_stored: true,
         })
     }
 
@@ -130,9 +138,11 @@ impl ResultsDb {
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| db_err(path, e))?;
         schema::check_for_reading(&conn, path)?;
+        let kinds_stored = schema::has_metric_kinds(&conn).map_err(|e| db_err(path, e))?;
         Ok(ResultsDb {
             conn,
             path: path.to_path_buf(),
+            kinds_stored,
         })
     }
 
@@ -220,11 +230,12 @@ impl ResultsDb {
                 .map_err(err)?;
             let mut st = tx
                 .prepare_cached(
-                    "INSERT INTO metrics (run_id, workload, name, value) VALUES (?1, ?2, ?3, ?4)",
+                    "INSERT INTO metrics (run_id, workload, name, value, kind) VALUES (?1, ?2, ?3, ?4, ?5)",
                 )
                 .map_err(err)?;
-            for (k, v) in &w.metrics {
-                st.execute(params![id, w.name, k, v]).map_err(err)?;
+            for (k, kind, v) in protocol::kinds(&w.metrics) {
+                st.execute(params![id, w.name, k, v, kind.as_str()])
+                    .map_err(err)?;
             }
         }
         tx.execute(
@@ -316,15 +327,32 @@ impl ResultsDb {
         )
     }
 
-    /// Every metric (long format) of finished runs, of one experiment or of one run.
+    /// Every metric (long format) of finished runs, of one experiment or of one run, with
+    /// its kind (`counter`, `gauge`, `setting`; told from the name by
+    /// [`schema::legacy_kind`] in a database older than schema version 3).
     pub fn metrics(&self, experiment: Option<&str>, run: Option<i64>) -> Result<Table> {
-        self.table(
-            "SELECT e.name AS experiment, m.run_id, r.name AS run, m.workload, m.name, m.value
-             FROM metrics m JOIN runs r ON r.id = m.run_id JOIN experiments e ON e.id = r.experiment_id
-             WHERE (?1 IS NULL OR e.name = ?1) AND (?2 IS NULL OR m.run_id = ?2)
-             ORDER BY m.run_id, m.workload, m.name",
+        let kind = if self.kinds_stored {
+            "m.kind"
+        } else {
+            "NULL AS kind"
+        };
+        let mut t = self.table(
+            &format!(
+                "SELECT e.name AS experiment, m.run_id, r.name AS run, m.workload, m.name, {kind}, m.value
+                 FROM metrics m JOIN runs r ON r.id = m.run_id JOIN experiments e ON e.id = r.experiment_id
+                 WHERE (?1 IS NULL OR e.name = ?1) AND (?2 IS NULL OR m.run_id = ?2)
+                 ORDER BY m.run_id, m.workload, m.name"
+            ),
             &[&experiment, &run],
-        )
+        )?;
+        if !self.kinds_stored {
+            let (name, kind) = (4, 5);
+            for row in &mut t.rows {
+                let k = schema::legacy_kind(row[name].as_str().unwrap_or_default());
+                row[kind] = k.as_str().into();
+            }
+        }
+        Ok(t)
     }
 
     /// The name of the experiment with the newest run, if any.

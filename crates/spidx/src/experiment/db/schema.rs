@@ -4,18 +4,21 @@
 //! a newer spidx) or a damaged file is refused with a clear error, never appended to.
 //!
 //! Versions: 1 (the first), 2 (`runs.lease_until` and `runs.owner`, for claiming runs; see
-//! [`super::claim`]). A version-1 database is upgraded in place when opened for writing
-//! (two added columns) and read as it is.
+//! [`super::claim`]), 3 (`metrics.kind`: counter, gauge or setting, see
+//! [`MetricKind`]). An older database is upgraded in place when opened for writing (added
+//! columns; the kinds of its metrics told from their names by [`legacy_kind`]) and read as
+//! it is (kinds told the same way on reading).
 
 use std::path::Path;
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::db_err;
+use crate::experiment::protocol::MetricKind;
 use crate::{Error, Result};
 
 /// Version of the schema below (kept in `meta`).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 pub(super) const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -79,6 +82,7 @@ CREATE TABLE IF NOT EXISTS metrics (
   workload TEXT NOT NULL,
   name TEXT NOT NULL,
   value REAL NOT NULL,
+  kind TEXT NOT NULL DEFAULT 'counter' CHECK (kind IN ('counter', 'gauge', 'setting')),
   PRIMARY KEY (run_id, workload, name)
 );
 CREATE VIEW IF NOT EXISTS run_results AS
@@ -201,12 +205,10 @@ pub(super) fn prepare_for_writing(conn: &Connection, path: &Path) -> Result<()> 
             )
             .map_err(|e| db_err(path, e))?;
         }
-        Some(1) => {
-            tx.execute_batch(
-                "ALTER TABLE runs ADD COLUMN lease_until REAL;
-                 ALTER TABLE runs ADD COLUMN owner TEXT;",
-            )
-            .map_err(|e| db_err(path, format!("cannot upgrade from schema version 1: {e}")))?;
+        Some(v) if v < SCHEMA_VERSION => {
+            upgrade(&tx, v).map_err(|e| {
+                db_err(path, format!("cannot upgrade from schema version {v}: {e}"))
+            })?;
             tx.execute(
                 "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
                 params![SCHEMA_VERSION.to_string()],
@@ -216,6 +218,112 @@ pub(super) fn prepare_for_writing(conn: &Connection, path: &Path) -> Result<()> 
         Some(_) => {}
     }
     tx.commit().map_err(|e| db_err(path, e))
+}
+
+/// Brings a database of schema version `from` to [`SCHEMA_VERSION`], one step at a time.
+fn upgrade(conn: &Connection, from: i64) -> rusqlite::Result<()> {
+    if from < 2 {
+        conn.execute_batch(
+            "ALTER TABLE runs ADD COLUMN lease_until REAL;
+             ALTER TABLE runs ADD COLUMN owner TEXT;",
+        )?;
+    }
+    if from < 3 {
+        conn.execute_batch(
+            "ALTER TABLE metrics ADD COLUMN kind TEXT NOT NULL DEFAULT 'counter'
+               CHECK (kind IN ('counter', 'gauge', 'setting'));",
+        )?;
+        type_legacy_metrics(conn, None)?;
+    }
+    Ok(())
+}
+
+/// Sets `metrics.kind` from the names (by [`legacy_kind`]) of the rows of run `run` (or
+/// of every run), rows written before version 3 (or copied from such a database).
+pub(super) fn type_legacy_metrics(conn: &Connection, run: Option<i64>) -> rusqlite::Result<()> {
+    let names: Vec<String> = {
+        let mut st =
+            conn.prepare("SELECT DISTINCT name FROM metrics WHERE ?1 IS NULL OR run_id = ?1")?;
+        let rows = st.query_map(params![run], |r| r.get::<_, String>(0))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let mut set = conn
+        .prepare("UPDATE metrics SET kind = ?1 WHERE name = ?2 AND (?3 IS NULL OR run_id = ?3)")?;
+    for name in names {
+        let kind = legacy_kind(&name);
+        if kind != MetricKind::Counter {
+            set.execute(params![kind.as_str(), name, run])?;
+        }
+    }
+    Ok(())
+}
+
+/// Leaf names that were settings before reports kept them apart (schema versions 1–2).
+const LEGACY_SETTINGS: [&str; 6] = [
+    "page_size",
+    "capacity_pages",
+    "flushing_unit",
+    "write_buffer",
+    "write_buffer_bytes",
+    "read_buffer_pages",
+];
+
+/// Leaf names that were gauges before reports kept them apart (schema versions 1–2).
+const LEGACY_GAUGES: [&str; 20] = [
+    "write_amplification",
+    "erase_min",
+    "erase_max",
+    "erase_mean",
+    "retired_blocks",
+    "resident_pages",
+    "dirty_pages",
+    "pages_in_use",
+    "buffered_bytes",
+    "buffered_modified",
+    "buffered_new",
+    "peak_buffered_bytes",
+    "buffer_peak_bytes",
+    "elapsed_s_min",
+    "elapsed_s_median",
+    "elapsed_s_max",
+    "device_s_min",
+    "device_s_median",
+    "device_s_max",
+    "throughput_qps",
+];
+
+/// The kind of a metric named as spidx named them before schema version 3, when reports
+/// did not yet type their leaves: settings and gauges by their leaf name (page size,
+/// capacities, flushing unit; levels, ratios, peaks, the per-query spread), the tree's
+/// shape, latencies, the current content of FAST's buffer and the peak of concurrent
+/// requests as gauges, `repetitions` as a setting; everything else a counter. A name that
+/// already carries a `gauges`/`settings` segment is typed by it ([`MetricKind::of`]).
+pub fn legacy_kind(name: &str) -> MetricKind {
+    let typed = MetricKind::of(name);
+    if typed != MetricKind::Counter {
+        return typed;
+    }
+    let leaf = name.rsplit('.').next().unwrap_or(name);
+    if name == "repetitions" || LEGACY_SETTINGS.contains(&leaf) {
+        return MetricKind::Setting;
+    }
+    let gauge = LEGACY_GAUGES.contains(&leaf)
+        || name == "max_outstanding"
+        || name.starts_with("shape.")
+        || name.starts_with("latency.")
+        || name.contains("store.fast.buffer.");
+    if gauge {
+        MetricKind::Gauge
+    } else {
+        MetricKind::Counter
+    }
+}
+
+/// Whether the database's `metrics` table has the `kind` column (version 3 on).
+pub(super) fn has_metric_kinds(conn: &Connection) -> rusqlite::Result<bool> {
+    let mut st =
+        conn.prepare("SELECT count(*) FROM pragma_table_info('metrics') WHERE name = 'kind'")?;
+    st.query_row([], |r| r.get::<_, i64>(0)).map(|n| n > 0)
 }
 
 /// Checks a database opened read-only: SQLite, intact, spidx, a known version.
@@ -335,7 +443,7 @@ mod tests {
     fn version_1_is_upgraded() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("v1.db");
-        let v1 = SCHEMA
+        let v1 = version_2_schema()
             .replace("  lease_until REAL,\n  owner TEXT\n", "")
             .replace("  overhead_s REAL,\n", "  overhead_s REAL\n");
         let c = Connection::open(&p).unwrap();
@@ -355,5 +463,90 @@ mod tests {
             .unwrap();
         assert_eq!(v, SCHEMA_VERSION.to_string());
         c.prepare("SELECT lease_until, owner FROM runs").unwrap();
+        c.prepare("SELECT kind FROM metrics").unwrap();
+    }
+
+    /// The schema of version 2: no `metrics.kind`.
+    fn version_2_schema() -> String {
+        let v2 = SCHEMA.replace(
+            "  kind TEXT NOT NULL DEFAULT 'counter' CHECK (kind IN ('counter', 'gauge', 'setting')),\n",
+            "",
+        );
+        assert_ne!(v2, SCHEMA);
+        v2
+    }
+
+    #[test]
+    fn version_2_metrics_get_kinds_on_reading_and_on_upgrade() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v2.db");
+        let c = Connection::open(&p).unwrap();
+        c.execute_batch(&version_2_schema()).unwrap();
+        c.execute("INSERT INTO meta VALUES ('schema_version', '2')", [])
+            .unwrap();
+        c.execute_batch(
+            "INSERT INTO experiments VALUES (1, 'e', 'h', '{}', '', 'e.toml', 'now');
+             INSERT INTO runs (id, experiment_id, run_key, ordinal, name, index_label, store,
+               page_size, occupancy, layout, buffer, device, device_name, config_json,
+               dataset_json, objects, spidx_version, machine_json, started_at, status)
+             VALUES (1, 1, 'k', 0, 'r', 'R-tree', '{}', 4096, '{}', '\"checked\"', 'none',
+               'memory', 'memory', '{}', '{}', 10, '0', '{}', 'now', 'finished');
+             INSERT INTO metrics VALUES (1, 'q', 'device.host.read_ops', 200);
+             INSERT INTO metrics VALUES (1, 'q', 'device.page_size', 4096);
+             INSERT INTO metrics VALUES (1, 'q', 'filter.device.flash.erase_max', 3);
+             INSERT INTO metrics VALUES (1, 'q', 'store.fast.flushing_unit', 2);
+             INSERT INTO metrics VALUES (1, 'q', 'shape.levels.0.fill', 0.7);
+             INSERT INTO metrics VALUES (1, 'q', 'repetitions', 10);",
+        )
+        .unwrap();
+        drop(c);
+        let want = [
+            ("device.host.read_ops", "counter"),
+            ("device.page_size", "setting"),
+            ("filter.device.flash.erase_max", "gauge"),
+            ("repetitions", "setting"),
+            ("shape.levels.0.fill", "gauge"),
+            ("store.fast.flushing_unit", "setting"),
+        ];
+        let kinds = |db: &ResultsDb| -> Vec<(String, String)> {
+            db.metrics(None, Some(1))
+                .unwrap()
+                .objects()
+                .into_iter()
+                .map(|o| {
+                    (
+                        o["name"].as_str().unwrap().to_string(),
+                        o["kind"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect()
+        };
+        let owned = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+            v.iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect()
+        };
+        // Read as it is (read-only: not upgraded), kinds told from the names.
+        assert_eq!(kinds(&ResultsDb::open_existing(&p).unwrap()), owned(&want));
+        let v: String = Connection::open(&p)
+            .unwrap()
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(v, "2", "reading does not upgrade");
+        // Upgraded for writing: the column is added and filled.
+        assert_eq!(kinds(&ResultsDb::open(&p).unwrap()), owned(&want));
+        let stored: Vec<(String, String)> = {
+            let c = Connection::open(&p).unwrap();
+            let mut st = c
+                .prepare("SELECT name, kind FROM metrics ORDER BY name")
+                .unwrap();
+            let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+            rows.collect::<rusqlite::Result<_>>().unwrap()
+        };
+        assert_eq!(stored, owned(&want));
     }
 }

@@ -204,8 +204,11 @@ fn row(n: usize, c: &Concurrency, rec: &Recorded, sim: &SimResult) -> Row {
     let queries = rec.reports.len();
     let mut m = Metrics::new();
     m.insert("queries".into(), queries as f64);
-    m.insert("repetitions".into(), 1.0);
-    m.extend(protocol::flatten("latency", &Latency::of(&sim.latency_ns)));
+    m.insert("settings.repetitions".into(), 1.0);
+    m.extend(protocol::flatten(
+        "gauges.latency",
+        &Latency::of(&sim.latency_ns),
+    ));
     let device_ns: u64 = sim.latency_ns.iter().sum();
     let cpu_s: f64 = rec.reports.iter().map(|r| r.total().cpu_s).sum();
     m.insert("device_s".into(), device_ns as f64 * 1e-9);
@@ -219,14 +222,14 @@ fn row(n: usize, c: &Concurrency, rec: &Recorded, sim: &SimResult) -> Row {
     m.insert("makespan_s".into(), sim.makespan_ns as f64 * 1e-9);
     if sim.makespan_ns > 0 {
         m.insert(
-            "throughput_qps".into(),
+            "gauges.throughput_qps".into(),
             queries as f64 / (sim.makespan_ns as f64 * 1e-9),
         );
     }
     m.extend(protocol::flatten("device", &sim.device));
     m.insert("memory.hits".into(), sim.cache_hits as f64);
     m.insert("memory.misses".into(), sim.cache_misses as f64);
-    m.insert("max_outstanding".into(), sim.max_outstanding as f64);
+    m.insert("gauges.max_outstanding".into(), sim.max_outstanding as f64);
     m.insert(
         "candidates".into(),
         rec.reports.iter().map(|r| r.candidates as f64).sum(),
@@ -359,8 +362,11 @@ kind = "construction"
                 assert_eq!(one["device.host.read_ops"], reads as f64, "{device}");
                 let eight = &rows[1].metrics;
                 assert_eq!(eight["device.host.read_ops"], reads as f64, "{device}");
-                assert!(eight["latency.mean_s"] > one["latency.mean_s"], "{device}");
-                assert!(eight["latency.p99_s"] >= eight["latency.p50_s"]);
+                assert!(
+                    eight["gauges.latency.mean_s"] > one["gauges.latency.mean_s"],
+                    "{device}"
+                );
+                assert!(eight["gauges.latency.p99_s"] >= eight["gauges.latency.p50_s"]);
             }
         }
     }
@@ -449,7 +455,7 @@ access = "scan"
         assert!(scan.get("device.host.read_ops") > 0.0);
         for w in &r.workloads[3..] {
             assert!(
-                w.get("latency.p95_s") >= w.get("latency.p50_s"),
+                w.get("gauges.latency.p95_s") >= w.get("gauges.latency.p50_s"),
                 "{}",
                 w.name
             );
