@@ -106,11 +106,17 @@ pub struct Data {
 }
 
 impl Data {
-    /// A metric of one row, 0 when absent.
+    /// A metric of one row, 0 when absent. `name` is the untyped name (`shape.height`,
+    /// `latency.mean_s`): results databases of schema 3 keep gauges and settings under a
+    /// `gauges`/`settings` segment (`shape.gauges.height`, `gauges.latency.mean_s`), older
+    /// ones without it; both are found.
     pub fn metric(&self, row: &Row, name: &str) -> f64 {
-        self.metrics
-            .get(&(row.run_id, row.workload.clone()))
-            .and_then(|m| m.get(name))
+        let Some(m) = self.metrics.get(&(row.run_id, row.workload.clone())) else {
+            return 0.0;
+        };
+        typed_names(name)
+            .iter()
+            .find_map(|n| m.get(n))
             .copied()
             .unwrap_or(0.0)
     }
@@ -119,6 +125,19 @@ impl Data {
     pub fn metrics_of(&self, row: &Row) -> Option<&BTreeMap<String, f64>> {
         self.metrics.get(&(row.run_id, row.workload.clone()))
     }
+}
+
+/// `name` as written, then with a `gauges` or `settings` segment at the front or after its
+/// first part: where a typed results database keeps the same figure.
+fn typed_names(name: &str) -> Vec<String> {
+    let mut out = vec![name.to_string()];
+    for kind in ["gauges", "settings"] {
+        out.push(format!("{kind}.{name}"));
+        if let Some((head, rest)) = name.split_once('.') {
+            out.push(format!("{head}.{kind}.{rest}"));
+        }
+    }
+    out
 }
 
 fn text(m: &Map<String, Value>, k: &str) -> String {
@@ -354,6 +373,14 @@ mod tests {
             direct: true,
             plain_key: String::new(),
         }
+    }
+
+    #[test]
+    fn untyped_names_find_typed_metrics() {
+        let n = typed_names("shape.levels.0.fill");
+        assert!(n.contains(&"shape.gauges.levels.0.fill".to_string()));
+        assert!(typed_names("latency.mean_s").contains(&"gauges.latency.mean_s".to_string()));
+        assert_eq!(typed_names("x")[0], "x");
     }
 
     #[test]
