@@ -290,7 +290,7 @@ impl ResultsDb {
             "SELECT r.id, e.name AS experiment, r.name, r.status, r.started_at, r.finished_at,
                r.wall_s, r.index_s, r.overhead_s, r.error
              FROM runs r JOIN experiments e ON e.id = r.experiment_id
-             WHERE ?1 IS NULL OR e.name = ?1 ORDER BY r.id",
+             WHERE CAST(?1 AS TEXT) IS NULL OR e.name = ?1 ORDER BY r.id",
             &[experiment.into()],
         )
     }
@@ -307,7 +307,7 @@ impl ResultsDb {
     /// `latest`, only the newest finished run of each configuration of each experiment.
     pub fn results(&self, experiment: Option<&str>, latest: bool) -> Result<Table> {
         self.table(
-            "SELECT * FROM run_results v WHERE v.status = 'finished' AND (?1 IS NULL OR v.experiment = ?1)
+            "SELECT * FROM run_results v WHERE v.status = 'finished' AND (CAST(?1 AS TEXT) IS NULL OR v.experiment = ?1)
                AND (?2 = 0 OR v.run_id = (SELECT max(r2.id) FROM runs r2 WHERE r2.experiment_id = v.experiment_id
                                            AND r2.run_key = v.run_key AND r2.status = 'finished'))
              ORDER BY v.run_id, v.workload_ordinal",
@@ -328,7 +328,7 @@ impl ResultsDb {
             &format!(
                 "SELECT e.name AS experiment, m.run_id, r.name AS run, m.workload, m.name, {kind}, m.value
                  FROM metrics m JOIN runs r ON r.id = m.run_id JOIN experiments e ON e.id = r.experiment_id
-                 WHERE (?1 IS NULL OR e.name = ?1) AND (?2 IS NULL OR m.run_id = ?2)
+                 WHERE (CAST(?1 AS TEXT) IS NULL OR e.name = ?1) AND (CAST(?2 AS BIGINT) IS NULL OR m.run_id = ?2)
                  ORDER BY m.run_id, m.workload, m.name"
             ),
             &[experiment.into(), run.into()],

@@ -266,7 +266,7 @@ fn upgrade(conn: &mut Conn, from: i64) -> DbResult<()> {
 pub(super) fn type_legacy_metrics(conn: &mut Conn, run: Option<i64>) -> DbResult<()> {
     let names: Vec<String> = conn
         .query(
-            "SELECT DISTINCT name FROM metrics WHERE ?1 IS NULL OR run_id = ?1",
+            "SELECT DISTINCT name FROM metrics WHERE CAST(?1 AS BIGINT) IS NULL OR run_id = ?1",
             &[run.into()],
         )?
         .rows
@@ -278,7 +278,7 @@ pub(super) fn type_legacy_metrics(conn: &mut Conn, run: Option<i64>) -> DbResult
         let kind = legacy_kind(&name);
         if kind != MetricKind::Counter {
             conn.execute(
-                "UPDATE metrics SET kind = ?1 WHERE name = ?2 AND (?3 IS NULL OR run_id = ?3)",
+                "UPDATE metrics SET kind = ?1 WHERE name = ?2 AND (CAST(?3 AS BIGINT) IS NULL OR run_id = ?3)",
                 &[kind.as_str().into(), name.into(), Param::from(run)],
             )?;
         }
