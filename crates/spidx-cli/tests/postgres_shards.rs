@@ -34,14 +34,23 @@ queries = 5
 /// times left out: measured, not modelled), sorted.
 fn figures(results: &str) -> Vec<String> {
     let rows = json_of(&[
-        "results", "export", "--format", "json", "--all", "--results", results,
+        "results",
+        "export",
+        "--format",
+        "json",
+        "--all",
+        "--results",
+        results,
     ]);
     let mut out: Vec<String> = rows
         .as_array()
         .unwrap()
         .iter()
         .map(|r| {
-            let f = |k: &str| r[k].as_f64().map_or("-".to_string(), |v| format!("{v:.9e}"));
+            let f = |k: &str| {
+                r[k].as_f64()
+                    .map_or("-".to_string(), |v| format!("{v:.9e}"))
+            };
             format!(
                 "{} {} {} {} {} {} {} {} {} {} {}",
                 r["run_key"].as_str().unwrap(),
@@ -64,7 +73,13 @@ fn figures(results: &str) -> Vec<String> {
 
 fn metric_rows(results: &str) -> Vec<String> {
     let rows = json_of(&[
-        "results", "export", "--format", "json", "--metrics", "--results", results,
+        "results",
+        "export",
+        "--format",
+        "json",
+        "--metrics",
+        "--results",
+        results,
     ]);
     let mut out: Vec<String> = rows
         .as_array()
@@ -133,7 +148,15 @@ fn shard_processes_into_one_postgres_database_equal_the_whole_run() {
     // `--resume` against it finds everything done.
     let out = spidx()
         .current_dir(d)
-        .args(["run", "spec.toml", "--results", &url, "--resume", "--json", "--quiet"])
+        .args([
+            "run",
+            "spec.toml",
+            "--results",
+            &url,
+            "--resume",
+            "--json",
+            "--quiet",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -145,7 +168,11 @@ fn shard_processes_into_one_postgres_database_equal_the_whole_run() {
         .args(["results", "show", "1", "--results", &url])
         .output()
         .unwrap();
-    assert!(show.status.success(), "{}", String::from_utf8_lossy(&show.stderr));
+    assert!(
+        show.status.success(),
+        "{}",
+        String::from_utf8_lossy(&show.stderr)
+    );
     let merged = d.join("merged.db").display().to_string();
     let v = json_of(&["results", "merge", &url, "--out", &merged, "--json"]);
     assert_eq!(v["finished"], 12, "{v}");

@@ -16,7 +16,9 @@ use spidx::experiment::{matrix, spec, ResultsDb, RunResult, WorkloadResult};
 
 fn arg(i: usize, default: usize) -> Result<usize> {
     match std::env::args().nth(i) {
-        Some(a) => a.parse().with_context(|| format!("argument {i}: {a} is not a count")),
+        Some(a) => a
+            .parse()
+            .with_context(|| format!("argument {i}: {a} is not a count")),
         None => Ok(default),
     }
 }
@@ -112,7 +114,9 @@ fn main() -> Result<()> {
     let rounds = 4;
     for _ in 0..rounds {
         all[0].1.extend(time_backend(&sqlite, runs / rounds, &r)?);
-        all[1].1.extend(time_backend(Path::new(&url), runs / rounds, &r)?);
+        all[1]
+            .1
+            .extend(time_backend(Path::new(&url), runs / rounds, &r)?);
     }
     let rows = (workloads * r.workloads[0].metrics.len()) as f64;
     for (name, mut t) in all {

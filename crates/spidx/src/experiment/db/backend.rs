@@ -425,7 +425,9 @@ impl Conn {
 
 /// `sql` (SQLite's dialect, `?N` parameters, `@NOW`, `@REAL`) in PostgreSQL's.
 fn to_postgres(sql: &str) -> String {
-    let sql = sql.replace("@NOW", PG_NOW).replace("@REAL", "DOUBLE PRECISION");
+    let sql = sql
+        .replace("@NOW", PG_NOW)
+        .replace("@REAL", "DOUBLE PRECISION");
     let mut out = String::with_capacity(sql.len() + 8);
     let mut chars = sql.chars().peekable();
     let mut quoted = false;
@@ -550,9 +552,14 @@ mod tests {
             &[7i64.into(), 1.5.into(), "x".into(), Param::Null],
         )
         .unwrap();
-        let t = c.query("SELECT a, b, c, d, @NOW AS now FROM t", &[]).unwrap();
+        let t = c
+            .query("SELECT a, b, c, d, @NOW AS now FROM t", &[])
+            .unwrap();
         assert_eq!(t.columns, ["a", "b", "c", "d", "now"]);
-        assert_eq!(t.rows[0][..4], [7.into(), 1.5.into(), "x".into(), Value::Null]);
+        assert_eq!(
+            t.rows[0][..4],
+            [7.into(), 1.5.into(), "x".into(), Value::Null]
+        );
         assert!(t.rows[0][4].as_str().unwrap().ends_with('Z'));
         assert_eq!(c.columns("t").unwrap(), ["a", "b", "c", "d"]);
         assert_eq!(c.tables().unwrap(), ["t"]);

@@ -141,7 +141,11 @@ impl ResultsDb {
         since: &str,
         inv: &Invocation,
     ) -> Result<Option<Claim>> {
-        self.with(|c| c.transaction(true, |c| claim_in_transaction(c, exp, runs, skip, since, inv)))
+        self.with(|c| {
+            c.transaction(true, |c| {
+                claim_in_transaction(c, exp, runs, skip, since, inv)
+            })
+        })
     }
 }
 

@@ -41,10 +41,7 @@ const ROWS_PER_INSERT: usize = 100;
 /// The same database twice: the same file, or the same URL.
 fn same_key(p: &Path) -> String {
     match Location::of(p) {
-        Location::File(f) => std::fs::canonicalize(&f)
-            .unwrap_or(f)
-            .display()
-            .to_string(),
+        Location::File(f) => std::fs::canonicalize(&f).unwrap_or(f).display().to_string(),
         Location::Postgres(url) => url,
     }
 }
@@ -93,10 +90,7 @@ fn check_specs_agree(sources: &[ResultsDb]) -> Result<()> {
         let t = src.with(|c| c.query("SELECT name, spec_hash FROM experiments", &[]))?;
         let mut hashes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for r in &t.rows {
-            hashes
-                .entry(text(&r[0]))
-                .or_default()
-                .insert(text(&r[1]));
+            hashes.entry(text(&r[0])).or_default().insert(text(&r[1]));
         }
         for (name, set) in hashes {
             match by_name.get(&name) {
@@ -143,7 +137,11 @@ fn merge_into(db: &ResultsDb, sources: &[ResultsDb]) -> Result<MergeReport> {
                 copy_runs(&mut dst, &mut s, pass, &mut report).map_err(|e| {
                     Error::invalid(
                         "results merge",
-                        format!("copying from {} into {}: {e}", src.location(), db.location()),
+                        format!(
+                            "copying from {} into {}: {e}",
+                            src.location(),
+                            db.location()
+                        ),
                     )
                 })?;
             }
@@ -198,7 +196,11 @@ fn copy_rows(
     };
     let ret = returning.map_or(String::new(), |r| format!(" RETURNING {r}"));
     let mut last = None;
-    let per = if returning.is_some() { 1 } else { ROWS_PER_INSERT };
+    let per = if returning.is_some() {
+        1
+    } else {
+        ROWS_PER_INSERT
+    };
     for chunk in rows.rows.chunks(per) {
         let mut params = Vec::with_capacity(chunk.len() * width);
         let marks: Vec<String> = (0..chunk.len())
@@ -227,12 +229,7 @@ fn copy_rows(
 }
 
 /// Copies the runs of status `pass` from `src` into `dst`.
-fn copy_runs(
-    dst: &mut Conn,
-    src: &mut Conn,
-    pass: &str,
-    report: &mut MergeReport,
-) -> DbResult<()> {
+fn copy_runs(dst: &mut Conn, src: &mut Conn, pass: &str, report: &mut MergeReport) -> DbResult<()> {
     let runs = src.query(
         "SELECT r.id, e.id, e.name, e.spec_hash, r.run_key, r.status
          FROM runs r JOIN experiments e ON e.id = r.experiment_id ORDER BY r.id",

@@ -61,7 +61,10 @@ const COLUMNS: [(&str, &str); 29] = [
     ("flash_writes", "device.flash.flash_writes"),
     ("erases", "device.flash.erases"),
     ("gc_copies", "device.flash.gc_copies"),
-    ("write_amplification", "device.flash.gauges.write_amplification"),
+    (
+        "write_amplification",
+        "device.flash.gauges.write_amplification",
+    ),
     ("buffer_hits", "store.cache.hits"),
     ("buffer_faults", "store.cache.faults"),
     ("splits", "tree.splits"),
@@ -131,8 +134,12 @@ pub(crate) fn connect(path: &Path) -> Result<Conn> {
             c.busy_timeout(BUSY_TIMEOUT).map_err(|e| db_err(path, e))?;
             Ok(Conn::Sqlite(c))
         }
-        Location::Postgres(url) => Conn::postgres(&url)
-            .map_err(|e| db_err(path, format!("cannot connect to the PostgreSQL server: {e}"))),
+        Location::Postgres(url) => Conn::postgres(&url).map_err(|e| {
+            db_err(
+                path,
+                format!("cannot connect to the PostgreSQL server: {e}"),
+            )
+        }),
     }
 }
 
@@ -375,14 +382,25 @@ fn record_run(c: &mut Conn, id: i64, r: &RunResult, overhead_s: f64) -> DbResult
             (i as i64).into(),
             w.details.to_string().into(),
         ];
-        values.extend(COLUMNS.iter().map(|(_, m)| w.metrics.get(*m).copied().into()));
+        values.extend(
+            COLUMNS
+                .iter()
+                .map(|(_, m)| w.metrics.get(*m).copied().into()),
+        );
         c.execute(&sql, &values)?;
         let rows: Vec<(&str, protocol::MetricKind, f64)> = protocol::kinds(&w.metrics).collect();
         for chunk in rows.chunks(METRIC_ROWS_PER_INSERT) {
             let marks: Vec<String> = (0..chunk.len())
                 .map(|j| {
                     let b = j * 5;
-                    format!("(?{}, ?{}, ?{}, ?{}, ?{})", b + 1, b + 2, b + 3, b + 4, b + 5)
+                    format!(
+                        "(?{}, ?{}, ?{}, ?{}, ?{})",
+                        b + 1,
+                        b + 2,
+                        b + 3,
+                        b + 4,
+                        b + 5
+                    )
                 })
                 .collect();
             let mut params = Vec::with_capacity(chunk.len() * 5);

@@ -67,7 +67,9 @@ fn result(page: f64, reads: f64) -> RunResult {
 
 /// Records every run of `runs` as finished into `db` (experiment "pg", fingerprint "h").
 fn record_all(db: &mut ResultsDb, runs: &[RunConfig]) -> i64 {
-    let exp = db.experiment("pg", "h", "{}", "spec text", "pg.toml").unwrap();
+    let exp = db
+        .experiment("pg", "h", "{}", "spec text", "pg.toml")
+        .unwrap();
     for (i, r) in runs.iter().enumerate() {
         let id = db.start_run(exp, r, &me()).unwrap();
         db.finish_run(id, &result(r.options.page_size as f64, i as f64), 0.25)
@@ -113,16 +115,17 @@ fn postgres_holds_the_same_schema_runs_and_kinds() {
     }
     assert_eq!(db.latest_experiment().unwrap().as_deref(), Some("pg"));
     // Read-only: nothing can be appended through it.
-    assert!(db
-        .with(|c| c.execute("DELETE FROM metrics", &[]))
-        .is_err());
+    assert!(db.with(|c| c.execute("DELETE FROM metrics", &[])).is_err());
     // Not a results database: refused.
     let other = pg.create_database("other").unwrap();
     postgres::Client::connect(&other, postgres::NoTls)
         .unwrap()
         .batch_execute("CREATE TABLE t (x INT)")
         .unwrap();
-    let e = ResultsDb::open(Path::new(&other)).err().unwrap().to_string();
+    let e = ResultsDb::open(Path::new(&other))
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("not a spidx results database"), "{e}");
     // A newer version: refused for reading and writing.
     postgres::Client::connect(&url, postgres::NoTls)
@@ -138,7 +141,10 @@ fn postgres_holds_the_same_schema_runs_and_kinds() {
     // A server that is not there: a clear error naming it, the password hidden.
     let gone = format!("postgres://spidx:secret@127.0.0.1:{}/x", pg.port() ^ 1);
     let e = ResultsDb::open(Path::new(&gone)).err().unwrap().to_string();
-    assert!(e.contains("cannot connect") && e.contains("spidx:***@"), "{e}");
+    assert!(
+        e.contains("cannot connect") && e.contains("spidx:***@"),
+        "{e}"
+    );
     assert!(!e.contains("secret"), "{e}");
 }
 
@@ -151,17 +157,28 @@ fn postgres_claims_split_the_runs_between_connections() {
     let mut a = ResultsDb::open(&p).unwrap();
     let mut b = ResultsDb::open(&p).unwrap();
     let exp = a.experiment("claims", "h", "{}", "", "c.toml").unwrap();
-    assert_eq!(b.experiment("claims", "h", "{}", "", "c.toml").unwrap(), exp);
+    assert_eq!(
+        b.experiment("claims", "h", "{}", "", "c.toml").unwrap(),
+        exp
+    );
     let since = a.session_start().unwrap();
     assert!(since.ends_with('Z') && since.contains('T'), "{since}");
     let none = HashSet::new();
     let mut got = Vec::new();
     for i in 0..runs.len() {
         let db = if i % 2 == 0 { &mut a } else { &mut b };
-        got.push(db.claim_next(exp, &runs, &none, &since, &me()).unwrap().unwrap().index);
+        got.push(
+            db.claim_next(exp, &runs, &none, &since, &me())
+                .unwrap()
+                .unwrap()
+                .index,
+        );
     }
     assert_eq!(got, vec![0, 1, 2, 3]);
-    assert_eq!(a.claim_next(exp, &runs, &none, &since, &me()).unwrap(), None);
+    assert_eq!(
+        a.claim_next(exp, &runs, &none, &since, &me()).unwrap(),
+        None
+    );
     // Many threads claiming at once, each with its own connection: every run once.
     let exp2 = a.experiment("claims", "h2", "{}", "", "c.toml").unwrap();
     let claimed: Vec<usize> = std::thread::scope(|s| {
@@ -181,7 +198,10 @@ fn postgres_claims_split_the_runs_between_connections() {
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
     });
     let mut sorted = claimed.clone();
     sorted.sort();
@@ -194,7 +214,9 @@ fn merges_between_sqlite_and_postgres_keep_runs_and_kinds() {
     let dir = tempfile::tempdir().unwrap();
     let runs = runs();
     // Two SQLite shards of the same experiment.
-    let shards: Vec<PathBuf> = (0..2).map(|k| dir.path().join(format!("s{k}.db"))).collect();
+    let shards: Vec<PathBuf> = (0..2)
+        .map(|k| dir.path().join(format!("s{k}.db")))
+        .collect();
     for (k, s) in shards.iter().enumerate() {
         let mut db = ResultsDb::open(s).unwrap();
         let mine: Vec<RunConfig> = runs.iter().skip(k).step_by(2).cloned().collect();
@@ -228,6 +250,9 @@ fn merges_between_sqlite_and_postgres_keep_runs_and_kinds() {
     assert_eq!(rows(&url), want);
     assert_eq!(rows(&back), want);
     // The same database as input and output is refused.
-    let e = merge(&url, std::slice::from_ref(&url)).err().unwrap().to_string();
+    let e = merge(&url, std::slice::from_ref(&url))
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("both an input and the output"), "{e}");
 }

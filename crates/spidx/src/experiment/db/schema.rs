@@ -229,8 +229,9 @@ fn prepare_in_transaction(conn: &mut Conn, path: &Path) -> Result<()> {
             .map_err(|e| db_err(path, e))?;
         }
         Some(v) if v < SCHEMA_VERSION => {
-            upgrade(conn, v)
-                .map_err(|e| db_err(path, format!("cannot upgrade from schema version {v}: {e}")))?;
+            upgrade(conn, v).map_err(|e| {
+                db_err(path, format!("cannot upgrade from schema version {v}: {e}"))
+            })?;
             conn.execute(
                 "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
                 &[SCHEMA_VERSION.to_string().into()],
@@ -549,20 +550,28 @@ mod tests {
                 .collect()
         };
         let owned = |v: &[(&str, &str)]| -> Vec<(String, String)> {
-            v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+            v.iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect()
         };
         // Read as it is (read-only: not upgraded), kinds told from the names.
         assert_eq!(kinds(&ResultsDb::open_existing(&p).unwrap()), owned(&want));
         let v: String = Connection::open(&p)
             .unwrap()
-            .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |r| r.get(0),
+            )
             .unwrap();
         assert_eq!(v, "2", "reading does not upgrade");
         // Upgraded for writing: the column is added and filled.
         assert_eq!(kinds(&ResultsDb::open(&p).unwrap()), owned(&want));
         let stored: Vec<(String, String)> = {
             let c = Connection::open(&p).unwrap();
-            let mut st = c.prepare("SELECT name, kind FROM metrics ORDER BY name").unwrap();
+            let mut st = c
+                .prepare("SELECT name, kind FROM metrics ORDER BY name")
+                .unwrap();
             let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
             rows.collect::<rusqlite::Result<_>>().unwrap()
         };
