@@ -3,7 +3,11 @@
 //! every metric) into a fresh SQLite file and into a fresh database on a temporary local
 //! PostgreSQL server, side by side, and prints the median time per run and runs/s.
 //!
-//! Usage: results_insert [RUNS (200)] [WORKLOADS (2)] [METRICS PER WORKLOAD (600)]
+//! Usage: results_insert [RUNS (200)] [WORKLOADS (2)] [METRICS PER WORKLOAD (600)] [URL]
+//!
+//! With URL (`postgres://…`, an empty database of a running server) the PostgreSQL side
+//! uses that server as it is configured; without it, a temporary server
+//! ([`TempPostgres`], which turns fsync and synchronous commit off for speed).
 
 use std::path::Path;
 use std::time::Instant;
@@ -95,14 +99,22 @@ fn median(v: &mut [f64]) -> f64 {
 
 fn main() -> Result<()> {
     let (runs, workloads, metrics) = (arg(1, 200)?, arg(2, 2)?, arg(3, 600)?);
-    let Some(pg) = TempPostgres::start()? else {
-        bail!("no PostgreSQL server binary (initdb) found: install Debian's postgresql package");
+    let given = std::env::args().nth(4);
+    let temp = match given {
+        Some(_) => None,
+        None => Some(TempPostgres::start()?.context(
+            "no PostgreSQL server binary (initdb) found: install Debian's postgresql package",
+        )?),
     };
     let r = result(workloads, metrics);
     let dir = std::env::temp_dir().join(format!("spidx-results-insert-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let sqlite = dir.join("bench.db");
-    let url = pg.create_database("bench")?;
+    let url = match (&given, &temp) {
+        (Some(u), _) => u.clone(),
+        (None, Some(pg)) => pg.create_database("bench")?,
+        (None, None) => bail!("no PostgreSQL server"),
+    };
     println!(
         "{runs} runs of {workloads} workloads × {} metrics each",
         r.workloads[0].metrics.len()
