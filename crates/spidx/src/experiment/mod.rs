@@ -11,7 +11,7 @@
 //! * [`scan`]: the sequential-scan baseline (Emrich et al. 2010) beside the index;
 //! * [`concurrent`]: concurrent query streams as a discrete-event simulation on a device;
 //! * [`shard`]: the K-th of N disjoint slices of a matrix, for runs on many machines;
-//! * [`db`]: the SQLite results database.
+//! * [`db`]: the results database (an SQLite file, or a PostgreSQL database).
 //!
 //! [`Experiment::prepare`] does every check that can fail (spec, dataset, combinations,
 //! query files) before the first run starts.

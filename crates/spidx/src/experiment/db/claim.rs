@@ -1,8 +1,11 @@
 //! Claiming runs, so that several `spidx run --resume` processes on one results database
 //! split the matrix between them instead of each running all of it.
 //!
-//! A process claims the next run inside one `BEGIN IMMEDIATE` transaction (SQLite lets one
-//! writer in at a time): it reads which runs are finished or held, and inserts its own
+//! A process claims the next run inside one transaction that the claimers of one
+//! experiment pass through one at a time — SQLite: `BEGIN IMMEDIATE` (one writer at a
+//! time); PostgreSQL: a row lock on the experiment's row (`SELECT … FOR UPDATE`), so
+//! workers on many machines claim in turn while their runs and results go on in parallel.
+//! Inside it, the process reads which runs are finished or held, and inserts its own
 //! `running` row carrying a *lease* (`lease_until`, Unix seconds) and its identity
 //! (`owner`: host, process id and process start time). While the run goes on, a
 //! [`Heartbeat`] thread renews the lease. A `running` row is held while its lease lasts and
@@ -18,9 +21,10 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{params, Connection, TransactionBehavior};
+use serde_json::Value;
 
-use super::{insert_run, Invocation, ResultsDb, BUSY_TIMEOUT};
+use super::backend::{Conn, DbResult, Dialect, Param};
+use super::{connect, insert_run, Invocation, ResultsDb};
 use crate::experiment::matrix::RunConfig;
 use crate::Result;
 
@@ -120,11 +124,9 @@ impl ResultsDb {
     /// The database's clock now, in the format of `runs.started_at`: call it before the
     /// first [`ResultsDb::claim_next`] and pass it as `since`.
     pub fn session_start(&self) -> Result<String> {
-        self.conn
-            .query_row("SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now')", [], |r| {
-                r.get(0)
-            })
-            .map_err(|e| self.err(e))
+        let v = self.with(|c| c.value("SELECT @NOW", &[]))?;
+        Ok(v.and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default())
     }
 
     /// Claims the first of `runs` (in order) that is not finished, not held by a live
@@ -139,90 +141,101 @@ impl ResultsDb {
         since: &str,
         inv: &Invocation,
     ) -> Result<Option<Claim>> {
-        let path = self.path.clone();
-        let err = |e: rusqlite::Error| super::db_err(&path, e);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err)?;
-        let rows: Vec<Row> = {
-            let mut st = tx
-                .prepare(
-                    "SELECT id, run_key, status, lease_until, owner, started_at, coalesce(error, '')
-                     FROM runs WHERE experiment_id = ?1",
-                )
-                .map_err(err)?;
-            let it = st
-                .query_map(params![exp], |r| {
-                    Ok(Row {
-                        id: r.get(0)?,
-                        key: r.get(1)?,
-                        status: r.get(2)?,
-                        lease: r.get(3)?,
-                        owner: r.get(4)?,
-                        started: r.get(5)?,
-                        error: r.get(6)?,
-                    })
-                })
-                .map_err(err)?;
-            it.collect::<rusqlite::Result<_>>().map_err(err)?
-        };
-        let t = now();
-        let mut busy: HashSet<String> = HashSet::new();
-        for Row {
-            id,
-            key,
-            status,
-            lease,
-            owner,
-            started,
-            error,
-        } in rows
-        {
-            match status.as_str() {
-                "finished" => {
-                    busy.insert(key);
-                }
-                "running" => {
-                    let gone = owner.as_deref().is_some_and(Owner::is_gone);
-                    if !gone && lease.is_some_and(|l| l > t) {
-                        busy.insert(key);
-                    } else {
-                        tx.execute(
-                            "UPDATE runs SET status = 'failed', lease_until = NULL,
-                               finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
-                               error = ?2 WHERE id = ?1",
-                            params![
-                                id,
-                                format!(
-                                    "{ABANDONED} the process running it ({}) stopped before it finished",
-                                    owner.as_deref().unwrap_or("unknown")
-                                )
-                            ],
-                        )
-                        .map_err(err)?;
-                    }
-                }
-                // Failed since this process started (not merely abandoned): not retried.
-                _ if started.as_str() >= since && !error.starts_with(ABANDONED) => {
-                    busy.insert(key);
-                }
-                _ => {}
-            }
-        }
-        let pick = runs
-            .iter()
-            .position(|r| !busy.contains(&r.key) && !skip.contains(&r.key));
-        let claim = match pick {
-            Some(index) => Some(Claim {
-                index,
-                run_id: insert_run(&tx, exp, &runs[index], inv).map_err(err)?,
-            }),
-            None => None,
-        };
-        tx.commit().map_err(err)?;
-        Ok(claim)
+        self.with(|c| {
+            c.transaction(true, |c| {
+                claim_in_transaction(c, exp, runs, skip, since, inv)
+            })
+        })
     }
+}
+
+/// [`ResultsDb::claim_next`] inside its transaction.
+fn claim_in_transaction(
+    c: &mut Conn,
+    exp: i64,
+    runs: &[RunConfig],
+    skip: &HashSet<String>,
+    since: &str,
+    inv: &Invocation,
+) -> DbResult<Option<Claim>> {
+    if c.dialect() == Dialect::Postgres {
+        // Claimers of this experiment wait here for each other.
+        c.query(
+            "SELECT id FROM experiments WHERE id = ?1 FOR UPDATE",
+            &[exp.into()],
+        )?;
+    }
+    let table = c.query(
+        "SELECT id, run_key, status, lease_until, owner, started_at, coalesce(error, '')
+         FROM runs WHERE experiment_id = ?1",
+        &[exp.into()],
+    )?;
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let rows: Vec<Row> = table
+        .rows
+        .iter()
+        .map(|r| Row {
+            id: r[0].as_i64().unwrap_or_default(),
+            key: text(&r[1]),
+            status: text(&r[2]),
+            lease: r[3].as_f64(),
+            owner: r[4].as_str().map(str::to_string),
+            started: text(&r[5]),
+            error: text(&r[6]),
+        })
+        .collect();
+    let t = now();
+    let mut busy: HashSet<String> = HashSet::new();
+    for Row {
+        id,
+        key,
+        status,
+        lease,
+        owner,
+        started,
+        error,
+    } in rows
+    {
+        match status.as_str() {
+            "finished" => {
+                busy.insert(key);
+            }
+            "running" => {
+                let gone = owner.as_deref().is_some_and(Owner::is_gone);
+                if !gone && lease.is_some_and(|l| l > t) {
+                    busy.insert(key);
+                } else {
+                    c.execute(
+                        "UPDATE runs SET status = 'failed', lease_until = NULL,
+                           finished_at = @NOW, error = ?2 WHERE id = ?1",
+                        &[
+                            id.into(),
+                            format!(
+                                "{ABANDONED} the process running it ({}) stopped before it finished",
+                                owner.as_deref().unwrap_or("unknown")
+                            )
+                            .into(),
+                        ],
+                    )?;
+                }
+            }
+            // Failed since this process started (not merely abandoned): not retried.
+            _ if started.as_str() >= since && !error.starts_with(ABANDONED) => {
+                busy.insert(key);
+            }
+            _ => {}
+        }
+    }
+    let pick = runs
+        .iter()
+        .position(|r| !busy.contains(&r.key) && !skip.contains(&r.key));
+    Ok(match pick {
+        Some(index) => Some(Claim {
+            index,
+            run_id: insert_run(c, exp, &runs[index], inv)?,
+        }),
+        None => None,
+    })
 }
 
 /// Renews the lease of one run every 10 s from a thread of its own (with its own
@@ -233,20 +246,20 @@ pub struct Heartbeat {
 }
 
 impl Heartbeat {
-    /// Starts renewing the lease of run `run_id` of the database at `path`.
+    /// Starts renewing the lease of run `run_id` of the database at `path` (a file or a
+    /// PostgreSQL URL).
     pub fn start(path: &Path, run_id: i64) -> Heartbeat {
         let (tx, rx) = mpsc::channel::<()>();
         let path: PathBuf = path.to_path_buf();
         let thread = std::thread::spawn(move || {
-            let Ok(conn) = Connection::open(&path) else {
+            let Ok(mut conn) = connect(&path) else {
                 return;
             };
-            let _ = conn.busy_timeout(BUSY_TIMEOUT);
             while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(RENEW_EVERY) {
                 // A failed renewal (a long lock) is retried at the next beat.
                 let _ = conn.execute(
                     "UPDATE runs SET lease_until = ?2 WHERE id = ?1 AND status = 'running'",
-                    params![run_id, lease_end()],
+                    &[Param::Int(run_id), Param::Real(lease_end())],
                 );
             }
         });
@@ -345,14 +358,18 @@ kind = "construction"
             .unwrap()
             .unwrap();
         assert_eq!(c2.index, 0, "the dead owner's run is claimed again");
-        let status: String = a
-            .conn
-            .query_row(
-                "SELECT status || ': ' || error FROM runs WHERE id = ?1",
-                params![c.run_id],
-                |r| r.get(0),
-            )
-            .unwrap();
+        let status = a
+            .with(|x| {
+                x.value(
+                    "SELECT status || ': ' || error FROM runs WHERE id = ?1",
+                    &[c.run_id.into()],
+                )
+            })
+            .unwrap()
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_string();
         assert!(status.starts_with("failed: abandoned"), "{status}");
         // A run held by another host is held until its lease runs out.
         let remote = inv("elsewhere/12/34");
@@ -368,12 +385,13 @@ kind = "construction"
                 .index,
             2
         );
-        a.conn
-            .execute(
+        a.with(|x| {
+            x.execute(
                 "UPDATE runs SET lease_until = 0 WHERE id = ?1",
-                params![c3.run_id],
+                &[c3.run_id.into()],
             )
-            .unwrap();
+        })
+        .unwrap();
         assert_eq!(
             b.claim_next(exp2, &runs, &none, &since, &me)
                 .unwrap()

@@ -1,29 +1,38 @@
-//! The results database (SQLite, one file, schema in `docs/experiments.md`): experiments,
-//! runs, per run and workload the headline figures as typed columns (`results`) and every
-//! statistic of every layer in long format (`metrics`). Runs are appended, never
-//! overwritten: a run is recorded as `running` when it starts and completed with all its
-//! figures in one transaction when it ends, so an interrupted invocation loses nothing
-//! already recorded and `--resume` knows what is done.
+//! The results database (schema in `docs/results.md`): experiments, runs, per run and
+//! workload the headline figures as typed columns (`results`) and every statistic of every
+//! layer in long format with its kind (`metrics`). Two backends with the same schema: one
+//! SQLite file (the default, zero setup) or a PostgreSQL database (`postgres://…`, shared
+//! by many workers on many machines). Runs are appended, never overwritten: a run is
+//! recorded as `running` when it starts and completed with all its figures in one
+//! transaction when it ends, so an interrupted invocation loses nothing already recorded
+//! and `--resume` knows what is done.
 //!
-//! * [`schema`]: the tables, and the checks on open (integrity, schema version);
+//! * [`backend`]: the two connections behind one interface (dialect, parameters, rows);
+//! * [`schema`]: the tables, migrations, and the checks on open (integrity, version);
 //! * [`claim`]: runs are claimed under a transaction with a lease, so concurrent
 //!   `--resume`s split the matrix instead of each running all of it;
 //! * [`merge`]: several databases (e.g. the shards of one matrix) into one.
 
+pub mod backend;
 mod claim;
 pub mod merge;
+pub mod pg_server;
+#[cfg(test)]
+mod pg_tests;
 pub mod schema;
 
+pub use backend::Location;
 pub use claim::{Claim, Heartbeat, Owner, LEASE};
 pub use merge::{merge, MergeReport};
 pub use schema::SCHEMA_VERSION;
 
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::types::ValueRef;
-use rusqlite::{params, Connection, OptionalExtension};
+use backend::{Conn, DbResult, Param};
+use rusqlite::Connection;
 
 use super::matrix::RunConfig;
 use super::protocol;
@@ -66,6 +75,9 @@ const COLUMNS: [(&str, &str); 29] = [
     ("nodes", "shape.gauges.nodes"),
 ];
 
+/// Metric rows per `INSERT` statement (5 parameters each).
+const METRIC_ROWS_PER_INSERT: usize = 100;
+
 /// Rows read back: column names and JSON values.
 #[derive(Debug, Clone, Default)]
 pub struct Table {
@@ -91,37 +103,57 @@ impl Table {
     }
 }
 
-/// How long a statement waits for another process's lock before giving up.
+/// How long an SQLite statement waits for another process's lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// An open results database.
 pub struct ResultsDb {
-    conn: Connection,
+    conn: RefCell<Conn>,
+    /// The `--results` argument as given: a file path or a PostgreSQL URL.
     path: PathBuf,
     /// Whether `metrics` has its `kind` column (schema version 3 on; an older database
     /// opened read-only has not, and kinds are told from the names).
     kinds_stored: bool,
 }
 
+/// An error about the results database at `path` (a PostgreSQL URL is named without its
+/// password).
 pub(crate) fn db_err(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::invalid(
-        format!("results database {}", path.display()),
+        format!("results database {}", Location::of(path).display()),
         e.to_string(),
     )
 }
 
+/// Opens a connection to the database `path` names, without any check (the checks are
+/// [`ResultsDb::open`]'s): an SQLite file (created if missing) or a PostgreSQL server.
+pub(crate) fn connect(path: &Path) -> Result<Conn> {
+    match Location::of(path) {
+        Location::File(p) => {
+            let c = Connection::open(&p).map_err(|e| db_err(path, e))?;
+            c.busy_timeout(BUSY_TIMEOUT).map_err(|e| db_err(path, e))?;
+            Ok(Conn::Sqlite(c))
+        }
+        Location::Postgres(url) => Conn::postgres(&url).map_err(|e| {
+            db_err(
+                path,
+                format!("cannot connect to the PostgreSQL server: {e}"),
+            )
+        }),
+    }
+}
+
 impl ResultsDb {
-    /// Opens (creating if needed) the database at `path` for appending runs. Refuses a file
-    /// that is not SQLite, fails SQLite's `PRAGMA integrity_check`, is some other program's
-    /// database, or has a `schema_version` this spidx does not know (a version-1 database is
-    /// upgraded in place); see [`schema`].
+    /// Opens (creating if needed) the database at `path` — an SQLite file, or a PostgreSQL
+    /// database given as a `postgres://` URL — for appending runs. Refuses a file that is
+    /// not SQLite or fails SQLite's `PRAGMA integrity_check`, a database of some other
+    /// program, or a `schema_version` this spidx does not know; an older version is
+    /// upgraded in place (see [`schema`]).
     pub fn open(path: &Path) -> Result<Self> {
-        let conn = Connection::open(path).map_err(|e| db_err(path, e))?;
-        conn.busy_timeout(BUSY_TIMEOUT)
-            .map_err(|e| db_err(path, e))?;
-        schema::prepare_for_writing(&conn, path)?;
+        let mut conn = connect(path)?;
+        schema::prepare_for_writing(&mut conn, path)?;
         Ok(ResultsDb {
-            conn,
+            conn: RefCell::new(conn),
             path: path.to_path_buf(),
             kinds_stored: true,
         })
@@ -130,29 +162,49 @@ impl ResultsDb {
     /// Opens an existing database read-only (an error if it does not exist, fails its
     /// integrity check, or has an unknown schema version).
     pub fn open_existing(path: &Path) -> Result<Self> {
-        if !path.is_file() {
-            return Err(db_err(path, "does not exist (run `spidx run SPEC` first)"));
-        }
-        let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .map_err(|e| db_err(path, e))?;
-        conn.busy_timeout(BUSY_TIMEOUT)
-            .map_err(|e| db_err(path, e))?;
-        schema::check_for_reading(&conn, path)?;
-        let kinds_stored = schema::has_metric_kinds(&conn).map_err(|e| db_err(path, e))?;
+        let mut conn = match Location::of(path) {
+            Location::File(p) => {
+                if !p.is_file() {
+                    return Err(db_err(path, "does not exist (run `spidx run SPEC` first)"));
+                }
+                let c = Connection::open_with_flags(&p, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                    .map_err(|e| db_err(path, e))?;
+                c.busy_timeout(BUSY_TIMEOUT).map_err(|e| db_err(path, e))?;
+                Conn::Sqlite(c)
+            }
+            Location::Postgres(_) => {
+                let mut c = connect(path)?;
+                c.batch("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+                    .map_err(|e| db_err(path, e))?;
+                c
+            }
+        };
+        schema::check_for_reading(&mut conn, path)?;
+        let kinds_stored = schema::has_metric_kinds(&mut conn).map_err(|e| db_err(path, e))?;
         Ok(ResultsDb {
-            conn,
+            conn: RefCell::new(conn),
             path: path.to_path_buf(),
             kinds_stored,
         })
     }
 
-    /// The file.
+    /// The `--results` argument it was opened with (a file, or a PostgreSQL URL).
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// Where it is, for messages (a URL without its password).
+    pub fn location(&self) -> String {
+        Location::of(&self.path).display()
+    }
+
     fn err(&self, e: impl std::fmt::Display) -> Error {
         db_err(&self.path, e)
+    }
+
+    /// Runs `f` on the connection, naming the database in its error.
+    fn with<T>(&self, f: impl FnOnce(&mut Conn) -> DbResult<T>) -> Result<T> {
+        f(&mut self.conn.borrow_mut()).map_err(|e| self.err(e))
     }
 
     /// The experiment named `name` with spec fingerprint `hash`, created if new.
@@ -164,124 +216,67 @@ impl ResultsDb {
         spec_text: &str,
         spec_path: &str,
     ) -> Result<i64> {
-        self.conn
-            .execute(
-                "INSERT OR IGNORE INTO experiments (name, spec_hash, spec_json, spec_text, spec_path, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
-                params![name, hash, spec_json, spec_text, spec_path],
-            )
-            .map_err(|e| self.err(e))?;
-        self.conn
-            .query_row(
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO experiments (name, spec_hash, spec_json, spec_text, spec_path, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, @NOW) ON CONFLICT (name, spec_hash) DO NOTHING",
+                &[
+                    name.into(),
+                    hash.into(),
+                    spec_json.into(),
+                    spec_text.into(),
+                    spec_path.into(),
+                ],
+            )?;
+            c.int(
                 "SELECT id FROM experiments WHERE name = ?1 AND spec_hash = ?2",
-                params![name, hash],
-                |r| r.get(0),
+                &[name.into(), hash.into()],
             )
-            .map_err(|e| self.err(e))
+        })
     }
 
     /// Keys of the runs of experiment `id` that finished.
     pub fn finished_keys(&self, id: i64) -> Result<HashSet<String>> {
-        let mut st = self
-            .conn
-            .prepare("SELECT run_key FROM runs WHERE experiment_id = ?1 AND status = 'finished'")
-            .map_err(|e| self.err(e))?;
-        let keys = st
-            .query_map(params![id], |r| r.get::<_, String>(0))
-            .map_err(|e| self.err(e))?
-            .collect::<std::result::Result<HashSet<_>, _>>()
-            .map_err(|e| self.err(e))?;
-        Ok(keys)
+        let t = self.with(|c| {
+            c.query(
+                "SELECT run_key FROM runs WHERE experiment_id = ?1 AND status = 'finished'",
+                &[id.into()],
+            )
+        })?;
+        Ok(t.rows
+            .into_iter()
+            .filter_map(|r| r.into_iter().next())
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect())
     }
 
     /// Records that run `run` of experiment `exp` starts (status `running`, leased to
     /// `inv.owner`, see [`claim`]); returns its id. Used without `--resume`, where every run
     /// of the matrix is run again; [`ResultsDb::claim_next`] is the `--resume` form.
     pub fn start_run(&mut self, exp: i64, run: &RunConfig, inv: &Invocation) -> Result<i64> {
-        insert_run(&self.conn, exp, run, inv).map_err(|e| self.err(e))
+        self.with(|c| insert_run(c, exp, run, inv))
     }
 
     /// Records everything run `id` measured and marks it finished, in one transaction.
     pub fn finish_run(&mut self, id: i64, r: &RunResult, overhead_s: f64) -> Result<()> {
-        let path = self.path.clone();
-        let err = |e: rusqlite::Error| db_err(&path, e);
-        let tx = self.conn.transaction().map_err(err)?;
-        for (i, w) in r.workloads.iter().enumerate() {
-            let names: Vec<&str> = COLUMNS.iter().map(|c| c.0).collect();
-            let sql = format!(
-                "INSERT INTO results (run_id, workload, kind, ordinal, details_json, {}) VALUES (?1, ?2, ?3, ?4, ?5, {})",
-                names.join(", "),
-                (0..names.len()).map(|j| format!("?{}", j + 6)).collect::<Vec<_>>().join(", ")
-            );
-            let mut values: Vec<rusqlite::types::Value> = vec![
-                id.into(),
-                w.name.clone().into(),
-                w.kind.clone().into(),
-                (i as i64).into(),
-                w.details.to_string().into(),
-            ];
-            for (_, metric) in COLUMNS {
-                values.push(match w.metrics.get(metric) {
-                    Some(v) => (*v).into(),
-                    None => rusqlite::types::Value::Null,
-                });
-            }
-            tx.execute(&sql, rusqlite::params_from_iter(values))
-                .map_err(err)?;
-            let mut st = tx
-                .prepare_cached(
-                    "INSERT INTO metrics (run_id, workload, name, value, kind) VALUES (?1, ?2, ?3, ?4, ?5)",
-                )
-                .map_err(err)?;
-            for (k, kind, v) in protocol::kinds(&w.metrics) {
-                st.execute(params![id, w.name, k, v, kind.as_str()])
-                    .map_err(err)?;
-            }
-        }
-        tx.execute(
-            "UPDATE runs SET status = 'finished', finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
-               wall_s = ?2, index_s = ?3, overhead_s = ?4, lease_until = NULL WHERE id = ?1",
-            params![id, r.wall_s + overhead_s, r.index_s, r.wall_s + overhead_s - r.index_s],
-        )
-        .map_err(err)?;
-        tx.commit().map_err(err)
+        self.with(|c| c.transaction(false, |c| record_run(c, id, r, overhead_s)))
     }
 
     /// Marks run `id` failed with `error`.
     pub fn fail_run(&mut self, id: i64, error: &str) -> Result<()> {
-        self.conn
-            .execute(
-                "UPDATE runs SET status = 'failed', error = ?2, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+        self.with(|c| {
+            c.execute(
+                "UPDATE runs SET status = 'failed', error = ?2, finished_at = @NOW,
                    lease_until = NULL WHERE id = ?1",
-                params![id, error],
+                &[id.into(), error.into()],
             )
-            .map_err(|e| self.err(e))?;
+        })?;
         Ok(())
     }
 
     /// Runs a query and returns its rows.
-    fn table(&self, sql: &str, args: &[&dyn rusqlite::ToSql]) -> Result<Table> {
-        let mut st = self.conn.prepare(sql).map_err(|e| self.err(e))?;
-        let columns: Vec<String> = st.column_names().iter().map(|c| c.to_string()).collect();
-        let n = columns.len();
-        let mut rows = Vec::new();
-        let mut q = st.query(args).map_err(|e| self.err(e))?;
-        while let Some(row) = q.next().map_err(|e| self.err(e))? {
-            let mut out = Vec::with_capacity(n);
-            for i in 0..n {
-                out.push(match row.get_ref(i).map_err(|e| self.err(e))? {
-                    ValueRef::Null => serde_json::Value::Null,
-                    ValueRef::Integer(v) => v.into(),
-                    ValueRef::Real(v) => serde_json::Number::from_f64(v)
-                        .map(serde_json::Value::Number)
-                        .unwrap_or(serde_json::Value::Null),
-                    ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned().into(),
-                    ValueRef::Blob(b) => format!("<{} bytes>", b.len()).into(),
-                });
-            }
-            rows.push(out);
-        }
-        Ok(Table { columns, rows })
+    fn table(&self, sql: &str, params: &[Param]) -> Result<Table> {
+        self.with(|c| c.query(sql, params))
     }
 
     /// Experiments with their run counts.
@@ -302,8 +297,8 @@ impl ResultsDb {
             "SELECT r.id, e.name AS experiment, r.name, r.status, r.started_at, r.finished_at,
                r.wall_s, r.index_s, r.overhead_s, r.error
              FROM runs r JOIN experiments e ON e.id = r.experiment_id
-             WHERE ?1 IS NULL OR e.name = ?1 ORDER BY r.id",
-            &[&experiment],
+             WHERE CAST(?1 AS TEXT) IS NULL OR e.name = ?1 ORDER BY r.id",
+            &[experiment.into()],
         )
     }
 
@@ -311,7 +306,7 @@ impl ResultsDb {
     pub fn run(&self, id: i64) -> Result<Table> {
         self.table(
             "SELECT r.*, e.name AS experiment FROM runs r JOIN experiments e ON e.id = r.experiment_id WHERE r.id = ?1",
-            &[&id],
+            &[id.into()],
         )
     }
 
@@ -319,11 +314,11 @@ impl ResultsDb {
     /// `latest`, only the newest finished run of each configuration of each experiment.
     pub fn results(&self, experiment: Option<&str>, latest: bool) -> Result<Table> {
         self.table(
-            "SELECT * FROM run_results v WHERE v.status = 'finished' AND (?1 IS NULL OR v.experiment = ?1)
+            "SELECT * FROM run_results v WHERE v.status = 'finished' AND (CAST(?1 AS TEXT) IS NULL OR v.experiment = ?1)
                AND (?2 = 0 OR v.run_id = (SELECT max(r2.id) FROM runs r2 WHERE r2.experiment_id = v.experiment_id
                                            AND r2.run_key = v.run_key AND r2.status = 'finished'))
              ORDER BY v.run_id, v.workload_ordinal",
-            &[&experiment, &(latest as i64)],
+            &[experiment.into(), i64::from(latest).into()],
         )
     }
 
@@ -340,10 +335,10 @@ impl ResultsDb {
             &format!(
                 "SELECT e.name AS experiment, m.run_id, r.name AS run, m.workload, m.name, {kind}, m.value
                  FROM metrics m JOIN runs r ON r.id = m.run_id JOIN experiments e ON e.id = r.experiment_id
-                 WHERE (?1 IS NULL OR e.name = ?1) AND (?2 IS NULL OR m.run_id = ?2)
+                 WHERE (CAST(?1 AS TEXT) IS NULL OR e.name = ?1) AND (CAST(?2 AS BIGINT) IS NULL OR m.run_id = ?2)
                  ORDER BY m.run_id, m.workload, m.name"
             ),
-            &[&experiment, &run],
+            &[experiment.into(), run.into()],
         )?;
         if !self.kinds_stored {
             let (name, kind) = (4, 5);
@@ -357,15 +352,87 @@ impl ResultsDb {
 
     /// The name of the experiment with the newest run, if any.
     pub fn latest_experiment(&self) -> Result<Option<String>> {
-        self.conn
-            .query_row(
+        let v = self.with(|c| {
+            c.value(
                 "SELECT e.name FROM runs r JOIN experiments e ON e.id = r.experiment_id ORDER BY r.id DESC LIMIT 1",
-                [],
-                |r| r.get(0),
+                &[],
             )
-            .optional()
-            .map_err(|e| self.err(e))
+        })?;
+        Ok(v.and_then(|v| v.as_str().map(str::to_string)))
     }
+}
+
+/// The `results` rows, the metrics and the finished state of run `id` (inside the
+/// caller's transaction).
+fn record_run(c: &mut Conn, id: i64, r: &RunResult, overhead_s: f64) -> DbResult<()> {
+    let names: Vec<&str> = COLUMNS.iter().map(|c| c.0).collect();
+    let sql = format!(
+        "INSERT INTO results (run_id, workload, kind, ordinal, details_json, {}) VALUES (?1, ?2, ?3, ?4, ?5, {})",
+        names.join(", "),
+        (0..names.len())
+            .map(|j| format!("?{}", j + 6))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for (i, w) in r.workloads.iter().enumerate() {
+        let mut values: Vec<Param> = vec![
+            id.into(),
+            w.name.as_str().into(),
+            w.kind.as_str().into(),
+            (i as i64).into(),
+            w.details.to_string().into(),
+        ];
+        values.extend(
+            COLUMNS
+                .iter()
+                .map(|(_, m)| w.metrics.get(*m).copied().into()),
+        );
+        c.execute(&sql, &values)?;
+        let rows: Vec<(&str, protocol::MetricKind, f64)> = protocol::kinds(&w.metrics).collect();
+        for chunk in rows.chunks(METRIC_ROWS_PER_INSERT) {
+            let marks: Vec<String> = (0..chunk.len())
+                .map(|j| {
+                    let b = j * 5;
+                    format!(
+                        "(?{}, ?{}, ?{}, ?{}, ?{})",
+                        b + 1,
+                        b + 2,
+                        b + 3,
+                        b + 4,
+                        b + 5
+                    )
+                })
+                .collect();
+            let mut params = Vec::with_capacity(chunk.len() * 5);
+            for (name, kind, value) in chunk {
+                params.extend([
+                    Param::Int(id),
+                    w.name.as_str().into(),
+                    (*name).into(),
+                    Param::Real(*value),
+                    kind.as_str().into(),
+                ]);
+            }
+            c.execute(
+                &format!(
+                    "INSERT INTO metrics (run_id, workload, name, value, kind) VALUES {}",
+                    marks.join(", ")
+                ),
+                &params,
+            )?;
+        }
+    }
+    c.execute(
+        "UPDATE runs SET status = 'finished', finished_at = @NOW,
+           wall_s = ?2, index_s = ?3, overhead_s = ?4, lease_until = NULL WHERE id = ?1",
+        &[
+            id.into(),
+            (r.wall_s + overhead_s).into(),
+            r.index_s.into(),
+            (r.wall_s + overhead_s - r.index_s).into(),
+        ],
+    )?;
+    Ok(())
 }
 
 /// What every run row of one invocation records besides the run's configuration.
@@ -382,43 +449,38 @@ pub struct Invocation {
 }
 
 /// Inserts the `running` row of `run`, leased to `inv.owner` for [`LEASE`].
-fn insert_run(
-    conn: &Connection,
-    exp: i64,
-    run: &RunConfig,
-    inv: &Invocation,
-) -> rusqlite::Result<i64> {
+fn insert_run(c: &mut Conn, exp: i64, run: &RunConfig, inv: &Invocation) -> DbResult<i64> {
     let o = &run.options;
-    let json = |v: &dyn erased::Json| v.json();
-    conn.execute(
+    let json = |v: &dyn erased::Json| Param::Text(v.json());
+    c.int(
         "INSERT INTO runs (experiment_id, run_key, ordinal, name, index_label, store, page_size,
            occupancy, layout, buffer, device, device_name, config_json, dataset_json, objects,
            spidx_version, machine_json, started_at, status, lease_until, owner)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-           strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'running', ?18, ?19)",
-        params![
-            exp,
-            run.key,
-            run.ordinal as i64,
-            run.name,
-            run.index_label,
+           @NOW, 'running', ?18, ?19)
+         RETURNING id",
+        &[
+            exp.into(),
+            run.key.as_str().into(),
+            (run.ordinal as i64).into(),
+            run.name.as_str().into(),
+            run.index_label.as_str().into(),
             json(&o.store),
-            o.page_size as i64,
+            (o.page_size as i64).into(),
             json(&o.occupancy),
             json(&o.layout),
-            o.buffer.to_string(),
-            run.device_label,
-            o.device_name,
+            o.buffer.to_string().into(),
+            run.device_label.as_str().into(),
+            o.device_name.as_str().into(),
             json(o),
-            inv.dataset_json,
-            inv.objects as i64,
-            env!("CARGO_PKG_VERSION"),
-            inv.machine_json,
-            claim::lease_end(),
-            inv.owner.as_str(),
+            inv.dataset_json.as_str().into(),
+            (inv.objects as i64).into(),
+            env!("CARGO_PKG_VERSION").into(),
+            inv.machine_json.as_str().into(),
+            claim::lease_end().into(),
+            inv.owner.as_str().into(),
         ],
-    )?;
-    Ok(conn.last_insert_rowid())
+    )
 }
 
 mod erased {
