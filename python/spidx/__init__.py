@@ -144,18 +144,23 @@ def open(path: PathLike, *, read_only: bool = False) -> Index:  # noqa: A001 (li
     return Index(_spidx.Index.open(os.fspath(path), read_only))
 
 
-def run(spec: PathLike, results: PathLike = "results.db", *, resume: bool = False) -> Dict[str, Any]:
+def run(
+    spec: PathLike, results: Optional[PathLike] = None, *, resume: bool = False
+) -> Dict[str, Any]:
     """Runs the experiment spec file ``spec`` (see ``docs/experiments.md``) and records
-    every run in the SQLite results database ``results``. Returns a summary: experiment
-    name and id, and per run its id, name, status and error. A failing run is recorded as
-    failed and the others go on; check ``summary["runs"]``."""
-    return json.loads(_spidx.run(os.fspath(spec), os.fspath(results), resume))
+    every run in the results database ``results``: an SQLite file or a ``postgres://``
+    URL; by default the spec's ``results`` key, else ``results.db``. Returns a summary:
+    experiment name and id, and per run its id, name, status and error. A failing run is
+    recorded as failed and the others go on; check ``summary["runs"]``."""
+    target = None if results is None else os.fspath(results)
+    return json.loads(_spidx.run(os.fspath(spec), target, resume))
 
 
 def results_table(
     path: PathLike, experiment: Optional[str] = None, latest: bool = False
 ) -> Tuple[List[str], List[List[Any]]]:
-    """The results of ``path`` as ``(columns, rows)``: one row per finished run and
+    """The results of ``path`` (an SQLite file or a ``postgres://`` URL) as
+    ``(columns, rows)``: one row per finished run and
     workload, the same table as ``spidx results export`` (no pandas needed)."""
     t = json.loads(_spidx.results_json(os.fspath(path), experiment, latest))
     return t["columns"], t["rows"]

@@ -11,6 +11,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use spidx::cache::CacheConfig;
 use spidx::device::DeviceSpec;
+use spidx::experiment::db::Location;
 use spidx::experiment::session::{self, Event};
 use spidx::experiment::{Experiment, ResultsDb};
 use spidx::geom::Rect;
@@ -278,12 +279,17 @@ impl Index {
     }
 }
 
-/// Runs the experiment spec at `spec` into the results database `results`; returns a JSON
-/// summary (experiment id, and per run its id, name, status and error).
+/// Runs the experiment spec at `spec` into the results database `results` (else the
+/// spec's `results` key, else `results.db`), as `spidx run` does; returns a JSON summary
+/// (experiment id, and per run its id, name, status and error).
 #[pyfunction]
-fn run(py: Python<'_>, spec: PathBuf, results: PathBuf, resume: bool) -> PyResult<String> {
+#[pyo3(signature = (spec, results, resume))]
+fn run(py: Python<'_>, spec: PathBuf, results: Option<PathBuf>, resume: bool) -> PyResult<String> {
     let summary = py.detach(|| -> spidx::Result<serde_json::Value> {
-        spidx::experiment::spec::load(&spec)?;
+        let parsed = spidx::experiment::spec::load(&spec)?;
+        let results = results
+            .or(parsed.results)
+            .unwrap_or_else(|| PathBuf::from("results.db"));
         let mut db = ResultsDb::open(&results)?;
         let exp = Experiment::prepare(&spec)?;
         let s = session::execute(&exp, &mut db, &spec, resume, &mut |_: Event| {})?;
@@ -302,7 +308,7 @@ fn run(py: Python<'_>, spec: PathBuf, results: PathBuf, resume: bool) -> PyResul
         Ok(serde_json::json!({
             "experiment": exp.spec.name,
             "experiment_id": s.experiment_id,
-            "results": results.display().to_string(),
+            "results": Location::of(&results).display(),
             "skipped": s.skipped,
             "runs": runs,
         }))

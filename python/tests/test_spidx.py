@@ -174,3 +174,17 @@ def test_run_refuses_a_bad_spec(tmp_path):
         spidx.run(spec, tmp_path / "r.db")
     # The spec is checked before the results database is created.
     assert not (tmp_path / "r.db").exists()
+
+
+def test_run_writes_where_the_spec_says_unless_told_otherwise(tmp_path):
+    spec = tmp_path / "keyed.toml"
+    spec.write_text(
+        textwrap.dedent(SPEC).replace('name = "py-small"', 'name = "py-small"\nresults = "keyed.db"', 1)
+    )
+    summary = spidx.run(spec)
+    assert summary["results"] == str(tmp_path / "keyed.db")
+    assert len(spidx.results_table(tmp_path / "keyed.db")[1]) == 8
+    other = tmp_path / "other.db"
+    assert spidx.run(spec, other)["results"] == str(other)
+    assert len(spidx.results_table(other)[1]) == 8
+    assert len(spidx.results_table(tmp_path / "keyed.db")[1]) == 8

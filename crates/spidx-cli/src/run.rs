@@ -12,6 +12,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
+use spidx::experiment::db::Location;
 use spidx::experiment::session::{self, Event};
 use spidx::experiment::{spec, Experiment, Progress, ResultsDb, RunResult, Shard};
 
@@ -23,9 +24,10 @@ use crate::results::new_table;
 pub struct RunArgs {
     /// The experiment spec (TOML).
     spec: PathBuf,
-    /// Results database (SQLite), created if missing; runs are appended.
-    #[arg(long, default_value = "results.db")]
-    results: PathBuf,
+    /// Results database, created if missing; runs are appended: an SQLite file or a
+    /// `postgres://` URL. Default: the spec's `results` key, else `results.db`.
+    #[arg(long)]
+    results: Option<PathBuf>,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -94,8 +96,15 @@ impl Shown {
 
 pub fn run(a: RunArgs) -> Result<()> {
     // Cheap checks first: the spec (typos, values, files), then the results database.
-    spec::load(&a.spec)?;
-    let mut db = ResultsDb::open(&a.results)?;
+    let parsed = spec::load(&a.spec)?;
+    let results = a
+        .results
+        .clone()
+        .or(parsed.results)
+        .unwrap_or_else(|| PathBuf::from("results.db"));
+    // Named without a PostgreSQL URL's password wherever it is shown.
+    let results_shown = Location::of(&results).display();
+    let mut db = ResultsDb::open(&results)?;
     let t = Instant::now();
     let mut exp = Experiment::prepare(&a.spec)?;
     let prepare_s = t.elapsed().as_secs_f64();
@@ -117,7 +126,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         count(exp.dataset.len() as f64),
         secs(prepare_s),
         exp.spec.workloads.len(),
-        a.results.display()
+        results_shown
     ));
     let mut on_event = |e: Event| match e {
         Event::Started {
@@ -203,7 +212,7 @@ pub fn run(a: RunArgs) -> Result<()> {
             })
             .collect();
         let v = json!({
-            "experiment": exp.spec.name, "spec_hash": exp.hash, "results": a.results.display().to_string(),
+            "experiment": exp.spec.name, "spec_hash": exp.hash, "results": results_shown,
             "skipped": summary.skipped, "run_elsewhere": summary.run_elsewhere,
             "shard": a.shard.map(|s| s.to_string()), "matrix_runs": matrix_runs,
             "runs": runs,
@@ -220,8 +229,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         if summary.run_elsewhere > 0 {
             println!(
                 "{} runs were claimed by another spidx process on {} and run there (--resume)",
-                summary.run_elsewhere,
-                a.results.display()
+                summary.run_elsewhere, results_shown
             );
         }
     }
@@ -229,7 +237,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         bail!(
             "{failed} of {} runs failed (recorded as failed in {})",
             outcomes.len(),
-            a.results.display()
+            results_shown
         );
     }
     Ok(())

@@ -446,3 +446,64 @@ fn bad_input_fails_early_with_a_clear_message() {
         &["does not exist"],
     );
 }
+
+#[test]
+fn the_specs_results_key_is_the_default_and_the_flag_overrides_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = small_spec(40).replacen(
+        "name = \"small\"",
+        "name = \"small\"\nresults = \"out/spec.db\"",
+        1,
+    );
+    // Only the construction: this test is about where results go.
+    let text = text
+        .split("[[workload]]\nkind = \"range\"")
+        .next()
+        .unwrap()
+        .to_string();
+    std::fs::create_dir(dir.path().join("out")).unwrap();
+    let spec = write(dir.path(), "s.toml", &text);
+    // Run from another folder: the key is resolved against the spec's folder.
+    let out = spidx()
+        .current_dir(std::env::temp_dir())
+        .args(["run", &spec, "--json", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let from_spec = dir.path().join("out/spec.db");
+    assert_eq!(v["results"], from_spec.display().to_string());
+    let list = json_of(&[
+        "results",
+        "list",
+        "--results",
+        from_spec.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(list["runs"].as_array().unwrap().len(), 8);
+    // --results wins over the key; the spec's database gets nothing more.
+    let flag = dir.path().join("flag.db").display().to_string();
+    let v = json_of(&["run", &spec, "--results", &flag, "--json", "--quiet"]);
+    assert_eq!(v["results"], flag);
+    let list = json_of(&["results", "list", "--results", &flag, "--json"]);
+    assert_eq!(list["runs"].as_array().unwrap().len(), 8);
+    let list = json_of(&[
+        "results",
+        "list",
+        "--results",
+        from_spec.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(list["runs"].as_array().unwrap().len(), 8);
+    // A bad key fails before anything runs, naming the key.
+    let bad = write(
+        dir.path(),
+        "bad.toml",
+        &text.replacen("out/spec.db", "ftp://x/y", 1),
+    );
+    fails(&["run", &bad], &["results", "neither a file path nor"]);
+}

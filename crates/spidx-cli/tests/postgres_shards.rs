@@ -179,3 +179,68 @@ fn shard_processes_into_one_postgres_database_equal_the_whole_run() {
     assert_eq!(figures(&merged), want);
     assert!(Path::new(&merged).is_file());
 }
+
+#[test]
+fn a_spec_names_its_postgres_database_and_the_password_comes_from_pgpassword() {
+    let Some(pg) = TempPostgres::start().unwrap() else {
+        eprintln!("SKIPPED: no PostgreSQL server binary (initdb) found and SPIDX_REQUIRE_POSTGRES is unset");
+        return;
+    };
+    pg.create_database("keyed").unwrap();
+    pg.add_password_role("worker", "s3cret").unwrap();
+    let url = format!("postgres://worker@127.0.0.1:{}/keyed", pg.port());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let spec = SPEC
+        .replacen(
+            "name = \"sharded-pg\"",
+            &format!("name = \"keyed\"\nresults = \"{url}\""),
+            1,
+        )
+        .replacen("count = 600", "count = 200", 1);
+    std::fs::write(d.join("spec.toml"), spec).unwrap();
+    let run = |password: Option<&str>| {
+        let mut c = spidx();
+        c.current_dir(d)
+            .args(["run", "spec.toml", "--json", "--quiet"])
+            .env_remove("PGPASSWORD");
+        if let Some(p) = password {
+            c.env("PGPASSWORD", p);
+        }
+        c.output().unwrap()
+    };
+    // No password, or a wrong one: refused before anything runs, the server named.
+    for pw in [None, Some("wrong")] {
+        let out = run(pw);
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{pw:?}");
+        assert!(
+            e.contains("cannot connect") && e.contains("127.0.0.1"),
+            "{pw:?}: {e}"
+        );
+    }
+    let out = run(Some("s3cret"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["results"], url.as_str(), "{v}");
+    assert_eq!(v["runs"].as_array().unwrap().len(), 12, "{v}");
+    // The report reads the PostgreSQL database like a file.
+    let report = d.join("report");
+    let out = spidx()
+        .env("PGPASSWORD", "s3cret")
+        .args(["report", "--results", &url, "--out"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(report.join("index.html")).unwrap();
+    assert!(html.contains("keyed"), "the report names the experiment");
+}

@@ -8,8 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
-use anyhow::{Context as _, Result};
-use rusqlite::{Connection, OpenFlags};
+use anyhow::Result;
 use serde_json::{Map, Value};
 use spidx::cache::CacheConfig;
 use spidx::experiment::ResultsDb;
@@ -155,10 +154,8 @@ fn int(m: &Map<String, Value>, k: &str) -> i64 {
 pub fn load(path: &Path, experiment: &str) -> Result<Data> {
     let db = ResultsDb::open_existing(path)?;
     let objs = db.results(Some(experiment), true)?.objects();
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .with_context(|| format!("opening {}", path.display()))?;
     let run_ids: BTreeSet<i64> = objs.iter().map(|m| int(m, "run_id")).collect();
-    let runs = run_rows(&conn, &run_ids)?;
+    let runs = run_rows(&db, &run_ids)?;
     let rows = objs
         .iter()
         .map(|m| {
@@ -210,7 +207,7 @@ pub fn load(path: &Path, experiment: &str) -> Result<Data> {
                 .insert(text(&m, "name"), v);
         }
     }
-    let context = context(&conn, experiment, &runs)?;
+    let context = context(&db, experiment, &runs)?;
     Ok(Data {
         rows,
         metrics,
@@ -261,40 +258,36 @@ struct RunInfo {
     finished: String,
 }
 
-fn run_rows(conn: &Connection, ids: &BTreeSet<i64>) -> Result<BTreeMap<i64, RunInfo>> {
-    let mut st = conn.prepare(
-        "SELECT config_json, dataset_json, objects, spidx_version, machine_json, started_at,
-                coalesce(finished_at, '') FROM runs WHERE id = ?1",
-    )?;
+fn run_rows(db: &ResultsDb, ids: &BTreeSet<i64>) -> Result<BTreeMap<i64, RunInfo>> {
     let mut out = BTreeMap::new();
     for id in ids {
-        let info = st.query_row([id], |r| {
-            let config: String = r.get(0)?;
-            let options = serde_json::from_str::<IndexOptions>(&config).ok();
-            let simulated = options.as_ref().is_none_or(|o| o.device.is_simulated());
-            let direct = options
-                .as_ref()
-                .is_none_or(|o| matches!(o.store, StoreConfig::Direct { .. }));
-            let plain_key = match options {
-                Some(mut o) => {
-                    o.store = StoreConfig::direct();
-                    o.buffer = CacheConfig::none();
-                    serde_json::to_string(&o).unwrap_or_default()
-                }
-                None => format!("run {id}"),
-            };
-            Ok(RunInfo {
-                simulated,
-                direct,
-                plain_key,
-                dataset: r.get(1)?,
-                objects: r.get(2)?,
-                version: r.get(3)?,
-                machine: machine_text(&r.get::<_, String>(4)?),
-                started: r.get(5)?,
-                finished: r.get(6)?,
-            })
-        })?;
+        let Some(r) = db.run(*id)?.objects().into_iter().next() else {
+            continue;
+        };
+        let options = serde_json::from_str::<IndexOptions>(&text(&r, "config_json")).ok();
+        let simulated = options.as_ref().is_none_or(|o| o.device.is_simulated());
+        let direct = options
+            .as_ref()
+            .is_none_or(|o| matches!(o.store, StoreConfig::Direct { .. }));
+        let plain_key = match options {
+            Some(mut o) => {
+                o.store = StoreConfig::direct();
+                o.buffer = CacheConfig::none();
+                serde_json::to_string(&o).unwrap_or_default()
+            }
+            None => format!("run {id}"),
+        };
+        let info = RunInfo {
+            simulated,
+            direct,
+            plain_key,
+            dataset: text(&r, "dataset_json"),
+            objects: int(&r, "objects"),
+            version: text(&r, "spidx_version"),
+            machine: machine_text(&text(&r, "machine_json")),
+            started: text(&r, "started_at"),
+            finished: text(&r, "finished_at"),
+        };
         out.insert(*id, info);
     }
     Ok(out)
@@ -315,15 +308,11 @@ fn machine_text(json: &str) -> String {
     )
 }
 
-fn context(conn: &Connection, experiment: &str, runs: &BTreeMap<i64, RunInfo>) -> Result<Context> {
+fn context(db: &ResultsDb, experiment: &str, runs: &BTreeMap<i64, RunInfo>) -> Result<Context> {
     let mut c = Context::default();
-    let mut st = conn.prepare(
-        "SELECT spec_path, spec_hash, spec_json, spec_text FROM experiments WHERE name = ?1 ORDER BY id",
-    )?;
-    let mut q = st.query([experiment])?;
-    while let Some(r) = q.next()? {
-        c.specs.push((r.get(0)?, r.get(1)?));
-        let spec: Value = serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or_default();
+    for r in db.experiment_specs(experiment)?.objects() {
+        c.specs.push((text(&r, "spec_path"), text(&r, "spec_hash")));
+        let spec: Value = serde_json::from_str(&text(&r, "spec_json")).unwrap_or_default();
         c.description = spec
             .get("description")
             .and_then(Value::as_str)
@@ -334,7 +323,7 @@ fn context(conn: &Connection, experiment: &str, runs: &BTreeMap<i64, RunInfo>) -
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
-        c.spec_text = r.get(3)?;
+        c.spec_text = text(&r, "spec_text");
     }
     for r in runs.values() {
         c.datasets.insert((r.dataset.clone(), r.objects));
@@ -347,9 +336,12 @@ fn context(conn: &Connection, experiment: &str, runs: &BTreeMap<i64, RunInfo>) -
             c.finished = r.finished.clone();
         }
     }
-    c.now = conn.query_row("SELECT strftime('%Y-%m-%d %H:%M UTC', 'now')", [], |r| {
-        r.get(0)
-    })?;
+    // The database's clock, `YYYY-MM-DDTHH:MM:SS.sssZ`, shown to the minute.
+    let now = db.session_start()?;
+    c.now = match (now.get(..10), now.get(11..16)) {
+        (Some(day), Some(time)) => format!("{day} {time} UTC"),
+        _ => now,
+    };
     Ok(c)
 }
 

@@ -237,9 +237,16 @@ const PG_NOW: &str =
 
 impl Conn {
     /// Connects to the PostgreSQL database at `url` (no TLS: a results server is reached
-    /// on a trusted network or through a tunnel).
+    /// on a trusted network or through a tunnel). A URL without a password takes the one
+    /// in `PGPASSWORD`, as libpq's tools do, so that specs and job scripts need not carry it.
     pub fn postgres(url: &str) -> DbResult<Conn> {
-        let client = postgres::Client::connect(url, postgres::NoTls)?;
+        let mut config: postgres::Config = url.parse()?;
+        if config.get_password().is_none() {
+            if let Some(pw) = std::env::var_os("PGPASSWORD") {
+                config.password(pw.as_encoded_bytes());
+            }
+        }
+        let client = config.connect(postgres::NoTls)?;
         Ok(Conn::Postgres(Box::new(client)))
     }
 

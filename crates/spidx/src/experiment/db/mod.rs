@@ -302,6 +302,15 @@ impl ResultsDb {
         )
     }
 
+    /// The specs an experiment (by name) was run with, oldest first: path, fingerprint,
+    /// the validated spec as JSON and the file's text.
+    pub fn experiment_specs(&self, name: &str) -> Result<Table> {
+        self.table(
+            "SELECT spec_path, spec_hash, spec_json, spec_text FROM experiments WHERE name = ?1 ORDER BY id",
+            &[name.into()],
+        )
+    }
+
     /// One run's row.
     pub fn run(&self, id: i64) -> Result<Table> {
         self.table(

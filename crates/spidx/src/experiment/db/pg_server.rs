@@ -173,6 +173,45 @@ impl TempPostgres {
         format!("postgres://spidx@127.0.0.1:{}/{db}", self.port)
     }
 
+    /// Adds login role `role` (a superuser of this throw-away server) that must give
+    /// `password` over TCP, as a production server's users must: its `pg_hba.conf` line
+    /// comes before the trusting ones, and the server reloads its configuration.
+    pub fn add_password_role(&self, role: &str, password: &str) -> Result<()> {
+        let err = |e: String| Error::invalid("temporary PostgreSQL server", e);
+        let mut c = postgres::Client::connect(&self.url("postgres"), postgres::NoTls)
+            .map_err(|e| err(e.to_string()))?;
+        c.batch_execute(&format!(
+            "SET password_encryption = 'scram-sha-256'; \
+             CREATE ROLE \"{role}\" LOGIN SUPERUSER PASSWORD '{password}'"
+        ))
+        .map_err(|e| err(e.to_string()))?;
+        let hba = self.dir.join("data").join("pg_hba.conf");
+        let old = std::fs::read_to_string(&hba).map_err(|e| io(&hba, e))?;
+        let line = format!("host all \"{role}\" 127.0.0.1/32 scram-sha-256\n");
+        std::fs::write(&hba, line + &old).map_err(|e| io(&hba, e))?;
+        let out = self
+            .command("pg_ctl")
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .arg("reload")
+            .output()
+            .map_err(|e| io(&self.bin, e))?;
+        if !out.status.success() {
+            return Err(failed("pg_ctl reload", &out));
+        }
+        // The reload is asynchronous: wait until the server asks the role for a password.
+        let without = format!("postgres://{role}@127.0.0.1:{}/postgres", self.port);
+        for _ in 0..100 {
+            if postgres::Client::connect(&without, postgres::NoTls).is_err() {
+                return Ok(());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Err(err(format!(
+            "role {role} still logs in without a password after the reload"
+        )))
+    }
+
     /// Creates database `name` and returns its URL.
     pub fn create_database(&self, name: &str) -> Result<String> {
         let mut c = postgres::Client::connect(&self.url("postgres"), postgres::NoTls)

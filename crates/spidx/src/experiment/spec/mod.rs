@@ -36,6 +36,11 @@ pub struct Spec {
     /// Free text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Where `spidx run` appends the results when `--results` is not given: an SQLite file
+    /// (relative paths resolved against the spec's folder) or a `postgres://` URL. Not part
+    /// of the spec's fingerprint: where results go does not change what is measured.
+    #[serde(skip)]
+    pub results: Option<PathBuf>,
     /// The objects the indices are built on.
     pub dataset: DatasetSpec,
     /// How queries are measured.
@@ -435,6 +440,10 @@ pub fn parse(text: &str, file: &str, dir: &Path) -> Result<Spec> {
     if name.is_empty() {
         return Err(src.at(&raw.name, "name", "must not be empty"));
     }
+    let results = match &raw.results {
+        None => None,
+        Some(r) => Some(results_location(&src, r)?),
+    };
     let dataset = dataset(&src, &raw.dataset)?;
     let protocol = protocol(&src, &raw.protocol)?;
     let matrix = matrix(&src, &raw.matrix)?;
@@ -442,11 +451,44 @@ pub fn parse(text: &str, file: &str, dir: &Path) -> Result<Spec> {
     Ok(Spec {
         name,
         description: raw.description,
+        results,
         dataset,
         protocol,
         matrix,
         workloads,
     })
+}
+
+/// The spec's `results` key: a PostgreSQL URL as written, or a file path resolved against
+/// the spec's folder.
+fn results_location(src: &Src, raw: &Spanned<String>) -> Result<PathBuf> {
+    let text = raw.get_ref().trim();
+    if text.is_empty() {
+        return Err(src.at(
+            raw,
+            "results",
+            "must not be empty (an SQLite file or a postgres:// URL)",
+        ));
+    }
+    if crate::experiment::db::backend::is_postgres_url(text) {
+        return Ok(PathBuf::from(text));
+    }
+    if text.contains("://") {
+        return Err(src.at(
+            raw,
+            "results",
+            format!("'{text}' is neither a file path nor a postgres:// or postgresql:// URL"),
+        ));
+    }
+    let path = src.path(text);
+    if path.is_dir() {
+        return Err(src.at(
+            raw,
+            "results",
+            format!("{} is a folder; name the SQLite file", path.display()),
+        ));
+    }
+    Ok(path)
 }
 
 fn dataset(src: &Src, raw: &Spanned<RawDataset>) -> Result<DatasetSpec> {

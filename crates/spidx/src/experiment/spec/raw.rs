@@ -73,6 +73,7 @@ pub(super) type Opt<T> = Option<Spanned<T>>;
 pub(super) struct RawSpec {
     pub(super) name: S<String>,
     pub(super) description: Option<String>,
+    pub(super) results: Opt<String>,
     pub(super) dataset: S<RawDataset>,
     #[serde(default)]
     pub(super) protocol: RawProtocol,

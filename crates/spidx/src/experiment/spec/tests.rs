@@ -432,3 +432,39 @@ fn knn_access_and_streams_keys() {
     let e = err(&GOOD.replace("aspect = 2.0", "aspect = 2.0\nstreams = 3"));
     assert!(e.contains("workload[1].streams: does not apply"), "{e}");
 }
+
+#[test]
+fn results_key_names_a_file_next_to_the_spec_or_a_postgres_url() {
+    let with = |v: &str| GOOD.replacen("name = \"t\"", &format!("name = \"t\"\nresults = {v}"), 1);
+    let dir = Path::new("/some/specs");
+    let s = parse(&with("\"out/r.db\""), "t.toml", dir).unwrap();
+    assert_eq!(
+        s.results.as_deref(),
+        Some(Path::new("/some/specs/out/r.db"))
+    );
+    let s = parse(&with("\"/abs/r.db\""), "t.toml", dir).unwrap();
+    assert_eq!(s.results.as_deref(), Some(Path::new("/abs/r.db")));
+    let url = "postgresql://spidx@db.example:5432/results";
+    let s = parse(&with(&format!("\"{url}\"")), "t.toml", dir).unwrap();
+    assert_eq!(s.results.as_deref(), Some(Path::new(url)));
+    assert_eq!(parse_str(GOOD).unwrap().results, None);
+    // Where results go is not part of what is measured: same fingerprint.
+    assert_eq!(
+        super::super::matrix::fingerprint(&parse_str(GOOD).unwrap()),
+        super::super::matrix::fingerprint(&s)
+    );
+    let e = err(&with("\"  \""));
+    assert!(
+        e.contains("results") && e.contains("must not be empty"),
+        "{e}"
+    );
+    let e = err(&with("\"mysql://x/y\""));
+    assert!(
+        e.contains("results") && e.contains("neither a file path nor"),
+        "{e}"
+    );
+    let e = err(&with("\".\""));
+    assert!(e.contains("is a folder"), "{e}");
+    let e = err(&with("3"));
+    assert!(e.contains("line 3"), "{e}");
+}
