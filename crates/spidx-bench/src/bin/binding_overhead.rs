@@ -32,7 +32,9 @@ fn main() -> Result<()> {
         bail!("usage: binding_overhead DIR [PASSES]");
     };
     let passes: usize = match args.next() {
-        Some(p) => p.parse().with_context(|| format!("PASSES: {p} is not a count"))?,
+        Some(p) => p
+            .parse()
+            .with_context(|| format!("PASSES: {p} is not a count"))?,
         None => 5,
     };
     if passes == 0 {

@@ -27,11 +27,13 @@
 //! may use the whole `cache_kb`, and so may the read segments. Track switches within a
 //! transfer cost the track-to-track time (counted in `seek_ns`, not as seeks).
 
+mod config;
 mod drives;
 mod geometry;
 #[cfg(test)]
 mod tests;
 
+pub use config::HddConfig;
 pub use geometry::SeekCurve;
 
 use std::collections::{BTreeSet, HashMap};
@@ -45,191 +47,6 @@ use super::pages::{load_state, save_state};
 use super::stats::{DeviceStats, HddStats, HostCounters};
 use super::{check_request, validate_page_size, Device};
 use crate::{Error, Result};
-
-/// Parameters of the hard-disk model. Rates are in MB/s with MB = 10⁶ bytes, as drive
-/// datasheets give them; sizes of the buffer in KiB. Missing fields take the values of
-/// [`HddConfig::desktop_7200`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct HddConfig {
-    /// Capacity in bytes (memory is only used for pages actually written).
-    pub capacity: u64,
-    /// Spindle speed in revolutions per minute.
-    pub rpm: u32,
-    /// Recording surfaces (tracks per cylinder).
-    pub heads: u32,
-    /// Recording zones; 1 gives the same media rate everywhere.
-    pub zones: u32,
-    /// Sustained media rate of the outermost zone (the start of the address space), MB/s.
-    pub outer_mb_s: f64,
-    /// Sustained media rate of the innermost zone, MB/s (not above `outer_mb_s`).
-    pub inner_mb_s: f64,
-    /// Seek time to the adjacent cylinder, ms; also the time of a head or track switch.
-    pub track_to_track_ms: f64,
-    /// Average seek time over random start and end positions, ms.
-    pub avg_seek_ms: f64,
-    /// Seek time across the whole stroke, ms.
-    pub full_stroke_ms: f64,
-    /// Extra settling time of a write after a seek, ms (datasheets list write seeks longer).
-    pub write_settle_ms: f64,
-    /// Command overhead when the buffer serves the request (read hit, cached write), µs.
-    pub hit_overhead_us: f64,
-    /// Command overhead when the media must be accessed, µs.
-    pub miss_overhead_us: f64,
-    /// Interface (buffer to host) transfer rate, MB/s.
-    pub interface_mb_s: f64,
-    /// Size of the drive buffer in KiB (0: no buffer).
-    pub cache_kb: u64,
-    /// Number of buffer segments the read cache is divided into.
-    pub segments: u32,
-    /// How far the drive reads ahead past the last request, KiB (at most one segment).
-    pub read_ahead_kb: u64,
-    /// Write-back caching in the drive buffer (on in desktop drives). The drive starts
-    /// writing back once more than half of the buffer is dirty.
-    pub write_cache: bool,
-    /// Seed of the initial platter angle.
-    pub seed: u64,
-}
-
-impl Default for HddConfig {
-    fn default() -> Self {
-        HddConfig::desktop_7200()
-    }
-}
-
-impl HddConfig {
-    /// The seeds' 7200 rpm desktop drive.
-    ///
-    /// - `capacity` 2,000,398,934,016 bytes (3,907,029,168 sectors, the IDEMA count for
-    ///   2 TB): the "2TB Western Digital with 7200RPM" of Carniel et al. (2016, 2017).
-    /// - `rpm` 7200: both seeds; average rotational latency is half a revolution, 4.17 ms,
-    ///   the 4.2 ms of Emrich et al. (2010), Table 1.
-    /// - `avg_seek_ms` 8.9 and media rate 93.5 MB/s: Emrich et al., Table 1 (WD Caviar
-    ///   Blue WD2500AAJS). One zone, so the seed's rate holds over the whole disk.
-    /// - `track_to_track_ms` 2.0, `full_stroke_ms` 21, `write_settle_ms` 2.0 (write average
-    ///   seek 10.9 ms vs 8.9 ms for reads) and `miss_overhead_us` 300 (controller overhead
-    ///   0.3 ms): Western Digital Caviar desktop datasheets of the same family, which list
-    ///   the same 8.9 ms read seek and 4.2 ms latency. Not in the seeds.
-    /// - `hit_overhead_us` 30: drive specifications bound the overhead of a cache hit
-    ///   at about 30 µs (e.g. Hitachi Ultrastar: < 30 µs hit, < 400 µs miss). Assumed.
-    /// - `interface_mb_s` 300: SATA 3 Gb/s, the interface of Emrich's drive.
-    /// - `cache_kb` 8192: Emrich's drive has an 8 MB cache.
-    /// - `heads` 8, `segments` 16, `read_ahead_kb` 512: assumed (typical of drives of that
-    ///   era; `heads` only sets how many cylinders the address space spans).
-    /// - `write_cache` on: desktop drives ship with write caching enabled.
-    ///
-    /// Resulting behaviour (see the tests and `examples/bench_hdd.rs`): about 75 random
-    /// 4 KB reads per second over the whole disk (Carniel et al.'s Table 1 lists 0.185 MB/s,
-    /// about 45/s, for their drive), sequential reads and writes at about the media rate,
-    /// and cached random 4 KB writes at about 120/s including the final sync, faster than
-    /// reads thanks to the elevator write-back (their table: 0.441 MB/s, about 108/s).
-    pub fn desktop_7200() -> Self {
-        HddConfig {
-            capacity: 3_907_029_168 * 512,
-            rpm: 7200,
-            heads: 8,
-            zones: 1,
-            outer_mb_s: 93.5,
-            inner_mb_s: 93.5,
-            track_to_track_ms: 2.0,
-            avg_seek_ms: 8.9,
-            full_stroke_ms: 21.0,
-            write_settle_ms: 2.0,
-            hit_overhead_us: 30.0,
-            miss_overhead_us: 300.0,
-            interface_mb_s: 300.0,
-            cache_kb: 8192,
-            segments: 16,
-            read_ahead_kb: 512,
-            write_cache: true,
-            seed: 0,
-        }
-    }
-
-    /// Checks every parameter; errors name the parameter and say what is allowed.
-    pub fn validate(&self) -> Result<()> {
-        self.build().map(|_| ())
-    }
-
-    fn build(&self) -> Result<(Geometry, SeekCurve)> {
-        fn range(what: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<()> {
-            if v.is_finite() && v >= lo && v <= hi {
-                Ok(())
-            } else {
-                let u = if unit.is_empty() {
-                    String::new()
-                } else {
-                    format!(" {unit}")
-                };
-                Err(Error::invalid(
-                    format!("hdd {what}"),
-                    format!("{v}{u}; must be between {lo} and {hi}{u}"),
-                ))
-            }
-        }
-        let big = |what: &str, msg: String| Err(Error::invalid(format!("hdd {what}"), msg));
-        if self.capacity < 1 << 20 || self.capacity > 1 << 50 {
-            return big(
-                "capacity",
-                format!("{} bytes; must be between 1 MiB and 1 PiB", self.capacity),
-            );
-        }
-        range("rpm", self.rpm as f64, 1000.0, 30000.0, "rpm")?;
-        range("heads", self.heads as f64, 1.0, 64.0, "")?;
-        range("zones", self.zones as f64, 1.0, 1024.0, "")?;
-        range("outer_mb_s", self.outer_mb_s, 0.001, 100_000.0, "MB/s")?;
-        range(
-            "inner_mb_s",
-            self.inner_mb_s,
-            0.001,
-            self.outer_mb_s,
-            "MB/s",
-        )?;
-        range(
-            "track_to_track_ms",
-            self.track_to_track_ms,
-            0.001,
-            1000.0,
-            "ms",
-        )?;
-        range("full_stroke_ms", self.full_stroke_ms, 0.001, 10_000.0, "ms")?;
-        if !(self.track_to_track_ms < self.avg_seek_ms && self.avg_seek_ms < self.full_stroke_ms) {
-            return big(
-                "avg_seek_ms",
-                format!(
-                    "{} ms; must lie between track_to_track_ms ({}) and full_stroke_ms ({})",
-                    self.avg_seek_ms, self.track_to_track_ms, self.full_stroke_ms
-                ),
-            );
-        }
-        range("write_settle_ms", self.write_settle_ms, 0.0, 1000.0, "ms")?;
-        range("hit_overhead_us", self.hit_overhead_us, 0.0, 1e6, "µs")?;
-        range("miss_overhead_us", self.miss_overhead_us, 0.0, 1e6, "µs")?;
-        range("interface_mb_s", self.interface_mb_s, 0.001, 1e6, "MB/s")?;
-        if self.cache_kb > 1 << 30 {
-            return big("cache_kb", format!("{} KiB is over 1 TiB", self.cache_kb));
-        }
-        range("segments", self.segments as f64, 1.0, 4096.0, "")?;
-        let segment_kb = self.cache_kb / self.segments as u64;
-        if self.read_ahead_kb > segment_kb {
-            return big(
-                "read_ahead_kb",
-                format!(
-                    "{} KiB is larger than a buffer segment (cache_kb / segments = {segment_kb} KiB)",
-                    self.read_ahead_kb
-                ),
-            );
-        }
-        let geo = Geometry::new(self)?;
-        let curve = SeekCurve::fit(
-            self.track_to_track_ms,
-            self.avg_seek_ms,
-            self.full_stroke_ms,
-            geo.cylinders,
-        )?;
-        Ok((geo, curve))
-    }
-}
 
 /// A fast multiplicative hasher for page numbers (the default SipHash is several times
 /// slower and its DoS resistance is of no use here).
