@@ -159,6 +159,12 @@ memory = "256KB"
         assert!(streams.contains(&format!("knn on {d}: mean latency per query")));
         assert!(streams.contains(&format!("knn on {d}: throughput")));
     }
+    // Three page sizes: the stream workload's latency against page size, per stream count.
+    for n in [1, 4] {
+        assert!(html.contains(&format!(
+            "knn at {n} streams: mean latency against page size"
+        )));
+    }
 
     let (charts, problems) = check(&browser, dir.path(), "check.html", &html);
     // Per device: construction 1 elapsed + 1 CPU/device + reads + writes (+ erases on the

@@ -44,7 +44,6 @@ fn run(
     let cfg = SimConfig {
         streams,
         instances,
-        stride_pages: SPAN,
         memory_bytes: 0,
     };
     let start = Instant::now();

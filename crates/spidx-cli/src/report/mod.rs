@@ -8,11 +8,12 @@
 //! the gains of each flash-aware store over its plain tree (`pairs`), and, when two devices
 //! ran the same configurations, how one's counts rank them against the other's times
 //! (`correlation`); concurrent query streams get latency and throughput against the number
-//! of streams (`streams`).
+//! of streams (`streams`), and against k (a k list) and the page size (`axes`).
 //!
 //! Layers: reads the results database (`data`), draws charts (`svg`), writes HTML
 //! (`page`); it never runs anything.
 
+mod axes;
 mod correlation;
 mod data;
 mod notes;

@@ -141,6 +141,9 @@ impl Page {
         let (streams, charts) = super::streams::section(data, &w.workloads);
         w.html.push_str(&streams);
         w.charts.extend(charts);
+        let (axes, charts) = super::axes::section(data);
+        w.html.push_str(&axes);
+        w.charts.extend(charts);
         w.shapes();
         w.best();
         w.gains();

@@ -18,8 +18,11 @@
 //!   overlaps requests on its dies and channels);
 //! * **instances**: `own` gives every stream its own copy of the index (as in the paper);
 //!   `shared` lets all streams read the one index. Copies are not written: on a device whose
-//!   read time does not depend on what a page holds (the disk model) copy `s` is laid out
-//!   after copy `s − 1` (pages `s·stride + p`), so the disk seeks between copies; on flash
+//!   read time does not depend on what a page holds (the disk model) every copy gets its own
+//!   contiguous partition, sized by the pages the queries actually touch (index nodes and
+//!   object records alike): the touched pages, in their original order, are packed without
+//!   the gaps between them (see [`Layout`]), and copy `s` starts at `s · used`, so the disk
+//!   seeks between copies and N copies fit wherever N times the touched pages fit; on flash
 //!   models, which serve never-written pages without a die access, copy `s` reads the
 //!   original's pages (an SSD's read time depends on the die holding a page, and copies
 //!   written alike would be striped alike). Either way each copy has its own cache pages;
@@ -70,9 +73,6 @@ pub struct SimConfig {
     pub streams: usize,
     /// Own copies or one shared index.
     pub instances: Instances,
-    /// Pages between the starts of two copies (`own`): at least the highest page any
-    /// trace touches, plus one.
-    pub stride_pages: u64,
     /// Shared page cache (the memory budget) in bytes; 0 = none.
     pub memory_bytes: u64,
 }
@@ -135,6 +135,64 @@ impl Latency {
     }
 }
 
+/// The pages the traces touch, packed: one copy's partition (`own` instances). Runs of
+/// touched pages keep their order and their inner offsets, so a request of several pages
+/// stays one contiguous request; the gaps between runs (pages no query reads, such as the
+/// free space between the index's nodes and its object records) are left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Layout {
+    /// Runs of touched pages: (first page, pages, offset in the partition), by first page.
+    runs: Vec<(u64, u64, u64)>,
+    /// Pages of one partition: the touched pages.
+    used: u64,
+}
+
+impl Layout {
+    /// The packed layout of the pages `traces` touch.
+    pub fn of(traces: &[Vec<Request>]) -> Layout {
+        let mut spans: Vec<(u64, u64)> = traces
+            .iter()
+            .flatten()
+            .filter(|r| r.pages > 0)
+            .map(|r| (r.page, r.page + r.pages))
+            .collect();
+        spans.sort_unstable();
+        let mut layout = Layout::default();
+        let mut open: Option<(u64, u64)> = None;
+        let close = |l: &mut Layout, (a, b): (u64, u64)| {
+            l.runs.push((a, b - a, l.used));
+            l.used += b - a;
+        };
+        for (a, b) in spans {
+            open = match open {
+                Some((oa, ob)) if a <= ob => Some((oa, ob.max(b))),
+                Some(run) => {
+                    close(&mut layout, run);
+                    Some((a, b))
+                }
+                None => Some((a, b)),
+            };
+        }
+        if let Some(run) = open {
+            close(&mut layout, run);
+        }
+        layout
+    }
+
+    /// Pages of one partition.
+    pub fn used(&self) -> u64 {
+        self.used
+    }
+
+    /// The partition offset of `page`, which a trace touched.
+    pub fn offset(&self, page: u64) -> u64 {
+        let i = self.runs.partition_point(|r| r.0 <= page);
+        let (first, len, at) = self.runs[i.checked_sub(1).expect("a touched page")];
+        debug_assert!(page < first + len, "page {page} was not touched");
+        at + (page - first)
+    }
+}
+
 /// A stream's position: (next submission time, stream), smallest time first.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Ready(std::cmp::Reverse<(u64, usize)>);
@@ -161,33 +219,16 @@ pub fn simulate(
     } else {
         1
     };
-    let end = traces
-        .iter()
-        .flatten()
-        .map(|r| r.page + r.pages)
-        .max()
-        .unwrap_or(0);
+    let layout = Layout::of(traces);
     let apart = copies > 1 && device.read_time_ignores_contents();
-    if copies > 1 && cfg.stride_pages < end {
-        return Err(Error::invalid(
-            "concurrent streams",
-            format!(
-                "a copy stride of {} pages is less than the {end} pages the queries touch",
-                cfg.stride_pages
-            ),
-        ));
-    }
     if apart {
-        let need = cfg
-            .stride_pages
-            .saturating_mul(copies - 1)
-            .saturating_add(end);
+        let need = layout.used().saturating_mul(copies);
         if need > device.capacity_pages() {
             return Err(Error::invalid(
                 "instances",
                 format!(
-                    "{copies} copies of the index ({} pages apart) need {need} pages; the device has {}",
-                    cfg.stride_pages,
+                    "{copies} own copies of the {} pages the queries touch need {need} pages; the device has {}",
+                    layout.used(),
                     device.capacity_pages()
                 ),
             ));
@@ -241,13 +282,12 @@ pub fn simulate(
             continue;
         }
         let r = traces[q][i];
-        let base = if cfg.instances == Instances::Own {
-            s as u64 * cfg.stride_pages
-        } else {
-            0
-        };
         // Cache pages are the copy's own; device pages are too if copies are laid out apart.
-        let page = base + r.page;
+        let page = if copies > 1 {
+            s as u64 * layout.used() + layout.offset(r.page)
+        } else {
+            r.page
+        };
         let at = if apart { page } else { r.page };
         let hit = (page..page + r.pages).all(|p| cache.contains(p));
         let done = if hit {
@@ -321,7 +361,6 @@ mod tests {
         SimConfig {
             streams,
             instances,
-            stride_pages: 10_000,
             memory_bytes,
         }
     }
@@ -444,13 +483,47 @@ mod tests {
 
     #[test]
     fn impossible_layouts_are_refused() {
-        let traces = vec![reads(&[1, 20_000])];
         let mut d = SimHdd::open(&HddConfig::desktop_7200(), 4096, None).unwrap();
-        let e = simulate(&mut d, &traces, &cfg(2, Instances::Own, 0)).unwrap_err();
-        assert!(e.to_string().contains("stride"), "{e}");
+        // Far-apart pages pack into a partition of two: 2 copies fit.
+        let sparse = vec![reads(&[1, 20_000])];
+        assert!(simulate(&mut d, &sparse, &cfg(2, Instances::Own, 0)).is_ok());
+        // Two copies of more than half the disk do not.
+        let half = d.capacity_pages() / 2 + 1;
+        let big = vec![vec![Request {
+            page: 0,
+            pages: half,
+            write: false,
+        }]];
+        let e = simulate(&mut d, &big, &cfg(2, Instances::Own, 0)).unwrap_err();
+        assert!(e.to_string().contains("instances"), "{e}");
+        assert!(e.to_string().contains("own copies"), "{e}");
         let mut ssd = SimSsd::open(&SsdConfig::v300(), 4096, None).unwrap();
         let e = simulate(&mut ssd, &[reads(&[1])], &cfg(0, Instances::Own, 0)).unwrap_err();
         assert!(e.to_string().contains("at least 1"), "{e}");
+    }
+
+    /// Touched pages pack in order, without gaps, and multi-page requests stay contiguous.
+    #[test]
+    fn the_layout_packs_touched_pages_in_order() {
+        let r = |page, pages| Request {
+            page,
+            pages,
+            write: false,
+        };
+        let traces = vec![
+            vec![r(1_000_000, 4), r(3, 1)],
+            vec![r(1_000_002, 4), r(4, 1), r(7, 2)],
+            vec![],
+        ];
+        let l = Layout::of(&traces);
+        assert_eq!(l.used(), 1 + 1 + 2 + 6);
+        assert_eq!(l.offset(3), 0);
+        assert_eq!(l.offset(4), 1);
+        assert_eq!(l.offset(7), 2);
+        assert_eq!(l.offset(8), 3);
+        assert_eq!(l.offset(1_000_000), 4);
+        assert_eq!(l.offset(1_000_005), 9);
+        assert_eq!(Layout::of(&[]).used(), 0);
     }
 
     /// On flash, own copies read the original's (written) pages but keep their own cache

@@ -194,7 +194,7 @@ pub(super) struct RawWorkload {
     pub(super) seed: Opt<i64>,
     pub(super) predicate: Opt<String>,
     pub(super) refine: Opt<bool>,
-    pub(super) k: Opt<i64>,
+    pub(super) k: Opt<Ints>,
     pub(super) place: Opt<String>,
     pub(super) operations: Opt<i64>,
     pub(super) insert: Opt<Text>,

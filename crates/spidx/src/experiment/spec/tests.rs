@@ -428,6 +428,39 @@ fn knn_access_and_streams_keys() {
         let e = err(&with(extra));
         assert!(e.contains(want), "{extra}: {e}");
     }
+    // A list of k: one workload per k, named after it, on the same queries.
+    let s = parse_str(&with("name = \"idx\"\n").replace("k = 3", "k = [1, 10, 100]")).unwrap();
+    let knn: Vec<(String, usize, u64)> = s
+        .workloads
+        .iter()
+        .filter_map(|w| match w {
+            Workload::Knn { name, k, seed, .. } => Some((name.clone(), *k, *seed)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        knn,
+        [
+            ("idx k=1".to_string(), 1, 3),
+            ("idx k=10".to_string(), 10, 3),
+            ("idx k=100".to_string(), 100, 3)
+        ]
+    );
+    let s = parse_str(&GOOD.replace("k = 3", "k = [2, 5]")).unwrap();
+    let names: Vec<&str> = s.workloads.iter().map(|w| w.name()).collect();
+    assert_eq!(names[2..4], ["knn k=2", "knn k=5"]);
+    for (k, want) in [
+        ("k = []", "workload[2].k: needs at least one value"),
+        ("k = [1, 1]", "workload[2].k: 1 is listed twice"),
+        ("k = [1, 0]", "workload[2].k: 0 is not between 1 and 100000"),
+        (
+            "k = \"ten\"",
+            "line 19: invalid type: string \"ten\", expected an integer or a list of integers",
+        ),
+    ] {
+        let e = err(&GOOD.replace("k = 3", k));
+        assert!(e.contains(want), "{k}: {e}");
+    }
     // The keys belong to knn only.
     let e = err(&GOOD.replace("aspect = 2.0", "aspect = 2.0\nstreams = 3"));
     assert!(e.contains("workload[1].streams: does not apply"), "{e}");

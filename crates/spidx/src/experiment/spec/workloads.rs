@@ -140,6 +140,8 @@ pub(super) fn workloads(src: &Src, raw: &RawSpec) -> Result<Vec<Workload>> {
                 }),
             }
         };
+        // `k = [1, 10, 100]`: one kNN workload per k, on the same queries.
+        let ks = knn_ks(src, r, &key)?;
         let wl = match kind {
             "construction" => Workload::Construction {
                 name: String::new(),
@@ -232,10 +234,7 @@ pub(super) fn workloads(src: &Src, raw: &RawSpec) -> Result<Vec<Workload>> {
             },
             "knn" => Workload::Knn {
                 name: String::new(),
-                k: match &r.k {
-                    Some(k) => src.count(k, &key("k"), 1)? as usize,
-                    None => 10,
-                },
+                k: ks[0],
                 queries: queries.unwrap_or(100),
                 place,
                 seed,
@@ -281,25 +280,35 @@ pub(super) fn workloads(src: &Src, raw: &RawSpec) -> Result<Vec<Workload>> {
                 }
             }
         };
-        let name = match &r.name {
-            Some(n) if n.get_ref().trim().is_empty() => {
-                return Err(src.at(n, &key("name"), "must not be empty"))
-            }
-            Some(n) => n.get_ref().trim().to_string(),
-            None => default_name(&wl),
+        let variants: Vec<Workload> = match &wl {
+            Workload::Knn { .. } if ks.len() > 1 => ks.iter().map(|&k| with_k(&wl, k)).collect(),
+            _ => vec![wl],
         };
-        if let Some(dup) = out.iter().find(|o| o.name() == name) {
-            let span = r.name.as_ref().map(|n| n.span()).unwrap_or(w.span());
-            return Err(src.err(
-                span,
-                &key("name"),
-                format!(
-                    "'{}' names two workloads; give each a distinct name",
-                    dup.name()
-                ),
-            ));
+        for wl in variants {
+            let name = match &r.name {
+                Some(n) if n.get_ref().trim().is_empty() => {
+                    return Err(src.at(n, &key("name"), "must not be empty"))
+                }
+                Some(n) if ks.len() > 1 => match &wl {
+                    Workload::Knn { k, .. } => format!("{} k={k}", n.get_ref().trim()),
+                    _ => n.get_ref().trim().to_string(),
+                },
+                Some(n) => n.get_ref().trim().to_string(),
+                None => default_name(&wl),
+            };
+            if let Some(dup) = out.iter().find(|o| o.name() == name) {
+                let span = r.name.as_ref().map(|n| n.span()).unwrap_or(w.span());
+                return Err(src.err(
+                    span,
+                    &key("name"),
+                    format!(
+                        "'{}' names two workloads; give each a distinct name",
+                        dup.name()
+                    ),
+                ));
+            }
+            out.push(with_name(wl, name));
         }
-        out.push(with_name(wl, name));
     }
     Ok(out)
 }
@@ -337,6 +346,40 @@ fn scan_access(src: &Src, r: &RawWorkload, key: &dyn Fn(&str) -> String) -> Resu
             Ok(Some(b as usize))
         }
     }
+}
+
+/// Largest k a kNN workload accepts.
+const MAX_K: i64 = 100_000;
+
+/// `k` of a kNN workload: one value or a list (one workload each), default 10.
+fn knn_ks(src: &Src, r: &RawWorkload, key: &dyn Fn(&str) -> String) -> Result<Vec<usize>> {
+    let Some(list) = &r.k else {
+        return Ok(vec![10]);
+    };
+    let v = &list.get_ref().0;
+    if v.is_empty() {
+        return Err(src.at(list, &key("k"), "needs at least one value"));
+    }
+    let mut ks = Vec::new();
+    for &k in v {
+        if !(1..=MAX_K).contains(&k) {
+            return Err(src.at(list, &key("k"), format!("{k} is not between 1 and {MAX_K}")));
+        }
+        if ks.contains(&(k as usize)) {
+            return Err(src.at(list, &key("k"), format!("{k} is listed twice")));
+        }
+        ks.push(k as usize);
+    }
+    Ok(ks)
+}
+
+/// A copy of the kNN workload `w` with `k` neighbours.
+fn with_k(w: &Workload, k: usize) -> Workload {
+    let mut w = w.clone();
+    if let Workload::Knn { k: old, .. } = &mut w {
+        *old = k;
+    }
+    w
 }
 
 /// The scan's request size when `request` is not given.
