@@ -139,7 +139,11 @@ impl IndexArgs {
         match self.store.as_str() {
             "direct" => {
                 if let Some((_, name)) = fast_flags.iter().find(|(set, _)| *set) {
-                    bail!("{name} applies to --store fast, efind or lcr only");
+                    let stores = match *name {
+                        "--flushing-unit" | "--flush-policy" => "fast or efind",
+                        _ => "fast, efind or lcr",
+                    };
+                    bail!("{name} applies to --store {stores} only");
                 }
                 Ok(StoreConfig::Direct {
                     journal: !self.no_journal,
