@@ -103,15 +103,27 @@ fn bad_lcr_options_are_clear_errors() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (lcr.to_vec(), "--store lcr needs --write-buffer"),
         (
-            [&lcr[..], &["--write-buffer", "64KB", "--flushing-unit", "3"]].concat(),
+            [
+                &lcr[..],
+                &["--write-buffer", "64KB", "--flushing-unit", "3"],
+            ]
+            .concat(),
             "--flushing-unit applies to --store fast or efind only",
         ),
         (
-            [&lcr[..], &["--write-buffer", "64KB", "--flush-policy", "fast"]].concat(),
+            [
+                &lcr[..],
+                &["--write-buffer", "64KB", "--flush-policy", "fast"],
+            ]
+            .concat(),
             "--flush-policy applies to --store fast or efind only",
         ),
         (
-            [&lcr[..], &["--write-buffer", "64KB", "--read-policy", "lru"]].concat(),
+            [
+                &lcr[..],
+                &["--write-buffer", "64KB", "--read-policy", "lru"],
+            ]
+            .concat(),
             "--read-policy applies to --store efind only",
         ),
         (

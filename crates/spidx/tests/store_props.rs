@@ -231,7 +231,10 @@ fn fast_flushes_happen_and_are_counted() {
         assert_eq!(report.lcr.is_some(), report.kind == "lcr");
         if let Some(l) = report.lcr {
             // Modified nodes went to their log pages; reads of them read those pages.
-            assert!(l.log_page_writes > 0 && l.log_page_reads > 0, "{cfg:?}: {l:?}");
+            assert!(
+                l.log_page_writes > 0 && l.log_page_reads > 0,
+                "{cfg:?}: {l:?}"
+            );
             assert_eq!(b.settings.flush_policy, "flush-all");
             assert_eq!(l.gauges.mapping_bytes, 16 * l.gauges.log_pages);
             assert!(

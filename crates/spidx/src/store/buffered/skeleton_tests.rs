@@ -10,15 +10,15 @@ use crate::node::{LayoutKind, Node};
 use crate::store::efind::{EfindConfig, EfindPolicy};
 use crate::store::fast::{FastParams, FastPolicy, FlushPolicy};
 
-const PS: usize = 1024;
+pub(crate) const PS: usize = 1024;
 
-fn mem(bytes: u64) -> SharedDevice {
+pub(crate) fn mem(bytes: u64) -> SharedDevice {
     SharedDevice::new(Box::new(
         MemoryDevice::open(&MemoryConfig { capacity: bytes }, PS, None).unwrap(),
     ))
 }
 
-fn devs(nodes: &SharedDevice, log: &SharedDevice) -> LogDevices {
+pub(crate) fn devs(nodes: &SharedDevice, log: &SharedDevice) -> LogDevices {
     LogDevices {
         nodes: Box::new(nodes.clone()),
         log: Box::new(log.clone()),
@@ -29,11 +29,11 @@ fn devs(nodes: &SharedDevice, log: &SharedDevice) -> LogDevices {
     }
 }
 
-fn layout() -> NodeLayout {
+pub(crate) fn layout() -> NodeLayout {
     NodeLayout::new(LayoutKind::Checked, PS, 2).unwrap()
 }
 
-fn entry(i: u64) -> Entry<2> {
+pub(crate) fn entry(i: u64) -> Entry<2> {
     let x = i as f64;
     Entry {
         mbr: Rect::new([x, x], [x + 1.0, x + 2.0]).unwrap(),

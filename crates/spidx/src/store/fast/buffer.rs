@@ -7,7 +7,7 @@
 
 use crate::node::{NodeLayout, PageId};
 use crate::store::buffered::{
-    BufferGauges, BufferedNode, NodeBuffer, NodeStatus, RawChange, Record, RecoveryReport,
+    BufferGauges, BufferedNode, Core, NodeBuffer, NodeStatus, RawChange, Record, RecoveryReport,
 };
 use crate::store::{Change, StoreHeader};
 use crate::{Error, Result};
@@ -169,6 +169,79 @@ impl WriteBuffer {
             n.changes.clear();
             n
         });
+    }
+
+    /// Logs (in `core`'s log) and buffers a node created with `entries` at operation `op`
+    /// (FAST's and the LCR-tree's `Create` record).
+    pub fn logged_create(
+        &mut self,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+        entries: Vec<u8>,
+        op: u64,
+    ) -> Result<()> {
+        core.append(&Record::Create {
+            id,
+            level,
+            stamp: None,
+            entries: entries.clone(),
+        })?;
+        self.create(id, level, entries, op);
+        Ok(())
+    }
+
+    /// Logs and buffers a node update's `changes` (a `Modify` record).
+    pub fn logged_modify(
+        &mut self,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+        changes: Vec<RawChange>,
+        op: u64,
+    ) -> Result<()> {
+        core.append(&Record::Modify {
+            id,
+            level,
+            stamp: None,
+            changes: changes.clone(),
+        })?;
+        self.modify(id, level, changes, op);
+        Ok(())
+    }
+
+    /// Logs and buffers a rewrite of node `id` with `entries` (a `Rewrite` record; its
+    /// entries count as modifications).
+    pub fn logged_rewrite(
+        &mut self,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+        entries: Vec<u8>,
+        op: u64,
+    ) -> Result<()> {
+        core.append(&Record::Rewrite {
+            id,
+            level,
+            stamp: None,
+            entries: entries.clone(),
+        })?;
+        let n = (entries.len() / core.layout.entry_size()) as u64;
+        self.image(id, level, entries, n, op);
+        Ok(())
+    }
+
+    /// Logs and buffers the deletion of node `id` (a `Free` record).
+    pub fn logged_delete(
+        &mut self,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+        op: u64,
+    ) -> Result<()> {
+        core.append(&Record::Free(id))?;
+        self.delete(id, level, op);
+        Ok(())
     }
 
     /// Drops node `id` (its changes reached its page); returns it.

@@ -245,14 +245,7 @@ impl BufferPolicy for FastPolicy {
     }
 
     fn create(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
-        core.append(&Record::Create {
-            id,
-            level,
-            stamp: None,
-            entries: entries.clone(),
-        })?;
-        self.buf.create(id, level, entries, self.op);
-        Ok(())
+        self.buf.logged_create(core, id, level, entries, self.op)
     }
 
     fn modify(
@@ -262,32 +255,15 @@ impl BufferPolicy for FastPolicy {
         level: u32,
         changes: Vec<RawChange>,
     ) -> Result<()> {
-        core.append(&Record::Modify {
-            id,
-            level,
-            stamp: None,
-            changes: changes.clone(),
-        })?;
-        self.buf.modify(id, level, changes, self.op);
-        Ok(())
+        self.buf.logged_modify(core, id, level, changes, self.op)
     }
 
     fn rewrite(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
-        core.append(&Record::Rewrite {
-            id,
-            level,
-            stamp: None,
-            entries: entries.clone(),
-        })?;
-        let n = (entries.len() / core.layout.entry_size()) as u64;
-        self.buf.image(id, level, entries, n, self.op);
-        Ok(())
+        self.buf.logged_rewrite(core, id, level, entries, self.op)
     }
 
     fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
-        core.append(&Record::Free(id))?;
-        self.buf.delete(id, level, self.op);
-        Ok(())
+        self.buf.logged_delete(core, id, level, self.op)
     }
 
     fn log_meta(&mut self, core: &mut Core, meta: TreeMeta) -> Result<()> {

@@ -56,7 +56,13 @@ impl NodeDelta {
     }
 
     /// Applies the delta to node `id`'s page `page` (its base), at `level`.
-    pub fn apply(&self, layout: &NodeLayout, id: PageId, level: u32, page: &mut [u8]) -> Result<()> {
+    pub fn apply(
+        &self,
+        layout: &NodeLayout,
+        id: PageId,
+        level: u32,
+        page: &mut [u8],
+    ) -> Result<()> {
         let es = layout.entry_size();
         let bad = |why: String| Error::corrupted(format!("LCR-tree log of node {id}"), why);
         let (bc, c) = (layout.entry_count(page), self.count as usize);
@@ -228,11 +234,7 @@ mod tests {
         let d = NodeDelta::between(&l, &page(&l, &[1]), &page(&l, &[1, 2]));
         let mut lp = vec![0u8; 1024];
         d.encode(7, 0, &mut lp);
-        let err = |p: &[u8], node| {
-            NodeDelta::decode(p, 30, node, es)
-                .unwrap_err()
-                .to_string()
-        };
+        let err = |p: &[u8], node| NodeDelta::decode(p, 30, node, es).unwrap_err().to_string();
         assert!(err(&lp, 8).contains("holds the log of node 7, not 8"));
         let mut torn = lp.clone();
         torn[HEADER + 6] ^= 1;

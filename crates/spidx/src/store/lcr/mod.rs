@@ -105,7 +105,7 @@ pub struct LcrStats {
     pub merges: u64,
     /// Log pages freed (merges, deleted nodes, deltas that became empty).
     pub log_pages_freed: u64,
-    /// Log pages read (node reads of a node that has one).
+    /// Log pages read by node reads (from the page cache or the device).
     pub log_page_reads: u64,
     /// The mapping table now.
     pub gauges: LcrGauges,
@@ -127,6 +127,19 @@ pub struct LcrGauges {
 pub struct LcrSettings {
     /// Changed entries one log page holds (a larger delta merges the node).
     pub log_page_slots: u64,
+}
+
+/// A node as on the device: its page, and the page with its log page's delta applied
+/// (`None`: it has no log page).
+struct DiskNode {
+    base: Arc<[u8]>,
+    logged: Option<Vec<u8>>,
+}
+
+/// A node's current content and its page on the device, when that was read.
+struct Current {
+    base: Option<Arc<[u8]>>,
+    now: Arc<[u8]>,
 }
 
 /// The LCR-tree store: the buffered-store skeleton with the LCR policy.
@@ -174,16 +187,13 @@ impl LcrPolicy {
 
     /// Node `id` as on the device: its page and, if it has a log page, the page with its
     /// delta applied (`None`: no log page).
-    fn disk_node(
-        &mut self,
-        core: &mut Core,
-        id: PageId,
-        level: u32,
-    ) -> Result<(Arc<[u8]>, Option<Vec<u8>>)> {
+    fn disk_node(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<DiskNode> {
         let layout = core.layout;
-        let base = core.cache.read_checked(id, level, |b| layout.verify(b, id))?;
+        let base = core
+            .cache
+            .read_checked(id, level, |b| layout.verify(b, id))?;
         let Some(lp) = core.header.log_pages.get(&id).copied() else {
-            return Ok((base, None));
+            return Ok(DiskNode { base, logged: None });
         };
         let es = layout.entry_size();
         let raw = core
@@ -193,7 +203,10 @@ impl LcrPolicy {
         self.stats.log_page_reads += 1;
         let mut page = base.to_vec();
         delta.apply(&layout, id, level, &mut page)?;
-        Ok((base, Some(page)))
+        Ok(DiskNode {
+            base,
+            logged: Some(page),
+        })
     }
 
     /// The current content of node `id` and its page on the device, when it was read
@@ -204,12 +217,15 @@ impl LcrPolicy {
         id: PageId,
         level: u32,
         need_base: bool,
-    ) -> Result<(Option<Arc<[u8]>>, Arc<[u8]>)> {
+    ) -> Result<Current> {
         let layout = core.layout;
         let Some(n) = self.buf.get(id) else {
-            let (base, logged) = self.disk_node(core, id, level)?;
-            let cur = logged.map_or_else(|| Arc::clone(&base), Arc::from);
-            return Ok((Some(base), cur));
+            let DiskNode { base, logged } = self.disk_node(core, id, level)?;
+            let now = logged.map_or_else(|| Arc::clone(&base), Arc::from);
+            return Ok(Current {
+                base: Some(base),
+                now,
+            });
         };
         if n.status == NodeStatus::Deleted {
             return Err(Error::corrupted(
@@ -222,20 +238,27 @@ impl LcrPolicy {
             Some(entries) => {
                 page_from_entries(&layout, id, n.level, &entries, &mut page)?;
                 let base = match n.status {
-                    NodeStatus::Modified if need_base => Some(core.cache.read_checked(id, level, |b| layout.verify(b, id))?),
+                    NodeStatus::Modified if need_base => Some(core.cache.read_checked(
+                        id,
+                        level,
+                        |b| layout.verify(b, id),
+                    )?),
                     _ => None,
                 };
                 (base, entries.len() / layout.entry_size())
             }
             None => {
-                let (base, logged) = self.disk_node(core, id, level)?;
+                let DiskNode { base, logged } = self.disk_node(core, id, level)?;
                 page.copy_from_slice(logged.as_deref().unwrap_or(&base));
                 (Some(base), layout.entry_count(&page))
             }
         };
         let n = self.buf.get(id).expect("buffered");
         apply_raw(&layout, id, &mut page, n.level, count, &n.changes)?;
-        Ok((base, page.into()))
+        Ok(Current {
+            base,
+            now: page.into(),
+        })
     }
 
     /// Frees node `id`'s log page, if it has one (logged).
@@ -266,7 +289,7 @@ impl LcrPolicy {
             if status == NodeStatus::Deleted {
                 continue;
             }
-            let (base, cur) = self.current(core, id, level, true)?;
+            let Current { base, now: cur } = self.current(core, id, level, true)?;
             let Some(base) = base.filter(|_| status == NodeStatus::Modified) else {
                 pages.push((id, level, cur.to_vec()));
                 self.stats.node_page_writes += 1;
@@ -386,18 +409,11 @@ impl BufferPolicy for LcrPolicy {
     }
 
     fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        self.current(core, id, level, false).map(|(_, cur)| cur)
+        self.current(core, id, level, false).map(|c| c.now)
     }
 
     fn create(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
-        core.append(&Record::Create {
-            id,
-            level,
-            stamp: None,
-            entries: entries.clone(),
-        })?;
-        self.buf.create(id, level, entries, self.op);
-        Ok(())
+        self.buf.logged_create(core, id, level, entries, self.op)
     }
 
     fn modify(
@@ -407,34 +423,17 @@ impl BufferPolicy for LcrPolicy {
         level: u32,
         changes: Vec<RawChange>,
     ) -> Result<()> {
-        core.append(&Record::Modify {
-            id,
-            level,
-            stamp: None,
-            changes: changes.clone(),
-        })?;
-        self.buf.modify(id, level, changes, self.op);
-        Ok(())
+        self.buf.logged_modify(core, id, level, changes, self.op)
     }
 
     fn rewrite(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
-        core.append(&Record::Rewrite {
-            id,
-            level,
-            stamp: None,
-            entries: entries.clone(),
-        })?;
-        let n = (entries.len() / core.layout.entry_size()) as u64;
-        self.buf.image(id, level, entries, n, self.op);
-        Ok(())
+        self.buf.logged_rewrite(core, id, level, entries, self.op)
     }
 
     fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
         // The log page first: recovery frees pages in the order they were freed here.
         self.drop_log_page(core, id)?;
-        core.append(&Record::Free(id))?;
-        self.buf.delete(id, level, self.op);
-        Ok(())
+        self.buf.logged_delete(core, id, level, self.op)
     }
 
     fn log_meta(&mut self, core: &mut Core, meta: TreeMeta) -> Result<()> {

@@ -6,44 +6,13 @@ use super::*;
 use crate::cache::CacheConfig;
 use crate::device::memory::{MemoryConfig, MemoryDevice};
 use crate::device::shared::SharedDevice;
-use crate::device::{Device, DeviceConfig};
-use crate::geom::Rect;
-use crate::node::{Entry, LayoutKind, Node, NodeLayout};
-use crate::store::buffered::placement::{LogDevices, LogPlacement};
+use crate::device::Device;
+use crate::node::{Entry, Node};
+use crate::store::buffered::placement::LogPlacement;
 use crate::store::log::LogConfig;
 use crate::store::{NodeChange, NodeStore, StoreConfig, StoreControl};
 
-const PS: usize = 1024;
-
-fn mem(bytes: u64) -> SharedDevice {
-    SharedDevice::new(Box::new(
-        MemoryDevice::open(&MemoryConfig { capacity: bytes }, PS, None).unwrap(),
-    ))
-}
-
-fn devs(nodes: &SharedDevice, log: &SharedDevice) -> LogDevices {
-    LogDevices {
-        nodes: Box::new(nodes.clone()),
-        log: Box::new(log.clone()),
-        placement: LogPlacement::Separate {
-            name: "memory".into(),
-            config: Box::new(DeviceConfig::Memory(MemoryConfig { capacity: 8 << 20 })),
-        },
-    }
-}
-
-fn layout() -> NodeLayout {
-    NodeLayout::new(LayoutKind::Checked, PS, 2).unwrap()
-}
-
-fn entry(i: u64) -> Entry<2> {
-    let x = i as f64;
-    Entry {
-        mbr: Rect::new([x, x], [x + 1.0, x + 2.0]).unwrap(),
-        ptr: i,
-        aux: 0,
-    }
-}
+use crate::store::buffered::tests::{devs, entry, layout, mem, PS};
 
 fn params() -> LcrParams {
     LcrParams {
@@ -87,9 +56,20 @@ fn deltas_go_to_one_log_page_reads_cost_two_pages_and_overflow_merges() {
     NodeStore::<2>::end_operation(&mut s).unwrap();
     StoreControl::write_back(&mut s).unwrap();
     let st = s.policy().lcr_stats();
-    assert_eq!((st.node_page_writes, st.log_page_writes), (1, 0), "a new node's page");
+    assert_eq!(
+        (st.node_page_writes, st.log_page_writes),
+        (1, 0),
+        "a new node's page"
+    );
     // One change: its delta is written to a newly allocated log page, not the node page.
-    modify(&mut s, id, NodeChange::Set { pos: 1, entry: entry(50) });
+    modify(
+        &mut s,
+        id,
+        NodeChange::Set {
+            pos: 1,
+            entry: entry(50),
+        },
+    );
     StoreControl::write_back(&mut s).unwrap();
     let lp = *s.core().header.log_pages.get(&id).expect("a log page");
     assert_ne!(lp, id);
@@ -99,7 +79,14 @@ fn deltas_go_to_one_log_page_reads_cost_two_pages_and_overflow_merges() {
     assert_eq!(entries(&mut s, id), vec![entry(0), entry(50), entry(2)]);
     assert_eq!(reads(&s) - before, 2, "node page + log page");
     // More changes merge with the log page (newest wins); still one log page.
-    modify(&mut s, id, NodeChange::Set { pos: 1, entry: entry(51) });
+    modify(
+        &mut s,
+        id,
+        NodeChange::Set {
+            pos: 1,
+            entry: entry(51),
+        },
+    );
     modify(&mut s, id, NodeChange::Push(entry(60)));
     StoreControl::write_back(&mut s).unwrap();
     assert_eq!(s.core().header.log_pages.get(&id), Some(&lp));
@@ -126,7 +113,10 @@ fn deltas_go_to_one_log_page_reads_cost_two_pages_and_overflow_merges() {
     NodeStore::<2>::end_operation(&mut s).unwrap();
     StoreControl::write_back(&mut s).unwrap();
     let st = s.policy().lcr_stats();
-    assert_eq!((st.merges, st.log_pages_freed, st.node_page_writes), (1, 1, 2));
+    assert_eq!(
+        (st.merges, st.log_pages_freed, st.node_page_writes),
+        (1, 1, 2)
+    );
     assert!(s.core().header.log_pages.is_empty());
     assert_eq!(s.report().gauges.pages_in_use, 1, "the log page was freed");
     let before = reads(&s);
@@ -156,7 +146,14 @@ fn deleting_a_node_frees_its_log_page_and_the_mapping_survives_reopening() {
     assert_eq!(s.report().gauges.pages_in_use, 5 + 5);
     // Buffered changes on top of log pages, then a crash (no checkpoint): the log rebuilds
     // the mapping and the buffer.
-    modify(&mut s, ids[0], NodeChange::Set { pos: 0, entry: entry(90) });
+    modify(
+        &mut s,
+        ids[0],
+        NodeChange::Set {
+            pos: 0,
+            entry: entry(90),
+        },
+    );
     let mapping = s.core().header.log_pages.clone();
     drop(s);
     let mut s = open(&nodes, &log, true);
@@ -186,7 +183,12 @@ fn the_mapping_table_round_trips_through_store_json() {
     };
     let shared = SharedDevice::new(dev());
     let mut s = cfg
-        .create(Box::new(shared.clone()), &CacheConfig::none(), layout(), Some(dir.path()))
+        .create(
+            Box::new(shared.clone()),
+            &CacheConfig::none(),
+            layout(),
+            Some(dir.path()),
+        )
         .unwrap();
     for n in 0..4u64 {
         NodeStore::<2>::create(&mut s, 0, &[entry(n)]).unwrap();
@@ -228,8 +230,14 @@ fn a_damaged_log_page_is_refused_naming_it() {
     d.read(lp, &mut page).unwrap();
     page[PS - 1] ^= 0xff;
     d.write(lp, &page).unwrap();
-    let e = NodeStore::<2>::read(&mut s, id, 0).err().unwrap().to_string();
-    assert!(e.contains(&format!("LCR-tree log page {lp}")) && e.contains("checksum"), "{e}");
+    let e = NodeStore::<2>::read(&mut s, id, 0)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains(&format!("LCR-tree log page {lp}")) && e.contains("checksum"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -245,7 +253,10 @@ fn invalid_options_are_refused_naming_the_key() {
         ..params()
     };
     let e = small.validate(PS).unwrap_err().to_string();
-    assert!(e.contains("LCR-tree log_size") && e.contains("at least"), "{e}");
+    assert!(
+        e.contains("LCR-tree log_size") && e.contains("at least"),
+        "{e}"
+    );
     #[derive(Debug, serde::Deserialize)]
     #[allow(dead_code)]
     struct Spec {
@@ -264,7 +275,10 @@ fn invalid_options_are_refused_naming_the_key() {
             r#"store = { kind = "lcr", write_buffer = "256KB", flushing_unit = 3 }"#,
             "unknown field",
         ),
-        (r#"store = { kind = "lcr" }"#, "missing field `write_buffer`"),
+        (
+            r#"store = { kind = "lcr" }"#,
+            "missing field `write_buffer`",
+        ),
     ] {
         let e = toml::from_str::<Spec>(bad).unwrap_err().to_string();
         assert!(e.contains(want), "{bad}: {e}");
