@@ -449,4 +449,16 @@ fn print_human(v: &serde_json::Value, c: &PhaseReport, simulated: bool) {
             e["forced_into_read_buffer"]
         );
     }
+    let l = &v["store"]["lcr"];
+    if !l.is_null() {
+        println!(
+            "LCR-tree  {} log page writes, {} node page writes, {} merges, {} log pages freed, {} log page reads; {} log pages now",
+            l["log_page_writes"],
+            l["node_page_writes"],
+            l["merges"],
+            l["log_pages_freed"],
+            l["log_page_reads"],
+            l["gauges"]["log_pages"]
+        );
+    }
 }

@@ -74,14 +74,15 @@ pub struct IndexArgs {
     #[arg(long, default_value = "none")]
     pub buffer: String,
     /// Node store: direct (changes written in place), fast (FAST: write buffer, flushing
-    /// units, log; needs --write-buffer, --flushing-unit and --flush-policy) or efind (eFIND:
-    /// needs --write-buffer; see the eFIND flags).
+    /// units, log; needs --write-buffer, --flushing-unit and --flush-policy), efind (eFIND:
+    /// needs --write-buffer; see the eFIND flags) or lcr (the LCR-tree: one log page per node,
+    /// flush-all; needs --write-buffer).
     #[arg(long, default_value = "direct")]
     pub store: String,
     /// eFIND's own options.
     #[command(flatten)]
     pub efind: StoreArgs,
-    /// FAST: write buffer capacity; eFIND: total buffer (write plus read buffer), e.g. 512KB.
+    /// FAST, LCR-tree: write buffer capacity; eFIND: total buffer (write plus read buffer), e.g. 512KB.
     #[arg(long)]
     pub write_buffer: Option<String>,
     /// FAST, eFIND: nodes per flushing unit (consecutive pages written together), e.g. 5.
@@ -91,14 +92,14 @@ pub struct IndexArgs {
     /// mthao (default mthao).
     #[arg(long)]
     pub flush_policy: Option<String>,
-    /// FAST, eFIND: bytes of the device given to the log (FAST default: 16 x the write buffer,
-    /// >= 1MB; eFIND: see docs/efind.md).
+    /// FAST, eFIND, LCR-tree: bytes of the device given to the log (FAST default: 16 x the
+    /// write buffer, >= 1MB; LCR-tree: >= 4MB; eFIND: see docs/efind.md).
     #[arg(long)]
     pub log_size: Option<String>,
-    /// FAST, eFIND: log durability: each-op (default), group:N or none.
+    /// FAST, eFIND, LCR-tree: log durability: each-op (default), group:N or none.
     #[arg(long)]
     pub log_sync: Option<String>,
-    /// FAST, eFIND: where the log is written: same (default: the end of the device, counted,
+    /// FAST, eFIND, LCR-tree: where the log is written: same (default: the end of the device, counted,
     /// crash-safe), separate:DEVICE (a second device, e.g. separate:ssd-v300 or
     /// separate:ssd-v300{queue_depth=8}, counted apart) or uncounted (the papers' testbed: a
     /// plain file, not counted, never synced: NOT crash-safe).
@@ -138,7 +139,11 @@ impl IndexArgs {
         match self.store.as_str() {
             "direct" => {
                 if let Some((_, name)) = fast_flags.iter().find(|(set, _)| *set) {
-                    bail!("{name} applies to --store fast or efind only");
+                    let stores = match *name {
+                        "--flushing-unit" | "--flush-policy" => "fast or efind",
+                        _ => "fast, efind or lcr",
+                    };
+                    bail!("{name} applies to --store {stores} only");
                 }
                 Ok(StoreConfig::Direct {
                     journal: !self.no_journal,
@@ -187,7 +192,15 @@ impl IndexArgs {
                     },
                 })
             }
-            other => bail!("unknown store '{other}'; use direct, fast or efind"),
+            "lcr" => crate::store_args::lcr(&Shared {
+                write_buffer: self.write_buffer.as_deref(),
+                flushing_unit: self.flushing_unit,
+                flush_policy: self.flush_policy.as_deref(),
+                log_size: self.log_size.as_deref(),
+                log_sync: self.log_sync.as_deref(),
+                log_device: self.log_device.as_deref(),
+            }),
+            other => bail!("unknown store '{other}'; use direct, fast, efind or lcr"),
         }
     }
 

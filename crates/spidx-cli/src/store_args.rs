@@ -109,7 +109,38 @@ impl StoreArgs {
     }
 }
 
-/// The flags FAST and eFIND share (defined once, in `IndexArgs`).
+/// `--store lcr` (the LCR-tree) from the flags it shares with FAST: `--write-buffer`
+/// (required), `--log-size`, `--log-sync`, `--log-device`. Its flushing is flush-all and its
+/// unit the whole buffer (Lv et al. 2011), so `--flushing-unit` and `--flush-policy` are
+/// errors.
+pub fn lcr(shared: &Shared<'_>) -> Result<StoreConfig> {
+    if shared.flushing_unit.is_some() {
+        bail!("--flushing-unit applies to --store fast or efind only (the LCR-tree flushes its whole buffer)");
+    }
+    if shared.flush_policy.is_some() {
+        bail!("--flush-policy applies to --store fast or efind only (the LCR-tree flushes its whole buffer)");
+    }
+    let Some(buffer) = shared.write_buffer else {
+        bail!("--store lcr needs --write-buffer SIZE (e.g. 512KB)");
+    };
+    Ok(StoreConfig::Lcr {
+        write_buffer: parse_size("--write-buffer", buffer)?,
+        log_size: shared
+            .log_size
+            .map(|s| parse_size("--log-size", s))
+            .transpose()?,
+        log_sync: match shared.log_sync {
+            Some(s) => s.parse()?,
+            None => LogSync::EachOp,
+        },
+        log_device: match shared.log_device {
+            Some(s) => s.parse()?,
+            None => Default::default(),
+        },
+    })
+}
+
+/// The flags FAST, eFIND and the LCR-tree share (defined once, in `IndexArgs`).
 pub struct Shared<'a> {
     /// `--write-buffer` (eFIND: the total buffer, write plus read).
     pub write_buffer: Option<&'a str>,

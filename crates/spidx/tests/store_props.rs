@@ -228,6 +228,20 @@ fn fast_flushes_happen_and_are_counted() {
         assert!(b.image_bytes >= b.image_records, "{cfg:?}: {b:?}");
         assert_eq!(report.fast.is_some(), report.kind == "fast");
         assert_eq!(report.efind.is_some(), report.kind == "efind");
+        assert_eq!(report.lcr.is_some(), report.kind == "lcr");
+        if let Some(l) = report.lcr {
+            // Modified nodes went to their log pages; reads of them read those pages.
+            assert!(
+                l.log_page_writes > 0 && l.log_page_reads > 0,
+                "{cfg:?}: {l:?}"
+            );
+            assert_eq!(b.settings.flush_policy, "flush-all");
+            assert_eq!(l.gauges.mapping_bytes, 16 * l.gauges.log_pages);
+            assert!(
+                report.gauges.pages_in_use > l.gauges.log_pages,
+                "{cfg:?}: log pages are allocated pages: {l:?}"
+            );
+        }
         if report.fast.is_some() {
             assert_eq!(b.settings.write_buffer, 8 << 10);
             assert!(b.log.compactions > 0 || b.log.bytes < (1 << 19), "{cfg:?}");

@@ -13,6 +13,7 @@ use super::direct::{DirectStore, Journaling};
 use super::efind::{EfindConfig, EfindPolicy, EfindStats, EfindStore};
 use super::fast::{FastParams, FastPolicy, FastStats, FastStore, FlushPolicy};
 use super::journal::JOURNAL_FILE;
+use super::lcr::{LcrParams, LcrPolicy, LcrStats, LcrStore};
 use super::log::{LogConfig, LogSync};
 use super::{NodeChange, NodePage, NodeStore, StoreControl, StoreStats, TreeMeta};
 use crate::cache::{CacheConfig, CacheStats, PageCache};
@@ -60,6 +61,28 @@ pub enum StoreConfig {
         log_sync: LogSync,
         /// Where the log is written: `same` (default), `separate:<device>` or
         /// `uncounted` (see [`LogPlacement`]).
+        #[serde(default, skip_serializing_if = "LogPlacement::is_same")]
+        log_device: LogPlacement,
+    },
+    /// The LCR-tree (Lv et al. 2011): nodes in place, one log page of compacted changes
+    /// per node, a flush-all write buffer (see [`super::lcr`]).
+    Lcr {
+        /// Write buffer capacity in bytes (`"512KB"` or a number).
+        #[serde(with = "size_bytes")]
+        write_buffer: u64,
+        /// Bytes of the device given to the write-ahead log (default: 16 x the write
+        /// buffer, at least 4MB).
+        #[serde(
+            default,
+            with = "opt_size_bytes",
+            skip_serializing_if = "Option::is_none"
+        )]
+        log_size: Option<u64>,
+        /// `each-op` (default), `group:N` or `none`.
+        #[serde(default)]
+        log_sync: LogSync,
+        /// Where the log is written: `same` (default), `separate:<device>` or
+        /// `uncounted` (the paper's behaviour: not crash-safe, log I/O not counted).
         #[serde(default, skip_serializing_if = "LogPlacement::is_same")]
         log_device: LogPlacement,
     },
@@ -157,6 +180,7 @@ impl StoreConfig {
             StoreConfig::Direct { .. } => Ok(()),
             StoreConfig::Efind(c) => c.resolve(page_size).map(|_| ()),
             StoreConfig::Fast { .. } => self.fast_params().expect("fast").validate(page_size),
+            StoreConfig::Lcr { .. } => self.lcr_params().expect("lcr").validate(page_size),
         }
     }
 
@@ -177,7 +201,24 @@ impl StoreConfig {
                 log_size: log_size.unwrap_or_else(|| FastParams::default_log_size(write_buffer)),
                 log_sync,
             }),
-            StoreConfig::Direct { .. } | StoreConfig::Efind(_) => None,
+            StoreConfig::Direct { .. } | StoreConfig::Efind(_) | StoreConfig::Lcr { .. } => None,
+        }
+    }
+
+    /// The LCR-tree's resolved options (`None` for other stores).
+    pub fn lcr_params(&self) -> Option<LcrParams> {
+        match *self {
+            StoreConfig::Lcr {
+                write_buffer,
+                log_size,
+                log_sync,
+                ..
+            } => Some(LcrParams {
+                write_buffer,
+                log_size: log_size.unwrap_or_else(|| LcrParams::default_log_size(write_buffer)),
+                log_sync,
+            }),
+            _ => None,
         }
     }
 
@@ -186,7 +227,9 @@ impl StoreConfig {
         match self {
             StoreConfig::Direct { .. } => None,
             StoreConfig::Efind(c) => Some(&c.log_device),
-            StoreConfig::Fast { log_device, .. } => Some(log_device),
+            StoreConfig::Fast { log_device, .. } | StoreConfig::Lcr { log_device, .. } => {
+                Some(log_device)
+            }
         }
     }
 
@@ -214,6 +257,7 @@ impl StoreConfig {
             StoreConfig::Direct { journal: false } => "nojournal".into(),
             StoreConfig::Efind(c) => c.label(),
             StoreConfig::Fast { .. } => "FAST".into(),
+            StoreConfig::Lcr { .. } => "LCR".into(),
         };
         match self.log_placement().map(LogPlacement::label) {
             Some(l) if !l.is_empty() => format!("{base} {l}"),
@@ -344,6 +388,18 @@ impl StoreConfig {
                     FastStore::create(devs, buffer, layout, log, policy, header)?
                 })))
             }
+            StoreConfig::Lcr { log_device: p, .. } => {
+                let params = self.lcr_params().expect("lcr");
+                let log_pages = params.log_pages(layout.page_size());
+                let devs = attach(p, device, log_device, log_pages, "LCR-tree", files, !reopen)?;
+                let log = LogConfig::new(params.log_sync);
+                let policy = LcrPolicy::new(params);
+                Ok(AnyStore::Lcr(Box::new(if reopen {
+                    LcrStore::open(devs, buffer, layout, log, policy, header)?
+                } else {
+                    LcrStore::create(devs, buffer, layout, log, policy, header)?
+                })))
+            }
         }
     }
 }
@@ -353,7 +409,7 @@ impl StoreConfig {
 /// under `settings`, here and in every nested report (see `docs/stores.md`, "Statistics").
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StoreReport {
-    /// The store's kind (`direct`, `fast`, `efind`).
+    /// The store's kind (`direct`, `fast`, `efind`, `lcr`).
     pub kind: String,
     /// Node-level counters every store keeps.
     pub nodes: StoreStats,
@@ -369,6 +425,9 @@ pub struct StoreReport {
     /// eFIND's own counters (eFIND stores only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub efind: Option<EfindStats>,
+    /// The LCR-tree's own counters, gauges and settings (LCR-tree stores only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lcr: Option<LcrStats>,
     /// What the recovery that opened a logging store did (FAST, eFIND).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<super::buffered::RecoveryReport>,
@@ -411,6 +470,8 @@ pub enum AnyStore {
     Efind(Box<EfindStore>),
     /// The FAST store.
     Fast(Box<FastStore>),
+    /// The LCR-tree store.
+    Lcr(Box<LcrStore>),
 }
 
 /// Calls `$body` with `$s` bound to the store inside `$self`, whatever its kind.
@@ -426,6 +487,10 @@ macro_rules! dispatch {
                 let $s: &FastStore = b;
                 $body
             }
+            AnyStore::Lcr(b) => {
+                let $s: &LcrStore = b;
+                $body
+            }
         }
     };
     ($self:expr, mut $s:ident => $body:expr) => {
@@ -437,6 +502,10 @@ macro_rules! dispatch {
             }
             AnyStore::Fast(b) => {
                 let $s: &mut FastStore = b;
+                $body
+            }
+            AnyStore::Lcr(b) => {
+                let $s: &mut LcrStore = b;
                 $body
             }
         }

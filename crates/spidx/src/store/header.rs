@@ -4,6 +4,7 @@
 //! directory. Logging stores also log allocations and metadata, so a crash between two
 //! checkpoints loses nothing; their header is the starting point recovery replays onto.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -33,6 +34,10 @@ pub struct StoreHeader {
     /// journal: only a journal of the same checkpoint is rolled back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<u64>,
+    /// The LCR-tree's mapping table: node page -> its log page
+    /// ([`crate::store::lcr`]; empty and not saved for other stores).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub log_pages: BTreeMap<PageId, PageId>,
 }
 
 impl StoreHeader {

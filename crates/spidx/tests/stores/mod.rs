@@ -1,4 +1,5 @@
-//! The node-store configurations every store-generic test runs over: direct, FAST and eFIND
+//! The node-store configurations every store-generic test runs over: direct, FAST, eFIND
+//! and the LCR-tree
 //! ([`store_configs`], [`crash_configs`]).
 
 #![allow(dead_code)]
@@ -19,6 +20,17 @@ pub fn fast(policy: FlushPolicy, unit: u32, buffer: u64, sync: LogSync) -> Store
         flushing_unit: unit,
         flush_policy: policy,
         log_size: None,
+        log_sync: sync,
+        log_device: Default::default(),
+    }
+}
+
+/// An LCR-tree configuration with a small buffer so that flushes (and merges) really happen
+/// (a 1 MB log: the test devices are small).
+pub fn lcr(buffer: u64, sync: LogSync) -> StoreConfig {
+    StoreConfig::Lcr {
+        write_buffer: buffer,
+        log_size: Some(1 << 20),
         log_sync: sync,
         log_device: Default::default(),
     }
@@ -69,6 +81,8 @@ pub fn store_configs() -> Vec<StoreConfig> {
         let (read, tc) = reads[i];
         v.push(efind(p, 1 + i % 4, read, tc, LogSync::EachOp));
     }
+    v.push(lcr(4 << 10, LogSync::EachOp));
+    v.push(lcr(16 << 10, LogSync::EachOp));
     v
 }
 
@@ -78,6 +92,7 @@ pub fn placed(mut cfg: StoreConfig, placement: &str) -> StoreConfig {
     match &mut cfg {
         StoreConfig::Fast { log_device, .. } => *log_device = p,
         StoreConfig::Efind(c) => c.log_device = p,
+        StoreConfig::Lcr { log_device, .. } => *log_device = p,
         StoreConfig::Direct { .. } => panic!("the direct store has no log"),
     }
     cfg
@@ -97,6 +112,7 @@ pub fn placement_configs() -> Vec<StoreConfig> {
     vec![
         placed(f.clone(), "uncounted"),
         placed(f, "separate:memory"),
+        placed(lcr(8 << 10, LogSync::EachOp), "uncounted"),
         placed(e.clone(), "uncounted"),
         placed(e, "separate:memory"),
     ]
@@ -146,6 +162,10 @@ pub fn crash_configs() -> Vec<StoreConfig> {
             fast(FlushPolicy::FastStar, 3, 6 << 10, LogSync::EachOp),
             "separate:memory",
         ),
+        lcr(4 << 10, LogSync::EachOp),
+        lcr(8 << 10, LogSync::Group(4)),
+        lcr(6 << 10, LogSync::None),
+        placed(lcr(6 << 10, LogSync::EachOp), "separate:memory"),
         placed(
             efind(
                 efind::FlushPolicy::Mthao,

@@ -694,4 +694,4 @@ impl<P: BufferPolicy> StoreControl for BufferedStore<P> {
 
 #[cfg(test)]
 #[path = "skeleton_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -20,6 +20,7 @@
 //! | `Written` | these buffered nodes reached their pages | ✓ | |
 //! | `Snapshot` | allocation, metadata (and the logical clock) at a compaction | ✓ | ✓ |
 //! | `State` | a buffered node's entry versions (compacted log) | | ✓ |
+//! | `LogPage` | a node's log page set or dropped (the LCR-tree's mapping table) | | |
 //!
 //! # Formats
 //! The codec is one; the [`RecordFormat`] says how integers, lengths and timestamps are
@@ -166,6 +167,14 @@ pub enum Record {
         /// The node.
         state: NodeState,
     },
+    /// Node `id`'s log page is now `page` (`None`: it has none), the LCR-tree's mapping
+    /// table ([`crate::store::lcr`]).
+    LogPage {
+        /// The node's page.
+        id: PageId,
+        /// Its log page.
+        page: Option<PageId>,
+    },
 }
 
 const CREATE: u8 = 1;
@@ -180,6 +189,7 @@ const ALLOC: u8 = 9;
 const CHANGE: u8 = 10;
 const REWRITE: u8 = 11;
 const STATE: u8 = 12;
+const LOG_PAGE: u8 = 13;
 
 const SET: u8 = 1;
 const PUSH: u8 = 2;
@@ -196,7 +206,8 @@ impl Record {
             | Record::Rewrite { id, .. }
             | Record::Image { id, .. }
             | Record::Deleted { id, .. }
-            | Record::State { id, .. } => Some(*id),
+            | Record::State { id, .. }
+            | Record::LogPage { id, .. } => Some(*id),
             _ => None,
         }
     }
@@ -301,6 +312,17 @@ impl Record {
                 w.id(*next_page);
                 w.ids(free);
                 w.stamp(*clock)?;
+            }
+            Record::LogPage { id, page } => {
+                w.b.push(LOG_PAGE);
+                w.id(*id);
+                match page {
+                    Some(p) => {
+                        w.b.push(1);
+                        w.id(*p);
+                    }
+                    None => w.b.push(0),
+                }
             }
             Record::State { id, state } => {
                 w.b.push(STATE);
@@ -430,6 +452,11 @@ impl Record {
                         versions,
                     },
                 }
+            }
+            LOG_PAGE => {
+                let id = r.id()?;
+                let page = if r.flag()? { Some(r.id()?) } else { None };
+                Record::LogPage { id, page }
             }
             k => return Err(bad(&format!("unknown record kind {k}"))),
         };

@@ -82,6 +82,11 @@ fn all(format: RecordFormat) -> Vec<Record> {
             free: vec![],
             clock: stamp.map(|_| 0),
         },
+        Record::LogPage {
+            id: 9,
+            page: Some(1 << 33),
+        },
+        Record::LogPage { id: 9, page: None },
         Record::State {
             id: 77,
             state: NodeState {

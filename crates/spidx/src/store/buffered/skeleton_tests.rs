@@ -1,4 +1,4 @@
-//! The skeleton under both policies: the same operations reopen to the same nodes from
+//! The skeleton under its policies (FAST, eFIND, the LCR-tree): the same operations reopen to the same nodes from
 //! the log, the shared statistics agree with what was done, and log formats are checked.
 
 use super::*;
@@ -10,15 +10,15 @@ use crate::node::{LayoutKind, Node};
 use crate::store::efind::{EfindConfig, EfindPolicy};
 use crate::store::fast::{FastParams, FastPolicy, FlushPolicy};
 
-const PS: usize = 1024;
+pub(crate) const PS: usize = 1024;
 
-fn mem(bytes: u64) -> SharedDevice {
+pub(crate) fn mem(bytes: u64) -> SharedDevice {
     SharedDevice::new(Box::new(
         MemoryDevice::open(&MemoryConfig { capacity: bytes }, PS, None).unwrap(),
     ))
 }
 
-fn devs(nodes: &SharedDevice, log: &SharedDevice) -> LogDevices {
+pub(crate) fn devs(nodes: &SharedDevice, log: &SharedDevice) -> LogDevices {
     LogDevices {
         nodes: Box::new(nodes.clone()),
         log: Box::new(log.clone()),
@@ -29,11 +29,11 @@ fn devs(nodes: &SharedDevice, log: &SharedDevice) -> LogDevices {
     }
 }
 
-fn layout() -> NodeLayout {
+pub(crate) fn layout() -> NodeLayout {
     NodeLayout::new(LayoutKind::Checked, PS, 2).unwrap()
 }
 
-fn entry(i: u64) -> Entry<2> {
+pub(crate) fn entry(i: u64) -> Entry<2> {
     let x = i as f64;
     Entry {
         mbr: Rect::new([x, x], [x + 1.0, x + 2.0]).unwrap(),
@@ -47,6 +47,14 @@ fn fast() -> FastPolicy {
         write_buffer: 4 << 10,
         flushing_unit: 2,
         flush_policy: FlushPolicy::FastStar,
+        log_size: 8 << 20,
+        log_sync: LogSync::EachOp,
+    })
+}
+
+fn lcr() -> crate::store::lcr::LcrPolicy {
+    crate::store::lcr::LcrPolicy::new(crate::store::lcr::LcrParams {
+        write_buffer: 4 << 10,
         log_size: 8 << 20,
         log_sync: LogSync::EachOp,
     })
@@ -127,7 +135,9 @@ fn reopen_same<P: BufferPolicy>(make: impl Fn() -> P, kind: &str) {
         b.image_records > 0,
         "{kind}: modified nodes were flushed: {b:?}"
     );
-    assert_eq!(r.gauges.pages_in_use, 40);
+    // The LCR-tree's log pages are allocated pages too.
+    let log_pages = r.lcr.map_or(0, |l| l.gauges.log_pages);
+    assert_eq!(r.gauges.pages_in_use, 40 + log_pages, "{kind}");
     // A crash now: the log rebuilds the buffer; the nodes read the same.
     drop(s);
     let mut s =
@@ -153,6 +163,7 @@ fn reopen_same<P: BufferPolicy>(make: impl Fn() -> P, kind: &str) {
 fn both_policies_rebuild_their_buffers_from_the_shared_log() {
     reopen_same(fast, "fast");
     reopen_same(efind, "efind");
+    reopen_same(lcr, "lcr");
 }
 
 /// FAST's records did not change with the shared codec: its format-1 logs are read. eFIND's

@@ -178,7 +178,10 @@ pub fn replay(
                 clock = clock.max(state.stamp);
                 nodes.insert(*id, BufNode::from_state(state.clone()));
             }
-            other @ (Record::Modify { .. } | Record::Deleted { .. } | Record::Written(_)) => {
+            other @ (Record::Modify { .. }
+            | Record::Deleted { .. }
+            | Record::Written(_)
+            | Record::LogPage { .. }) => {
                 return Err(bad(format!("{other:?} is not an eFIND record")));
             }
         }

@@ -6,8 +6,10 @@
 //! image's entries, plus 8 bytes per change and the changed entry.
 
 use crate::node::{NodeLayout, PageId};
-use crate::store::buffered::{BufferGauges, BufferedNode, NodeBuffer, NodeStatus, RawChange};
-use crate::store::Change;
+use crate::store::buffered::{
+    BufferGauges, BufferedNode, Core, NodeBuffer, NodeStatus, RawChange, Record, RecoveryReport,
+};
+use crate::store::{Change, StoreHeader};
 use crate::{Error, Result};
 
 /// One buffered node.
@@ -169,9 +171,173 @@ impl WriteBuffer {
         });
     }
 
+    /// Logs (in `core`'s log) and buffers a node created with `entries` at operation `op`
+    /// (FAST's and the LCR-tree's `Create` record).
+    pub fn logged_create(
+        &mut self,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+        entries: Vec<u8>,
+        op: u64,
+    ) -> Result<()> {
+        core.append(&Record::Create {
+            id,
+            level,
+            stamp: None,
+            entries: entries.clone(),
+        })?;
+        self.create(id, level, entries, op);
+        Ok(())
+    }
+
+    /// Logs and buffers a node update's `changes` (a `Modify` record).
+    pub fn logged_modify(
+        &mut self,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+        changes: Vec<RawChange>,
+        op: u64,
+    ) -> Result<()> {
+        core.append(&Record::Modify {
+            id,
+            level,
+            stamp: None,
+            changes: changes.clone(),
+        })?;
+        self.modify(id, level, changes, op);
+        Ok(())
+    }
+
+    /// Logs and buffers a rewrite of node `id` with `entries` (a `Rewrite` record; its
+    /// entries count as modifications).
+    pub fn logged_rewrite(
+        &mut self,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+        entries: Vec<u8>,
+        op: u64,
+    ) -> Result<()> {
+        core.append(&Record::Rewrite {
+            id,
+            level,
+            stamp: None,
+            entries: entries.clone(),
+        })?;
+        let n = (entries.len() / core.layout.entry_size()) as u64;
+        self.image(id, level, entries, n, op);
+        Ok(())
+    }
+
+    /// Logs and buffers the deletion of node `id` (a `Free` record).
+    pub fn logged_delete(
+        &mut self,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+        op: u64,
+    ) -> Result<()> {
+        core.append(&Record::Free(id))?;
+        self.delete(id, level, op);
+        Ok(())
+    }
+
     /// Drops node `id` (its changes reached its page); returns it.
     pub fn remove(&mut self, id: PageId) -> Option<BufNode> {
         self.nodes.remove(id)
+    }
+
+    /// The records that rebuild the buffered nodes in a compacted log (after its snapshot
+    /// of allocation and metadata).
+    pub fn snapshot_records(&self) -> Vec<Record> {
+        let mut out = Vec::new();
+        for (id, n) in self.iter() {
+            let level = n.level;
+            match (n.status, &n.image) {
+                (NodeStatus::Deleted, _) => out.push(Record::Deleted { id, level }),
+                (NodeStatus::New, Some(entries)) => out.push(Record::Create {
+                    id,
+                    level,
+                    stamp: None,
+                    entries: entries.clone(),
+                }),
+                (_, Some(entries)) => out.push(Record::Image {
+                    id,
+                    level,
+                    entries: entries.clone(),
+                }),
+                (_, None) => {}
+            }
+            if n.status != NodeStatus::Deleted && !n.changes.is_empty() {
+                out.push(Record::Modify {
+                    id,
+                    level,
+                    stamp: None,
+                    changes: n.changes.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    /// Replays one recovered record of operation `op` onto the buffer and `header` (the
+    /// records FAST logs, which the LCR-tree logs too); returns a record of another kind
+    /// untouched, for the caller.
+    pub fn replay(
+        &mut self,
+        header: &mut StoreHeader,
+        r: Record,
+        op: u64,
+        rep: &mut RecoveryReport,
+    ) -> Option<Record> {
+        match r {
+            Record::Snapshot {
+                meta,
+                next_page,
+                free,
+                ..
+            } => {
+                header.meta = meta;
+                header.next_page = next_page;
+                header.free = free;
+            }
+            Record::Create {
+                id, level, entries, ..
+            } => {
+                header.replay_allocate(id);
+                self.create(id, level, entries, op);
+            }
+            Record::Modify {
+                id, level, changes, ..
+            } => self.modify(id, level, changes, op),
+            // A rewrite replays as an image (log format 1 logged rewrites as images);
+            // modification counts restart at recovery.
+            Record::Rewrite {
+                id, level, entries, ..
+            }
+            | Record::Image { id, level, entries } => self.image(id, level, entries, 0, op),
+            Record::Free(id) => {
+                let level = self.get(id).map_or(0, |n| n.level);
+                self.delete(id, level, op);
+                header.free.push(id);
+            }
+            Record::Deleted { id, level } => self.delete(id, level, op),
+            Record::Meta(m) => header.meta = Some(m),
+            Record::Written(ids) => {
+                for id in ids {
+                    if let Some(n) = self.remove(id) {
+                        rep.records_skipped += n.records;
+                    }
+                }
+            }
+            other @ (Record::Alloc(_)
+            | Record::Change { .. }
+            | Record::State { .. }
+            | Record::LogPage { .. }) => return Some(other),
+        }
+        None
     }
 }
 
@@ -188,7 +354,7 @@ pub fn apply_raw(
     let es = layout.entry_size();
     let bad = |pos: usize, count: usize| {
         Error::corrupted(
-            format!("FAST buffer of node {id}"),
+            format!("write buffer of node {id}"),
             format!("entry {pos} does not exist ({count} entries)"),
         )
     };
@@ -205,7 +371,7 @@ pub fn apply_raw(
             Change::Push(entry) => {
                 if count >= layout.fits() {
                     return Err(Error::corrupted(
-                        format!("FAST buffer of node {id}"),
+                        format!("write buffer of node {id}"),
                         format!("node is full ({count} entries)"),
                     ));
                 }
@@ -242,7 +408,7 @@ pub fn page_from_entries(
     let count = entries.len() / es;
     if count > layout.fits() {
         return Err(Error::corrupted(
-            format!("FAST buffer of node {id}"),
+            format!("write buffer of node {id}"),
             format!("{count} entries do not fit a page"),
         ));
     }

@@ -205,42 +205,9 @@ impl FastPolicy {
         Ok(page.into())
     }
 
-    /// The records that rebuild the buffered nodes (after a snapshot of allocation and
-    /// metadata, in a compacted log).
-    fn snapshot_records(&self) -> Vec<Record> {
-        let mut out = Vec::new();
-        for (id, n) in self.buf.iter() {
-            let level = n.level;
-            match (n.status, &n.image) {
-                (NodeStatus::Deleted, _) => out.push(Record::Deleted { id, level }),
-                (NodeStatus::New, Some(entries)) => out.push(Record::Create {
-                    id,
-                    level,
-                    stamp: None,
-                    entries: entries.clone(),
-                }),
-                (_, Some(entries)) => out.push(Record::Image {
-                    id,
-                    level,
-                    entries: entries.clone(),
-                }),
-                (_, None) => {}
-            }
-            if n.status != NodeStatus::Deleted && !n.changes.is_empty() {
-                out.push(Record::Modify {
-                    id,
-                    level,
-                    stamp: None,
-                    changes: n.changes.clone(),
-                });
-            }
-        }
-        out
-    }
-
     /// Rewrites the log as a snapshot of the current state.
     fn compact_log(&self, core: &mut Core) -> Result<()> {
-        core.compact_log(None, &self.snapshot_records())
+        core.compact_log(None, &self.buf.snapshot_records())
     }
 }
 
@@ -261,54 +228,11 @@ impl BufferPolicy for FastPolicy {
             self.op += 1;
             for r in op {
                 rep.records_replayed += 1;
-                match r.clone() {
-                    Record::Snapshot {
-                        meta,
-                        next_page,
-                        free,
-                        ..
-                    } => {
-                        core.header.meta = meta;
-                        core.header.next_page = next_page;
-                        core.header.free = free;
-                    }
-                    Record::Create {
-                        id, level, entries, ..
-                    } => {
-                        core.header.replay_allocate(id);
-                        self.buf.create(id, level, entries, self.op);
-                    }
-                    Record::Modify {
-                        id, level, changes, ..
-                    } => self.buf.modify(id, level, changes, self.op),
-                    // A rewrite replays as an image (log format 1 logged rewrites as
-                    // images); modification counts restart at recovery.
-                    Record::Rewrite {
-                        id, level, entries, ..
-                    }
-                    | Record::Image { id, level, entries } => {
-                        self.buf.image(id, level, entries, 0, self.op)
-                    }
-                    Record::Free(id) => {
-                        let level = self.buf.get(id).map_or(0, |n| n.level);
-                        self.buf.delete(id, level, self.op);
-                        core.header.free.push(id);
-                    }
-                    Record::Deleted { id, level } => self.buf.delete(id, level, self.op),
-                    Record::Meta(m) => core.header.meta = Some(m),
-                    Record::Written(ids) => {
-                        for id in ids {
-                            if let Some(n) = self.buf.remove(id) {
-                                rep.records_skipped += n.records;
-                            }
-                        }
-                    }
-                    other @ (Record::Alloc(_) | Record::Change { .. } | Record::State { .. }) => {
-                        return Err(crate::Error::corrupted(
-                            "FAST log",
-                            format!("{other:?} is not a FAST record"),
-                        ))
-                    }
+                if let Some(other) = self.buf.replay(&mut core.header, r.clone(), self.op, rep) {
+                    return Err(crate::Error::corrupted(
+                        "FAST log",
+                        format!("{other:?} is not a FAST record"),
+                    ));
                 }
             }
         }
@@ -321,14 +245,7 @@ impl BufferPolicy for FastPolicy {
     }
 
     fn create(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
-        core.append(&Record::Create {
-            id,
-            level,
-            stamp: None,
-            entries: entries.clone(),
-        })?;
-        self.buf.create(id, level, entries, self.op);
-        Ok(())
+        self.buf.logged_create(core, id, level, entries, self.op)
     }
 
     fn modify(
@@ -338,32 +255,15 @@ impl BufferPolicy for FastPolicy {
         level: u32,
         changes: Vec<RawChange>,
     ) -> Result<()> {
-        core.append(&Record::Modify {
-            id,
-            level,
-            stamp: None,
-            changes: changes.clone(),
-        })?;
-        self.buf.modify(id, level, changes, self.op);
-        Ok(())
+        self.buf.logged_modify(core, id, level, changes, self.op)
     }
 
     fn rewrite(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
-        core.append(&Record::Rewrite {
-            id,
-            level,
-            stamp: None,
-            entries: entries.clone(),
-        })?;
-        let n = (entries.len() / core.layout.entry_size()) as u64;
-        self.buf.image(id, level, entries, n, self.op);
-        Ok(())
+        self.buf.logged_rewrite(core, id, level, entries, self.op)
     }
 
     fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
-        core.append(&Record::Free(id))?;
-        self.buf.delete(id, level, self.op);
-        Ok(())
+        self.buf.logged_delete(core, id, level, self.op)
     }
 
     fn log_meta(&mut self, core: &mut Core, meta: TreeMeta) -> Result<()> {

@@ -1,0 +1,158 @@
+//! End-to-end tests of `spidx build --store lcr` (the LCR-tree) through the binary: its
+//! statistics in the output, answers equal to the direct store's, `check`, `query` and
+//! `recover` on the index, and clear errors for flags of other stores.
+
+use std::path::Path;
+
+use predicates::prelude::*;
+use predicates::str::contains;
+
+mod common;
+
+use common::{json_of, spidx};
+
+fn dataset(dir: &Path) -> String {
+    let p = dir.join("b.fgb");
+    spidx()
+        .args([
+            "dataset",
+            "generate",
+            "--distribution",
+            "buildings",
+            "--count",
+            "3000",
+            "--out",
+        ])
+        .arg(&p)
+        .assert()
+        .success();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn lcr_builds_report_log_pages_and_answer_like_the_direct_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = dataset(tmp.path());
+    let out = |name: &str| tmp.path().join(name).to_str().unwrap().to_string();
+    let base = [
+        "build",
+        "--data",
+        &data,
+        "--index",
+        "rtree",
+        "--split",
+        "quadratic",
+        "--page-size",
+        "2KB",
+        "--device",
+        "seed-table2",
+        "--json",
+    ];
+    let lcr = ["--store", "lcr", "--write-buffer", "32KB"];
+    let direct = json_of(&[&base[..], &["--out", &out("direct")]].concat());
+    let j = json_of(&[&base[..], &lcr[..], &["--out", &out("lcr")]].concat());
+    assert_eq!(j["store"]["kind"], "lcr");
+    let l = &j["store"]["lcr"];
+    assert!(l["log_page_writes"].as_u64().unwrap() > 0, "{l}");
+    assert!(l["settings"]["log_page_slots"].as_u64().unwrap() > 0, "{l}");
+    let b = &j["store"]["buffered"];
+    assert!(b["flushes"].as_u64().unwrap() > 0, "{b}");
+    assert_eq!(b["settings"]["flush_policy"], "flush-all", "{b}");
+    assert!(j["store"]["settings"]["durability"]
+        .as_str()
+        .unwrap()
+        .contains("each operation"));
+    assert_eq!(j["objects"], direct["objects"]);
+    for dir in ["direct", "lcr"] {
+        spidx().args(["check", &out(dir)]).assert().success();
+    }
+    let q = |dir: &str| {
+        json_of(&[
+            "query",
+            &out(dir),
+            "--window",
+            "100000,100000,400000,500000",
+            "--json",
+        ])["ids"]
+            .clone()
+    };
+    assert_eq!(q("direct"), q("lcr"));
+    let rec = json_of(&["recover", &out("lcr"), "--json"]);
+    assert_eq!(rec["store"], "lcr");
+    assert_eq!(rec["recovery"]["records_dropped"], 0);
+    assert_eq!(q("direct"), q("lcr"), "after recover");
+    // The paper's behaviour: the log outside the device, not crash-safe, and said so.
+    spidx()
+        .args(["build", "--data", &data, "--index", "rtree", "--out"])
+        .arg(out("paper"))
+        .args(lcr)
+        .args(["--log-device", "uncounted"])
+        .assert()
+        .success()
+        .stdout(contains("LCR-tree").and(contains("NOT crash-safe")));
+    assert_eq!(q("direct"), q("paper"));
+}
+
+#[test]
+fn bad_lcr_options_are_clear_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = dataset(tmp.path());
+    let o = tmp.path().join("x");
+    let o = o.to_str().unwrap();
+    let lcr = ["--index", "rtree", "--store", "lcr"];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (lcr.to_vec(), "--store lcr needs --write-buffer"),
+        (
+            [
+                &lcr[..],
+                &["--write-buffer", "64KB", "--flushing-unit", "3"],
+            ]
+            .concat(),
+            "--flushing-unit applies to --store fast or efind only",
+        ),
+        (
+            [
+                &lcr[..],
+                &["--write-buffer", "64KB", "--flush-policy", "fast"],
+            ]
+            .concat(),
+            "--flush-policy applies to --store fast or efind only",
+        ),
+        (
+            [
+                &lcr[..],
+                &["--write-buffer", "64KB", "--read-policy", "lru"],
+            ]
+            .concat(),
+            "--read-policy applies to --store efind only",
+        ),
+        (
+            [&lcr[..], &["--write-buffer", "0"]].concat(),
+            "LCR-tree write_buffer",
+        ),
+        (
+            [&lcr[..], &["--write-buffer", "64KB", "--log-size", "64KB"]].concat(),
+            "LCR-tree log_size",
+        ),
+        (
+            [&lcr[..], &["--write-buffer", "64KB", "--log-sync", "often"]].concat(),
+            "each-op, group:N",
+        ),
+        (
+            vec!["--index", "rtree", "--store", "lcr", "--no-journal"],
+            "--no-journal applies to --store direct only",
+        ),
+    ];
+    for (extra, needle) in cases {
+        let mut args = vec!["build", "--data", &data, "--out", o];
+        args.extend_from_slice(&extra);
+        let outp = spidx().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&outp.stderr);
+        assert!(
+            !outp.status.success() && err.contains(needle),
+            "{extra:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(!Path::new(o).exists(), "{extra:?}: nothing created");
+    }
+}

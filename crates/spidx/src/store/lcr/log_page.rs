@@ -1,0 +1,250 @@
+//! The LCR-tree's log page (Lv, Li, He, Zhang 2011, section 3): every node has at most one
+//! log page holding its *compacted* changes, all of them merged with the newest version of
+//! each entry winning. Here a node's compacted changes are a [`NodeDelta`]: its entry count
+//! now and the entries that differ from its page on the device (slot and entry). Applying
+//! the delta to the node page gives the node as flushed, so a node read costs at most two
+//! page reads.
+//!
+//! Page format (little-endian): `magic "LCRL"`, CRC-32 of bytes 8.., the node's page id
+//! (`u64`), its level (`u32`), its entry count (`u32`), the number of slots (`u32`), then
+//! the slots in ascending order, each a `u32` position and the entry in the node layout's
+//! raw encoding. A page that fails any check is refused with an error naming it.
+
+use crate::node::{NodeLayout, PageId};
+use crate::{Error, Result};
+
+const MAGIC: &[u8; 4] = b"LCRL";
+/// Bytes before the first slot.
+pub const HEADER: usize = 28;
+
+/// Slots a log page of `page_size` bytes holds for entries of `entry_size` bytes.
+pub fn capacity(page_size: usize, entry_size: usize) -> usize {
+    page_size.saturating_sub(HEADER) / (4 + entry_size)
+}
+
+/// A node's compacted changes against its page. See the module documentation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeDelta {
+    /// The node's entry count.
+    pub count: u32,
+    /// Entries that differ from the page (or lie past its entries), by ascending slot.
+    pub slots: Vec<(u32, Vec<u8>)>,
+}
+
+impl NodeDelta {
+    /// The delta that turns node page `base` into node page `current` (same layout).
+    pub fn between(layout: &NodeLayout, base: &[u8], current: &[u8]) -> NodeDelta {
+        let es = layout.entry_size();
+        let (bc, cc) = (layout.entry_count(base), layout.entry_count(current));
+        let mut slots = Vec::new();
+        for i in 0..cc {
+            let o = layout.entry_offset(i);
+            let now = &current[o..o + es];
+            if i >= bc || base[o..o + es] != *now {
+                slots.push((i as u32, now.to_vec()));
+            }
+        }
+        NodeDelta {
+            count: cc as u32,
+            slots,
+        }
+    }
+
+    /// Whether the delta changes nothing of a page holding `base_count` entries.
+    pub fn is_empty(&self, base_count: usize) -> bool {
+        self.slots.is_empty() && self.count as usize == base_count
+    }
+
+    /// Applies the delta to node `id`'s page `page` (its base), at `level`.
+    pub fn apply(
+        &self,
+        layout: &NodeLayout,
+        id: PageId,
+        level: u32,
+        page: &mut [u8],
+    ) -> Result<()> {
+        let es = layout.entry_size();
+        let bad = |why: String| Error::corrupted(format!("LCR-tree log of node {id}"), why);
+        let (bc, c) = (layout.entry_count(page), self.count as usize);
+        if c > layout.fits() {
+            return Err(bad(format!("{c} entries do not fit a node page")));
+        }
+        let past_base = self.slots.iter().filter(|(s, _)| *s as usize >= bc).count();
+        if c > bc && past_base != c - bc {
+            return Err(bad(format!(
+                "{c} entries over a page of {bc} but {past_base} new entries logged"
+            )));
+        }
+        for (s, e) in &self.slots {
+            let s = *s as usize;
+            if s >= c || e.len() != es {
+                return Err(bad(format!("slot {s} of {c} entries")));
+            }
+            let o = layout.entry_offset(s);
+            page[o..o + es].copy_from_slice(e);
+        }
+        if c < bc {
+            page[layout.entry_offset(c)..layout.entry_offset(bc)].fill(0);
+        }
+        layout.put_header(page, level, c);
+        Ok(())
+    }
+
+    /// Whether the delta fits one log page.
+    pub fn fits(&self, page_size: usize, entry_size: usize) -> bool {
+        self.slots.len() <= capacity(page_size, entry_size)
+    }
+
+    /// Writes the delta as the log page of node `node` at `level` into `page` (it must
+    /// [`fit`](Self::fits)).
+    pub fn encode(&self, node: PageId, level: u32, page: &mut [u8]) {
+        page.fill(0);
+        page[0..4].copy_from_slice(MAGIC);
+        page[8..16].copy_from_slice(&node.to_le_bytes());
+        page[16..20].copy_from_slice(&level.to_le_bytes());
+        page[20..24].copy_from_slice(&self.count.to_le_bytes());
+        page[24..28].copy_from_slice(&(self.slots.len() as u32).to_le_bytes());
+        let mut o = HEADER;
+        for (s, e) in &self.slots {
+            page[o..o + 4].copy_from_slice(&s.to_le_bytes());
+            page[o + 4..o + 4 + e.len()].copy_from_slice(e);
+            o += 4 + e.len();
+        }
+        let crc = crc32fast::hash(&page[8..]);
+        page[4..8].copy_from_slice(&crc.to_le_bytes());
+    }
+
+    /// Checks log page `at` (read from the device) as the log page of node `node`.
+    pub fn verify(page: &[u8], at: PageId, node: PageId, entry_size: usize) -> Result<()> {
+        Self::decode(page, at, node, entry_size).map(|_| ())
+    }
+
+    /// Reads log page `at` as the log page of node `node`: its level and delta.
+    pub fn decode(
+        page: &[u8],
+        at: PageId,
+        node: PageId,
+        entry_size: usize,
+    ) -> Result<(u32, NodeDelta)> {
+        let bad = |why: String| Error::corrupted(format!("LCR-tree log page {at}"), why);
+        if page.len() < HEADER || &page[0..4] != MAGIC {
+            return Err(bad("not a log page (bad magic)".into()));
+        }
+        let u32_at = |o: usize| u32::from_le_bytes(page[o..o + 4].try_into().expect("4 bytes"));
+        if crc32fast::hash(&page[8..]) != u32_at(4) {
+            return Err(bad("checksum mismatch (torn write or bit flip)".into()));
+        }
+        let owner = u64::from_le_bytes(page[8..16].try_into().expect("8 bytes"));
+        if owner != node {
+            return Err(bad(format!("holds the log of node {owner}, not {node}")));
+        }
+        let (level, count, n) = (u32_at(16), u32_at(20), u32_at(24) as usize);
+        if n > capacity(page.len(), entry_size) {
+            return Err(bad(format!("{n} slots do not fit the page")));
+        }
+        let mut slots = Vec::with_capacity(n);
+        let mut o = HEADER;
+        for _ in 0..n {
+            let s = u32_at(o);
+            if slots.last().is_some_and(|(l, _): &(u32, Vec<u8>)| *l >= s) {
+                return Err(bad(format!("slot {s} out of order")));
+            }
+            slots.push((s, page[o + 4..o + 4 + entry_size].to_vec()));
+            o += 4 + entry_size;
+        }
+        Ok((level, NodeDelta { count, slots }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geom::Rect;
+    use crate::node::{Entry, LayoutKind};
+
+    fn layout() -> NodeLayout {
+        NodeLayout::new(LayoutKind::Checked, 1024, 2).unwrap()
+    }
+
+    fn page(l: &NodeLayout, ids: &[u64]) -> Vec<u8> {
+        let mut p = vec![0u8; l.page_size()];
+        for (i, id) in ids.iter().enumerate() {
+            let x = *id as f64;
+            let e = Entry::<2> {
+                mbr: Rect {
+                    min: [x, x],
+                    max: [x + 1.0, x + 1.0],
+                },
+                ptr: *id,
+                aux: 0,
+            };
+            l.put_entry(&mut p, i, &e).unwrap();
+        }
+        l.put_header(&mut p, 1, ids.len());
+        p
+    }
+
+    #[test]
+    fn delta_turns_the_base_into_the_current_node_and_round_trips_through_its_page() {
+        let l = layout();
+        let base = page(&l, &[1, 2, 3, 4]);
+        for now in [
+            vec![1, 2, 3, 4],
+            vec![1, 9, 3, 4, 5, 6],
+            vec![1, 2],
+            vec![4, 3],
+            vec![],
+        ] {
+            let cur = page(&l, &now);
+            let d = NodeDelta::between(&l, &base, &cur);
+            assert_eq!(d.is_empty(4), now == [1, 2, 3, 4]);
+            let mut lp = vec![0u8; l.page_size()];
+            d.encode(7, 1, &mut lp);
+            let (level, back) = NodeDelta::decode(&lp, 30, 7, l.entry_size()).unwrap();
+            assert_eq!((level, &back), (1, &d));
+            let mut p = base.clone();
+            back.apply(&l, 7, 1, &mut p).unwrap();
+            assert_eq!(p, cur, "{now:?}");
+            l.verify(&p, 7).unwrap();
+        }
+        // Only changed slots are logged.
+        let d = NodeDelta::between(&l, &base, &page(&l, &[1, 9, 3, 4, 5]));
+        let slots: Vec<u32> = d.slots.iter().map(|s| s.0).collect();
+        assert_eq!((d.count, slots), (5, vec![1, 4]));
+    }
+
+    #[test]
+    fn capacity_bounds_the_slots_a_page_holds() {
+        let l = layout();
+        let cap = capacity(1024, l.entry_size());
+        assert_eq!(cap, (1024 - HEADER) / (4 + l.entry_size()));
+        let ids: Vec<u64> = (0..cap as u64 + 1).collect();
+        let cur = page(&l, &ids);
+        let empty = page(&l, &[]);
+        let d = NodeDelta::between(&l, &empty, &cur);
+        assert!(!d.fits(1024, l.entry_size()));
+        let d = NodeDelta::between(&l, &empty, &page(&l, &ids[..cap]));
+        assert!(d.fits(1024, l.entry_size()));
+    }
+
+    #[test]
+    fn damaged_or_foreign_log_pages_are_refused_naming_the_page() {
+        let l = layout();
+        let es = l.entry_size();
+        let d = NodeDelta::between(&l, &page(&l, &[1]), &page(&l, &[1, 2]));
+        let mut lp = vec![0u8; 1024];
+        d.encode(7, 0, &mut lp);
+        let err = |p: &[u8], node| NodeDelta::decode(p, 30, node, es).unwrap_err().to_string();
+        assert!(err(&lp, 8).contains("holds the log of node 7, not 8"));
+        let mut torn = lp.clone();
+        torn[HEADER + 6] ^= 1;
+        let e = err(&torn, 7);
+        assert!(e.contains("log page 30") && e.contains("checksum"), "{e}");
+        assert!(err(&vec![0u8; 1024], 7).contains("bad magic"));
+        assert!(err(&lp[..10], 7).contains("bad magic"));
+        // A delta that does not match its base page is refused on apply.
+        let mut p = page(&l, &[]);
+        let e = d.apply(&l, 7, 0, &mut p).unwrap_err().to_string();
+        assert!(e.contains("LCR-tree log of node 7"), "{e}");
+    }
+}

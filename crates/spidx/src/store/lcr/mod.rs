@@ -1,0 +1,517 @@
+//! The LCR-tree (Lv, Li, He, Zhang: "LCR-tree: a Logging-based, Compact R-tree for flash",
+//! 2011) as a policy over the buffered-store skeleton ([`crate::store::buffered`]): the
+//! trees above are unchanged; only how their node changes reach the device differs
+//! (architecture §6).
+//!
+//! * **Nodes stay in place**: a node's page is written when the node is created and when
+//!   it is merged, never for a small change.
+//! * **One log page per node** ([`log_page`]): a node's changes since its page was written
+//!   are kept, compacted (newest version of each entry wins), on at most one log page of
+//!   its own; reading a node costs at most two page reads (its page and its log page),
+//!   then the buffered changes are applied. The node → log page mapping table lives in the
+//!   store header ([`StoreHeader::log_pages`](crate::store::StoreHeader)), saved in
+//!   `store.json` at checkpoints and logged (`LogPage` records) in between.
+//! * **Write buffer, flush-all**: changes are buffered in memory (the buffer of FAST,
+//!   [`crate::store::fast::buffer`]: per node its ordered changes or its image); at the end
+//!   of an operation that leaves more than `write_buffer` bytes buffered, the *whole* buffer
+//!   is flushed as one batch: a new node's page is written; a modified node's changes are
+//!   merged with its log page into its compacted delta, written to its log page (one is
+//!   allocated on the first flush of the node); a delta that no longer fits one log page
+//!   **merges** the node: its page is rewritten with the changes applied and its log page
+//!   freed. A deleted node's log page is freed at once.
+//! * **Durability** (ours, not the paper's: the paper keeps the buffer in memory only and
+//!   loses it on a crash): the skeleton's write-ahead log, as FAST logs it (the fixed
+//!   record format; `Create`, `Modify`, `Rewrite`, `Free`, `Meta`, `Written` after a flush,
+//!   `LogPage` for the mapping table, images of the modified nodes before a flush writes
+//!   their pages). With `log_device = "uncounted"` the log is outside the device under test
+//!   and never synced, which is the paper's behaviour (the buffer is lost by a crash, no log
+//!   I/O is counted); the report's `store.settings.durability` says which mode ran.
+//!
+//! Counters of its own: [`LcrStats`] (`store.lcr.*`).
+
+pub mod log_page;
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use self::log_page::NodeDelta;
+use super::buffered::{
+    BufferGauges, BufferPolicy, BufferSettings, BufferedStore, Core, NodeStatus, RawChange, Record,
+    RecordFormat, RecoveryReport, Unit, UnitDurability,
+};
+use super::fast::buffer::{apply_raw, page_from_entries, WriteBuffer};
+use super::fast::FastParams;
+use super::log::LogSync;
+use super::{StoreReport, TreeMeta};
+use crate::node::PageId;
+use crate::{Error, Result};
+
+/// The LCR-tree's options, resolved (sizes in bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LcrParams {
+    /// Capacity of the write buffer in bytes.
+    pub write_buffer: u64,
+    /// Bytes of the device given to the write-ahead log.
+    pub log_size: u64,
+    /// Durability of the log.
+    pub log_sync: LogSync,
+}
+
+impl LcrParams {
+    /// The log size used when none is given: 16 times the write buffer, at least 4MB (a
+    /// compacted log also holds the mapping table).
+    pub fn default_log_size(write_buffer: u64) -> u64 {
+        write_buffer.saturating_mul(16).max(4 << 20)
+    }
+
+    /// Checks the options against the node page size; errors name the key.
+    pub fn validate(&self, page_size: usize) -> Result<()> {
+        if self.write_buffer == 0 {
+            return Err(Error::invalid(
+                "LCR-tree write_buffer",
+                "0 bytes; give a size such as 512KB",
+            ));
+        }
+        let min = FastParams::min_log_size(self.write_buffer, 1, page_size);
+        if self.log_size < min {
+            return Err(Error::invalid(
+                "LCR-tree log_size",
+                format!(
+                    "{} bytes is too small for this write buffer; give at least {min} bytes ({})",
+                    self.log_size,
+                    crate::units::format_size(min)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Pages of the log region on a device of `page_size`-byte pages.
+    pub fn log_pages(&self, page_size: usize) -> u64 {
+        self.log_size / page_size as u64
+    }
+}
+
+/// The LCR-tree's own counters, gauges and settings, reported as `store.lcr.*` beside the
+/// shared ones (`store.buffered.*`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LcrStats {
+    /// Log pages written by flushes (a node's compacted delta).
+    pub log_page_writes: u64,
+    /// Node pages written by flushes: new nodes and merged nodes.
+    pub node_page_writes: u64,
+    /// Nodes merged because their delta overflowed their log page.
+    pub merges: u64,
+    /// Log pages freed (merges, deleted nodes, deltas that became empty).
+    pub log_pages_freed: u64,
+    /// Log pages read by node reads (from the page cache or the device).
+    pub log_page_reads: u64,
+    /// The mapping table now.
+    pub gauges: LcrGauges,
+    /// The log page's shape.
+    pub settings: LcrSettings,
+}
+
+/// The LCR-tree's levels.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LcrGauges {
+    /// Nodes with a log page (entries of the mapping table).
+    pub log_pages: u64,
+    /// Memory of the mapping table: 16 bytes (two page ids) per entry.
+    pub mapping_bytes: u64,
+}
+
+/// The LCR-tree's settings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LcrSettings {
+    /// Changed entries one log page holds (a larger delta merges the node).
+    pub log_page_slots: u64,
+}
+
+/// A node as on the device: its page, and the page with its log page's delta applied
+/// (`None`: it has no log page).
+struct DiskNode {
+    base: Arc<[u8]>,
+    logged: Option<Vec<u8>>,
+}
+
+/// A node's current content and its page on the device, when that was read.
+struct Current {
+    base: Option<Arc<[u8]>>,
+    now: Arc<[u8]>,
+}
+
+/// The LCR-tree store: the buffered-store skeleton with the LCR policy.
+pub type LcrStore = BufferedStore<LcrPolicy>;
+
+/// The LCR-tree's buffer, flush and mapping table. See the module documentation.
+pub struct LcrPolicy {
+    params: LcrParams,
+    buf: WriteBuffer,
+    op: u64,
+    stats: LcrStats,
+}
+
+impl LcrPolicy {
+    /// The policy with options `params` (validated by the store configuration).
+    pub fn new(params: LcrParams) -> Self {
+        LcrPolicy {
+            params,
+            buf: WriteBuffer::default(),
+            op: 0,
+            stats: LcrStats::default(),
+        }
+    }
+
+    /// The options.
+    pub fn params(&self) -> &LcrParams {
+        &self.params
+    }
+
+    /// The LCR-tree's own counters.
+    pub fn lcr_stats(&self) -> LcrStats {
+        self.stats
+    }
+
+    fn check_layout(core: &Core) -> Result<()> {
+        let (ps, es) = (core.layout.page_size(), core.layout.entry_size());
+        if log_page::capacity(ps, es) == 0 {
+            return Err(Error::invalid(
+                "LCR-tree page size",
+                format!("a {ps}-byte log page holds no {es}-byte entry"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Node `id` as on the device: its page and, if it has a log page, the page with its
+    /// delta applied (`None`: no log page).
+    fn disk_node(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<DiskNode> {
+        let layout = core.layout;
+        let base = core
+            .cache
+            .read_checked(id, level, |b| layout.verify(b, id))?;
+        let Some(lp) = core.header.log_pages.get(&id).copied() else {
+            return Ok(DiskNode { base, logged: None });
+        };
+        let es = layout.entry_size();
+        let raw = core
+            .cache
+            .read_checked_ref(lp, level, |b| NodeDelta::verify(b, lp, id, es))?;
+        let (_, delta) = NodeDelta::decode(raw, lp, id, es)?;
+        self.stats.log_page_reads += 1;
+        let mut page = base.to_vec();
+        delta.apply(&layout, id, level, &mut page)?;
+        Ok(DiskNode {
+            base,
+            logged: Some(page),
+        })
+    }
+
+    /// The current content of node `id` and its page on the device, when it was read
+    /// (always when `need_base` and the node is not new).
+    fn current(
+        &mut self,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+        need_base: bool,
+    ) -> Result<Current> {
+        let layout = core.layout;
+        let Some(n) = self.buf.get(id) else {
+            let DiskNode { base, logged } = self.disk_node(core, id, level)?;
+            let now = logged.map_or_else(|| Arc::clone(&base), Arc::from);
+            return Ok(Current {
+                base: Some(base),
+                now,
+            });
+        };
+        if n.status == NodeStatus::Deleted {
+            return Err(Error::corrupted(
+                format!("node page {id}"),
+                "the node was deleted",
+            ));
+        }
+        let mut page = vec![0u8; layout.page_size()];
+        let (base, count) = match n.image.clone() {
+            Some(entries) => {
+                page_from_entries(&layout, id, n.level, &entries, &mut page)?;
+                let base = match n.status {
+                    NodeStatus::Modified if need_base => Some(core.cache.read_checked(
+                        id,
+                        level,
+                        |b| layout.verify(b, id),
+                    )?),
+                    _ => None,
+                };
+                (base, entries.len() / layout.entry_size())
+            }
+            None => {
+                let DiskNode { base, logged } = self.disk_node(core, id, level)?;
+                page.copy_from_slice(logged.as_deref().unwrap_or(&base));
+                (Some(base), layout.entry_count(&page))
+            }
+        };
+        let n = self.buf.get(id).expect("buffered");
+        apply_raw(&layout, id, &mut page, n.level, count, &n.changes)?;
+        Ok(Current {
+            base,
+            now: page.into(),
+        })
+    }
+
+    /// Frees node `id`'s log page, if it has one (logged).
+    fn drop_log_page(&mut self, core: &mut Core, id: PageId) -> Result<()> {
+        if let Some(lp) = core.header.log_pages.remove(&id) {
+            core.append(&Record::LogPage { id, page: None })?;
+            core.cache.invalidate(lp);
+            core.header.free.push(lp);
+            self.stats.log_pages_freed += 1;
+        }
+        Ok(())
+    }
+
+    /// Flushes the whole buffer. See the module documentation. The nodes are written in
+    /// page order in batches whose logged images reach at most half the write buffer
+    /// (each batch one `write_unit`, counted as a flush), compacting the log between
+    /// batches when it is half full: the images of a flush-all are not bounded by the
+    /// buffer's bytes (a buffered change of a few bytes logs its node's whole page).
+    fn flush_all(&mut self, core: &mut Core) -> Result<()> {
+        let members: Vec<(PageId, NodeStatus, u32)> = self
+            .buf
+            .iter()
+            .map(|(id, n)| (id, n.status, n.level))
+            .collect();
+        let cap = (self.params.write_buffer / 2).max(1);
+        let ps = core.layout.page_size();
+        let mut start = 0;
+        while start < members.len() {
+            let images_before = core.counts.image_bytes;
+            let mut pages: Vec<(PageId, u32, Vec<u8>)> = Vec::new();
+            let mut end = start;
+            while end < members.len() && core.counts.image_bytes - images_before < cap {
+                let (id, status, level) = members[end];
+                self.flush_node(core, id, status, level, &mut pages)?;
+                end += 1;
+            }
+            pages.sort_by_key(|p| p.0);
+            let mut unit = Unit::with_capacity(pages.len(), ps);
+            for (id, level, page) in &pages {
+                unit.push(*id, *level, page);
+            }
+            let batch: Vec<PageId> = members[start..end].iter().map(|m| m.0).collect();
+            core.write_unit(&unit, UnitDurability::WrittenRecord { members: batch })?;
+            for (id, _, _) in &members[start..end] {
+                self.buf.remove(*id);
+            }
+            if core.log.needs_compaction() {
+                self.compact_log(core)?;
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// Adds what flushing node `id` writes to `pages`: a new node's page; a modified
+    /// node's log page with its delta, or its merged page (logging its image first).
+    fn flush_node(
+        &mut self,
+        core: &mut Core,
+        id: PageId,
+        status: NodeStatus,
+        level: u32,
+        pages: &mut Vec<(PageId, u32, Vec<u8>)>,
+    ) -> Result<()> {
+        if status == NodeStatus::Deleted {
+            return Ok(());
+        }
+        let layout = core.layout;
+        let (ps, es) = (layout.page_size(), layout.entry_size());
+        let Current { base, now: cur } = self.current(core, id, level, true)?;
+        let Some(base) = base.filter(|_| status == NodeStatus::Modified) else {
+            pages.push((id, level, cur.to_vec()));
+            self.stats.node_page_writes += 1;
+            return Ok(());
+        };
+        // Its page or log page is rewritten in place: log its content first.
+        core.log_image(id, level, &cur)?;
+        let delta = NodeDelta::between(&layout, &base, &cur);
+        if delta.is_empty(layout.entry_count(&base)) {
+            self.drop_log_page(core, id)?;
+        } else if delta.fits(ps, es) {
+            let lp = match core.header.log_pages.get(&id).copied() {
+                Some(lp) => lp,
+                None => {
+                    let lp = core.allocate()?;
+                    core.header.log_pages.insert(id, lp);
+                    core.append(&Record::LogPage { id, page: Some(lp) })?;
+                    lp
+                }
+            };
+            let mut page = vec![0u8; ps];
+            delta.encode(id, level, &mut page);
+            pages.push((lp, level, page));
+            self.stats.log_page_writes += 1;
+        } else {
+            self.drop_log_page(core, id)?;
+            pages.push((id, level, cur.to_vec()));
+            self.stats.node_page_writes += 1;
+            self.stats.merges += 1;
+        }
+        Ok(())
+    }
+
+    /// Rewrites the log as a snapshot: allocation and metadata, the mapping table, the
+    /// buffered nodes.
+    fn compact_log(&self, core: &mut Core) -> Result<()> {
+        let mut records: Vec<Record> = core
+            .header
+            .log_pages
+            .iter()
+            .map(|(id, lp)| Record::LogPage {
+                id: *id,
+                page: Some(*lp),
+            })
+            .collect();
+        records.extend(self.buf.snapshot_records());
+        core.compact_log(None, &records)
+    }
+}
+
+impl BufferPolicy for LcrPolicy {
+    const KIND: &'static str = "lcr";
+    const FORMAT: RecordFormat = RecordFormat::Fixed;
+    /// The LCR-tree's records exist since log format 2.
+    const OLDEST_LOG_FORMAT: u32 = 2;
+
+    fn created(&mut self, core: &mut Core) -> Result<()> {
+        Self::check_layout(core)
+    }
+
+    /// Rebuilds metadata, allocation, the mapping table and the buffer from recovered
+    /// records.
+    fn recover(
+        &mut self,
+        core: &mut Core,
+        operations: &[Vec<Record>],
+        rep: &mut RecoveryReport,
+    ) -> Result<()> {
+        Self::check_layout(core)?;
+        for op in operations {
+            self.op += 1;
+            for r in op {
+                rep.records_replayed += 1;
+                if matches!(r, Record::Snapshot { .. }) {
+                    core.header.log_pages.clear();
+                }
+                match self.buf.replay(&mut core.header, r.clone(), self.op, rep) {
+                    None => {}
+                    Some(Record::LogPage { id, page: Some(lp) }) => {
+                        core.header.replay_allocate(lp);
+                        core.header.log_pages.insert(id, lp);
+                    }
+                    Some(Record::LogPage { id, page: None }) => {
+                        let lp = core.header.log_pages.remove(&id).ok_or_else(|| {
+                            Error::corrupted(
+                                "LCR-tree log",
+                                format!("frees the log page of node {id}, which has none"),
+                            )
+                        })?;
+                        core.header.free.push(lp);
+                    }
+                    Some(other) => {
+                        return Err(Error::corrupted(
+                            "LCR-tree log",
+                            format!("{other:?} is not an LCR-tree record"),
+                        ))
+                    }
+                }
+            }
+        }
+        rep.buffered_nodes = self.buf.len() as u64;
+        Ok(())
+    }
+
+    fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+        self.current(core, id, level, false).map(|c| c.now)
+    }
+
+    fn create(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
+        self.buf.logged_create(core, id, level, entries, self.op)
+    }
+
+    fn modify(
+        &mut self,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+        changes: Vec<RawChange>,
+    ) -> Result<()> {
+        self.buf.logged_modify(core, id, level, changes, self.op)
+    }
+
+    fn rewrite(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
+        self.buf.logged_rewrite(core, id, level, entries, self.op)
+    }
+
+    fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
+        // The log page first: recovery frees pages in the order they were freed here.
+        self.drop_log_page(core, id)?;
+        self.buf.logged_delete(core, id, level, self.op)
+    }
+
+    fn log_meta(&mut self, core: &mut Core, meta: TreeMeta) -> Result<()> {
+        core.append(&Record::Meta(meta))
+    }
+
+    fn end_operation(&mut self, core: &mut Core) -> Result<()> {
+        self.op += 1;
+        if self.buf.bytes() as u64 > self.params.write_buffer {
+            self.flush_all(core)?;
+        }
+        if core.log.needs_compaction() {
+            self.compact_log(core)?;
+        }
+        Ok(())
+    }
+
+    fn write_back(&mut self, core: &mut Core) -> Result<()> {
+        self.flush_all(core)
+    }
+
+    fn checkpoint(&mut self, core: &mut Core) -> Result<()> {
+        self.flush_all(core)?;
+        self.compact_log(core)
+    }
+
+    fn buffer_gauges(&self) -> BufferGauges {
+        self.buf.gauges()
+    }
+
+    fn settings(&self) -> BufferSettings {
+        BufferSettings {
+            write_buffer: self.params.write_buffer,
+            flush_policy: "flush-all".into(),
+            ..Default::default()
+        }
+    }
+
+    fn report(&self, core: &Core, report: &mut StoreReport) {
+        let n = core.header.log_pages.len() as u64;
+        let slots = log_page::capacity(core.layout.page_size(), core.layout.entry_size());
+        report.lcr = Some(LcrStats {
+            gauges: LcrGauges {
+                log_pages: n,
+                mapping_bytes: 16 * n,
+            },
+            settings: LcrSettings {
+                log_page_slots: slots as u64,
+            },
+            ..self.stats
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,286 @@
+//! The LCR-tree's rules on small stores: a node's delta goes to its one log page, a read
+//! costs at most two pages, an overflowing delta merges the node, deleted nodes free their
+//! log page, the mapping table survives a reopen (header and log), damage is refused.
+
+use super::*;
+use crate::cache::CacheConfig;
+use crate::device::memory::{MemoryConfig, MemoryDevice};
+use crate::device::shared::SharedDevice;
+use crate::device::Device;
+use crate::node::{Entry, Node};
+use crate::store::buffered::placement::LogPlacement;
+use crate::store::log::LogConfig;
+use crate::store::{NodeChange, NodeStore, StoreConfig, StoreControl};
+
+use crate::store::buffered::tests::{devs, entry, layout, mem, PS};
+
+fn params() -> LcrParams {
+    LcrParams {
+        write_buffer: 1 << 20,
+        log_size: 8 << 20,
+        log_sync: LogSync::EachOp,
+    }
+}
+
+fn open(nodes: &SharedDevice, log: &SharedDevice, reopen: bool) -> LcrStore {
+    let cfg = LogConfig::new(LogSync::EachOp);
+    let (c, l, p) = (CacheConfig::none(), layout(), LcrPolicy::new(params()));
+    if reopen {
+        LcrStore::open(devs(nodes, log), &c, l, cfg, p, None).unwrap()
+    } else {
+        LcrStore::create(devs(nodes, log), &c, l, cfg, p, None).unwrap()
+    }
+}
+
+fn entries(s: &mut LcrStore, id: PageId) -> Vec<Entry<2>> {
+    let page = NodeStore::<2>::read(s, id, 0).unwrap();
+    let node: Node<2> = layout().decode(page.bytes());
+    node.entries
+}
+
+fn reads(s: &LcrStore) -> u64 {
+    StoreControl::device(s).stats().host.pages_read
+}
+
+fn modify(s: &mut LcrStore, id: PageId, c: NodeChange<2>) {
+    NodeStore::<2>::modify(s, id, 0, &[c]).unwrap();
+    NodeStore::<2>::end_operation(s).unwrap();
+}
+
+#[test]
+fn deltas_go_to_one_log_page_reads_cost_two_pages_and_overflow_merges() {
+    let (nodes, log) = (mem(1 << 20), mem(8 << 20));
+    let mut s = open(&nodes, &log, false);
+    let first: Vec<Entry<2>> = (0..3).map(entry).collect();
+    let id = NodeStore::<2>::create(&mut s, 0, &first).unwrap();
+    NodeStore::<2>::end_operation(&mut s).unwrap();
+    StoreControl::write_back(&mut s).unwrap();
+    let st = s.policy().lcr_stats();
+    assert_eq!(
+        (st.node_page_writes, st.log_page_writes),
+        (1, 0),
+        "a new node's page"
+    );
+    // One change: its delta is written to a newly allocated log page, not the node page.
+    modify(
+        &mut s,
+        id,
+        NodeChange::Set {
+            pos: 1,
+            entry: entry(50),
+        },
+    );
+    StoreControl::write_back(&mut s).unwrap();
+    let lp = *s.core().header.log_pages.get(&id).expect("a log page");
+    assert_ne!(lp, id);
+    let st = s.policy().lcr_stats();
+    assert_eq!((st.node_page_writes, st.log_page_writes), (1, 1));
+    let before = reads(&s);
+    assert_eq!(entries(&mut s, id), vec![entry(0), entry(50), entry(2)]);
+    assert_eq!(reads(&s) - before, 2, "node page + log page");
+    // More changes merge with the log page (newest wins); still one log page.
+    modify(
+        &mut s,
+        id,
+        NodeChange::Set {
+            pos: 1,
+            entry: entry(51),
+        },
+    );
+    modify(&mut s, id, NodeChange::Push(entry(60)));
+    StoreControl::write_back(&mut s).unwrap();
+    assert_eq!(s.core().header.log_pages.get(&id), Some(&lp));
+    let want = vec![entry(0), entry(51), entry(2), entry(60)];
+    assert_eq!(entries(&mut s, id), want);
+    let r = s.report();
+    assert_eq!(r.lcr.unwrap().gauges.log_pages, 1);
+    assert_eq!(r.gauges.pages_in_use, 2, "the node and its log page");
+    // Overflow: more changed slots than a log page holds -> the node is merged.
+    let cap = log_page::capacity(PS, layout().entry_size());
+    let mut want = want;
+    for k in 0..cap as u64 {
+        let e = entry(100 + k);
+        if want.len() < layout().fits() {
+            want.push(e);
+            NodeStore::<2>::modify(&mut s, id, 0, &[NodeChange::Push(e)]).unwrap();
+        }
+    }
+    for (pos, w) in want.iter_mut().enumerate().take(4) {
+        *w = entry(200 + pos as u64);
+        let c = NodeChange::Set { pos, entry: *w };
+        NodeStore::<2>::modify(&mut s, id, 0, &[c]).unwrap();
+    }
+    NodeStore::<2>::end_operation(&mut s).unwrap();
+    StoreControl::write_back(&mut s).unwrap();
+    let st = s.policy().lcr_stats();
+    assert_eq!(
+        (st.merges, st.log_pages_freed, st.node_page_writes),
+        (1, 1, 2)
+    );
+    assert!(s.core().header.log_pages.is_empty());
+    assert_eq!(s.report().gauges.pages_in_use, 1, "the log page was freed");
+    let before = reads(&s);
+    assert_eq!(entries(&mut s, id), want);
+    assert_eq!(reads(&s) - before, 1, "a merged node is one page");
+}
+
+#[test]
+fn deleting_a_node_frees_its_log_page_and_the_mapping_survives_reopening() {
+    let (nodes, log) = (mem(1 << 20), mem(8 << 20));
+    let mut s = open(&nodes, &log, false);
+    let mut ids = Vec::new();
+    for n in 0..6u64 {
+        ids.push(NodeStore::<2>::create(&mut s, 0, &[entry(n)]).unwrap());
+        NodeStore::<2>::end_operation(&mut s).unwrap();
+    }
+    StoreControl::write_back(&mut s).unwrap();
+    for &id in &ids {
+        modify(&mut s, id, NodeChange::Push(entry(10 + id)));
+    }
+    StoreControl::write_back(&mut s).unwrap();
+    assert_eq!(s.core().header.log_pages.len(), 6);
+    NodeStore::<2>::delete(&mut s, ids[2], 0).unwrap();
+    NodeStore::<2>::end_operation(&mut s).unwrap();
+    assert_eq!(s.core().header.log_pages.len(), 5);
+    assert_eq!(s.policy().lcr_stats().log_pages_freed, 1);
+    assert_eq!(s.report().gauges.pages_in_use, 5 + 5);
+    // Buffered changes on top of log pages, then a crash (no checkpoint): the log rebuilds
+    // the mapping and the buffer.
+    modify(
+        &mut s,
+        ids[0],
+        NodeChange::Set {
+            pos: 0,
+            entry: entry(90),
+        },
+    );
+    let mapping = s.core().header.log_pages.clone();
+    drop(s);
+    let mut s = open(&nodes, &log, true);
+    assert_eq!(s.core().header.log_pages, mapping);
+    assert_eq!(entries(&mut s, ids[0]), vec![entry(90), entry(10)]);
+    assert_eq!(entries(&mut s, ids[5]), vec![entry(5), entry(15)]);
+    // A checkpoint compacts the log into a snapshot holding the mapping; reopen again.
+    NodeStore::<2>::flush(&mut s).unwrap();
+    drop(s);
+    let mut s = open(&nodes, &log, true);
+    assert_eq!(s.core().header.log_pages, mapping);
+    assert_eq!(entries(&mut s, ids[0]), vec![entry(90), entry(10)]);
+    assert_eq!(s.report().recovery.unwrap().buffered_nodes, 0);
+}
+
+#[test]
+fn the_mapping_table_round_trips_through_store_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = StoreConfig::Lcr {
+        write_buffer: 8 << 10,
+        log_size: None,
+        log_sync: LogSync::EachOp,
+        log_device: LogPlacement::Same,
+    };
+    let dev = || -> Box<dyn Device> {
+        Box::new(MemoryDevice::open(&MemoryConfig { capacity: 16 << 20 }, PS, None).unwrap())
+    };
+    let shared = SharedDevice::new(dev());
+    let mut s = cfg
+        .create(
+            Box::new(shared.clone()),
+            &CacheConfig::none(),
+            layout(),
+            Some(dir.path()),
+        )
+        .unwrap();
+    for n in 0..4u64 {
+        NodeStore::<2>::create(&mut s, 0, &[entry(n)]).unwrap();
+        NodeStore::<2>::end_operation(&mut s).unwrap();
+    }
+    s.write_back().unwrap();
+    for n in 0..4u64 {
+        NodeStore::<2>::modify(&mut s, n, 0, &[NodeChange::Push(entry(20 + n))]).unwrap();
+        NodeStore::<2>::end_operation(&mut s).unwrap();
+    }
+    NodeStore::<2>::flush(&mut s).unwrap();
+    drop(s);
+    let saved = crate::store::StoreHeader::load(&dir.path().join("store.json")).unwrap();
+    assert_eq!(saved.kind, "lcr");
+    assert_eq!(saved.log_pages.len(), 4, "{saved:?}");
+    let mut s = cfg
+        .open(Box::new(shared), &CacheConfig::none(), layout(), dir.path())
+        .unwrap();
+    let page = NodeStore::<2>::read(&mut s, 3, 0).unwrap();
+    let node: Node<2> = layout().decode(page.bytes());
+    assert_eq!(node.entries, vec![entry(3), entry(23)]);
+    let r = s.report();
+    assert_eq!(r.kind, "lcr");
+    assert_eq!(r.lcr.unwrap().gauges.mapping_bytes, 4 * 16);
+}
+
+#[test]
+fn a_damaged_log_page_is_refused_naming_it() {
+    let (nodes, log) = (mem(1 << 20), mem(8 << 20));
+    let mut s = open(&nodes, &log, false);
+    let id = NodeStore::<2>::create(&mut s, 0, &[entry(1)]).unwrap();
+    NodeStore::<2>::end_operation(&mut s).unwrap();
+    StoreControl::write_back(&mut s).unwrap();
+    modify(&mut s, id, NodeChange::Push(entry(2)));
+    StoreControl::write_back(&mut s).unwrap();
+    let lp = s.core().header.log_pages[&id];
+    let mut page = vec![0u8; PS];
+    let mut d = nodes.clone();
+    d.read(lp, &mut page).unwrap();
+    page[PS - 1] ^= 0xff;
+    d.write(lp, &page).unwrap();
+    let e = NodeStore::<2>::read(&mut s, id, 0)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains(&format!("LCR-tree log page {lp}")) && e.contains("checksum"),
+        "{e}"
+    );
+}
+
+#[test]
+fn invalid_options_are_refused_naming_the_key() {
+    let zero = LcrParams {
+        write_buffer: 0,
+        ..params()
+    };
+    let e = zero.validate(PS).unwrap_err().to_string();
+    assert!(e.contains("LCR-tree write_buffer"), "{e}");
+    let small = LcrParams {
+        log_size: 4096,
+        ..params()
+    };
+    let e = small.validate(PS).unwrap_err().to_string();
+    assert!(
+        e.contains("LCR-tree log_size") && e.contains("at least"),
+        "{e}"
+    );
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Spec {
+        store: StoreConfig,
+    }
+    let s: Spec = toml::from_str(
+        r#"store = { kind = "lcr", write_buffer = "256KB", log_device = "uncounted" }"#,
+    )
+    .unwrap();
+    assert_eq!(s.store.label(), "LCR log=uncounted");
+    assert_eq!(s.store.lcr_params().unwrap().log_size, 4 << 20);
+    let json = serde_json::to_string(&s.store).unwrap();
+    assert_eq!(serde_json::from_str::<StoreConfig>(&json).unwrap(), s.store);
+    for (bad, want) in [
+        (
+            r#"store = { kind = "lcr", write_buffer = "256KB", flushing_unit = 3 }"#,
+            "unknown field",
+        ),
+        (
+            r#"store = { kind = "lcr" }"#,
+            "missing field `write_buffer`",
+        ),
+    ] {
+        let e = toml::from_str::<Spec>(bad).unwrap_err().to_string();
+        assert!(e.contains(want), "{bad}: {e}");
+    }
+}
