@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Deserializer};
 
-use super::{HilbertOptions, IndexKind, RStarOptions, ReinsertPolicy, SplitAlgorithm};
+use super::{ForTreeOptions, HilbertOptions, IndexKind, RStarOptions, ReinsertPolicy, SplitAlgorithm};
 use crate::units::parse_percent;
 use crate::{Error, Result};
 
@@ -26,6 +26,7 @@ pub const VARIANTS: &[(&str, &[&str])] = &[
         ],
     ),
     ("hilbert", &["order", "siblings", "extent"]),
+    ("fortree", &["write_read_ratio", "root_fix"]),
 ];
 
 /// How errors name keys and variants (spec keys, or CLI flags).
@@ -125,6 +126,14 @@ pub fn parse_index(table: &toml::Table, naming: &Naming) -> Result<IndexKind> {
                 extent: w.extent.or(d.extent),
             })
         }
+        "fortree" => {
+            let w = ForTreeWritten::deserialize(value).map_err(fail)?;
+            let d = ForTreeOptions::default();
+            IndexKind::ForTree(ForTreeOptions {
+                write_read_ratio: w.write_read_ratio.unwrap_or(d.write_read_ratio),
+                root_fix: w.root_fix.unwrap_or(d.root_fix),
+            })
+        }
         _ => unreachable!("every registered variant is parsed above"),
     };
     parsed.check_options().map_err(|e| match e {
@@ -171,6 +180,15 @@ struct HilbertWritten {
     siblings: Option<usize>,
     #[serde(default)]
     extent: Option<[f64; 2]>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForTreeWritten {
+    #[serde(default)]
+    write_read_ratio: Option<f64>,
+    #[serde(default)]
+    root_fix: Option<bool>,
 }
 
 /// A number or a string, as text for the unit parsers.
