@@ -179,14 +179,22 @@ fn pack<const D: usize>(mut entries: Vec<Entry<D>>, m: usize) -> Vec<Vec<Entry<D
     let sizes = even(n, g);
     let slabs = (g as f64).sqrt().ceil() as usize;
     let centre = |e: &Entry<D>, d: usize| e.mbr.min[d] * 0.5 + e.mbr.max[d] * 0.5;
-    entries.sort_by(|a, b| centre(a, 0).total_cmp(&centre(b, 0)).then(a.ptr.cmp(&b.ptr)));
+    entries.sort_by(|a, b| {
+        centre(a, 0)
+            .total_cmp(&centre(b, 0))
+            .then(a.ptr.cmp(&b.ptr))
+    });
     let mut out = Vec::with_capacity(g);
     let (mut at, mut gi) = (0, 0);
     for per_slab in even(g, slabs) {
         let count: usize = sizes[gi..gi + per_slab].iter().sum();
         let slab = &mut entries[at..at + count];
         if D > 1 {
-            slab.sort_by(|a, b| centre(a, 1).total_cmp(&centre(b, 1)).then(a.ptr.cmp(&b.ptr)));
+            slab.sort_by(|a, b| {
+                centre(a, 1)
+                    .total_cmp(&centre(b, 1))
+                    .then(a.ptr.cmp(&b.ptr))
+            });
         }
         let mut from = 0;
         for &s in &sizes[gi..gi + per_slab] {
@@ -256,7 +264,10 @@ impl<const D: usize> NodePages<D> for ForTree {
         for q in 0..need.min(old_ids.len()) {
             let new = page_entries(entries, &ids, m, q);
             let old = stored.map(|s| page_entries(&s.entries, &old_ids, m, q));
-            match old.as_deref().map(|old| (old == new.as_slice(), page_changes(old, &new))) {
+            match old
+                .as_deref()
+                .map(|old| (old == new.as_slice(), page_changes(old, &new)))
+            {
                 Some((true, _)) => {}
                 Some((false, Some(changes))) => tree.modify(ids[q], level, &changes)?,
                 _ => tree.rewrite(ids[q], level, &new)?,
@@ -325,7 +336,13 @@ mod tests {
     fn e(i: u64) -> Entry<2> {
         let x = (i % 7) as f64;
         let y = (i / 7) as f64;
-        Entry::new(Rect { min: [x, y], max: [x + 0.5, y + 0.5] }, i)
+        Entry::new(
+            Rect {
+                min: [x, y],
+                max: [x + 0.5, y + 0.5],
+            },
+            i,
+        )
     }
 
     #[test]
@@ -376,7 +393,10 @@ mod tests {
         let p2 = page_entries(&es, &ids, 10, 2);
         assert_eq!(p2.len(), 5);
         assert!(p2.iter().all(|x| x.aux == 0));
-        assert_eq!(page_changes(&p0[..3], &p0), Some((3..10).map(|i| NodeChange::Push(p0[i])).collect()));
+        assert_eq!(
+            page_changes(&p0[..3], &p0),
+            Some((3..10).map(|i| NodeChange::Push(p0[i])).collect())
+        );
         assert_eq!(page_changes(&p0, &p0[..3]), None);
     }
 }

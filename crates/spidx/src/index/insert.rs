@@ -332,8 +332,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 }
             }
         }
-        if node.entries.len() > self.cap.max(level) * pages || np.treat_anyway(id, level, pages)
-        {
+        if node.entries.len() > self.cap.max(level) * pages || np.treat_anyway(id, level, pages) {
             return Ok(Outcome::Overflow(node, Some(stored)));
         }
         if node.entries == stored.entries {

@@ -9,7 +9,9 @@
 
 use serde::{Deserialize, Deserializer};
 
-use super::{ForTreeOptions, HilbertOptions, IndexKind, RStarOptions, ReinsertPolicy, SplitAlgorithm};
+use super::{
+    ForTreeOptions, HilbertOptions, IndexKind, RStarOptions, ReinsertPolicy, SplitAlgorithm,
+};
 use crate::units::parse_percent;
 use crate::{Error, Result};
 
