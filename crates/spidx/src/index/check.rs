@@ -311,6 +311,29 @@ fn union_area_2d<const D: usize>(boxes: impl Iterator<Item = ([f64; D], [f64; D]
     area
 }
 
+impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
+    /// Pages the root node spans (1 unless the variant's nodes may span several, e.g. the
+    /// FOR-tree's root with overflow nodes).
+    pub fn root_pages(&mut self) -> Result<usize> {
+        let (root, level) = (self.meta.root, self.meta.height - 1);
+        Ok(1 + self.read_spanned(root, level)?.1.pages.len())
+    }
+
+    /// The most pages any node of the tree spans (reads the whole tree).
+    pub fn max_node_pages(&mut self) -> Result<usize> {
+        let mut most = 1;
+        let mut stack = vec![(self.meta.root, self.meta.height - 1)];
+        while let Some((id, level)) = stack.pop() {
+            let (node, stored) = self.read_spanned(id, level)?;
+            most = most.max(1 + stored.pages.len());
+            if level > 0 {
+                stack.extend(node.entries.iter().map(|e| (e.ptr, level - 1)));
+            }
+        }
+        Ok(most)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::union_area_2d;
@@ -334,28 +357,5 @@ mod tests {
             union_area_2d(std::iter::empty::<([f64; 2], [f64; 2])>()),
             0.0
         );
-    }
-}
-
-impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
-    /// Pages the root node spans (1 unless the variant's nodes may span several, e.g. the
-    /// FOR-tree's root with overflow nodes).
-    pub fn root_pages(&mut self) -> Result<usize> {
-        let (root, level) = (self.meta.root, self.meta.height - 1);
-        Ok(1 + self.read_spanned(root, level)?.1.pages.len())
-    }
-
-    /// The most pages any node of the tree spans (reads the whole tree).
-    pub fn max_node_pages(&mut self) -> Result<usize> {
-        let mut most = 1;
-        let mut stack = vec![(self.meta.root, self.meta.height - 1)];
-        while let Some((id, level)) = stack.pop() {
-            let (node, stored) = self.read_spanned(id, level)?;
-            most = most.max(1 + stored.pages.len());
-            if level > 0 {
-                stack.extend(node.entries.iter().map(|e| (e.ptr, level - 1)));
-            }
-        }
-        Ok(most)
     }
 }
