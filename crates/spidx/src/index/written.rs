@@ -345,5 +345,39 @@ mod tests {
         assert!(s.contains("applies to kind = \"rtree\" only"), "{s}");
         let s = e("kind = \"rstar\"\nsiblings = 3", &CLI_NAMING);
         assert!(s.contains("applies to --index hilbert only"), "{s}");
+        let s = e("kind = \"rtree\"\nwrite_read_ratio = 3", &CLI_NAMING);
+        assert!(
+            s.contains("--write-read-ratio") && s.contains("applies to --index fortree only"),
+            "{s}"
+        );
+        let s = e("kind = \"hilbert\"\nroot_fix = false", &SPEC_NAMING);
+        assert!(s.contains("applies to kind = \"fortree\" only"), "{s}");
+        let s = e("kind = \"fortree\"\nwrite_read_ratio = 0", &CLI_NAMING);
+        assert!(s.contains("--write-read-ratio") && s.contains("> 0"), "{s}");
+        let s = e("kind = \"fortree\"\nwrite_read_ratio = -2.5", &SPEC_NAMING);
+        assert!(s.contains("write_read_ratio") && s.contains("> 0"), "{s}");
+        let s = e("kind = \"fortree\"\nroot_fix = \"yes\"", &SPEC_NAMING);
+        assert!(s.contains("fortree"), "{s}");
+        let s = e("kind = \"fortree\"\nsplit = \"linear\"", &SPEC_NAMING);
+        assert!(s.contains("applies to kind = \"rtree\" only"), "{s}");
+    }
+
+    #[test]
+    fn fortree_options_and_defaults() {
+        assert_eq!(
+            parse("kind = \"fortree\"", &SPEC_NAMING).unwrap(),
+            IndexKind::ForTree(ForTreeOptions::default())
+        );
+        assert_eq!(
+            parse(
+                "kind = \"fortree\"\nwrite_read_ratio = 8\nroot_fix = false",
+                &SPEC_NAMING
+            )
+            .unwrap(),
+            IndexKind::ForTree(ForTreeOptions {
+                write_read_ratio: 8.0,
+                root_fix: false,
+            })
+        );
     }
 }
