@@ -16,7 +16,9 @@ use spidx::clock::process_cpu_ns;
 use spidx::device::{DeviceSpec, DeviceStats};
 use spidx::geom::Rect;
 use spidx::index::bulk::{BulkMethod, BulkOptions};
-use spidx::index::{HilbertOptions, IndexKind, MbrPredicate, RStarOptions, SplitAlgorithm, Tree};
+use spidx::index::{
+    ForTreeOptions, HilbertOptions, IndexKind, MbrPredicate, RStarOptions, SplitAlgorithm, Tree,
+};
 use spidx::node::{Capacity, LayoutKind, Occupancy};
 use spidx::store::direct::DirectStore;
 use spidx::store::NodeStore;
@@ -29,11 +31,12 @@ pub const PAGE: usize = 4096;
 pub const MEMORY_CACHE: &str = "lru:1GB";
 
 /// The spidx tree variants built by one-by-one insertion.
-pub const SPIDX_VARIANTS: [&str; 4] = [
+pub const SPIDX_VARIANTS: [&str; 5] = [
     "spidx-linear",
     "spidx-quadratic",
     "spidx-rstar30",
     "spidx-hilbert",
+    "spidx-fortree",
 ];
 /// The bulk loads: spidx's STR, Hilbert packing and OMT (into an R*-tree 30 %), Hilbert
 /// packing of the Hilbert R-tree (its own key order) and rstar's `RTree::bulk_load` (OMT),
@@ -390,6 +393,7 @@ pub fn spidx_kind(variant: &str) -> Option<IndexKind> {
         },
         "spidx-rstar30" => IndexKind::RStar(RStarOptions::default()),
         "spidx-hilbert" => IndexKind::Hilbert(HilbertOptions::default()),
+        "spidx-fortree" => IndexKind::ForTree(ForTreeOptions::default()),
         _ => return None,
     })
 }

@@ -36,6 +36,7 @@ fn small_run_matches_and_reports_json() {
             "spidx-quadratic",
             "spidx-rstar30",
             "spidx-hilbert",
+            "spidx-fortree",
             "rstar",
             "sqlite",
             "spidx-bulk-str",

@@ -21,7 +21,7 @@ use crate::store_args::{Shared, StoreArgs};
 /// Index, page, buffer and device options.
 #[derive(Args, Debug)]
 pub struct IndexArgs {
-    /// Index: rtree, rstar or hilbert (the Hilbert R-tree).
+    /// Index: rtree, rstar, hilbert (the Hilbert R-tree) or fortree (the FOR-tree).
     #[arg(long)]
     pub index: String,
     /// R-tree split: linear, quadratic, exponential, greene or angtan (default quadratic).
@@ -50,6 +50,14 @@ pub struct IndexArgs {
     /// coordinates' bit patterns, no extent needed).
     #[arg(long, value_name = "LO,HI")]
     pub extent: Option<String>,
+    /// FOR-tree: cost of a page write over a page read, the factor of the merge-back
+    /// threshold (a number > 0; default 10).
+    #[arg(long, value_name = "RATIO")]
+    pub write_read_ratio: Option<f64>,
+    /// FOR-tree: count the nodes insertions read (true, the default: the fix of the
+    /// published defect) or not (false: the paper's unbounded root chain).
+    #[arg(long, value_name = "BOOL")]
+    pub root_fix: Option<bool>,
     /// Node page size, 1KB to 256KB.
     #[arg(long, default_value = "4KB")]
     pub page_size: String,
@@ -244,6 +252,12 @@ impl IndexArgs {
                 "extent".into(),
                 toml::Value::Array(vec![lo.into(), hi.into()]),
             );
+        }
+        if let Some(r) = self.write_read_ratio {
+            t.insert("write_read_ratio".into(), r.into());
+        }
+        if let Some(b) = self.root_fix {
+            t.insert("root_fix".into(), b.into());
         }
         parse_index(&t, &CLI_NAMING).map_err(|e| match e {
             SpidxError::InvalidOption { what, message } if message.starts_with("applies to") => {

@@ -8,6 +8,12 @@
 //! areas), overlap (between sibling nodes) and dead space (node area covered by none of
 //! its children; computed exactly in 2-D).
 //!
+//! Nodes spanning several pages (the FOR-tree's overflow nodes, through
+//! [`super::strategy::NodePages`]): a node's pages are read in order and none may be named
+//! twice (no loop), every further page is reached exactly once in the whole tree, the
+//! parent entry covers the entries of all pages, a node holds at most max × pages entries
+//! and spans no more pages than its entries need (every page but the last is full).
+//!
 //! Auxiliary keys ([`crate::node::Entry::aux`]): every parent entry holds the largest key
 //! of its child's entries (the Hilbert R-tree's LHV correctness). For variants that order
 //! entries by key: every leaf entry holds its object's key, internal entries are in
@@ -102,13 +108,22 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 fail(&mut rep, format!("page {id} is reached more than once"));
                 continue;
             }
-            let node = match self.read_node(id, level) {
+            let (node, stored) = match self.read_spanned(id, level) {
                 Ok(n) => n,
                 Err(e) => {
                     fail(&mut rep, e.to_string());
                     continue;
                 }
             };
+            for &p in &stored.pages {
+                if !seen_pages.insert(p) {
+                    fail(
+                        &mut rep,
+                        format!("page {p} (a further page of node {id}) is reached more than once"),
+                    );
+                }
+            }
+            let pages = 1 + stored.pages.len();
             let mbr = node.mbr();
             let n = node.entries.len();
             let is_root = id == meta.root;
@@ -121,10 +136,19 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 }
             }
             let (min, max) = (self.cap.min(level), self.cap.max(level));
-            if n > max || (!is_root && n < min) {
+            if n > max * pages || (!is_root && n < min) {
                 fail(
                     &mut rep,
-                    format!("node {id} (level {level}) holds {n} entries, allowed {min}..={max}"),
+                    format!(
+                        "node {id} (level {level}) holds {n} entries, allowed {min}..={}",
+                        max * pages
+                    ),
+                );
+            }
+            if pages > 1 && n <= max * (pages - 1) {
+                fail(
+                    &mut rep,
+                    format!("node {id} (level {level}) spans {pages} pages, but its {n} entries fit in fewer"),
                 );
             }
             if is_root && level > 0 && n < 2 {
@@ -285,6 +309,29 @@ fn union_area_2d<const D: usize>(boxes: impl Iterator<Item = ([f64; D], [f64; D]
         area += covered * (x1 - x0);
     }
     area
+}
+
+impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
+    /// Pages the root node spans (1 unless the variant's nodes may span several, e.g. the
+    /// FOR-tree's root with overflow nodes).
+    pub fn root_pages(&mut self) -> Result<usize> {
+        let (root, level) = (self.meta.root, self.meta.height - 1);
+        Ok(1 + self.read_spanned(root, level)?.1.pages.len())
+    }
+
+    /// The most pages any node of the tree spans (reads the whole tree).
+    pub fn max_node_pages(&mut self) -> Result<usize> {
+        let mut most = 1;
+        let mut stack = vec![(self.meta.root, self.meta.height - 1)];
+        while let Some((id, level)) = stack.pop() {
+            let (node, stored) = self.read_spanned(id, level)?;
+            most = most.max(1 + stored.pages.len());
+            if level > 0 {
+                stack.extend(node.entries.iter().map(|e| (e.ptr, level - 1)));
+            }
+        }
+        Ok(most)
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! [`UnderflowTreatment`]: super::strategy::UnderflowTreatment
 
 use super::insert::InsertCtx;
-use super::strategy::Underfull;
+use super::strategy::{Spanned, Underfull};
 use super::Tree;
 use crate::geom::Rect;
 use crate::node::{Node, PageId};
@@ -72,7 +72,14 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         obj: u64,
         ctx: &mut InsertCtx<D>,
     ) -> Result<Option<Removal<D>>> {
-        let mut node = self.read_node(id, level)?;
+        let (mut node, stored) = match self.strategy.pages.clone() {
+            Some(np) => {
+                let (node, stored) = self.read_spanned(id, level)?;
+                np.visited(id, level, 1 + stored.pages.len(), false);
+                (node, Some(stored))
+            }
+            None => (self.read_node(id, level)?, None),
+        };
         let change = if level == 0 {
             match node
                 .entries
@@ -109,7 +116,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                     };
                     let changes = underflow.treat(self, at, ctx)?;
                     apply_changes(&mut node.entries, &changes)?;
-                    return self.after_removal(id, node, &changes);
+                    return self.after_removal(id, node, &changes, stored);
                 }
                 Some((i, Removal::Shrunk(m, a))) => {
                     if m == node.entries[i].mbr && a == node.entries[i].aux {
@@ -124,18 +131,35 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 }
             }
         };
-        self.after_removal(id, node, &[change])
+        self.after_removal(id, node, &[change], stored)
     }
 
     /// Node `id` now holds `node`'s entries after `changes`: reported underfull to the
-    /// parent (non-root nodes below their minimum) or written as one update.
+    /// parent (non-root nodes below their minimum) or written as one update. A node of a
+    /// variant with [`super::strategy::NodePages`] (`stored` is what its pages hold) is
+    /// written through the variant, its surplus pages freed, before it may be reported
+    /// underfull.
     fn after_removal(
         &mut self,
         id: PageId,
         node: Node<D>,
         changes: &[NodeChange<D>],
+        stored: Option<Spanned<D>>,
     ) -> Result<Option<Removal<D>>> {
         let level = node.level;
+        if let (Some(np), Some(stored)) = (self.strategy.pages.clone(), stored) {
+            let underfull = id != self.meta.root && node.entries.len() < self.cap.min(level);
+            if underfull && stored.pages.is_empty() {
+                return Ok(Some(Removal::Underfull(node)));
+            }
+            if node.entries != stored.entries {
+                np.write(self, id, level, Some(&stored), &node.entries)?;
+            }
+            if underfull {
+                return Ok(Some(Removal::Underfull(node)));
+            }
+            return Ok(Some(Removal::Shrunk(node.mbr(), node.aux_max())));
+        }
         if id != self.meta.root && node.entries.len() < self.cap.min(level) {
             return Ok(Some(Removal::Underfull(node)));
         }

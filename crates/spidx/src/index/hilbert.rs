@@ -158,6 +158,7 @@ pub(crate) fn strategy<const D: usize>(o: &HilbertOptions) -> Strategy<D> {
         underflow: Arc::new(BorrowOrMerge {
             siblings: o.siblings,
         }),
+        pages: None,
     }
 }
 

@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 
-use super::strategy::{mbr_of, Overflowing, Treated};
+use super::strategy::{mbr_of, NodePages, Overflowing, Spanned, Treated};
 use super::Tree;
 use crate::geom::Rect;
 use crate::node::{Entry, Node, NodeView, PageId};
@@ -21,8 +21,10 @@ enum Outcome<const D: usize> {
     Unchanged,
     /// The subtree's MBR and largest auxiliary key are now these.
     Changed(Rect<D>, u64),
-    /// The node holds one entry too many (nothing written yet): the parent treats it.
-    Overflow(Node<D>),
+    /// The node holds one entry too many, or a multi-page node asks for its treatment
+    /// (nothing written yet; with what is stored for a multi-page variant): the parent
+    /// treats it.
+    Overflow(Node<D>, Option<Spanned<D>>),
 }
 
 /// State of one top-level insertion (shared by the reinsertions it causes), handed to the
@@ -100,13 +102,17 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             ));
         }
         let root = self.meta.root;
-        if let Outcome::Overflow(node) = self.insert_rec(root, root_level, None, e, level, ctx)? {
+        if let Outcome::Overflow(node, stored) =
+            self.insert_rec(root, root_level, None, e, level, ctx)?
+        {
             let mut parent = vec![Entry {
                 mbr: node.mbr(),
                 ptr: root,
                 aux: node.aux_max(),
             }];
-            if let Treated::Parent(changes) = self.treat_overflow(root, node, &parent, 0, ctx)? {
+            if let Treated::Parent(changes) =
+                self.treat_overflow(root, node, &parent, 0, stored, ctx)?
+            {
                 apply_changes(&mut parent, &changes)?;
             }
             if parent.len() > 1 {
@@ -130,6 +136,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         node: Node<D>,
         parent: &[Entry<D>],
         pos: usize,
+        spanned: Option<Spanned<D>>,
         ctx: &mut InsertCtx<D>,
     ) -> Result<Treated<D>> {
         let overflow = std::sync::Arc::clone(&self.strategy.overflow);
@@ -139,6 +146,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             parent,
             pos,
             is_root: id == self.meta.root,
+            spanned,
         };
         overflow.treat(self, at, ctx)
     }
@@ -164,6 +172,9 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         target: u32,
         ctx: &mut InsertCtx<D>,
     ) -> Result<Outcome<D>> {
+        if let Some(np) = self.strategy.pages.clone() {
+            return self.insert_spanned(&*np, id, level, e, target, ctx);
+        }
         let max = self.cap.max(level);
         if level == target {
             // Nothing to keep across a descent here: look at the page without sharing it.
@@ -180,7 +191,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 }
             })?;
             return match full {
-                Err(node) => Ok(Outcome::Overflow(node)),
+                Err(node) => Ok(Outcome::Overflow(node, None)),
                 Ok((mbr, aux)) => {
                     self.store.modify(id, level, &[NodeChange::Push(e)])?;
                     self.note_write(level);
@@ -210,9 +221,9 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         )? {
             Outcome::Unchanged => return Ok(Outcome::Unchanged),
             Outcome::Changed(m, a) => (m, a),
-            Outcome::Overflow(node) => {
+            Outcome::Overflow(node, stored) => {
                 let parent = decode(page.view::<D>(), level).entries;
-                match self.treat_overflow(child.ptr, node, &parent, i, ctx)? {
+                match self.treat_overflow(child.ptr, node, &parent, i, stored, ctx)? {
                     Treated::Resized(m) => (m, child.aux),
                     Treated::Parent(changes) => {
                         drop(page);
@@ -271,6 +282,66 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         Ok(Outcome::Changed(mbr, aux))
     }
 
+    /// [`Self::insert_rec`] for a variant whose nodes may span several pages
+    /// ([`NodePages`]): the node is read whole (all its pages, decoded), the subtree is
+    /// chosen among all its entries, and it is written back through the variant. A node
+    /// holding more entries than its pages, or one the variant asks for, goes to the
+    /// overflow treatment at its parent.
+    fn insert_spanned(
+        &mut self,
+        np: &dyn NodePages<D>,
+        id: PageId,
+        level: u32,
+        e: Entry<D>,
+        target: u32,
+        ctx: &mut InsertCtx<D>,
+    ) -> Result<Outcome<D>> {
+        let (mut node, stored) = self.read_spanned(id, level)?;
+        let pages = 1 + stored.pages.len();
+        np.visited(id, level, pages, true);
+        if level == target {
+            node.entries.push(e);
+        } else {
+            if node.entries.is_empty() {
+                return Err(Error::corrupted(
+                    format!("node page {id}"),
+                    "internal node without entries",
+                ));
+            }
+            let i = np.choose(&node.entries, level, &e);
+            let child = node.entries[i];
+            match self.insert_rec(
+                child.ptr,
+                level - 1,
+                Some((child.mbr, child.aux)),
+                e,
+                target,
+                ctx,
+            )? {
+                Outcome::Unchanged => {}
+                Outcome::Changed(m, a) => {
+                    node.entries[i].mbr = m;
+                    node.entries[i].aux = a;
+                }
+                Outcome::Overflow(cnode, cstored) => {
+                    let parent = node.entries.clone();
+                    match self.treat_overflow(child.ptr, cnode, &parent, i, cstored, ctx)? {
+                        Treated::Resized(m) => node.entries[i].mbr = m,
+                        Treated::Parent(changes) => apply_changes(&mut node.entries, &changes)?,
+                    }
+                }
+            }
+        }
+        if node.entries.len() > self.cap.max(level) * pages || np.treat_anyway(id, level, pages) {
+            return Ok(Outcome::Overflow(node, Some(stored)));
+        }
+        if node.entries == stored.entries {
+            return Ok(Outcome::Unchanged);
+        }
+        np.write(self, id, level, Some(&stored), &node.entries)?;
+        Ok(Outcome::Changed(node.mbr(), node.aux_max()))
+    }
+
     /// Applies `changes` to `node` (page `id`): written as one update if the node still
     /// fits, reported as an overflow otherwise.
     fn change_node(
@@ -284,7 +355,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         }
         apply_changes(&mut node.entries, changes)?;
         if node.entries.len() > self.cap.max(node.level) {
-            return Ok(Outcome::Overflow(node));
+            return Ok(Outcome::Overflow(node, None));
         }
         self.store.modify(id, node.level, changes)?;
         self.note_write(node.level);

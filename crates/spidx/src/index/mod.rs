@@ -6,6 +6,8 @@
 //!   [`IndexKind::RStar`] (Beckmann et al. 1990: overlap-minimising subtree choice with the
 //!   p-candidate optimisation, forced reinsertion, the R*-tree split).
 //! * [`IndexKind::Hilbert`]: the Hilbert R-tree (Kamel and Faloutsos 1994, [`hilbert`]).
+//! * [`IndexKind::ForTree`]: the FOR-tree (Jin et al. 2015, [`fortree`]): overflow nodes
+//!   instead of splits, merged back by access counts.
 //! * insert ([`insert`]), delete with condense and reinsertion ([`delete`]), update;
 //! * filter-step searches on MBRs and best-first k nearest neighbours ([`search`]);
 //! * an invariant checker that also measures the tree's shape ([`check`]).
@@ -14,6 +16,7 @@ pub mod bulk;
 pub mod check;
 pub mod curve;
 pub mod delete;
+pub mod fortree;
 pub mod hilbert;
 pub mod insert;
 pub mod rstar;
@@ -26,6 +29,7 @@ pub mod written;
 use serde::{Deserialize, Serialize};
 
 pub use check::{CheckReport, LevelShape};
+pub use fortree::ForTreeOptions;
 pub use hilbert::HilbertOptions;
 pub use rstar::{RStarOptions, ReinsertPolicy};
 pub use search::MbrPredicate;
@@ -33,9 +37,9 @@ pub use split::SplitAlgorithm;
 
 use crate::geom::Rect;
 use crate::node::{Capacity, Entry, LayoutKind, Node, NodeLayout, NodeView, PageId};
-use crate::store::{NodePage, NodeStore, TreeMeta};
+use crate::store::{NodeChange, NodePage, NodeStore, TreeMeta};
 use crate::{Error, Result};
-use strategy::{NodeAccess, Strategy};
+use strategy::{NodeAccess, Spanned, Strategy};
 
 /// Which tree algorithm to run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -50,6 +54,9 @@ pub enum IndexKind {
     RStar(RStarOptions),
     /// The Hilbert R-tree.
     Hilbert(HilbertOptions),
+    /// The FOR-tree (overflow nodes instead of splits, merged back by access counts).
+    #[serde(rename = "fortree")]
+    ForTree(ForTreeOptions),
 }
 
 impl IndexKind {
@@ -76,6 +83,7 @@ impl IndexKind {
                 Ok(())
             }
             IndexKind::Hilbert(o) => o.check(),
+            IndexKind::ForTree(o) => o.check(),
         }
     }
 
@@ -109,7 +117,8 @@ impl IndexKind {
     pub fn aux_bytes(&self) -> usize {
         match self {
             IndexKind::RTree { .. } | IndexKind::RStar(_) => 0,
-            IndexKind::Hilbert(_) => 8,
+            // Hilbert: the key; FOR-tree: the slots naming a node's further pages.
+            IndexKind::Hilbert(_) | IndexKind::ForTree(_) => 8,
         }
     }
 
@@ -117,7 +126,7 @@ impl IndexKind {
     pub fn check_dims(&self, dims: usize) -> Result<()> {
         match self {
             IndexKind::Hilbert(o) => o.check_dims(dims),
-            IndexKind::RTree { .. } | IndexKind::RStar(_) => Ok(()),
+            IndexKind::RTree { .. } | IndexKind::RStar(_) | IndexKind::ForTree(_) => Ok(()),
         }
     }
 
@@ -135,6 +144,7 @@ impl IndexKind {
             IndexKind::RTree { split } => rtree::strategy(*split),
             IndexKind::RStar(o) => rstar::strategy(o),
             IndexKind::Hilbert(o) => hilbert::strategy(o),
+            IndexKind::ForTree(o) => fortree::strategy(o),
         }
     }
 
@@ -151,6 +161,7 @@ impl IndexKind {
                 (o.reinsert_internal * 100.0).round()
             ),
             IndexKind::Hilbert(o) => o.label(),
+            IndexKind::ForTree(o) => o.label(),
         }
     }
 }
@@ -352,13 +363,61 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             .and_then(|r| r)
     }
 
+    /// Reads node `id` at `level`: all its pages for a variant whose nodes may span several
+    /// ([`strategy::NodePages`]), else its page.
     fn read_node(&mut self, id: PageId, level: u32) -> Result<Node<D>> {
+        if self.strategy.pages.is_some() {
+            return Ok(self.read_spanned(id, level)?.0);
+        }
         let page = self.read(id, level)?;
         let v = page.view::<D>();
         Ok(Node {
             level,
             entries: (0..v.len()).map(|i| v.entry(i)).collect(),
         })
+    }
+
+    /// Reads node `id` at `level` of a variant with [`strategy::NodePages`]: its entries
+    /// in page order and what is stored where. A page named twice (a cycle) or more pages
+    /// than the tree has room for are refused as corruption. Without `NodePages` the node
+    /// is its one page.
+    fn read_spanned(&mut self, id: PageId, level: u32) -> Result<(Node<D>, Spanned<D>)> {
+        let Some(np) = self.strategy.pages.clone() else {
+            let page = self.read(id, level)?;
+            let v = page.view::<D>();
+            let entries: Vec<Entry<D>> = (0..v.len()).map(|i| v.entry(i)).collect();
+            let stored = Spanned {
+                pages: Vec::new(),
+                entries: entries.clone(),
+            };
+            return Ok((Node { level, entries }, stored));
+        };
+        let mut pages = Vec::new();
+        let mut entries = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        seen.insert(id);
+        let mut next = 0;
+        let mut current = id;
+        loop {
+            let page = self.read(current, level)?;
+            let v = page.view::<D>();
+            entries.extend((0..v.len()).map(|i| np.entry(v, i)));
+            np.further_pages(v, &mut pages);
+            let Some(&p) = pages.get(next) else { break };
+            if !seen.insert(p) {
+                return Err(Error::corrupted(
+                    format!("node page {id}"),
+                    format!("its pages name page {p} twice (the chain of pages of a node must not loop)"),
+                ));
+            }
+            next += 1;
+            current = p;
+        }
+        let stored = Spanned {
+            pages,
+            entries: entries.clone(),
+        };
+        Ok((Node { level, entries }, stored))
     }
 
     fn set_meta(&mut self, meta: TreeMeta) -> Result<()> {
@@ -383,6 +442,12 @@ impl<S: NodeStore<D>, const D: usize> NodeAccess<D> for Tree<S, D> {
         let id = self.store.create(level, entries)?;
         self.note_write(level);
         Ok(id)
+    }
+
+    fn modify(&mut self, id: PageId, level: u32, changes: &[NodeChange<D>]) -> Result<()> {
+        self.store.modify(id, level, changes)?;
+        self.note_write(level);
+        Ok(())
     }
 
     fn rewrite(&mut self, id: PageId, level: u32, entries: &[Entry<D>]) -> Result<()> {

@@ -20,6 +20,7 @@ pub(crate) fn strategy<const D: usize>(algo: SplitAlgorithm) -> Strategy<D> {
         choose: Box::new(LeastEnlargement),
         overflow: Arc::new(Split(algo)),
         underflow: Arc::new(CondenseReinsert),
+        pages: None,
     }
 }
 

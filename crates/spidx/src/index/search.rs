@@ -113,7 +113,11 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         let mut stack = std::mem::take(&mut self.search_stack);
         stack.clear();
         stack.push((self.meta.root, self.root_level()));
-        let r = self.search_from(&mut stack, pred, q, &mut visit);
+        let r = if self.strategy.pages.is_some() {
+            self.search_spanned(&mut stack, pred, q, &mut visit)
+        } else {
+            self.search_from(&mut stack, pred, q, &mut visit)
+        };
         self.search_stack = stack;
         r
     }
@@ -157,6 +161,40 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         Ok(())
     }
 
+    /// [`Self::search_from`] for a variant whose nodes may span several pages
+    /// ([`super::strategy::NodePages`]): every node is read whole.
+    fn search_spanned(
+        &mut self,
+        stack: &mut Vec<(PageId, u32)>,
+        pred: MbrPredicate,
+        q: &Rect<D>,
+        visit: &mut impl FnMut(Entry<D>),
+    ) -> Result<()> {
+        while let Some((id, level)) = stack.pop() {
+            let node = self.read_visited(id, level)?;
+            for e in &node.entries {
+                if level == 0 {
+                    if pred.accept(&e.mbr, q) {
+                        visit(Entry::new(e.mbr, e.ptr));
+                    }
+                } else if pred.descend(&e.mbr, q) {
+                    stack.push((e.ptr, level - 1));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads node `id` whole for a query of a variant with
+    /// [`super::strategy::NodePages`], telling the variant of the access.
+    fn read_visited(&mut self, id: PageId, level: u32) -> Result<crate::node::Node<D>> {
+        let (node, stored) = self.read_spanned(id, level)?;
+        if let Some(np) = &self.strategy.pages {
+            np.visited(id, level, 1 + stored.pages.len(), false);
+        }
+        Ok(node)
+    }
+
     /// Starts a best-first nearest-neighbour traversal from `point`.
     pub fn nearest_iter(&self, point: [f64; D]) -> Result<NearestIter<D>> {
         if let Some((d, c)) = point.iter().enumerate().find(|(_, c)| !c.is_finite()) {
@@ -184,15 +222,26 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                     entry: Entry::new(item.mbr, item.ptr),
                 }));
             }
+            let level = if item.level == 0 {
+                u32::MAX
+            } else {
+                item.level - 1
+            };
+            if self.strategy.pages.is_some() {
+                for e in self.read_visited(item.ptr, item.level)?.entries {
+                    it.heap.push(Item {
+                        dist2: e.mbr.min_dist2(&it.point),
+                        ptr: e.ptr,
+                        level,
+                        mbr: e.mbr,
+                    });
+                }
+                continue;
+            }
             let page = self.read(item.ptr, item.level)?;
             let v = page.view::<D>();
             for i in 0..v.len() {
                 let m = v.mbr(i);
-                let level = if item.level == 0 {
-                    u32::MAX
-                } else {
-                    item.level - 1
-                };
                 it.heap.push(Item {
                     dist2: m.min_dist2(&it.point),
                     ptr: v.ptr(i),

@@ -15,6 +15,11 @@
 //!
 //! The parts reach nodes through [`NodeAccess`], which the tree implements for every store
 //! (an object-safe view, so the parts are plain trait objects).
+//!
+//! A variant whose nodes may span more than one page (the FOR-tree's overflow nodes) adds
+//! a fourth part, [`NodePages`]: the engines (insert, delete, search, nearest neighbours,
+//! the checker) then read such a node as all its pages and write it through the part.
+//! Variants without it never reach that code.
 
 use crate::geom::Rect;
 use crate::node::{aux_max, Capacity, Entry, Node, NodeView, PageId};
@@ -29,6 +34,8 @@ use super::TreeStats;
 pub trait NodeAccess<const D: usize> {
     /// Creates a node at `level` holding `entries`.
     fn create(&mut self, level: u32, entries: &[Entry<D>]) -> Result<PageId>;
+    /// Applies entry-level `changes`, in order, to node `id` as one update.
+    fn modify(&mut self, id: PageId, level: u32, changes: &[NodeChange<D>]) -> Result<()>;
     /// Replaces all entries of node `id`.
     fn rewrite(&mut self, id: PageId, level: u32, entries: &[Entry<D>]) -> Result<()>;
     /// Deletes node `id`.
@@ -82,6 +89,18 @@ pub struct Overflowing<'a, const D: usize> {
     pub pos: usize,
     /// Whether the node is the root.
     pub is_root: bool,
+    /// For a node spanning several pages ([`NodePages`]): its pages after the first and
+    /// its entries as they are written there; `None` for a one-page node.
+    pub spanned: Option<Spanned<D>>,
+}
+
+/// A node spanning several pages as it is stored (see [`NodePages`]).
+#[derive(Debug, Clone)]
+pub struct Spanned<const D: usize> {
+    /// Its pages after the first, in order.
+    pub pages: Vec<PageId>,
+    /// Its entries as they are stored (before the pending change).
+    pub entries: Vec<Entry<D>>,
 }
 
 /// What an overflow treatment did.
@@ -130,6 +149,44 @@ pub trait UnderflowTreatment<const D: usize>: Send + Sync {
     ) -> Result<Vec<NodeChange<D>>>;
 }
 
+/// Nodes spanning several pages: a first page (the one its parent entry points at) and
+/// further pages the variant names from the stored pages themselves. The engines read such
+/// a node as the concatenation of its pages' entries (positions run on across pages) and
+/// write it back through [`NodePages::write`]; one-page nodes take the engines' usual path.
+pub trait NodePages<const D: usize>: Send + Sync {
+    /// The position among a node's `entries` (at `level` >= 1) of the child that should
+    /// receive entry `e` (the variant's subtree choice on a decoded node).
+    fn choose(&self, entries: &[Entry<D>], level: u32, e: &Entry<D>) -> usize;
+
+    /// Appends to `out` the further pages named by page `v` of a node (none for a page
+    /// that names no further page). Called on every page of a node, in page order.
+    fn further_pages(&self, v: NodeView<'_, D>, out: &mut Vec<PageId>);
+
+    /// The entry of a stored page as the tree sees it (without what the variant keeps in
+    /// the page for itself, e.g. page links in auxiliary slots).
+    fn entry(&self, v: NodeView<'_, D>, i: usize) -> Entry<D>;
+
+    /// A traversal read node `id` spanning `pages` pages (1 for a one-page node).
+    /// `insert` tells an insertion's descent from other reads (searches, deletes).
+    fn visited(&self, id: PageId, level: u32, pages: usize, insert: bool);
+
+    /// Whether node `id` (spanning `pages` pages) should be handed to the overflow
+    /// treatment even though it does not overflow (e.g. to be restructured).
+    fn treat_anyway(&self, id: PageId, level: u32, pages: usize) -> bool;
+
+    /// Writes node `id` (first page) at `level` with `entries` (positions as the engine
+    /// sees them): `stored` is what it held, or `None` if it was a one-page node whose
+    /// stored entries the caller does not know. Pages are added or freed as needed.
+    fn write(
+        &self,
+        tree: &mut dyn NodeAccess<D>,
+        id: PageId,
+        level: u32,
+        stored: Option<&Spanned<D>>,
+        entries: &[Entry<D>],
+    ) -> Result<()>;
+}
+
 /// The parts of one tree variant.
 pub struct Strategy<const D: usize> {
     /// Subtree choice.
@@ -138,6 +195,8 @@ pub struct Strategy<const D: usize> {
     pub overflow: std::sync::Arc<dyn OverflowTreatment<D>>,
     /// Underflow treatment.
     pub underflow: std::sync::Arc<dyn UnderflowTreatment<D>>,
+    /// Nodes spanning several pages; `None` for the variants whose nodes are one page.
+    pub pages: Option<std::sync::Arc<dyn NodePages<D>>>,
 }
 
 /// The MBR of a list of entries, folded in order.

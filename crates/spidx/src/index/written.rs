@@ -9,7 +9,9 @@
 
 use serde::{Deserialize, Deserializer};
 
-use super::{HilbertOptions, IndexKind, RStarOptions, ReinsertPolicy, SplitAlgorithm};
+use super::{
+    ForTreeOptions, HilbertOptions, IndexKind, RStarOptions, ReinsertPolicy, SplitAlgorithm,
+};
 use crate::units::parse_percent;
 use crate::{Error, Result};
 
@@ -26,6 +28,7 @@ pub const VARIANTS: &[(&str, &[&str])] = &[
         ],
     ),
     ("hilbert", &["order", "siblings", "extent"]),
+    ("fortree", &["write_read_ratio", "root_fix"]),
 ];
 
 /// How errors name keys and variants (spec keys, or CLI flags).
@@ -125,6 +128,14 @@ pub fn parse_index(table: &toml::Table, naming: &Naming) -> Result<IndexKind> {
                 extent: w.extent.or(d.extent),
             })
         }
+        "fortree" => {
+            let w = ForTreeWritten::deserialize(value).map_err(fail)?;
+            let d = ForTreeOptions::default();
+            IndexKind::ForTree(ForTreeOptions {
+                write_read_ratio: w.write_read_ratio.unwrap_or(d.write_read_ratio),
+                root_fix: w.root_fix.unwrap_or(d.root_fix),
+            })
+        }
         _ => unreachable!("every registered variant is parsed above"),
     };
     parsed.check_options().map_err(|e| match e {
@@ -171,6 +182,15 @@ struct HilbertWritten {
     siblings: Option<usize>,
     #[serde(default)]
     extent: Option<[f64; 2]>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForTreeWritten {
+    #[serde(default)]
+    write_read_ratio: Option<f64>,
+    #[serde(default)]
+    root_fix: Option<bool>,
 }
 
 /// A number or a string, as text for the unit parsers.
@@ -325,5 +345,39 @@ mod tests {
         assert!(s.contains("applies to kind = \"rtree\" only"), "{s}");
         let s = e("kind = \"rstar\"\nsiblings = 3", &CLI_NAMING);
         assert!(s.contains("applies to --index hilbert only"), "{s}");
+        let s = e("kind = \"rtree\"\nwrite_read_ratio = 3", &CLI_NAMING);
+        assert!(
+            s.contains("--write-read-ratio") && s.contains("applies to --index fortree only"),
+            "{s}"
+        );
+        let s = e("kind = \"hilbert\"\nroot_fix = false", &SPEC_NAMING);
+        assert!(s.contains("applies to kind = \"fortree\" only"), "{s}");
+        let s = e("kind = \"fortree\"\nwrite_read_ratio = 0", &CLI_NAMING);
+        assert!(s.contains("--write-read-ratio") && s.contains("> 0"), "{s}");
+        let s = e("kind = \"fortree\"\nwrite_read_ratio = -2.5", &SPEC_NAMING);
+        assert!(s.contains("write_read_ratio") && s.contains("> 0"), "{s}");
+        let s = e("kind = \"fortree\"\nroot_fix = \"yes\"", &SPEC_NAMING);
+        assert!(s.contains("fortree"), "{s}");
+        let s = e("kind = \"fortree\"\nsplit = \"linear\"", &SPEC_NAMING);
+        assert!(s.contains("applies to kind = \"rtree\" only"), "{s}");
+    }
+
+    #[test]
+    fn fortree_options_and_defaults() {
+        assert_eq!(
+            parse("kind = \"fortree\"", &SPEC_NAMING).unwrap(),
+            IndexKind::ForTree(ForTreeOptions::default())
+        );
+        assert_eq!(
+            parse(
+                "kind = \"fortree\"\nwrite_read_ratio = 8\nroot_fix = false",
+                &SPEC_NAMING
+            )
+            .unwrap(),
+            IndexKind::ForTree(ForTreeOptions {
+                write_read_ratio: 8.0,
+                root_fix: false,
+            })
+        );
     }
 }

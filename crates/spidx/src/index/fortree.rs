@@ -1,0 +1,402 @@
+//! The FOR-tree (Jin, Cui, Wang, Huang, Xiao: "FOR-tree: a flash-optimized R-tree", and
+//! its journal version "Optimizing R-tree for flash memory", Expert Systems with
+//! Applications 42, 2015) as a [`Strategy`] with multi-page nodes ([`NodePages`]):
+//!
+//! * no splits: a node that overflows gets an overflow node (O-node), a further page of
+//!   the same node; its parent's entry points at the first page (the primary node) and
+//!   covers all of them. Searches, nearest neighbours and deletes read a node whole;
+//! * every access to a node with `k >= 1` O-nodes is counted; once its count reaches
+//!   `⌊(5k − 1) / 2⌋ × (write cost / read cost)` the node is *merged back*: its entries
+//!   and its O-nodes' entries are re-packed into `⌈n / M⌉` regular nodes (sort-tile
+//!   grouping), which replace it in its parent (a parent that then overflows gets an
+//!   O-node itself; a root that merges back grows the tree by one level). The merge is
+//!   done by the next insertion that reaches the node (searches only count);
+//! * subtree choice: Guttman's least area enlargement, among all entries of a node;
+//! * underflow after a delete: Guttman's condense and reinsert.
+//!
+//! The published defect: the paper counts accesses of reads, so an insert-only build never
+//! counts any, never merges back, and the root collects an unbounded chain of O-nodes
+//! (every insertion then reads the whole chain: construction degenerates to quadratic
+//! time). `root_fix = false` reproduces it; the default (`root_fix = true`) also counts the
+//! nodes an insertion's descent reads, so every node merges back after a bounded number of
+//! insertions (see `docs/indexes.md`).
+//!
+//! Where the O-nodes are recorded: the paper keeps the table of O-nodes in memory. Here
+//! each page of a node names the node's further pages in its entries' 8-byte auxiliary
+//! slots (page `q` of a node with `M` entries per page names pages `qM + 1 ..= qM + M`), so
+//! the chain is part of the stored tree: it survives reopening and crash recovery under
+//! every store, and costs one page write more when an O-node is added or freed. The
+//! access counts are tree state held in memory (as in the paper); a reopened tree counts
+//! afresh. The paper's own buffer of dirty nodes is a store concern and not part of this
+//! module.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use super::insert::InsertCtx;
+use super::rtree::{least_enlargement, LeastEnlargement};
+use super::strategy::{
+    mbr_of, CondenseReinsert, NodeAccess, NodePages, OverflowTreatment, Overflowing, Spanned,
+    Strategy, Treated,
+};
+use crate::node::{Entry, NodeView, PageId};
+use crate::store::NodeChange;
+use crate::{Error, Result};
+
+/// Options of the FOR-tree.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ForTreeOptions {
+    /// Cost of a page write over the cost of a page read, the factor of the merge-back
+    /// threshold. Default 10: the program/read latency ratio of the seeds' flash chip
+    /// (300 µs / 30 µs, `seed-table2`; the Flash-DBSim example chip gives 8).
+    pub write_read_ratio: f64,
+    /// Count the nodes an insertion's descent reads (the fix of the published defect);
+    /// `false` counts only searches' and deletes' reads, as the paper does.
+    pub root_fix: bool,
+}
+
+impl Default for ForTreeOptions {
+    /// Ratio 10, the fix on.
+    fn default() -> Self {
+        ForTreeOptions {
+            write_read_ratio: 10.0,
+            root_fix: true,
+        }
+    }
+}
+
+impl ForTreeOptions {
+    /// Checks the options.
+    pub fn check(&self) -> Result<()> {
+        let r = self.write_read_ratio;
+        if !(r.is_finite() && r > 0.0) {
+            return Err(Error::invalid(
+                "write_read_ratio",
+                format!("{r} is not a number > 0 (the cost of a page write over a page read)"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The access count at which a node with `k >= 1` O-nodes merges back.
+    pub fn threshold(&self, k: usize) -> f64 {
+        ((5 * k as u64).saturating_sub(1) / 2) as f64 * self.write_read_ratio
+    }
+
+    /// A readable name, e.g. `FOR-tree w/r=10`.
+    pub fn label(&self) -> String {
+        let mut s = format!("FOR-tree w/r={}", self.write_read_ratio);
+        if !self.root_fix {
+            s.push_str(" root_fix=false");
+        }
+        s
+    }
+}
+
+/// The FOR-tree's parts with options `o` (checked).
+pub(crate) fn strategy<const D: usize>(o: &ForTreeOptions) -> Strategy<D> {
+    let parts = Arc::new(ForTree {
+        opts: *o,
+        accesses: Mutex::new(HashMap::new()),
+    });
+    Strategy {
+        choose: Box::new(LeastEnlargement),
+        overflow: Arc::clone(&parts) as Arc<dyn OverflowTreatment<D>>,
+        underflow: Arc::new(CondenseReinsert),
+        pages: Some(parts),
+    }
+}
+
+/// The overflow treatment and the multi-page nodes, sharing the access counts.
+struct ForTree {
+    opts: ForTreeOptions,
+    /// Accesses of every node with O-nodes since it got its first one.
+    accesses: Mutex<HashMap<PageId, u64>>,
+}
+
+impl ForTree {
+    fn counts(&self) -> std::sync::MutexGuard<'_, HashMap<PageId, u64>> {
+        // A poisoned lock only means a panic elsewhere; the counts stay usable.
+        self.accesses.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn merge_due(&self, id: PageId, k: usize) -> bool {
+        k >= 1 && self.counts().get(&id).copied().unwrap_or(0) as f64 >= self.opts.threshold(k)
+    }
+}
+
+/// The entries page `q` of a node stores: its slice of `entries` (`m` per page), each slot
+/// naming the page `qm + j + 1` of `ids` (page id + 1; 0 for none).
+fn page_entries<const D: usize>(
+    entries: &[Entry<D>],
+    ids: &[PageId],
+    m: usize,
+    q: usize,
+) -> Vec<Entry<D>> {
+    let end = ((q + 1) * m).min(entries.len());
+    entries[q * m..end]
+        .iter()
+        .enumerate()
+        .map(|(j, e)| Entry {
+            aux: ids.get(q * m + j + 1).map_or(0, |p| p + 1),
+            ..*e
+        })
+        .collect()
+}
+
+/// The fewest entry-level changes turning page contents `old` into `new`: `None` if a
+/// rewrite is simpler (entries removed).
+fn page_changes<const D: usize>(old: &[Entry<D>], new: &[Entry<D>]) -> Option<Vec<NodeChange<D>>> {
+    if new.len() < old.len() {
+        return None;
+    }
+    let mut changes: Vec<NodeChange<D>> = old
+        .iter()
+        .zip(new)
+        .enumerate()
+        .filter(|(_, (a, b))| a != b)
+        .map(|(pos, (_, b))| NodeChange::Set { pos, entry: *b })
+        .collect();
+    changes.extend(new[old.len()..].iter().map(|e| NodeChange::Push(*e)));
+    Some(changes)
+}
+
+/// Groups `entries` into `⌈n / m⌉` groups of even sizes by sort-tile (slabs along the
+/// first axis, groups along the second within each slab).
+fn pack<const D: usize>(mut entries: Vec<Entry<D>>, m: usize) -> Vec<Vec<Entry<D>>> {
+    let n = entries.len();
+    let g = n.div_ceil(m).max(1);
+    if g == 1 {
+        return vec![entries];
+    }
+    let even = |n: usize, parts: usize| -> Vec<usize> {
+        (0..parts)
+            .map(|i| n / parts + usize::from(i < n % parts))
+            .collect()
+    };
+    let sizes = even(n, g);
+    let slabs = (g as f64).sqrt().ceil() as usize;
+    let centre = |e: &Entry<D>, d: usize| e.mbr.min[d] * 0.5 + e.mbr.max[d] * 0.5;
+    entries.sort_by(|a, b| {
+        centre(a, 0)
+            .total_cmp(&centre(b, 0))
+            .then(a.ptr.cmp(&b.ptr))
+    });
+    let mut out = Vec::with_capacity(g);
+    let (mut at, mut gi) = (0, 0);
+    for per_slab in even(g, slabs) {
+        let count: usize = sizes[gi..gi + per_slab].iter().sum();
+        let slab = &mut entries[at..at + count];
+        if D > 1 {
+            slab.sort_by(|a, b| {
+                centre(a, 1)
+                    .total_cmp(&centre(b, 1))
+                    .then(a.ptr.cmp(&b.ptr))
+            });
+        }
+        let mut from = 0;
+        for &s in &sizes[gi..gi + per_slab] {
+            out.push(slab[from..from + s].to_vec());
+            from += s;
+        }
+        at += count;
+        gi += per_slab;
+    }
+    out
+}
+
+impl<const D: usize> NodePages<D> for ForTree {
+    fn choose(&self, entries: &[Entry<D>], _level: u32, e: &Entry<D>) -> usize {
+        least_enlargement(entries.iter().map(|x| x.mbr), &e.mbr)
+    }
+
+    fn further_pages(&self, v: NodeView<'_, D>, out: &mut Vec<PageId>) {
+        for i in 0..v.len() {
+            match v.aux(i) {
+                0 => {}
+                p => out.push(p - 1),
+            }
+        }
+    }
+
+    fn entry(&self, v: NodeView<'_, D>, i: usize) -> Entry<D> {
+        Entry {
+            aux: 0,
+            ..v.entry(i)
+        }
+    }
+
+    fn visited(&self, id: PageId, _level: u32, pages: usize, insert: bool) {
+        if pages > 1 && (!insert || self.opts.root_fix) {
+            *self.counts().entry(id).or_insert(0) += 1;
+        }
+    }
+
+    fn treat_anyway(&self, id: PageId, _level: u32, pages: usize) -> bool {
+        self.merge_due(id, pages - 1)
+    }
+
+    fn write(
+        &self,
+        tree: &mut dyn NodeAccess<D>,
+        id: PageId,
+        level: u32,
+        stored: Option<&Spanned<D>>,
+        entries: &[Entry<D>],
+    ) -> Result<()> {
+        let m = tree.capacity().max(level);
+        let need = entries.len().div_ceil(m).max(1);
+        let mut old_ids = vec![id];
+        if let Some(s) = stored {
+            old_ids.extend_from_slice(&s.pages);
+        }
+        let mut ids: Vec<PageId> = old_ids.iter().copied().take(need).collect();
+        ids.resize(need, 0);
+        // New O-nodes from the last: each names only pages after it, already created.
+        for q in (old_ids.len()..need).rev() {
+            ids[q] = tree.create(level, &page_entries(entries, &ids, m, q))?;
+        }
+        for &p in old_ids.iter().skip(need) {
+            tree.delete(p, level)?;
+        }
+        for q in 0..need.min(old_ids.len()) {
+            let new = page_entries(entries, &ids, m, q);
+            let old = stored.map(|s| page_entries(&s.entries, &old_ids, m, q));
+            match old
+                .as_deref()
+                .map(|old| (old == new.as_slice(), page_changes(old, &new)))
+            {
+                Some((true, _)) => {}
+                Some((false, Some(changes))) => tree.modify(ids[q], level, &changes)?,
+                _ => tree.rewrite(ids[q], level, &new)?,
+            }
+        }
+        if need == 1 {
+            self.counts().remove(&id);
+        }
+        Ok(())
+    }
+}
+
+impl<const D: usize> OverflowTreatment<D> for ForTree {
+    fn treat(
+        &self,
+        tree: &mut dyn NodeAccess<D>,
+        at: Overflowing<'_, D>,
+        _ctx: &mut InsertCtx<D>,
+    ) -> Result<Treated<D>> {
+        let level = at.node.level;
+        let m = tree.capacity().max(level);
+        let k = at.spanned.as_ref().map_or(0, |s| s.pages.len());
+        if !self.merge_due(at.id, k) {
+            // No split: the node keeps its place and grows by an O-node if it needs one.
+            self.write(tree, at.id, level, at.spanned.as_ref(), &at.node.entries)?;
+            return Ok(Treated::Resized(mbr_of(&at.node.entries)));
+        }
+        // Merge back: the node's pages become regular nodes (the first keeps its page,
+        // further pages are reused, then new ones), which replace it in the parent.
+        self.counts().remove(&at.id);
+        let mut pages = vec![at.id];
+        pages.extend(at.spanned.iter().flat_map(|s| s.pages.iter().copied()));
+        let groups = pack(at.node.entries, m);
+        let mut changes = Vec::with_capacity(groups.len());
+        for (g, group) in groups.iter().enumerate() {
+            let id = match pages.get(g) {
+                Some(&p) => {
+                    tree.rewrite(p, level, group)?;
+                    p
+                }
+                None => tree.create(level, group)?,
+            };
+            let entry = Entry {
+                mbr: mbr_of(group),
+                ptr: id,
+                aux: 0,
+            };
+            changes.push(if g == 0 {
+                NodeChange::Set { pos: at.pos, entry }
+            } else {
+                NodeChange::Push(entry)
+            });
+        }
+        for &p in pages.iter().skip(groups.len()) {
+            tree.delete(p, level)?;
+        }
+        Ok(Treated::Parent(changes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geom::Rect;
+
+    fn e(i: u64) -> Entry<2> {
+        let x = (i % 7) as f64;
+        let y = (i / 7) as f64;
+        Entry::new(
+            Rect {
+                min: [x, y],
+                max: [x + 0.5, y + 0.5],
+            },
+            i,
+        )
+    }
+
+    #[test]
+    fn threshold_follows_the_paper() {
+        let o = ForTreeOptions {
+            write_read_ratio: 2.0,
+            root_fix: true,
+        };
+        // ⌊(5k − 1)/2⌋ = 2, 4, 7, 9 for k = 1..4.
+        let t: Vec<f64> = (1..=4).map(|k| o.threshold(k)).collect();
+        assert_eq!(t, vec![4.0, 8.0, 14.0, 18.0]);
+        assert!(ForTreeOptions {
+            write_read_ratio: 0.0,
+            root_fix: true
+        }
+        .check()
+        .is_err());
+        assert!(ForTreeOptions {
+            write_read_ratio: f64::NAN,
+            root_fix: true
+        }
+        .check()
+        .is_err());
+    }
+
+    #[test]
+    fn pack_makes_even_groups_of_all_entries() {
+        for n in [1usize, 5, 10, 11, 37, 100] {
+            let es: Vec<Entry<2>> = (0..n as u64).map(e).collect();
+            let groups = pack(es.clone(), 10);
+            assert_eq!(groups.len(), n.div_ceil(10).max(1), "n = {n}");
+            let sizes: Vec<usize> = groups.iter().map(|g| g.len()).collect();
+            assert!(sizes.iter().all(|&s| s <= 10), "{sizes:?}");
+            assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1);
+            let mut ids: Vec<u64> = groups.iter().flatten().map(|x| x.ptr).collect();
+            ids.sort();
+            assert_eq!(ids, (0..n as u64).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn pages_name_their_further_pages() {
+        let es: Vec<Entry<2>> = (0..25).map(e).collect();
+        let ids = [100, 101, 102];
+        let p0 = page_entries(&es, &ids, 10, 0);
+        assert_eq!(p0.len(), 10);
+        assert_eq!((p0[0].aux, p0[1].aux, p0[2].aux), (102, 103, 0));
+        let p2 = page_entries(&es, &ids, 10, 2);
+        assert_eq!(p2.len(), 5);
+        assert!(p2.iter().all(|x| x.aux == 0));
+        assert_eq!(
+            page_changes(&p0[..3], &p0),
+            Some((3..10).map(|i| NodeChange::Push(p0[i])).collect())
+        );
+        assert_eq!(page_changes(&p0, &p0[..3]), None);
+    }
+}
