@@ -179,9 +179,27 @@ fn pack<const D: usize>(mut entries: Vec<Entry<D>>, m: usize) -> Vec<Vec<Entry<D
     let sizes = even(n, g);
     let slabs = (g as f64).sqrt().ceil() as usize;
     let centre = |e: &Entry<D>, d: usize| e.mbr.min[d] * 0.5 + e.mbr.max[d] * 0.5;
+    // Slabs across the axis along which the centres spread most, groups within a slab
+    // along the next: always cutting along x first would leave a node merged into few
+    // groups (two or three: one slab each) as thin strips spanning the whole y range,
+    // and every later window would cross many of them.
+    let mut axes: Vec<(f64, usize)> = (0..D)
+        .map(|d| {
+            let (lo, hi) =
+                entries
+                    .iter()
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), e| {
+                        let c = centre(e, d);
+                        (lo.min(c), hi.max(c))
+                    });
+            (hi - lo, d)
+        })
+        .collect();
+    axes.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let (first, second) = (axes[0].1, axes.get(1).map(|a| a.1));
     entries.sort_by(|a, b| {
-        centre(a, 0)
-            .total_cmp(&centre(b, 0))
+        centre(a, first)
+            .total_cmp(&centre(b, first))
             .then(a.ptr.cmp(&b.ptr))
     });
     let mut out = Vec::with_capacity(g);
@@ -189,10 +207,10 @@ fn pack<const D: usize>(mut entries: Vec<Entry<D>>, m: usize) -> Vec<Vec<Entry<D
     for per_slab in even(g, slabs) {
         let count: usize = sizes[gi..gi + per_slab].iter().sum();
         let slab = &mut entries[at..at + count];
-        if D > 1 {
+        if let Some(second) = second {
             slab.sort_by(|a, b| {
-                centre(a, 1)
-                    .total_cmp(&centre(b, 1))
+                centre(a, second)
+                    .total_cmp(&centre(b, second))
                     .then(a.ptr.cmp(&b.ptr))
             });
         }
@@ -381,6 +399,29 @@ mod tests {
             ids.sort();
             assert_eq!(ids, (0..n as u64).collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn pack_cuts_across_the_axis_of_widest_spread() {
+        // 20 boxes in a tall column (x spread 1, y spread 19): two groups must be a lower
+        // and an upper half, not two thin strips side by side.
+        let es: Vec<Entry<2>> = (0..20u64)
+            .map(|i| {
+                let (x, y) = ((i % 2) as f64, i as f64);
+                Entry::new(
+                    Rect {
+                        min: [x, y],
+                        max: [x + 0.5, y + 0.5],
+                    },
+                    i,
+                )
+            })
+            .collect();
+        let groups = pack(es, 10);
+        assert_eq!(groups.len(), 2);
+        let top = |g: &Vec<Entry<2>>| g.iter().map(|x| x.mbr.max[1]).fold(f64::MIN, f64::max);
+        let bottom = |g: &Vec<Entry<2>>| g.iter().map(|x| x.mbr.min[1]).fold(f64::MAX, f64::min);
+        assert!(top(&groups[0]) <= bottom(&groups[1]), "{groups:?}");
     }
 
     #[test]
