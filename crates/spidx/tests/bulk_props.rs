@@ -6,43 +6,29 @@
 //! updates keep it sound (checker after every operation). The Hilbert R-tree is bulk loaded
 //! by Hilbert packing in its own key order (STR and OMT are refused for it).
 
+mod model;
 mod stores;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use proptest::prelude::*;
-use spidx::cache::CacheConfig;
-use spidx::device::memory::{MemoryConfig, MemoryDevice};
 use spidx::geom::Rect;
 use spidx::index::bulk::{BulkMethod, BulkOptions};
 use spidx::index::{HilbertOptions, IndexKind, MbrPredicate, RStarOptions, SplitAlgorithm, Tree};
-use spidx::node::{Capacity, LayoutKind, Occupancy};
+use spidx::node::Occupancy;
 use spidx::store::{AnyStore, StoreConfig};
-use stores::{long_cases, store_configs, PAGE};
+use stores::{long_cases, store_configs};
 
 type T = Tree<AnyStore, 2>;
 
 fn open_tree(cfg: &StoreConfig, kind: IndexKind, min_fill: f64, dir: &Path, create: bool) -> T {
-    let layout = kind.layout(LayoutKind::Checked, PAGE, 2).unwrap();
     let occ = Occupancy {
         leaf_min: min_fill,
         internal_min: min_fill,
         ..Occupancy::default()
     };
-    let cap = Capacity::new(&layout, &occ).unwrap();
-    let state = dir.join("device.state");
-    let dev = MemoryDevice::open(&MemoryConfig { capacity: 8 << 20 }, PAGE, Some(&state)).unwrap();
-    let cache: CacheConfig = "lru:4KB".parse().unwrap();
-    if create {
-        let store = cfg
-            .create(Box::new(dev), &cache, layout, Some(dir))
-            .unwrap();
-        Tree::create(store, cap, kind).unwrap()
-    } else {
-        let store = cfg.open(Box::new(dev), &cache, layout, dir).unwrap();
-        Tree::open(store, cap, kind).unwrap()
-    }
+    model::open_tree_with(cfg, kind, &occ, dir, create)
 }
 
 fn rect() -> impl Strategy<Value = Rect<2>> {

@@ -8,129 +8,45 @@
 //! when insertions are not counted) and its fix, the chain surviving a reopen, and a
 //! corrupted chain refused.
 
+mod model;
 mod stores;
-use stores::check_queries;
 
-use std::collections::BTreeMap;
-use std::path::Path;
-
+use model::{op, open_tree, Mix, Model, Op, MIX, PAGE};
 use proptest::prelude::*;
-use spidx::cache::CacheConfig;
-use spidx::device::memory::{MemoryConfig, MemoryDevice};
 use spidx::geom::Rect;
-use spidx::index::{ForTreeOptions, IndexKind, MbrPredicate, Tree};
+use spidx::index::{ForTreeOptions, IndexKind, MbrPredicate};
 use spidx::node::{Capacity, Entry, LayoutKind, Occupancy};
-use spidx::store::{AnyStore, NodeChange, NodeStore, StoreConfig};
-use stores::{long_cases, store_configs, PAGE};
+use spidx::store::{NodeChange, NodeStore, StoreConfig};
+use stores::{long_cases, store_configs};
 
-fn open_tree(cfg: &StoreConfig, kind: IndexKind, dir: &Path, create: bool) -> Tree<AnyStore, 2> {
-    let layout = kind.layout(LayoutKind::Checked, PAGE, 2).unwrap();
-    let cap = Capacity::new(&layout, &Occupancy::default()).unwrap();
-    let state = dir.join("device.state");
-    let dev = MemoryDevice::open(&MemoryConfig { capacity: 16 << 20 }, PAGE, Some(&state)).unwrap();
-    let cache: CacheConfig = "lru:4KB".parse().unwrap();
-    if create {
-        let store = cfg
-            .create(Box::new(dev), &cache, layout, Some(dir))
-            .unwrap();
-        Tree::create(store, cap, kind).unwrap()
-    } else {
-        let store = cfg.open(Box::new(dev), &cache, layout, dir).unwrap();
-        Tree::open(store, cap, kind).unwrap()
-    }
-}
+/// Mostly inserts (chains of overflow nodes grow), more windows than the default mix.
+const FORTREE_MIX: Mix = Mix {
+    insert: 8,
+    window: 2,
+    side: 50.0,
+    max_k: 15,
+    ..MIX
+};
 
-#[derive(Debug, Clone)]
-enum Op {
-    Insert(Rect<2>),
-    Delete(usize),
-    Update(usize, Rect<2>),
-    Window(Rect<2>),
-    Knn([f64; 2], usize),
-}
-
-fn rect() -> impl Strategy<Value = Rect<2>> {
-    (0.0..1000.0f64, 0.0..1000.0f64, 0.0..50.0f64, 0.0..50.0f64).prop_map(|(x, y, w, h)| Rect {
-        min: [x.round(), y.round()],
-        max: [(x + w).round(), (y + h).round()],
-    })
-}
-
-fn op() -> impl Strategy<Value = Op> {
-    prop_oneof![
-        8 => rect().prop_map(Op::Insert),
-        2 => any::<usize>().prop_map(Op::Delete),
-        1 => (any::<usize>(), rect()).prop_map(|(i, r)| Op::Update(i, r)),
-        2 => (0.0..1000.0f64, 0.0..1000.0f64, 0.0..300.0f64).prop_map(|(x, y, s)| Op::Window(Rect { min: [x, y], max: [x + s, y + s] })),
-        1 => (0.0..1000.0f64, 0.0..1000.0f64, 1usize..15).prop_map(|(x, y, k)| Op::Knn([x, y], k)),
-    ]
-}
-
-fn check_knn(t: &mut Tree<AnyStore, 2>, live: &BTreeMap<u64, Rect<2>>, p: [f64; 2], k: usize) {
-    let got: Vec<f64> = t.nearest(p, k).unwrap().iter().map(|n| n.dist2).collect();
-    let mut all: Vec<f64> = live.values().map(|r| r.min_dist2(&p)).collect();
-    all.sort_by(f64::total_cmp);
-    all.truncate(k);
-    assert_eq!(got, all, "kNN distances from {p:?}");
-}
-
-fn run_ops(cfg: &StoreConfig, o: ForTreeOptions, ops: &[Op]) {
+fn run_ops(cfg: &StoreConfig, o: ForTreeOptions, ops: &[Op<2>]) {
     let kind = IndexKind::ForTree(o);
     let what = format!("{cfg:?} {o:?}");
     let dir = tempfile::tempdir().unwrap();
     let mut t = open_tree(cfg, kind, dir.path(), true);
-    let mut live: BTreeMap<u64, Rect<2>> = BTreeMap::new();
-    let mut next_id = 0u64;
-    for op in ops {
-        match op {
-            Op::Insert(r) => {
-                t.insert(*r, next_id).unwrap();
-                live.insert(next_id, *r);
-                next_id += 1;
-            }
-            Op::Delete(i) => {
-                if live.is_empty() {
-                    continue;
-                }
-                let (&id, &r) = live.iter().nth(i % live.len()).unwrap();
-                assert!(t.delete(&r, id).unwrap(), "{what}: delete {id}");
-                live.remove(&id);
-                assert!(!t.delete(&r, id).unwrap(), "{what}: second delete of {id}");
-            }
-            Op::Update(i, new) => {
-                if live.is_empty() {
-                    continue;
-                }
-                let (&id, &r) = live.iter().nth(i % live.len()).unwrap();
-                assert!(t.update(&r, *new, id).unwrap());
-                live.insert(id, *new);
-            }
-            Op::Window(q) => check_queries(&mut t, &live, q),
-            Op::Knn(p, k) => check_knn(&mut t, &live, *p, *k),
-        }
-        let rep = t.check().unwrap();
-        assert!(rep.ok(), "{what} after {op:?}: {:?}", rep.violations);
-        assert_eq!(rep.leaf_entries, live.len() as u64);
-    }
+    let mut m = Model::new();
+    m.apply_all(&mut t, ops, &what);
     let span = t.max_node_pages().unwrap();
     // Reopened in a fresh store and device, as another process would.
     t.store_mut().write_back().unwrap();
     t.into_store().unwrap();
     let mut t = open_tree(cfg, kind, dir.path(), false);
-    let rep = t.check().unwrap();
-    assert!(rep.ok(), "{what} after reopen: {:?}", rep.violations);
-    assert_eq!(rep.leaf_entries, live.len() as u64);
+    m.check(&mut t, &what, "reopen");
     assert_eq!(
         t.max_node_pages().unwrap(),
         span,
         "{what}: chains after reopen"
     );
-    let everything = Rect {
-        min: [-1.0; 2],
-        max: [2000.0; 2],
-    };
-    check_queries(&mut t, &live, &everything);
-    check_knn(&mut t, &live, [500.0; 2], 9);
+    m.check_answers(&mut t);
     // And it goes on growing and shrinking after the reopen.
     for i in 0..40u64 {
         let x = (i * 97 % 1000) as f64;
@@ -138,21 +54,12 @@ fn run_ops(cfg: &StoreConfig, o: ForTreeOptions, ops: &[Op]) {
             min: [x, 1000.0 - x],
             max: [x + 5.0, 1005.0 - x],
         };
-        t.insert(r, next_id + i).unwrap();
-        live.insert(next_id + i, r);
+        m.apply(&mut t, &Op::Insert(r), &what);
     }
-    let ids: Vec<(u64, Rect<2>)> = live.iter().map(|(i, r)| (*i, *r)).take(40).collect();
-    for (id, r) in ids {
-        assert!(t.delete(&r, id).unwrap());
-        live.remove(&id);
+    for i in 0..40 {
+        m.apply(&mut t, &Op::Delete(i * 3), &what);
     }
-    let rep = t.check().unwrap();
-    assert!(
-        rep.ok(),
-        "{what} after reopen and changes: {:?}",
-        rep.violations
-    );
-    check_queries(&mut t, &live, &everything);
+    m.check_answers(&mut t);
 }
 
 fn options(ratio: f64, root_fix: bool) -> ForTreeOptions {
@@ -170,7 +77,7 @@ proptest! {
     /// 1000 (chains grow long), the defect's fix on or off.
     #[test]
     fn fortree_matches_brute_force_under_every_store(
-        ops in prop::collection::vec(op(), 1..500),
+        ops in prop::collection::vec(op::<2>(FORTREE_MIX), 1..500),
         cfg in 0usize..64,
         ratio in prop_oneof![Just(0.2), Just(1.0), Just(10.0), Just(1000.0)],
         root_fix in any::<bool>(),

@@ -6,12 +6,10 @@
 //! like a scan of the live objects, also after reopening. Also in 3 dimensions, and the
 //! options the variant refuses.
 
+mod model;
 mod stores;
-use stores::check_queries;
 
-use std::collections::BTreeMap;
-use std::path::Path;
-
+use model::{op, open_tree, Mix, Model, Op, MIX, PAGE};
 use proptest::prelude::*;
 use spidx::cache::CacheConfig;
 use spidx::device::memory::{MemoryConfig, MemoryDevice};
@@ -19,149 +17,35 @@ use spidx::geom::Rect;
 use spidx::index::bulk::{BulkMethod, BulkOptions};
 use spidx::index::{HilbertOptions, IndexKind, Tree};
 use spidx::node::{Capacity, LayoutKind, NodeLayout, Occupancy};
-use spidx::store::{AnyStore, StoreConfig};
-use stores::{long_cases, store_configs, PAGE};
+use spidx::store::StoreConfig;
+use stores::{long_cases, store_configs};
 
-fn open_tree<const D: usize>(
-    cfg: &StoreConfig,
-    kind: IndexKind,
-    dir: &Path,
-    create: bool,
-) -> Tree<AnyStore, D> {
-    let layout = kind.layout(LayoutKind::Checked, PAGE, D).unwrap();
-    let cap = Capacity::new(&layout, &Occupancy::default()).unwrap();
-    let state = dir.join("device.state");
-    let dev = MemoryDevice::open(&MemoryConfig { capacity: 8 << 20 }, PAGE, Some(&state)).unwrap();
-    let cache: CacheConfig = "lru:4KB".parse().unwrap();
-    if create {
-        let store = cfg
-            .create(Box::new(dev), &cache, layout, Some(dir))
-            .unwrap();
-        Tree::create(store, cap, kind).unwrap()
-    } else {
-        let store = cfg.open(Box::new(dev), &cache, layout, dir).unwrap();
-        Tree::open(store, cap, kind).unwrap()
-    }
-}
-
-#[derive(Debug, Clone)]
-enum Op<const D: usize> {
-    Insert(Rect<D>),
-    Delete(usize),
-    Update(usize, Rect<D>),
-    Window(Rect<D>),
-    Knn([f64; D], usize),
-}
-
-fn rect<const D: usize>() -> impl Strategy<Value = Rect<D>> {
-    (
-        prop::array::uniform::<_, D>(0.0..1000.0f64),
-        prop::array::uniform::<_, D>(0.0..50.0f64),
-    )
-        .prop_map(|(lo, w)| {
-            let mut r = Rect {
-                min: [0.0; D],
-                max: [0.0; D],
-            };
-            for d in 0..D {
-                r.min[d] = lo[d].round();
-                r.max[d] = (lo[d] + w[d]).round();
-            }
-            r
-        })
-}
-
-fn op<const D: usize>() -> impl Strategy<Value = Op<D>> {
-    prop_oneof![
-        6 => rect::<D>().prop_map(Op::Insert),
-        3 => any::<usize>().prop_map(Op::Delete),
-        1 => (any::<usize>(), rect::<D>()).prop_map(|(i, r)| Op::Update(i, r)),
-        1 => (rect::<D>(), 0.0..300.0f64).prop_map(|(r, s)| {
-            let mut q = r;
-            for d in 0..D {
-                q.max[d] = q.min[d] + s;
-            }
-            Op::Window(q)
-        }),
-        1 => (prop::array::uniform::<_, D>(0.0..1000.0f64), 1usize..15).prop_map(|(p, k)| Op::Knn(p, k)),
-    ]
-}
-
-fn check_knn<const D: usize>(
-    t: &mut Tree<AnyStore, D>,
-    live: &BTreeMap<u64, Rect<D>>,
-    p: [f64; D],
-    k: usize,
-) {
-    let got: Vec<f64> = t.nearest(p, k).unwrap().iter().map(|n| n.dist2).collect();
-    let mut all: Vec<f64> = live.values().map(|r| r.min_dist2(&p)).collect();
-    all.sort_by(f64::total_cmp);
-    all.truncate(k);
-    assert_eq!(got, all, "kNN distances from {p:?}");
-}
+/// More deletes than the default mix (borrowing and merging among siblings), smaller boxes.
+const HILBERT_MIX: Mix = Mix {
+    delete: 3,
+    side: 50.0,
+    max_k: 15,
+    ..MIX
+};
 
 fn run_ops<const D: usize>(cfg: &StoreConfig, o: HilbertOptions, ops: &[Op<D>]) {
     let kind = IndexKind::Hilbert(o);
     let what = format!("{cfg:?} {o:?}");
     let dir = tempfile::tempdir().unwrap();
     let mut t = open_tree::<D>(cfg, kind, dir.path(), true);
-    let mut live: BTreeMap<u64, Rect<D>> = BTreeMap::new();
-    let mut next_id = 0u64;
-    for op in ops {
-        match op {
-            Op::Insert(r) => {
-                t.insert(*r, next_id).unwrap();
-                live.insert(next_id, *r);
-                next_id += 1;
-            }
-            Op::Delete(i) => {
-                if live.is_empty() {
-                    continue;
-                }
-                let (&id, &r) = live.iter().nth(i % live.len()).unwrap();
-                assert!(t.delete(&r, id).unwrap(), "{what}: delete {id}");
-                live.remove(&id);
-                assert!(!t.delete(&r, id).unwrap(), "{what}: second delete of {id}");
-            }
-            Op::Update(i, new) => {
-                if live.is_empty() {
-                    continue;
-                }
-                let (&id, &r) = live.iter().nth(i % live.len()).unwrap();
-                assert!(t.update(&r, *new, id).unwrap());
-                live.insert(id, *new);
-            }
-            Op::Window(q) => check_queries(&mut t, &live, q),
-            Op::Knn(p, k) => check_knn(&mut t, &live, *p, *k),
-        }
-        let rep = t.check().unwrap();
-        assert!(rep.ok(), "{what} after {op:?}: {:?}", rep.violations);
-        assert_eq!(rep.leaf_entries, live.len() as u64);
-    }
+    let mut m = Model::new();
+    m.apply_all(&mut t, ops, &what);
     // Reopened in a fresh store and device, as another process would.
     t.store_mut().write_back().unwrap();
     t.into_store().unwrap();
     let mut t = open_tree::<D>(cfg, kind, dir.path(), false);
-    let rep = t.check().unwrap();
-    assert!(rep.ok(), "{what} after reopen: {:?}", rep.violations);
-    assert_eq!(rep.leaf_entries, live.len() as u64);
-    let mut everything = Rect {
-        min: [-1.0; D],
-        max: [2000.0; D],
-    };
-    check_queries(&mut t, &live, &everything);
-    everything.max = [400.0; D];
-    check_queries(&mut t, &live, &everything);
-    check_knn(&mut t, &live, [500.0; D], 9);
+    m.check(&mut t, &what, "reopen");
+    m.check_answers(&mut t);
     // And it goes on growing and shrinking after the reopen.
-    let ids: Vec<(u64, Rect<D>)> = live.iter().map(|(i, r)| (*i, *r)).take(40).collect();
-    for (id, r) in ids {
-        assert!(t.delete(&r, id).unwrap());
-        live.remove(&id);
-        let rep = t.check().unwrap();
-        assert!(rep.ok(), "{what} delete after reopen: {:?}", rep.violations);
+    for i in 0..40 {
+        m.apply(&mut t, &Op::Delete(i * 7), &what);
     }
-    check_queries(&mut t, &live, &everything);
+    m.check_answers(&mut t);
 }
 
 fn options(siblings: usize, order: Option<u32>, extent: bool) -> HilbertOptions {
@@ -179,7 +63,7 @@ proptest! {
     /// eFIND) and one option set.
     #[test]
     fn hilbert_rtree_matches_brute_force_under_every_store(
-        ops in prop::collection::vec(op::<2>(), 1..500),
+        ops in prop::collection::vec(op::<2>(HILBERT_MIX), 1..500),
         cfg in 0usize..64,
         siblings in 1usize..=4,
         order in prop::option::of(1u32..=32),
@@ -191,7 +75,7 @@ proptest! {
 
     #[test]
     fn hilbert_rtree_in_three_dimensions(
-        ops in prop::collection::vec(op::<3>(), 1..300),
+        ops in prop::collection::vec(op::<3>(HILBERT_MIX), 1..300),
         siblings in 1usize..=3,
         order in prop::option::of(1u32..=21),
     ) {

@@ -2,12 +2,12 @@
 //! deletes and updates; after every step the checker must pass, and every query kind must
 //! return exactly what a scan of the live objects returns, also after reopening.
 
+mod model;
 mod stores;
-use stores::check_queries;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
+use model::{op, Model, Op, MIX};
 use proptest::prelude::*;
 use spidx::cache::{CacheConfig, PageCache};
 use spidx::device::memory::{MemoryConfig, MemoryDevice};
@@ -15,17 +15,9 @@ use spidx::geom::Rect;
 use spidx::index::{IndexKind, MbrPredicate, RStarOptions, ReinsertPolicy, SplitAlgorithm, Tree};
 use spidx::node::{Capacity, LayoutKind, NodeLayout, Occupancy};
 use spidx::store::direct::DirectStore;
+use stores::long_cases;
 
 type T = Tree<DirectStore, 2>;
-
-/// Property-test cases: `short` normally, `long` with `SPIDX_LONG_TESTS` set.
-fn long_cases(short: u32, long: u32) -> u32 {
-    if std::env::var_os("SPIDX_LONG_TESTS").is_some() {
-        long
-    } else {
-        short
-    }
-}
 
 fn kinds() -> Vec<(IndexKind, f64)> {
     let rstar = |leaf: f64, internal: f64, policy| RStarOptions {
@@ -108,114 +100,31 @@ fn open_tree(
     }
 }
 
-#[derive(Debug, Clone)]
-enum Op {
-    Insert(Rect<2>),
-    Delete(usize),
-    Update(usize, Rect<2>),
-    Window(Rect<2>),
-    Knn([f64; 2], usize),
-}
-
-fn rect() -> impl Strategy<Value = Rect<2>> {
-    (0.0..1000.0f64, 0.0..1000.0f64, 0.0..60.0f64, 0.0..60.0f64).prop_map(|(x, y, w, h)| Rect {
-        min: [x.round(), y.round()],
-        max: [(x + w).round(), (y + h).round()],
-    })
-}
-
-fn op() -> impl Strategy<Value = Op> {
-    prop_oneof![
-        6 => rect().prop_map(Op::Insert),
-        2 => any::<usize>().prop_map(Op::Delete),
-        1 => (any::<usize>(), rect()).prop_map(|(i, r)| Op::Update(i, r)),
-        1 => (0.0..1000.0f64, 0.0..1000.0f64, 0.0..300.0f64).prop_map(|(x, y, s)| Op::Window(Rect { min: [x, y], max: [x + s, y + s] })),
-        1 => (0.0..1000.0f64, 0.0..1000.0f64, 1usize..20).prop_map(|(x, y, k)| Op::Knn([x, y], k)),
-    ]
-}
-
-fn check_knn(t: &mut T, live: &BTreeMap<u64, Rect<2>>, p: [f64; 2], k: usize) {
-    let got: Vec<f64> = t.nearest(p, k).unwrap().iter().map(|n| n.dist2).collect();
-    let mut all: Vec<f64> = live.values().map(|r| r.min_dist2(&p)).collect();
-    all.sort_by(f64::total_cmp);
-    all.truncate(k);
-    assert_eq!(got, all, "kNN distances from {p:?}");
-}
-
-fn run_ops(kind: IndexKind, max_fill: f64, page: usize, cache: &str, ops: &[Op]) {
+fn run_ops(kind: IndexKind, max_fill: f64, page: usize, cache: &str, ops: &[Op<2>]) {
+    let what = format!("{kind:?} fill {max_fill} page {page} {cache}");
     let dir = tempfile::tempdir().unwrap();
     let mut t = open_tree(kind, max_fill, page, cache, dir.path(), true);
-    let mut live: BTreeMap<u64, Rect<2>> = BTreeMap::new();
-    let mut next_id = 0u64;
-    for op in ops {
-        match op {
-            Op::Insert(r) => {
-                t.insert(*r, next_id).unwrap();
-                live.insert(next_id, *r);
-                next_id += 1;
-            }
-            Op::Delete(i) => {
-                if live.is_empty() {
-                    assert!(!t
-                        .delete(
-                            &Rect {
-                                min: [1.0, 1.0],
-                                max: [2.0, 2.0]
-                            },
-                            999_999
-                        )
-                        .unwrap());
-                    continue;
-                }
-                let (&id, &r) = live.iter().nth(i % live.len()).unwrap();
-                assert!(t.delete(&r, id).unwrap(), "delete {id}");
-                live.remove(&id);
-                assert!(!t.delete(&r, id).unwrap(), "second delete of {id}");
-            }
-            Op::Update(i, new) => {
-                if live.is_empty() {
-                    continue;
-                }
-                let (&id, &r) = live.iter().nth(i % live.len()).unwrap();
-                assert!(t.update(&r, *new, id).unwrap());
-                live.insert(id, *new);
-            }
-            Op::Window(q) => check_queries(&mut t, &live, q),
-            Op::Knn(p, k) => check_knn(&mut t, &live, *p, *k),
-        }
-        let rep = t.check().unwrap();
-        assert!(rep.ok(), "{kind:?} after {op:?}: {:?}", rep.violations);
-        assert_eq!(rep.leaf_entries, live.len() as u64);
-    }
+    let mut m = Model::new();
+    m.apply_all(&mut t, ops, &what);
     // Reopen in a fresh store and device, as another process would.
     t.into_store().unwrap();
     let mut t = open_tree(kind, max_fill, page, cache, dir.path(), false);
-    let rep = t.check().unwrap();
-    assert!(rep.ok(), "after reopen: {:?}", rep.violations);
-    assert_eq!(rep.leaf_entries, live.len() as u64);
-    check_queries(
-        &mut t,
-        &live,
-        &Rect {
-            min: [100.0, 100.0],
-            max: [700.0, 600.0],
-        },
-    );
-    check_knn(&mut t, &live, [500.0, 500.0], 7);
+    m.check(&mut t, &what, "reopen");
+    m.check_answers(&mut t);
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: long_cases(32, 300), ..ProptestConfig::default() })]
 
     #[test]
-    fn every_variant_matches_brute_force(ops in prop::collection::vec(op(), 1..400), page_kb in 1usize..3) {
+    fn every_variant_matches_brute_force(ops in prop::collection::vec(op::<2>(MIX), 1..400), page_kb in 1usize..3) {
         for (kind, fill) in kinds() {
             run_ops(kind, fill, page_kb * 1024, "lru:16KB", &ops);
         }
     }
 
     #[test]
-    fn buffers_do_not_change_answers(ops in prop::collection::vec(op(), 1..300)) {
+    fn buffers_do_not_change_answers(ops in prop::collection::vec(op::<2>(MIX), 1..300)) {
         for cache in ["none", "lru:4KB", "hlru:8KB", "s2q:8KB", "2q:16KB"] {
             run_ops(IndexKind::RStar(RStarOptions::default()), 1.0, 1024, cache, &ops);
         }

@@ -1,135 +1,31 @@
 //! The index property tests (brute force, checker after every step, reopen) over every node
-//! store configuration through `AnyStore`: the direct store and FAST with every flushing
-//! policy and flushing units 1 to 5, with buffers small enough that flushes really happen,
-//! and every log placement (same, uncounted, separate).
+//! store configuration through `AnyStore` (`tests/stores`: the direct store, FAST with every
+//! flushing policy and flushing units 1 to 5, eFIND, the LCR-tree, with buffers small enough
+//! that flushes really happen) and every log placement (same, uncounted, separate).
 //! The trees are the same code whatever the store.
 
+mod model;
 mod stores;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
+use model::{op, open_tree, Model, Op, MIX};
 use proptest::prelude::*;
-use spidx::cache::CacheConfig;
-use spidx::device::memory::{MemoryConfig, MemoryDevice};
 use spidx::geom::Rect;
-use spidx::index::{IndexKind, MbrPredicate, RStarOptions, SplitAlgorithm, Tree};
-use spidx::node::{Capacity, LayoutKind, NodeLayout, Occupancy};
-use spidx::store::{AnyStore, StoreConfig};
-use stores::{long_cases, placement_configs, store_configs, PAGE};
+use spidx::index::{IndexKind, RStarOptions, SplitAlgorithm};
+use spidx::store::StoreConfig;
+use stores::{long_cases, placement_configs, store_configs};
 
-type T = Tree<AnyStore, 2>;
-
-fn open_tree(cfg: &StoreConfig, kind: IndexKind, dir: &Path, create: bool) -> T {
-    let layout = NodeLayout::new(LayoutKind::Checked, PAGE, 2).unwrap();
-    let cap = Capacity::new(&layout, &Occupancy::default()).unwrap();
-    let state = dir.join("device.state");
-    let dev = MemoryDevice::open(&MemoryConfig { capacity: 8 << 20 }, PAGE, Some(&state)).unwrap();
-    let cache: CacheConfig = "lru:4KB".parse().unwrap();
-    if create {
-        let store = cfg
-            .create(Box::new(dev), &cache, layout, Some(dir))
-            .unwrap();
-        Tree::create(store, cap, kind).unwrap()
-    } else {
-        let store = cfg.open(Box::new(dev), &cache, layout, dir).unwrap();
-        Tree::open(store, cap, kind).unwrap()
-    }
-}
-
-#[derive(Debug, Clone)]
-enum Op {
-    Insert(Rect<2>),
-    Delete(usize),
-    Update(usize, Rect<2>),
-    Window(Rect<2>),
-}
-
-fn rect() -> impl Strategy<Value = Rect<2>> {
-    (0.0..1000.0f64, 0.0..1000.0f64, 0.0..60.0f64, 0.0..60.0f64).prop_map(|(x, y, w, h)| Rect {
-        min: [x.round(), y.round()],
-        max: [(x + w).round(), (y + h).round()],
-    })
-}
-
-fn op() -> impl Strategy<Value = Op> {
-    prop_oneof![
-        6 => rect().prop_map(Op::Insert),
-        2 => any::<usize>().prop_map(Op::Delete),
-        1 => (any::<usize>(), rect()).prop_map(|(i, r)| Op::Update(i, r)),
-        1 => (0.0..1000.0f64, 0.0..1000.0f64, 0.0..300.0f64).prop_map(|(x, y, s)| Op::Window(Rect { min: [x, y], max: [x + s, y + s] })),
-    ]
-}
-
-fn check_window(t: &mut T, live: &BTreeMap<u64, Rect<2>>, q: &Rect<2>, what: &str) {
-    let mut got = Vec::new();
-    t.search(MbrPredicate::Intersects, q, |e| got.push(e.ptr))
-        .unwrap();
-    got.sort();
-    let want: Vec<u64> = live
-        .iter()
-        .filter(|(_, r)| r.intersects(q))
-        .map(|(id, _)| *id)
-        .collect();
-    assert_eq!(got, want, "{what}: window {q:?}");
-    let knn: Vec<f64> = t
-        .nearest([500.0, 500.0], 5)
-        .unwrap()
-        .iter()
-        .map(|n| n.dist2)
-        .collect();
-    let mut all: Vec<f64> = live
-        .values()
-        .map(|r| r.min_dist2(&[500.0, 500.0]))
-        .collect();
-    all.sort_by(f64::total_cmp);
-    all.truncate(5);
-    assert_eq!(knn, all, "{what}: kNN");
-}
-
-fn run_ops(cfg: &StoreConfig, kind: IndexKind, ops: &[Op]) {
+fn run_ops(cfg: &StoreConfig, kind: IndexKind, ops: &[Op<2>]) {
     let what = format!("{cfg:?} {kind:?}");
     let dir = tempfile::tempdir().unwrap();
     let mut t = open_tree(cfg, kind, dir.path(), true);
-    let mut live: BTreeMap<u64, Rect<2>> = BTreeMap::new();
-    let mut next_id = 0u64;
-    for op in ops {
-        match op {
-            Op::Insert(r) => {
-                t.insert(*r, next_id).unwrap();
-                live.insert(next_id, *r);
-                next_id += 1;
-            }
-            Op::Delete(i) => {
-                if live.is_empty() {
-                    continue;
-                }
-                let (&id, &r) = live.iter().nth(i % live.len()).unwrap();
-                assert!(t.delete(&r, id).unwrap(), "{what}: delete {id}");
-                live.remove(&id);
-            }
-            Op::Update(i, new) => {
-                if live.is_empty() {
-                    continue;
-                }
-                let (&id, &r) = live.iter().nth(i % live.len()).unwrap();
-                assert!(t.update(&r, *new, id).unwrap());
-                live.insert(id, *new);
-            }
-            Op::Window(q) => check_window(&mut t, &live, q, &what),
-        }
-        let rep = t.check().unwrap();
-        assert!(rep.ok(), "{what} after {op:?}: {:?}", rep.violations);
-        assert_eq!(rep.leaf_entries, live.len() as u64, "{what}");
-    }
-    let q = Rect {
-        min: [100.0, 100.0],
-        max: [700.0, 600.0],
-    };
-    check_window(&mut t, &live, &q, &what);
+    let mut m = Model::new();
+    m.apply_all(&mut t, ops, &what);
+    m.check_answers(&mut t);
     // The buffer's flush at the end of a workload changes nothing visible.
     t.store_mut().write_back().unwrap();
-    check_window(&mut t, &live, &q, &what);
+    m.check_answers(&mut t);
     let rep = t.store().report();
     if let Some(b) = &rep.buffered {
         assert_eq!(b.gauges.bytes, 0, "{what}: write_back empties the buffer");
@@ -138,10 +34,8 @@ fn run_ops(cfg: &StoreConfig, kind: IndexKind, ops: &[Op]) {
     // Reopen in a fresh store and device, as another process would.
     t.into_store().unwrap();
     let mut t = open_tree(cfg, kind, dir.path(), false);
-    let rep = t.check().unwrap();
-    assert!(rep.ok(), "{what} after reopen: {:?}", rep.violations);
-    assert_eq!(rep.leaf_entries, live.len() as u64);
-    check_window(&mut t, &live, &q, &what);
+    m.check(&mut t, &what, "reopen");
+    m.check_answers(&mut t);
 }
 
 fn kinds() -> [IndexKind; 3] {
@@ -160,7 +54,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: long_cases(6, 64), ..ProptestConfig::default() })]
 
     #[test]
-    fn every_store_matches_brute_force(ops in prop::collection::vec(op(), 1..250)) {
+    fn every_store_matches_brute_force(ops in prop::collection::vec(op::<2>(MIX), 1..250)) {
         for (i, cfg) in store_configs().iter().enumerate() {
             // Every store with one tree kind in turn, so each kind meets each policy.
             let kind = kinds()[i % 3];
@@ -169,7 +63,7 @@ proptest! {
     }
 
     #[test]
-    fn every_log_placement_matches_brute_force(ops in prop::collection::vec(op(), 1..250)) {
+    fn every_log_placement_matches_brute_force(ops in prop::collection::vec(op::<2>(MIX), 1..250)) {
         // Uncounted and separate logs, in memory-backed index directories: answers, the
         // checker after every step, and the reopen (from `log.uncounted`, from the
         // separate device's saved state) as for the default placement.
@@ -182,7 +76,7 @@ proptest! {
 #[test]
 fn fast_flushes_happen_and_are_counted() {
     // A fixed workload large enough to overflow an 8 KB buffer many times.
-    let ops: Vec<Op> = (0..600)
+    let ops: Vec<Op<2>> = (0..600)
         .map(|i| {
             let x = (i * 7919 % 1000) as f64;
             let y = (i * 104_729 % 1000) as f64;

@@ -187,36 +187,3 @@ pub fn long_cases(short: u32, long: u32) -> u32 {
         short
     }
 }
-
-/// Checks every MBR predicate's answer for window `q` against brute force over `live`
-/// (id -> box), for any tree of the store-generic tests.
-pub fn check_queries<S: spidx::store::NodeStore<D>, const D: usize>(
-    t: &mut spidx::index::Tree<S, D>,
-    live: &std::collections::BTreeMap<u64, spidx::geom::Rect<D>>,
-    q: &spidx::geom::Rect<D>,
-) {
-    use spidx::index::MbrPredicate;
-    for pred in [
-        MbrPredicate::Intersects,
-        MbrPredicate::Within,
-        MbrPredicate::Contains,
-        MbrPredicate::Equals,
-        MbrPredicate::All,
-    ] {
-        let mut got = Vec::new();
-        t.search(pred, q, |e| got.push(e.ptr)).unwrap();
-        got.sort();
-        let want: Vec<u64> = live
-            .iter()
-            .filter(|(_, r)| match pred {
-                MbrPredicate::Intersects => r.intersects(q),
-                MbrPredicate::Within => q.contains(r),
-                MbrPredicate::Contains => r.contains(q),
-                MbrPredicate::Equals => *r == q,
-                MbrPredicate::All => true,
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        assert_eq!(got, want, "{pred:?} {q:?}");
-    }
-}
