@@ -217,3 +217,60 @@ fn old_log_formats_are_read_or_refused_by_policy() {
     );
     assert!(before == image(&log), "the refused log is left as it was");
 }
+
+/// A modification whose later change is invalid (a position past the end, a push onto a full
+/// node) fails as a whole: the node reads as before, whether it was buffered or only stored,
+/// and the store goes on working (and reopens to the same nodes).
+fn failed_modification_leaves_nothing<P: BufferPolicy>(make: impl Fn() -> P, kind: &str) {
+    let (nodes, log) = (mem(1 << 20), mem(8 << 20));
+    let log_cfg = LogConfig::new(LogSync::EachOp);
+    let mut s = BufferedStore::create(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None)
+        .unwrap();
+    let fits = layout().fits();
+    let full: Vec<Entry<2>> = (0..fits as u64).map(entry).collect();
+    let a = NodeStore::<2>::create(&mut s, 0, &[entry(1), entry(2)]).unwrap();
+    let b = NodeStore::<2>::create(&mut s, 0, &full).unwrap();
+    NodeStore::<2>::end_operation(&mut s).unwrap();
+    let before = contents(&mut s, 2);
+    let bad_pos = [
+        NodeChange::Set {
+            pos: 0,
+            entry: entry(50),
+        },
+        NodeChange::Remove { pos: 0 },
+        NodeChange::Remove { pos: 1 },
+    ];
+    let bad_push = [
+        NodeChange::Remove { pos: 0 },
+        NodeChange::Push(entry(60)),
+        NodeChange::Push(entry(61)),
+    ];
+    for round in 0..2 {
+        let e = NodeStore::<2>::modify(&mut s, a, 0, &bad_pos)
+            .expect_err(&format!("{kind} round {round}: bad position"));
+        assert!(e.to_string().contains("does not exist"), "{kind}: {e}");
+        let e = NodeStore::<2>::modify(&mut s, b, 0, &bad_push)
+            .expect_err(&format!("{kind} round {round}: push onto a full node"));
+        assert!(e.to_string().contains("full"), "{kind}: {e}");
+        assert_eq!(contents(&mut s, 2), before, "{kind} round {round}");
+        // Round 2 with the nodes written back: only stored, not buffered.
+        StoreControl::write_back(&mut s).unwrap();
+    }
+    NodeStore::<2>::modify(&mut s, a, 0, &[NodeChange::Push(entry(70))]).unwrap();
+    NodeStore::<2>::end_operation(&mut s).unwrap();
+    let mut want = before;
+    want[0].push(entry(70));
+    assert_eq!(contents(&mut s, 2), want, "{kind}");
+    drop(s);
+    let mut s =
+        BufferedStore::open(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None).unwrap();
+    assert_eq!(contents(&mut s, 2), want, "{kind} reopened");
+}
+
+/// eFIND knows every buffered node's length, so it refuses a bad change list whole. (FAST and
+/// the LCR-tree log changes without reading the node, so they cannot check positions
+/// before a read of the node: their callers, the trees, only send valid changes.)
+#[test]
+fn a_failed_modification_leaves_nothing_under_efind() {
+    failed_modification_leaves_nothing(efind, "efind");
+}

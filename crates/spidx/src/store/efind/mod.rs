@@ -49,7 +49,7 @@ use super::buffered::{
     RawChange, Record, RecordFormat, RecoveryReport, Unit, UnitDurability,
 };
 use super::log::LOG_FORMAT;
-use super::{Change, StoreReport, TreeMeta};
+use super::{StoreReport, TreeMeta};
 use crate::cache::{Buffer, BufferStats};
 use crate::node::PageId;
 use crate::{Error, Result};
@@ -460,27 +460,15 @@ impl BufferPolicy for EfindPolicy {
     ) -> Result<()> {
         let was_buffered = self.wb.contains(id);
         let mut node = self.take_node(core, id, level)?;
-        let before = node.clone();
-        let mut result = Ok(());
-        for c in &changes {
-            if matches!(c, Change::Push(_)) && node.len() >= core.layout.fits() {
-                result = Err(Error::invalid(
-                    "node change",
-                    format!("node {id} is full ({} entries)", node.len()),
-                ));
-                break;
-            }
-            if let Err(e) = node.apply(id, c) {
-                result = Err(e);
-                break;
-            }
-        }
-        if result.is_err() {
-            // Nothing of a failed modification stays.
+        // Nothing of a failed modification stays: check every change before applying any.
+        if let Err(e) = node.validate(id, &changes, core.layout.fits()) {
             if was_buffered {
-                self.wb.insert(id, before);
+                self.wb.insert(id, node);
             }
-            return result;
+            return Err(e);
+        }
+        for c in &changes {
+            node.apply(id, c)?;
         }
         node.stamp = self.tick();
         let stamp = Some(node.stamp);

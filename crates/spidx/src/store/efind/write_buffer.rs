@@ -160,6 +160,33 @@ impl BufNode {
         self.put(key, Some(entry));
     }
 
+    /// Checks that `changes`, applied in order, name existing positions and never push past
+    /// `fits` entries: after it passes, [`apply`](Self::apply) cannot fail on them, so a
+    /// modification needs no copy of the node to roll back.
+    pub fn validate(&self, id: PageId, changes: &[RawChange], fits: usize) -> Result<()> {
+        let mut len = self.len();
+        for change in changes {
+            match *change {
+                Change::Set { pos, .. } | Change::Remove { pos } if pos >= len => {
+                    return Err(Error::invalid(
+                        "node change",
+                        format!("node {id}: entry {pos} does not exist ({len} entries)"),
+                    ));
+                }
+                Change::Set { .. } => {}
+                Change::Remove { .. } => len -= 1,
+                Change::Push(_) if len >= fits => {
+                    return Err(Error::invalid(
+                        "node change",
+                        format!("node {id} is full ({len} entries)"),
+                    ));
+                }
+                Change::Push(_) => len += 1,
+            }
+        }
+        Ok(())
+    }
+
     /// Applies one positional change (a newer version replaces the older one).
     pub fn apply(&mut self, id: PageId, change: &RawChange) -> Result<()> {
         let missing = |pos: usize, len: usize| {
