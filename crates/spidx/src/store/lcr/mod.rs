@@ -272,67 +272,92 @@ impl LcrPolicy {
         Ok(())
     }
 
-    /// Flushes the whole buffer as one batch. See the module documentation.
+    /// Flushes the whole buffer. See the module documentation. The nodes are written in
+    /// page order in batches whose logged images reach at most half the write buffer
+    /// (each batch one `write_unit`, counted as a flush), compacting the log between
+    /// batches when it is half full: the images of a flush-all are not bounded by the
+    /// buffer's bytes (a buffered change of a few bytes logs its node's whole page).
     fn flush_all(&mut self, core: &mut Core) -> Result<()> {
         let members: Vec<(PageId, NodeStatus, u32)> = self
             .buf
             .iter()
             .map(|(id, n)| (id, n.status, n.level))
             .collect();
-        if members.is_empty() {
+        let cap = (self.params.write_buffer / 2).max(1);
+        let ps = core.layout.page_size();
+        let mut start = 0;
+        while start < members.len() {
+            let images_before = core.counts.image_bytes;
+            let mut pages: Vec<(PageId, u32, Vec<u8>)> = Vec::new();
+            let mut end = start;
+            while end < members.len() && core.counts.image_bytes - images_before < cap {
+                let (id, status, level) = members[end];
+                self.flush_node(core, id, status, level, &mut pages)?;
+                end += 1;
+            }
+            pages.sort_by_key(|p| p.0);
+            let mut unit = Unit::with_capacity(pages.len(), ps);
+            for (id, level, page) in &pages {
+                unit.push(*id, *level, page);
+            }
+            let batch: Vec<PageId> = members[start..end].iter().map(|m| m.0).collect();
+            core.write_unit(&unit, UnitDurability::WrittenRecord { members: batch })?;
+            for (id, _, _) in &members[start..end] {
+                self.buf.remove(*id);
+            }
+            if core.log.needs_compaction() {
+                self.compact_log(core)?;
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// Adds what flushing node `id` writes to `pages`: a new node's page; a modified
+    /// node's log page with its delta, or its merged page (logging its image first).
+    fn flush_node(
+        &mut self,
+        core: &mut Core,
+        id: PageId,
+        status: NodeStatus,
+        level: u32,
+        pages: &mut Vec<(PageId, u32, Vec<u8>)>,
+    ) -> Result<()> {
+        if status == NodeStatus::Deleted {
             return Ok(());
         }
         let layout = core.layout;
         let (ps, es) = (layout.page_size(), layout.entry_size());
-        let mut pages: Vec<(PageId, u32, Vec<u8>)> = Vec::new();
-        for &(id, status, level) in &members {
-            if status == NodeStatus::Deleted {
-                continue;
-            }
-            let Current { base, now: cur } = self.current(core, id, level, true)?;
-            let Some(base) = base.filter(|_| status == NodeStatus::Modified) else {
-                pages.push((id, level, cur.to_vec()));
-                self.stats.node_page_writes += 1;
-                continue;
+        let Current { base, now: cur } = self.current(core, id, level, true)?;
+        let Some(base) = base.filter(|_| status == NodeStatus::Modified) else {
+            pages.push((id, level, cur.to_vec()));
+            self.stats.node_page_writes += 1;
+            return Ok(());
+        };
+        // Its page or log page is rewritten in place: log its content first.
+        core.log_image(id, level, &cur)?;
+        let delta = NodeDelta::between(&layout, &base, &cur);
+        if delta.is_empty(layout.entry_count(&base)) {
+            self.drop_log_page(core, id)?;
+        } else if delta.fits(ps, es) {
+            let lp = match core.header.log_pages.get(&id).copied() {
+                Some(lp) => lp,
+                None => {
+                    let lp = core.allocate()?;
+                    core.header.log_pages.insert(id, lp);
+                    core.append(&Record::LogPage { id, page: Some(lp) })?;
+                    lp
+                }
             };
-            // Its page or log page is rewritten in place: log its content first.
-            core.log_image(id, level, &cur)?;
-            let delta = NodeDelta::between(&layout, &base, &cur);
-            if delta.is_empty(layout.entry_count(&base)) {
-                self.drop_log_page(core, id)?;
-            } else if delta.fits(ps, es) {
-                let lp = match core.header.log_pages.get(&id).copied() {
-                    Some(lp) => lp,
-                    None => {
-                        let lp = core.allocate()?;
-                        core.header.log_pages.insert(id, lp);
-                        core.append(&Record::LogPage { id, page: Some(lp) })?;
-                        lp
-                    }
-                };
-                let mut page = vec![0u8; ps];
-                delta.encode(id, level, &mut page);
-                pages.push((lp, level, page));
-                self.stats.log_page_writes += 1;
-            } else {
-                self.drop_log_page(core, id)?;
-                pages.push((id, level, cur.to_vec()));
-                self.stats.node_page_writes += 1;
-                self.stats.merges += 1;
-            }
-        }
-        pages.sort_by_key(|p| p.0);
-        let mut unit = Unit::with_capacity(pages.len(), ps);
-        for (id, level, page) in &pages {
-            unit.push(*id, *level, page);
-        }
-        let all: Vec<PageId> = members.iter().map(|m| m.0).collect();
-        core.write_unit(&unit, UnitDurability::WrittenRecord { members: all })?;
-        for (id, _, _) in &members {
-            self.buf.remove(*id);
-        }
-        if core.log.needs_compaction() {
-            self.compact_log(core)?;
+            let mut page = vec![0u8; ps];
+            delta.encode(id, level, &mut page);
+            pages.push((lp, level, page));
+            self.stats.log_page_writes += 1;
+        } else {
+            self.drop_log_page(core, id)?;
+            pages.push((id, level, cur.to_vec()));
+            self.stats.node_page_writes += 1;
+            self.stats.merges += 1;
         }
         Ok(())
     }
