@@ -272,12 +272,16 @@ fn recovery_without_a_cut_restores_everything_and_reports_it() {
         let store = place(&cfg, Box::new(medium.clone()), dir.path(), true).unwrap();
         let (operations, dropped) = recovery(&store.report()).expect("recovery reported");
         assert!(operations > 0, "{what}");
-        assert_eq!(dropped, 0, "{what}");
-        drop(Tree::<AnyStore, 2>::open(store, cap, kind).unwrap());
-        // Everything is there when every operation was synced.
+        // Every operation synced: nothing is left over. Otherwise (`log_sync = "none"`, an
+        // unfinished group) the end of the run is a power cut for the unsynced tail: a page
+        // of the log written out when it filled can hold records of an operation whose
+        // commit never reached the device; they are dropped, and what the acknowledged
+        // prefix promises is checked below as after any cut.
         if acked == Some(n) {
-            recover_and_check(&cfg, kind, &models, Some(n), medium, dir.path(), &what);
+            assert_eq!(dropped, 0, "{what}");
         }
+        drop(Tree::<AnyStore, 2>::open(store, cap, kind).unwrap());
+        recover_and_check(&cfg, kind, &models, acked, medium, dir.path(), &what);
     }
 }
 

@@ -284,3 +284,66 @@ fn invalid_options_are_refused_naming_the_key() {
         assert!(e.contains(want), "{bad}: {e}");
     }
 }
+
+/// A flush-all logs the image of every modified node (its whole entry list, however small
+/// its buffered change), so its images can outgrow the log region many times over: 700 full
+/// nodes with one small change each fit a 64 KB write buffer, but their images (~600 KB)
+/// do not fit beside the log's other records in the smallest log the options allow. The
+/// flush-all is written in batches with the log compacted between them; every node reads
+/// back changed, also after a reopen.
+#[test]
+fn a_flush_all_whose_images_outgrow_the_log_is_written_in_batches() {
+    let write_buffer = 64 << 10;
+    let p = LcrParams {
+        write_buffer,
+        log_size: FastParams::min_log_size(write_buffer, 1, PS),
+        log_sync: LogSync::EachOp,
+    };
+    let (nodes, log) = (mem(8 << 20), mem(p.log_size + (64 << 10)));
+    let open = |reopen: bool| {
+        let cfg = LogConfig::new(LogSync::EachOp);
+        let (c, l, pol) = (CacheConfig::none(), layout(), LcrPolicy::new(p));
+        if reopen {
+            LcrStore::open(devs(&nodes, &log), &c, l, cfg, pol, None).unwrap()
+        } else {
+            LcrStore::create(devs(&nodes, &log), &c, l, cfg, pol, None).unwrap()
+        }
+    };
+    let mut s = open(false);
+    let fits = layout().fits() as u64;
+    let n = 700u64;
+    let mut want: Vec<Vec<Entry<2>>> = Vec::new();
+    for i in 0..n {
+        let es: Vec<Entry<2>> = (0..fits).map(|k| entry(i * 1000 + k)).collect();
+        assert_eq!(NodeStore::<2>::create(&mut s, 0, &es).unwrap(), i);
+        NodeStore::<2>::end_operation(&mut s).unwrap();
+        want.push(es);
+    }
+    StoreControl::write_back(&mut s).unwrap();
+    let flushes = s.report().buffered.unwrap().flushes;
+    for i in 0..n {
+        let e = entry(900_000 + i);
+        modify(&mut s, i, NodeChange::Set { pos: 1, entry: e });
+        want[i as usize][1] = e;
+    }
+    assert_eq!(
+        s.report().buffered.unwrap().flushes,
+        flushes,
+        "every change still buffered"
+    );
+    StoreControl::write_back(&mut s).unwrap();
+    let b = s.report().buffered.unwrap();
+    assert!(b.flushes > flushes + 1, "more than one batch: {b:?}");
+    assert!(
+        b.image_bytes > p.log_size,
+        "the images outgrew the log: {b:?}"
+    );
+    for i in 0..n {
+        assert_eq!(entries(&mut s, i), want[i as usize], "node {i}");
+    }
+    drop(s);
+    let mut s = open(true);
+    for i in 0..n {
+        assert_eq!(entries(&mut s, i), want[i as usize], "node {i} reopened");
+    }
+}
