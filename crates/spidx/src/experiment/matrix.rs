@@ -29,6 +29,10 @@ pub struct RunConfig {
     pub device_label: String,
     /// Everything the index is created with.
     pub options: IndexOptions,
+    /// The dimensionality of the run's generated dataset when the spec has a `matrix.dims`
+    /// axis (absent otherwise, so runs of specs without it keep their keys).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dims: Option<usize>,
 }
 
 /// The most runs one experiment may expand to. Every run builds an index, so a matrix
@@ -46,6 +50,7 @@ pub fn run_count(m: &Matrix) -> Option<usize> {
         m.layout.len(),
         m.buffer.len(),
         m.device.len(),
+        m.dims.len().max(1),
     ]
     .into_iter()
     .try_fold(1usize, |n, l| n.checked_mul(l))
@@ -56,7 +61,7 @@ pub fn check_size(m: &Matrix) -> std::result::Result<usize, String> {
     match run_count(m) {
         Some(n) if n <= MAX_RUNS => Ok(n),
         n => Err(format!(
-            "expands to {} runs ({} index × {} store × {} page_size × {} occupancy × {} layout × {} buffer × {} device), more than the limit of {MAX_RUNS}; split the experiment into several specs",
+            "expands to {} runs ({} index × {} store × {} page_size × {} occupancy × {} layout × {} buffer × {} device{}), more than the limit of {MAX_RUNS}; split the experiment into several specs",
             n.map_or("more than 2^64".to_string(), |n| n.to_string()),
             m.index.len(),
             m.store.len(),
@@ -64,7 +69,12 @@ pub fn check_size(m: &Matrix) -> std::result::Result<usize, String> {
             m.occupancy.len(),
             m.layout.len(),
             m.buffer.len(),
-            m.device.len()
+            m.device.len(),
+            if m.dims.is_empty() {
+                String::new()
+            } else {
+                format!(" × {} dims", m.dims.len())
+            }
         )),
     }
 }
@@ -102,9 +112,10 @@ fn occupancy_label(o: &Occupancy) -> String {
     }
 }
 
-/// Expands the matrix of `spec` into runs (index, store, page size, occupancy, layout,
-/// buffer, device; the last varies fastest) and validates every combination for data of
-/// `dims` dimensions.
+/// Expands the matrix of `spec` into runs (dimensionality, index, store, page size,
+/// occupancy, layout, buffer, device; the last varies fastest) and validates every
+/// combination for data of its dimensionality: `matrix.dims` when the spec has that axis,
+/// else `dims` (the dataset's).
 pub fn expand(spec: &Spec, dims: usize) -> Result<Vec<RunConfig>> {
     let m = &spec.matrix;
     let total = check_size(m).map_err(|e| Error::invalid("matrix", e))?;
@@ -112,58 +123,70 @@ pub fn expand(spec: &Spec, dims: usize) -> Result<Vec<RunConfig>> {
     // A non-default insertion order is always named: it changes what every run measures.
     let order = spec.dataset.order();
     let mut runs = Vec::with_capacity(total);
-    for index in &m.index {
-        for (si, store) in m.store.iter().enumerate() {
-            for &page_size in &m.page_size {
-                for occupancy in &m.occupancy {
-                    for &layout in &m.layout {
-                        for buffer in &m.buffer {
-                            for device in &m.device {
-                                let mut parts = Vec::new();
-                                let store_label = &store_labels[si];
-                                parts.push(if store_label.is_empty() {
-                                    index.label.clone()
-                                } else {
-                                    format!("{store_label} {}", index.label)
-                                });
-                                parts.push(format_size(page_size as u64));
-                                if m.occupancy.len() > 1 {
-                                    parts.push(occupancy_label(occupancy));
+    let axis: Vec<Option<usize>> = if m.dims.is_empty() {
+        vec![None]
+    } else {
+        m.dims.iter().map(|d| Some(*d)).collect()
+    };
+    for run_dims in axis {
+        let dims = run_dims.unwrap_or(dims);
+        for index in &m.index {
+            for (si, store) in m.store.iter().enumerate() {
+                for &page_size in &m.page_size {
+                    for occupancy in &m.occupancy {
+                        for &layout in &m.layout {
+                            for buffer in &m.buffer {
+                                for device in &m.device {
+                                    let mut parts = Vec::new();
+                                    let store_label = &store_labels[si];
+                                    parts.push(if store_label.is_empty() {
+                                        index.label.clone()
+                                    } else {
+                                        format!("{store_label} {}", index.label)
+                                    });
+                                    parts.push(format_size(page_size as u64));
+                                    if m.occupancy.len() > 1 {
+                                        parts.push(occupancy_label(occupancy));
+                                    }
+                                    if m.layout.len() > 1 {
+                                        parts.push(format!("{layout:?} layout").to_lowercase());
+                                    }
+                                    // A write-back buffer is always named: its results must never
+                                    // be mistaken for write-through ones.
+                                    if m.buffer.len() > 1 || buffer.is_write_back() {
+                                        parts.push(format!("buffer {buffer}"));
+                                    }
+                                    if !order.is_as_stored() {
+                                        parts.push(format!("order {order}"));
+                                    }
+                                    if let Some(d) = run_dims {
+                                        parts.push(dims_label(d));
+                                    }
+                                    parts.push(device.label.clone());
+                                    let name = parts.join(" · ");
+                                    let options = IndexOptions {
+                                        kind: index.kind,
+                                        page_size,
+                                        layout,
+                                        occupancy: *occupancy,
+                                        buffer: buffer.clone(),
+                                        store: store.clone(),
+                                        device_name: device.name.clone(),
+                                        device: device.config.clone(),
+                                    };
+                                    validate(&options, dims).map_err(|e| {
+                                        Error::invalid(format!("run '{name}'"), e.to_string())
+                                    })?;
+                                    runs.push(RunConfig {
+                                        ordinal: runs.len(),
+                                        key: fingerprint(&(&name, &options)),
+                                        name,
+                                        index_label: index.label.clone(),
+                                        device_label: device.label.clone(),
+                                        options,
+                                        dims: run_dims,
+                                    });
                                 }
-                                if m.layout.len() > 1 {
-                                    parts.push(format!("{layout:?} layout").to_lowercase());
-                                }
-                                // A write-back buffer is always named: its results must never
-                                // be mistaken for write-through ones.
-                                if m.buffer.len() > 1 || buffer.is_write_back() {
-                                    parts.push(format!("buffer {buffer}"));
-                                }
-                                if !order.is_as_stored() {
-                                    parts.push(format!("order {order}"));
-                                }
-                                parts.push(device.label.clone());
-                                let name = parts.join(" · ");
-                                let options = IndexOptions {
-                                    kind: index.kind,
-                                    page_size,
-                                    layout,
-                                    occupancy: *occupancy,
-                                    buffer: buffer.clone(),
-                                    store: store.clone(),
-                                    device_name: device.name.clone(),
-                                    device: device.config.clone(),
-                                };
-                                validate(&options, dims).map_err(|e| {
-                                    Error::invalid(format!("run '{name}'"), e.to_string())
-                                })?;
-                                runs.push(RunConfig {
-                                    ordinal: runs.len(),
-                                    key: fingerprint(&(&name, &options)),
-                                    name,
-                                    index_label: index.label.clone(),
-                                    device_label: device.label.clone(),
-                                    options,
-                                });
                             }
                         }
                     }
@@ -182,6 +205,11 @@ pub fn expand(spec: &Spec, dims: usize) -> Result<Vec<RunConfig>> {
         ));
     }
     Ok(runs)
+}
+
+/// A dimensionality's part of run names (`d=16`).
+pub fn dims_label(d: usize) -> String {
+    format!("d={d}")
 }
 
 /// What `SpatialIndex::create` checks, checked up front for every combination.

@@ -27,6 +27,9 @@ pub mod shard;
 pub mod spec;
 pub mod workload;
 
+#[cfg(test)]
+mod dims_tests;
+
 use std::path::Path;
 
 use serde::Serialize;
@@ -50,14 +53,27 @@ pub struct Experiment {
     pub spec_text: String,
     /// Fingerprint of the normalized spec (identifies the experiment with its name).
     pub hash: String,
-    /// The objects.
+    /// The objects (with a `matrix.dims` axis: those of its first dimensionality).
     pub dataset: Dataset,
     /// The runs of the matrix, in order.
     pub runs: Vec<RunConfig>,
-    /// Inputs of each workload (same order as `spec.workloads`).
+    /// Inputs of each workload (same order as `spec.workloads`), on `dataset`.
     pub inputs: Vec<Inputs>,
-    /// Seconds spent reading or generating the dataset.
+    /// With a `matrix.dims` axis, the dataset and workload inputs of every further
+    /// dimensionality (after the first), each generated from the spec's seed.
+    pub other_dims: Vec<DimsData>,
+    /// Seconds spent reading or generating the dataset(s).
     pub load_s: f64,
+}
+
+/// The data of one further dimensionality of a `matrix.dims` axis.
+pub struct DimsData {
+    /// The dimensionality.
+    pub dims: usize,
+    /// The generated objects.
+    pub dataset: Dataset,
+    /// Inputs of each workload on them.
+    pub inputs: Vec<Inputs>,
 }
 
 impl Experiment {
@@ -68,16 +84,25 @@ impl Experiment {
         let spec = spec::load(path)?;
         let t = std::time::Instant::now();
         let dataset = load_dataset(&spec.dataset)?;
+        let mut other_dims = Vec::new();
+        for &dims in spec.matrix.dims.iter().skip(1) {
+            let DatasetSpec::Generate(g) = &spec.dataset else {
+                return Err(Error::invalid(
+                    "matrix.dims",
+                    "applies to generated datasets only",
+                ));
+            };
+            let g = spec::GenerateSpec { dims, ..g.clone() };
+            let dataset = load_dataset(&DatasetSpec::Generate(g))?;
+            other_dims.push(DimsData {
+                dims,
+                inputs: workload_inputs(&spec, &dataset)?,
+                dataset,
+            });
+        }
         let load_s = t.elapsed().as_secs_f64();
         let runs = matrix::expand(&spec, dataset.dims())?;
-        let ext = dataset
-            .extent()
-            .ok_or_else(|| Error::invalid("dataset", "holds no object"))?;
-        let inputs = spec
-            .workloads
-            .iter()
-            .map(|w| workload::inputs(w, &dataset, &ext))
-            .collect::<Result<Vec<_>>>()?;
+        let inputs = workload_inputs(&spec, &dataset)?;
         Ok(Experiment {
             hash: matrix::fingerprint(&spec),
             spec,
@@ -85,8 +110,27 @@ impl Experiment {
             dataset,
             runs,
             inputs,
+            other_dims,
             load_s,
         })
+    }
+
+    /// The dataset and workload inputs `run` runs on (its dimensionality's).
+    pub fn data(&self, run: &RunConfig) -> Result<(&Dataset, &[Inputs])> {
+        match run.dims {
+            Some(d) if d != self.dataset.dims() => self
+                .other_dims
+                .iter()
+                .find(|o| o.dims == d)
+                .map(|o| (&o.dataset, o.inputs.as_slice()))
+                .ok_or_else(|| {
+                    Error::invalid(
+                        format!("run '{}'", run.name),
+                        format!("no dataset of {d} dimensions was prepared"),
+                    )
+                }),
+            _ => Ok((&self.dataset, &self.inputs)),
+        }
     }
 
     /// Runs `run` in scratch directory `dir`.
@@ -96,16 +140,28 @@ impl Experiment {
         dir: &Path,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<RunResult> {
+        let (dataset, inputs) = self.data(run)?;
         runner::run(
             run,
-            &self.dataset,
+            dataset,
             &self.spec.workloads,
-            &self.inputs,
+            inputs,
             &self.spec.protocol,
             dir,
             progress,
         )
     }
+}
+
+/// Every workload's inputs on `dataset`.
+fn workload_inputs(spec: &Spec, dataset: &Dataset) -> Result<Vec<Inputs>> {
+    let ext = dataset
+        .extent()
+        .ok_or_else(|| Error::invalid("dataset", "holds no object"))?;
+    spec.workloads
+        .iter()
+        .map(|w| workload::inputs(w, dataset, &ext))
+        .collect()
 }
 
 /// The spec's dataset, in the spec's insertion order.

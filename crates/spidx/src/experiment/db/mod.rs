@@ -457,9 +457,30 @@ pub struct Invocation {
     pub owner: Owner,
 }
 
+impl Invocation {
+    /// The dataset spec of `run` as JSON: the invocation's, with the run's own
+    /// dimensionality when the spec has a `matrix.dims` axis (`generate.dims`).
+    pub fn dataset_json_of(&self, run: &RunConfig) -> String {
+        let Some(d) = run.dims else {
+            return self.dataset_json.clone();
+        };
+        match serde_json::from_str::<serde_json::Value>(&self.dataset_json) {
+            Ok(mut v) => match v.pointer_mut("/generate/dims") {
+                Some(slot) => {
+                    *slot = d.into();
+                    v.to_string()
+                }
+                None => self.dataset_json.clone(),
+            },
+            Err(_) => self.dataset_json.clone(),
+        }
+    }
+}
+
 /// Inserts the `running` row of `run`, leased to `inv.owner` for [`LEASE`].
 fn insert_run(c: &mut Conn, exp: i64, run: &RunConfig, inv: &Invocation) -> DbResult<i64> {
     let o = &run.options;
+    let dataset_json = inv.dataset_json_of(run);
     let json = |v: &dyn erased::Json| Param::Text(v.json());
     c.int(
         "INSERT INTO runs (experiment_id, run_key, ordinal, name, index_label, store, page_size,
@@ -482,7 +503,7 @@ fn insert_run(c: &mut Conn, exp: i64, run: &RunConfig, inv: &Invocation) -> DbRe
             run.device_label.as_str().into(),
             o.device_name.as_str().into(),
             json(o),
-            inv.dataset_json.as_str().into(),
+            dataset_json.as_str().into(),
             (inv.objects as i64).into(),
             env!("CARGO_PKG_VERSION").into(),
             inv.machine_json.as_str().into(),

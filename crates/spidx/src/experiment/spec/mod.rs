@@ -24,6 +24,7 @@ use crate::index::written::{parse_index, SPEC_NAMING};
 use crate::index::IndexKind;
 use crate::node::{LayoutKind, Occupancy};
 use crate::query::Predicate;
+use crate::spatial::SUPPORTED_DIMS;
 use crate::store::StoreConfig;
 use crate::units::{parse_percent, parse_size};
 use crate::{Error, Result};
@@ -183,6 +184,11 @@ pub struct Matrix {
     pub occupancy: Vec<Occupancy>,
     /// Page layouts.
     pub layout: Vec<LayoutKind>,
+    /// Dimensionalities of a generated dataset, one dataset per value (empty: the
+    /// dataset's own `dims`, one dataset). Left out of the fingerprint when empty, so
+    /// specs without the axis keep theirs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dims: Vec<usize>,
 }
 
 /// Where query points are placed.
@@ -446,7 +452,8 @@ pub fn parse(text: &str, file: &str, dir: &Path) -> Result<Spec> {
     };
     let dataset = dataset(&src, &raw.dataset)?;
     let protocol = protocol(&src, &raw.protocol)?;
-    let matrix = matrix(&src, &raw.matrix)?;
+    let mut matrix = matrix(&src, &raw.matrix)?;
+    let dataset = dims_axis(&src, &raw, dataset, &mut matrix)?;
     let workloads = workloads(&src, &raw)?;
     Ok(Spec {
         name,
@@ -566,6 +573,50 @@ fn dataset(src: &Src, raw: &Spanned<RawDataset>) -> Result<DatasetSpec> {
     }
 }
 
+/// Checks the `matrix.dims` axis against the dataset: it needs a generated dataset
+/// without its own `dims` (one place says what the dimensionality is), and every value
+/// must suit the generator. The dataset's `dims` becomes the axis' first value (the one
+/// [`crate::experiment::Experiment::dataset`] holds).
+fn dims_axis(
+    src: &Src,
+    raw: &RawSpec,
+    mut dataset: DatasetSpec,
+    matrix: &mut Matrix,
+) -> Result<DatasetSpec> {
+    let Some(list) = &raw.matrix.get_ref().dims else {
+        return Ok(dataset);
+    };
+    let DatasetSpec::Generate(g) = &mut dataset else {
+        return Err(src.at(
+            list,
+            "matrix.dims",
+            "applies to generated datasets only (a dataset file has the dimensionality it has)",
+        ));
+    };
+    let generate = raw.dataset.get_ref().generate.as_ref();
+    if let Some(d) = generate.and_then(|g| g.get_ref().dims.as_ref()) {
+        return Err(src.at(
+            d,
+            "dataset.generate.dims",
+            "the spec also has matrix.dims; give the dimensionality in one place (the axis)",
+        ));
+    }
+    for (i, &d) in matrix.dims.iter().enumerate() {
+        let opts = GenerateOptions {
+            count: 1,
+            dims: d,
+            ..src.wrap(list, "matrix.dims", g.options())?
+        };
+        src.wrap(
+            &list.get_ref()[i],
+            "matrix.dims",
+            generate::generate(&opts).map(|_| ()),
+        )?;
+    }
+    g.dims = matrix.dims[0];
+    Ok(dataset)
+}
+
 fn protocol(src: &Src, raw: &RawProtocol) -> Result<Protocol> {
     let d = Protocol::default();
     Ok(Protocol {
@@ -674,6 +725,28 @@ fn matrix(src: &Src, raw: &Spanned<RawMatrix>) -> Result<Matrix> {
                 .collect::<Result<Vec<_>>>()?
         }
     };
+    let dims = match &m.dims {
+        None => Vec::new(),
+        Some(list) => {
+            nonempty(src, list, "matrix.dims", || ())?;
+            let mut seen = Vec::new();
+            for d in list.get_ref() {
+                let v = *d.get_ref();
+                if !SUPPORTED_DIMS.iter().any(|s| *s as i64 == v) {
+                    return Err(src.at(
+                        d,
+                        "matrix.dims",
+                        format!("{v} dimensions are not supported; supported: {SUPPORTED_DIMS:?}"),
+                    ));
+                }
+                if seen.contains(&(v as usize)) {
+                    return Err(src.at(d, "matrix.dims", format!("{v} is listed twice")));
+                }
+                seen.push(v as usize);
+            }
+            seen
+        }
+    };
     let matrix = Matrix {
         index,
         page_size,
@@ -682,6 +755,7 @@ fn matrix(src: &Src, raw: &Spanned<RawMatrix>) -> Result<Matrix> {
         store,
         occupancy,
         layout,
+        dims,
     };
     super::matrix::check_size(&matrix).map_err(|e| src.at(raw, "matrix", e))?;
     Ok(matrix)

@@ -122,6 +122,7 @@ pub(super) struct RawMatrix {
     pub(super) store: Opt<Vec<S<StoreConfig>>>,
     pub(super) occupancy: Opt<Vec<S<RawOccupancy>>>,
     pub(super) layout: Opt<Vec<S<String>>>,
+    pub(super) dims: Opt<Vec<S<i64>>>,
 }
 
 #[derive(Deserialize)]

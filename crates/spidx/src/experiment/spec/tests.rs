@@ -501,3 +501,100 @@ fn results_key_names_a_file_next_to_the_spec_or_a_postgres_url() {
     let e = err(&with("3"));
     assert!(e.contains("line 3"), "{e}");
 }
+
+const DIMS: &str = r#"
+name = "d"
+[dataset]
+generate = { distribution = "uniform", count = 100, vectors = true, seed = 3 }
+[matrix]
+index = [{ kind = "rstar" }]
+device = ["hdd-7200", "ssd-v300"]
+dims = DIMS
+[[workload]]
+kind = "construction"
+"#;
+
+#[test]
+fn dimensions_are_a_matrix_axis() {
+    let s = parse_str(&DIMS.replace("DIMS", "[2, 8, 32]")).unwrap();
+    assert_eq!(s.matrix.dims, [2, 8, 32]);
+    // The dataset's own dims is the axis' first value.
+    let DatasetSpec::Generate(g) = &s.dataset else {
+        panic!("generated")
+    };
+    assert_eq!(g.dims, 2);
+    assert_eq!(super::super::matrix::run_count(&s.matrix), Some(6));
+    let runs = super::super::matrix::expand(&s, 2).unwrap();
+    let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "R*-tree 30% · 4KB · d=2 · hdd-7200",
+            "R*-tree 30% · 4KB · d=2 · ssd-v300",
+            "R*-tree 30% · 4KB · d=8 · hdd-7200",
+            "R*-tree 30% · 4KB · d=8 · ssd-v300",
+            "R*-tree 30% · 4KB · d=32 · hdd-7200",
+            "R*-tree 30% · 4KB · d=32 · ssd-v300"
+        ]
+    );
+    assert_eq!(runs[4].dims, Some(32));
+    // Runs of a spec without the axis have no dims and keep their keys and the spec its
+    // fingerprint: the axis serializes to nothing when absent.
+    let plain = parse_str(&DIMS.replace("dims = DIMS\n", "")).unwrap();
+    assert!(plain.matrix.dims.is_empty());
+    let json = serde_json::to_string(&plain.matrix).unwrap();
+    assert!(!json.contains("dims"), "{json}");
+    let runs = super::super::matrix::expand(&plain, 2).unwrap();
+    assert_eq!(runs.len(), 2);
+    assert!(runs.iter().all(|r| r.dims.is_none()));
+    let run_json = serde_json::to_string(&runs[0]).unwrap();
+    assert!(!run_json.contains("dims"), "{run_json}");
+    assert_eq!(runs[0].key, fingerprint_of(&runs[0]));
+}
+
+fn fingerprint_of(r: &super::super::RunConfig) -> String {
+    super::super::matrix::fingerprint(&(&r.name, &r.options))
+}
+
+#[test]
+fn bad_dimension_axes_name_the_key_and_line() {
+    for (dims, want) in [
+        ("[]", "matrix.dims: needs at least one value"),
+        ("[2, 7]", "matrix.dims: 7 dimensions are not supported"),
+        ("[0]", "matrix.dims: 0 dimensions are not supported"),
+        ("[4, 4]", "matrix.dims: 4 is listed twice"),
+        ("[\"4\"]", "invalid type"),
+        ("4", "invalid type"),
+    ] {
+        let e = err(&DIMS.replace("DIMS", dims));
+        assert!(e.contains(want), "{dims}: {e}");
+        assert!(e.contains("line "), "{dims}: {e}");
+    }
+    // The dimensionality in two places.
+    let e = err(&DIMS
+        .replace("DIMS", "[2, 4]")
+        .replace("seed = 3", "seed = 3, dims = 4"));
+    assert!(
+        e.contains("dataset.generate.dims") && e.contains("matrix.dims"),
+        "{e}"
+    );
+    // A dataset file has its own dimensionality.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("d.csv");
+    std::fs::write(&file, "id,x,y\n1,0.5,0.5\n").unwrap();
+    let text = DIMS.replace("DIMS", "[2, 4]").replace(
+        "generate = { distribution = \"uniform\", count = 100, vectors = true, seed = 3 }",
+        &format!("file = {:?}", file.display().to_string()),
+    );
+    let e = parse(&text, "t.toml", dir.path()).unwrap_err().to_string();
+    assert!(
+        e.contains("matrix.dims: applies to generated datasets only"),
+        "{e}"
+    );
+    // A distribution that is 2-D only fails for the other dimensionalities.
+    let e = err(&DIMS
+        .replace("DIMS", "[2, 4]")
+        .replace("\"uniform\"", "\"buildings\"")
+        .replace(", vectors = true", ""));
+    assert!(e.contains("matrix.dims"), "{e}");
+}
