@@ -26,6 +26,8 @@ mod page_cache;
 mod policy;
 mod queues;
 mod twoq;
+#[cfg(test)]
+mod update_tests;
 
 pub use buffer::{Buffer, BufferStats};
 pub use page_cache::{CacheStats, PageCache};

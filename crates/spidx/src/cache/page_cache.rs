@@ -1,5 +1,6 @@
 //! [`PageCache`]: a write-through or write-back page cache over a device.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -376,6 +377,61 @@ impl PageCache {
             return Ok(self.buffer.peek(page).expect("resident"));
         }
         Ok(self.lent.insert(data))
+    }
+
+    /// Reads `page` and writes it back changed by `edit`, with exactly the effects of
+    /// [`read_checked_ref`](Self::read_checked_ref) followed by [`write`](Self::write) of
+    /// the edited bytes (the same counters, policy accesses and device requests), but
+    /// without copying a resident page: its cached copy is edited in place (copied first
+    /// only if someone else holds it). `edit` returns the byte ranges it changed (the
+    /// device may copy only those, [`Device::write_changed`]); an `edit` that fails must
+    /// leave the bytes as they were: nothing is written then and its error is returned. A
+    /// failed device write drops the cached copy, as `write` does.
+    pub fn update(
+        &mut self,
+        page: u64,
+        level: u32,
+        verify: impl FnOnce(&[u8]) -> Result<()>,
+        edit: impl FnOnce(&mut [u8]) -> Result<[Range<usize>; 2]>,
+    ) -> Result<()> {
+        if !self.buffer.touch(page, level) {
+            // A fault: the page was not resident, so there is nothing to edit in place.
+            let data = self.fault(page, level, verify)?;
+            let mut copy = self.fresh_page();
+            let buf = Arc::get_mut(&mut copy).expect("a fresh page buffer is not shared");
+            buf.copy_from_slice(&data);
+            drop(data);
+            self.lent = None;
+            let result = edit(buf).and_then(|_| self.write(page, &copy, level));
+            self.recycle(copy);
+            return result;
+        }
+        // The write's access to the resident page (`store` makes the same one).
+        let slot = self
+            .buffer
+            .get_mut(page, level)
+            .expect("a touched page is resident");
+        if Arc::get_mut(slot).is_none() {
+            *slot = Arc::from(&slot[..]);
+        }
+        let buf = Arc::get_mut(slot).expect("the cached copy was just made unshared");
+        let changed = edit(buf)?;
+        if self.config.is_write_back() {
+            self.wb.deferred += 1;
+            if self.dirty.insert(page, ()).is_some() {
+                self.wb.overwrites += 1;
+            }
+            return Ok(());
+        }
+        // A resident page of a write-through cache is what the device holds, so only the
+        // changed bytes differ.
+        if let Err(e) = self.device.write_changed(page, buf, &changed) {
+            self.invalidate(page);
+            return Err(e);
+        }
+        self.write_requests += 1;
+        self.pages_written += 1;
+        Ok(())
     }
 
     /// Writes one page holding a node of `level`: through to the device (one request),

@@ -96,6 +96,22 @@ impl Device for MemoryDevice {
         Ok(())
     }
 
+    fn write_changed(
+        &mut self,
+        page: u64,
+        data: &[u8],
+        changed: &[std::ops::Range<usize>],
+    ) -> Result<()> {
+        let ps = self.page_size();
+        check_request(page, data.len(), ps, self.capacity_pages)?;
+        if data.len() != ps || changed.iter().any(|r| r.start > r.end || r.end > ps) {
+            return self.write(page, data);
+        }
+        self.host.record_write(page, 1, ps);
+        self.pages.write_ranges(page, data, changed);
+        Ok(())
+    }
+
     fn sync(&mut self) -> Result<()> {
         self.host.record_sync();
         Ok(())

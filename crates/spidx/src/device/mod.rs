@@ -55,6 +55,21 @@ pub trait Device: Send {
     /// Writes consecutive pages starting at `page` from `data`.
     fn write(&mut self, page: u64, data: &[u8]) -> Result<()>;
 
+    /// Writes one page (`data`, a page long) of which only the byte ranges in `changed`
+    /// differ from what the device holds: the caller knows the rest is unchanged (a page
+    /// cache editing a resident copy of the page in place). It is one page write in every
+    /// count and model; a device that keeps pages in memory copies only the changed
+    /// bytes, every other one writes the page whole (the default).
+    fn write_changed(
+        &mut self,
+        page: u64,
+        data: &[u8],
+        changed: &[std::ops::Range<usize>],
+    ) -> Result<()> {
+        let _ = changed;
+        self.write(page, data)
+    }
+
     /// Makes every completed write durable (fsync on files, draining a write cache on
     /// simulated drives).
     fn sync(&mut self) -> Result<()>;

@@ -60,6 +60,25 @@ impl PageArray {
         }
     }
 
+    /// Copies the byte ranges `ranges` of `data` (one page) into page `idx`, whose other
+    /// bytes already equal `data`'s (checked in debug builds); a page never written is
+    /// written whole.
+    pub fn write_ranges(&mut self, idx: u64, data: &[u8], ranges: &[std::ops::Range<usize>]) {
+        let slot = self.slot(idx);
+        match slot {
+            Some(p) => {
+                for r in ranges {
+                    p[r.clone()].copy_from_slice(&data[r.clone()]);
+                }
+                debug_assert!(
+                    p[..] == data[..],
+                    "page {idx}: bytes outside the changed ranges differ from the stored page"
+                );
+            }
+            None => *slot = Some(data.into()),
+        }
+    }
+
     /// Removes page `idx` and returns its contents, if it was written.
     pub fn take(&mut self, idx: u64) -> Option<Box<[u8]>> {
         let (c, i) = ((idx / CHUNK as u64) as usize, (idx % CHUNK as u64) as usize);

@@ -202,6 +202,25 @@ impl NodeLayout {
 
     /// Writes entry `i` of a page (the header is not updated; call [`Self::seal`] after).
     pub fn put_entry<const D: usize>(&self, page: &mut [u8], i: usize, e: &Entry<D>) -> Result<()> {
+        self.check_pointer(e.ptr)?;
+        self.write_entry(page, i, e);
+        Ok(())
+    }
+
+    /// Whether pointer `ptr` fits this layout's pointers (the seed layout's are 32-bit).
+    pub fn check_pointer(&self, ptr: u64) -> Result<()> {
+        if self.ptr_bytes == 4 && u32::try_from(ptr).is_err() {
+            return Err(Error::invalid(
+                "pointer",
+                format!("{ptr} does not fit the seed layout's 32-bit pointers"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// [`put_entry`](Self::put_entry) for an entry whose pointer was checked
+    /// ([`check_pointer`](Self::check_pointer)): a pointer too wide is truncated.
+    pub fn write_entry<const D: usize>(&self, page: &mut [u8], i: usize, e: &Entry<D>) {
         let mut o = self.entry_offset(i);
         for v in e.mbr.min.iter().chain(e.mbr.max.iter()) {
             page[o..o + 8].copy_from_slice(&v.to_le_bytes());
@@ -210,19 +229,12 @@ impl NodeLayout {
         if self.ptr_bytes == 8 {
             page[o..o + 8].copy_from_slice(&e.ptr.to_le_bytes());
         } else {
-            let p = u32::try_from(e.ptr).map_err(|_| {
-                Error::invalid(
-                    "pointer",
-                    format!("{} does not fit the seed layout's 32-bit pointers", e.ptr),
-                )
-            })?;
-            page[o..o + 4].copy_from_slice(&p.to_le_bytes());
+            page[o..o + 4].copy_from_slice(&(e.ptr as u32).to_le_bytes());
         }
         if self.aux_bytes == 8 {
             let o = o + self.ptr_bytes;
             page[o..o + 8].copy_from_slice(&e.aux.to_le_bytes());
         }
-        Ok(())
     }
 
     /// Writes the header (level and entry count) and, for `checked`, the checksum.

@@ -247,62 +247,33 @@ impl<const D: usize> NodeStore<D> for DirectStore {
     fn modify(&mut self, id: PageId, level: u32, changes: &[NodeChange<D>]) -> Result<()> {
         self.header.check_page(id)?;
         let layout = self.layout;
-        let page = self
-            .cache
-            .read_checked_ref(id, level, |bytes| layout.verify(bytes, id))?;
-        self.scratch.copy_from_slice(page);
-        let mut count = layout.view::<D>(&self.scratch).len();
-        // The checksum moves by what the changed bytes change (see `Resealer`): note the
-        // bytes the changes will touch before making them.
-        let unsealed = self
-            .resealer
-            .as_ref()
-            .map(|r| r.before(&self.scratch, touched_entries(&layout, count, changes)));
-        let es = layout.entry_size();
-        let bad = |pos: usize, count: usize| {
-            Error::invalid(
-                "node change",
-                format!("node {id}: entry {pos} does not exist ({count} entries)"),
-            )
-        };
-        for c in changes {
-            match *c {
-                Change::Set { pos, entry } => {
-                    if pos >= count {
-                        return Err(bad(pos, count));
-                    }
-                    layout.put_entry(&mut self.scratch, pos, &entry)?;
-                }
-                Change::Push(entry) => {
-                    if count >= layout.fits() {
-                        return Err(Error::invalid(
-                            "node change",
-                            format!("node {id} is full ({count} entries)"),
-                        ));
-                    }
-                    layout.put_entry(&mut self.scratch, count, &entry)?;
-                    count += 1;
-                }
-                Change::Remove { pos } => {
-                    if pos >= count {
-                        return Err(bad(pos, count));
-                    }
-                    let start = layout.entry_offset(pos);
-                    let end = layout.entry_offset(count);
-                    self.scratch.copy_within(start + es..end, start);
-                    self.scratch[end - es..end].fill(0);
-                    count -= 1;
-                }
-            }
-        }
-        layout.put_header_fields(&mut self.scratch, level, count);
-        match (unsealed, &self.resealer) {
-            (Some(u), Some(r)) => r.seal(&mut self.scratch, u),
-            _ => layout.seal(&mut self.scratch),
+        let verify = |bytes: &[u8]| layout.verify(bytes, id);
+        // Without a journal the cached page is edited in place (one device write, no page
+        // copy); a journal must save the old image between reading the page and writing
+        // it, so that path keeps a scratch copy. Both apply the same validated edit.
+        if self.journal.is_none() {
+            let resealer = self.resealer.as_ref();
+            self.cache.update(id, level, verify, |page| {
+                check_changes(&layout, id, page, changes)?;
+                Ok(apply_checked(&layout, resealer, page, level, changes))
+            })?;
+            self.stats.page_writes += 1;
+        } else {
+            let page = self.cache.read_checked_ref(id, level, verify)?;
+            check_changes(&layout, id, page, changes)?;
+            self.scratch.copy_from_slice(page);
+            apply_checked(
+                &layout,
+                self.resealer.as_ref(),
+                &mut self.scratch,
+                level,
+                changes,
+            );
+            self.write_scratch(id, level)?;
         }
         self.stats.node_updates += 1;
         self.stats.entry_changes += changes.len() as u64;
-        self.write_scratch(id, level)
+        Ok(())
     }
 
     fn rewrite(&mut self, id: PageId, level: u32, entries: &[Entry<D>]) -> Result<()> {
@@ -350,6 +321,88 @@ impl<const D: usize> NodeStore<D> for DirectStore {
     fn stats(&self) -> StoreStats {
         self.stats
     }
+}
+
+/// Checks that `changes` can be applied to the node in `page` (every position exists,
+/// pushes fit, pointers fit the layout), so that applying them cannot fail halfway.
+fn check_changes<const D: usize>(
+    layout: &NodeLayout,
+    id: PageId,
+    page: &[u8],
+    changes: &[NodeChange<D>],
+) -> Result<()> {
+    let mut count = layout.view::<D>(page).len();
+    let bad = |pos: usize, count: usize| {
+        Error::invalid(
+            "node change",
+            format!("node {id}: entry {pos} does not exist ({count} entries)"),
+        )
+    };
+    for c in changes {
+        match *c {
+            Change::Set { pos, entry } => {
+                if pos >= count {
+                    return Err(bad(pos, count));
+                }
+                layout.check_pointer(entry.ptr)?;
+            }
+            Change::Push(entry) => {
+                if count >= layout.fits() {
+                    return Err(Error::invalid(
+                        "node change",
+                        format!("node {id} is full ({count} entries)"),
+                    ));
+                }
+                layout.check_pointer(entry.ptr)?;
+                count += 1;
+            }
+            Change::Remove { pos } => {
+                if pos >= count {
+                    return Err(bad(pos, count));
+                }
+                count -= 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Applies `changes`, checked by [`check_changes`], to the node in `page` and reseals it
+/// (the checksum moves by what the changed bytes change, see [`Resealer`]). Returns the
+/// bytes that may have changed: the page header and the entries touched.
+fn apply_checked<const D: usize>(
+    layout: &NodeLayout,
+    resealer: Option<&Resealer>,
+    page: &mut [u8],
+    level: u32,
+    changes: &[NodeChange<D>],
+) -> [std::ops::Range<usize>; 2] {
+    let mut count = layout.view::<D>(page).len();
+    let touched = touched_entries(layout, count, changes);
+    let unsealed = resealer.map(|r| r.before(page, touched.clone()));
+    let es = layout.entry_size();
+    for c in changes {
+        match *c {
+            Change::Set { pos, entry } => layout.write_entry(page, pos, &entry),
+            Change::Push(entry) => {
+                layout.write_entry(page, count, &entry);
+                count += 1;
+            }
+            Change::Remove { pos } => {
+                let start = layout.entry_offset(pos);
+                let end = layout.entry_offset(count);
+                page.copy_within(start + es..end, start);
+                page[end - es..end].fill(0);
+                count -= 1;
+            }
+        }
+    }
+    layout.put_header_fields(page, level, count);
+    match (unsealed, resealer) {
+        (Some(u), Some(r)) => r.seal(page, u),
+        _ => layout.seal(page),
+    }
+    [0..layout.entry_offset(0), touched]
 }
 
 /// The page bytes of the entries `changes` touch in a node of `count` entries: the
@@ -433,6 +486,122 @@ impl StoreControl for DirectStore {
                 log_device: String::new(),
             },
             ..Default::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::CacheConfig;
+    use crate::device::memory::{MemoryConfig, MemoryDevice};
+    use crate::geom::Rect;
+    use crate::node::LayoutKind;
+
+    fn entry(i: u64, ptr: u64) -> Entry<2> {
+        let v = i as f64;
+        Entry {
+            mbr: Rect::new([v, v], [v + 1.0, v + 1.0]).unwrap(),
+            ptr,
+            aux: 0,
+        }
+    }
+
+    fn store(kind: LayoutKind, journal: Option<&Path>) -> DirectStore {
+        let dev = MemoryDevice::open(&MemoryConfig::default(), 1024, None).unwrap();
+        let cache = PageCache::new(Box::new(dev), &"lru:64KB".parse::<CacheConfig>().unwrap());
+        let layout = NodeLayout::new(kind, 1024, 2).unwrap();
+        let journaling = match journal {
+            Some(p) => Journaling::On(p.to_path_buf()),
+            None => Journaling::Off,
+        };
+        DirectStore::create_with(cache.unwrap(), layout, None, journaling).unwrap()
+    }
+
+    fn entries(s: &mut DirectStore, id: PageId) -> Vec<Entry<2>> {
+        let page = NodeStore::<2>::read(s, id, 0).unwrap();
+        let v = page.view::<2>();
+        (0..v.len()).map(|i| v.entry(i)).collect()
+    }
+
+    /// A change list with one bad change is refused whole: the node and the device stay
+    /// as they were, on the in-place path and on the journaled copy path alike.
+    #[test]
+    fn a_refused_change_list_leaves_the_node_and_the_device_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        for (kind, journal) in [
+            (LayoutKind::Checked, None),
+            (LayoutKind::Checked, Some(dir.path().join("journal"))),
+            (LayoutKind::Seed, None),
+        ] {
+            let mut s = store(kind, journal.as_deref());
+            let id = NodeStore::<2>::create(&mut s, 0, &[entry(1, 10), entry(2, 20)]).unwrap();
+            let before = entries(&mut s, id);
+            let writes = s.cache().device().stats().host.pages_written;
+            let mut refused = vec![
+                (
+                    vec![
+                        NodeChange::Set {
+                            pos: 0,
+                            entry: entry(5, 50),
+                        },
+                        NodeChange::Remove { pos: 2 },
+                    ],
+                    "entry 2 does not exist",
+                ),
+                (
+                    vec![
+                        NodeChange::Remove { pos: 1 },
+                        NodeChange::Set {
+                            pos: 1,
+                            entry: entry(5, 50),
+                        },
+                    ],
+                    "entry 1 does not exist",
+                ),
+            ];
+            if kind == LayoutKind::Seed {
+                refused.push((
+                    vec![
+                        NodeChange::Push(entry(3, 30)),
+                        NodeChange::Push(entry(4, 1 << 40)),
+                    ],
+                    "32-bit pointers",
+                ));
+            }
+            let fits = NodeStore::<2>::layout(&s).fits();
+            let full: Vec<NodeChange<2>> = (0..fits)
+                .map(|i| NodeChange::Push(entry(i as u64, 7)))
+                .collect();
+            refused.push((full, "is full"));
+            for (changes, says) in refused {
+                let err = s.modify(id, 0, &changes).unwrap_err().to_string();
+                assert!(err.contains(says), "{kind:?}: {err}");
+                assert_eq!(entries(&mut s, id), before, "{kind:?}: {says}");
+                let now = s.cache().device().stats().host.pages_written;
+                assert_eq!(now, writes, "{kind:?}: {says}: a page was written");
+            }
+            // A valid list still applies after the refusals.
+            s.modify(
+                id,
+                0,
+                &[
+                    NodeChange::Remove { pos: 0 },
+                    NodeChange::Push(entry(9, 90)),
+                ],
+            )
+            .unwrap();
+            assert_eq!(
+                entries(&mut s, id),
+                vec![before[1], entry(9, 90)],
+                "{kind:?}"
+            );
+            s.cache_mut().clear().unwrap();
+            assert_eq!(
+                entries(&mut s, id),
+                vec![before[1], entry(9, 90)],
+                "{kind:?} on the device"
+            );
         }
     }
 }
