@@ -204,6 +204,7 @@ mod tests {
             figures: BTreeMap::new(),
             direct: true,
             plain_key: String::new(),
+            dims: None,
         }
     }
 

@@ -21,12 +21,12 @@ pub const PALETTE: [&str; 8] = [
     "#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#000000", "#F0E442",
 ];
 
-const FONT: f64 = 12.0;
+pub(super) const FONT: f64 = 12.0;
 const TITLE_FONT: f64 = 14.0;
 /// Estimated advance of one character, as a share of the font size (generous, so that the
 /// estimate is wider than what DejaVu or Liberation Sans draw).
 const CHAR_EM: f64 = 0.64;
-const PLOT_HEIGHT: f64 = 240.0;
+pub(super) const PLOT_HEIGHT: f64 = 240.0;
 const ROTATION_DEG: f64 = 40.0;
 
 /// What an axis measures.
@@ -39,11 +39,11 @@ pub enum Quantity {
 }
 
 /// Estimated width in pixels of `s` at `size`.
-fn text_w(s: &str, size: f64) -> f64 {
+pub(super) fn text_w(s: &str, size: f64) -> f64 {
     s.chars().count() as f64 * size * CHAR_EM
 }
 
-fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -51,11 +51,13 @@ fn esc(s: &str) -> String {
 }
 
 /// A value axis from 0: ticks, their labels and the axis title with its unit.
-struct Axis {
+pub(super) struct Axis {
     /// Raw value at the axis end.
     end: f64,
-    ticks: Vec<(f64, String)>,
-    title: String,
+    /// Tick values and labels.
+    pub(super) ticks: Vec<(f64, String)>,
+    /// The axis title with its unit.
+    pub(super) title: String,
     /// Formats a raw value the way the ticks do (with the unit for times).
     unit: Option<TimeUnit>,
     /// A logarithmic axis from the first to the second value (times only).
@@ -63,7 +65,8 @@ struct Axis {
 }
 
 impl Axis {
-    fn new(max: f64, quantity: Quantity, what: &str) -> Axis {
+    /// A linear axis from 0 to a round value at or above `max`.
+    pub(super) fn new(max: f64, quantity: Quantity, what: &str) -> Axis {
         match quantity {
             Quantity::Time => {
                 let unit = TimeUnit::for_max(max);
@@ -96,7 +99,7 @@ impl Axis {
 
     /// A logarithmic time axis over whole decades covering `min`..`max` (both > 0), one
     /// tick per decade labelled with its own unit (`100 µs`, `1 ms`, `10 ms`).
-    fn log_time(min: f64, max: f64, what: &str) -> Axis {
+    pub(super) fn log_time(min: f64, max: f64, what: &str) -> Axis {
         let lo = 10f64.powf(min.log10().floor());
         let hi = 10f64.powf(max.log10().ceil()).max(lo * 10.0);
         let decades = (hi / lo).log10().round() as i32;
@@ -117,14 +120,15 @@ impl Axis {
     }
 
     /// Where `v` lies on the axis, from 0 (origin) to 1 (end).
-    fn frac(&self, v: f64) -> f64 {
+    pub(super) fn frac(&self, v: f64) -> f64 {
         match self.log {
             Some((lo, hi)) => ((v.max(lo) / lo).log10() / (hi / lo).log10()).clamp(0.0, 1.0),
             None => v / self.end,
         }
     }
 
-    fn value(&self, v: f64) -> String {
+    /// `v` formatted the way the ticks are (with its unit).
+    pub(super) fn value(&self, v: f64) -> String {
         if self.log.is_some() {
             return crate::numfmt::secs(v);
         }
@@ -134,7 +138,8 @@ impl Axis {
         }
     }
 
-    fn widest_tick(&self) -> f64 {
+    /// Estimated width of the widest tick label.
+    pub(super) fn widest_tick(&self) -> f64 {
         self.ticks
             .iter()
             .map(|(_, l)| text_w(l, FONT))
@@ -174,7 +179,8 @@ fn legend(names: &[String]) -> (String, f64) {
     (svg, Y + h + 10.0)
 }
 
-fn open(svg: &mut String, height: f64, title: &str) {
+/// Opens a chart's `<svg>` of [`WIDTH`] × `height` with a white background and `title`.
+pub(super) fn open(svg: &mut String, height: f64, title: &str) {
     let _ = write!(
         svg,
         r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height:.0}" viewBox="0 0 {WIDTH} {height:.0}" font-family="sans-serif" data-title="{t}"><title>{t}</title><rect width="100%" height="100%" fill="white"/><text x="{:.1}" y="18" font-size="{TITLE_FONT}" font-weight="bold" text-anchor="middle">{t}</text>"#,
