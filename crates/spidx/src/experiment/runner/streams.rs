@@ -37,21 +37,29 @@ pub(in crate::experiment) struct Recorded {
     pub device_ns: Vec<u64>,
 }
 
-/// Refuses what the replay cannot reproduce: a real device (no virtual clock), a page
-/// buffer of the index (the recording run's buffer would be one buffer seen by every
-/// stream), a flash-aware store (its buffers likewise).
+/// Refuses what the replay cannot reproduce: a real device (no virtual clock; the index's
+/// streams run as real threads there, see [`super::threads`], but the scan keeps its
+/// records on a fresh simulated device), and what [`check_store`] refuses.
 fn check_run(run: &RunConfig) -> Result<()> {
     let o = &run.options;
-    let what = "streams";
     if !o.device.is_simulated() {
         return Err(Error::invalid(
-            what,
+            "streams",
             format!(
-                "concurrent streams are simulated on simulated devices only; {} is a real device (real threads on file: devices are not implemented)",
+                "the scan's concurrent streams are simulated on simulated devices only; {} is a real device (real threads run the index's streams there, not the scan's)",
                 o.device_name
             ),
         ));
     }
+    check_store(run)
+}
+
+/// Refuses a page buffer of the index (one buffer would be seen by every stream: the
+/// recording run's in a replay, every handle's own with real threads) and a flash-aware
+/// store (its buffers likewise).
+pub(super) fn check_store(run: &RunConfig) -> Result<()> {
+    let o = &run.options;
+    let what = "streams";
     if o.buffer.policy != CachePolicy::None {
         return Err(Error::invalid(
             what,
@@ -240,7 +248,7 @@ fn row(n: usize, c: &Concurrency, rec: &Recorded, sim: &SimResult) -> Row {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::path::Path;
 
     use super::super::Work;
@@ -251,7 +259,7 @@ mod tests {
     use crate::experiment::Experiment;
     use crate::geom::Rect;
 
-    const SPEC: &str = r#"
+    pub(in crate::experiment::runner) const SPEC: &str = r#"
 name = "streams"
 [dataset]
 generate = { distribution = "uniform", count = 4000, dims = 4, vectors = true, seed = 5 }
@@ -263,13 +271,14 @@ device = ["DEVICE"]
 kind = "construction"
 "#;
 
-    fn prepare(device: &str, dir: &Path) -> Experiment {
+    pub(in crate::experiment::runner) fn prepare(device: &str, dir: &Path) -> Experiment {
         let path = dir.join("spec.toml");
         std::fs::write(&path, SPEC.replace("DEVICE", device)).unwrap();
         Experiment::prepare(&path).unwrap()
     }
 
-    fn brute(ds: &Dataset, p: &[f64; 4], k: usize) -> Vec<u64> {
+    /// The ids of the `k` objects nearest to `p`, ties by distance then id.
+    pub(in crate::experiment::runner) fn brute(ds: &Dataset, p: &[f64; 4], k: usize) -> Vec<u64> {
         let mut all: Vec<(f64, u64)> = (0..ds.len())
             .map(|i| {
                 let (id, lo, hi) = object_box(ds, i);
@@ -281,7 +290,7 @@ kind = "construction"
         all.into_iter().take(k).map(|x| x.1).collect()
     }
 
-    fn points(n: usize) -> Vec<[f64; 4]> {
+    pub(in crate::experiment::runner) fn points(n: usize) -> Vec<[f64; 4]> {
         (0..n)
             .map(|i| {
                 let f = i as f64 / n as f64;
@@ -371,10 +380,7 @@ kind = "construction"
             crate::device::file::FileConfig::new(tmp.path().join("dev")),
         );
         let e = check_run(&file).unwrap_err().to_string();
-        assert!(
-            e.contains("real threads on file: devices are not implemented"),
-            "{e}"
-        );
+        assert!(e.contains("not the scan's"), "{e}");
         let mut fast = exp.runs[0].clone();
         fast.options.store = serde_json::from_value(serde_json::json!({
             "kind": "fast", "write_buffer": 524288, "flushing_unit": 2, "flush_policy": "flush-all"
