@@ -8,7 +8,8 @@
 //! dimensionality, see `data`) and pairs a kNN workload of the index with a scan workload
 //! (`access = "scan"`, told apart by the spec) of the same k and number of streams. Stream
 //! workloads (`<name> streams=N`) give their mean latency per query (modelled device time,
-//! queueing included); classic ones the sum of per-query means over the queries.
+//! queueing included, or the wall time of real threads); classic ones the sum of
+//! per-query means over the queries.
 //!
 //! Layers: a view over the report's rows and metrics (`data`), drawn with `lines`.
 
@@ -277,14 +278,16 @@ pub fn section(data: &Data) -> (String, Vec<(String, String)>) {
             .iter()
             .flat_map(|l| l.points.iter().map(|p| p.1))
             .fold((f64::INFINITY, 0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
-        let clock = if key.streams.is_some() {
-            "mean latency per query, modelled"
-        } else {
-            "mean time per query"
+        let clock = match key.streams {
+            Some(_) => format!(
+                "mean latency per query, {}",
+                super::streams::clock(pts.iter().map(|p| p.row))
+            ),
+            None => "mean time per query".to_string(),
         };
         let svg = Lines {
             title: &title,
-            y_label: clock,
+            y_label: &clock,
             x_label: "dimensions",
             lines: &lines,
             markers: &markers,
