@@ -8,7 +8,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{json_of, spidx};
+use common::{export_metric_rows, json_of, spidx};
 
 const SPEC: &str = r#"
 name = "dims-break-even"
@@ -71,31 +71,13 @@ fn the_report_marks_each_devices_break_even_from_the_results() {
         .starts_with("dims_")));
 
     // (device, workload) → dims → mean latency, from the exported metrics.
-    let csv = spidx()
-        .args([
-            "results",
-            "export",
-            "--format",
-            "csv",
-            "--metrics",
-            "--results",
-            db,
-        ])
-        .output()
-        .unwrap();
-    assert!(csv.status.success());
     let mut curves: BTreeMap<(String, String), BTreeMap<u32, f64>> = BTreeMap::new();
-    let mut rdr = csv::Reader::from_reader(&csv.stdout[..]);
-    let header: Vec<String> = rdr.headers().unwrap().iter().map(String::from).collect();
-    let col = |n: &str| header.iter().position(|h| h == n).unwrap();
-    let (run, workload, name, value) = (col("run"), col("workload"), col("name"), col("value"));
-    for r in rdr.records() {
-        let r = r.unwrap();
-        if !r[name].ends_with("latency.mean_s") {
+    for r in export_metric_rows(db) {
+        if !r["name"].ends_with("latency.mean_s") {
             continue;
         }
         // Run names: `R*-tree · 4KB · d=N · device`.
-        let parts: Vec<&str> = r[run].split(" · ").collect();
+        let parts: Vec<&str> = r["run"].split(" · ").collect();
         let d: u32 = parts
             .iter()
             .find_map(|p| p.strip_prefix("d="))
@@ -103,11 +85,11 @@ fn the_report_marks_each_devices_break_even_from_the_results() {
             .parse()
             .unwrap();
         let device = parts.last().unwrap().to_string();
-        let w = r[workload].split(' ').next().unwrap().to_string();
+        let w = r["workload"].split(' ').next().unwrap().to_string();
         curves
             .entry((device, w))
             .or_default()
-            .insert(d, r[value].parse().unwrap());
+            .insert(d, r["value"].parse().unwrap());
     }
     assert_eq!(curves.len(), 2 * 2, "{curves:?}");
     let mut crossed = 0;

@@ -5,7 +5,9 @@
 
 use std::fmt::Write as _;
 
-use super::svg::{esc, open, text_w, Axis, Quantity, FONT, PALETTE, PLOT_HEIGHT, WIDTH};
+use super::svg::{
+    esc, open, text_w, x_axis_close, y_axis, Axis, Quantity, FONT, PALETTE, PLOT_HEIGHT, WIDTH,
+};
 
 /// One line of a chart.
 #[derive(Debug, Clone)]
@@ -131,22 +133,7 @@ impl Lines<'_> {
         let mut svg = String::new();
         open(&mut svg, height, self.title);
         svg.push_str(&legend_svg);
-        for (v, label) in &axis.ticks {
-            let _ = write!(
-                svg,
-                r##"<line x1="{left:.1}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="{FONT}" text-anchor="end">{label}</text>"##,
-                WIDTH - right,
-                left - 6.0,
-                y(*v) + 4.0,
-                yy = y(*v)
-            );
-        }
-        let _ = write!(
-            svg,
-            r#"<text transform="translate(14 {:.1}) rotate(-90)" font-size="{FONT}" text-anchor="middle">{}</text>"#,
-            (top + bottom) / 2.0,
-            esc(&axis.title)
-        );
+        y_axis(&mut svg, &axis, left, right, top, bottom);
         // x ticks at the measured values, each label only where it clears the previous one.
         let mut last_end = f64::NEG_INFINITY;
         for v in &xs {
@@ -210,14 +197,7 @@ impl Lines<'_> {
                 esc(&m.label)
             );
         }
-        let _ = write!(
-            svg,
-            r#"<line x1="{left:.1}" x2="{:.1}" y1="{bottom:.1}" y2="{bottom:.1}" stroke="black"/><text x="{:.1}" y="{:.1}" font-size="{FONT}" text-anchor="middle">{}</text></svg>"#,
-            WIDTH - right,
-            (left + WIDTH - right) / 2.0,
-            height - 8.0,
-            esc(self.x_label)
-        );
+        x_axis_close(&mut svg, left, right, bottom, height, self.x_label);
         svg
     }
 }

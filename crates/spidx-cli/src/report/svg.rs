@@ -189,6 +189,49 @@ pub(super) fn open(svg: &mut String, height: f64, title: &str) {
     );
 }
 
+/// A vertical value axis of a chart whose plot spans `left`..`WIDTH - right` and
+/// `top`..`bottom` (`bottom - top` = [`PLOT_HEIGHT`]): a grid line and label per tick, and
+/// the axis title turned along the left edge.
+pub(super) fn y_axis(svg: &mut String, axis: &Axis, left: f64, right: f64, top: f64, bottom: f64) {
+    let y = |v: f64| bottom - axis.frac(v) * PLOT_HEIGHT;
+    for (v, label) in &axis.ticks {
+        let _ = write!(
+            svg,
+            r##"<line x1="{left:.1}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="{FONT}" text-anchor="end">{label}</text>"##,
+            WIDTH - right,
+            left - 6.0,
+            y(*v) + 4.0,
+            yy = y(*v)
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<text transform="translate(14 {:.1}) rotate(-90)" font-size="{FONT}" text-anchor="middle">{}</text>"#,
+        (top + bottom) / 2.0,
+        esc(&axis.title)
+    );
+}
+
+/// The horizontal axis line under the plot, the x axis title centred under it, and the
+/// end of the chart's `<svg>`.
+pub(super) fn x_axis_close(
+    svg: &mut String,
+    left: f64,
+    right: f64,
+    bottom: f64,
+    height: f64,
+    x_label: &str,
+) {
+    let _ = write!(
+        svg,
+        r#"<line x1="{left:.1}" x2="{:.1}" y1="{bottom:.1}" y2="{bottom:.1}" stroke="black"/><text x="{:.1}" y="{:.1}" font-size="{FONT}" text-anchor="middle">{}</text></svg>"#,
+        WIDTH - right,
+        (left + WIDTH - right) / 2.0,
+        height - 8.0,
+        esc(x_label)
+    );
+}
+
 /// The min / median / max of per-query means drawn over a bar of their mean.
 #[derive(Debug, Clone, Copy)]
 pub struct Whisker {
@@ -286,23 +329,7 @@ impl Grouped<'_> {
         let mut svg = String::new();
         open(&mut svg, height, self.title);
         svg.push_str(&legend_svg);
-        // Grid, ticks and the y axis title.
-        for (v, label) in &axis.ticks {
-            let _ = write!(
-                svg,
-                r##"<line x1="{left:.1}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="{FONT}" text-anchor="end">{label}</text>"##,
-                WIDTH - right,
-                left - 6.0,
-                y(*v) + 4.0,
-                yy = y(*v)
-            );
-        }
-        let _ = write!(
-            svg,
-            r#"<text transform="translate(14 {:.1}) rotate(-90)" font-size="{FONT}" text-anchor="middle">{}</text>"#,
-            (top + bottom) / 2.0,
-            esc(&axis.title)
-        );
+        y_axis(&mut svg, &axis, left, right, top, bottom);
         // Bars, whiskers, group labels.
         let k = self.series.len().max(1) as f64;
         let bw = gw * 0.8 / k;
@@ -369,14 +396,7 @@ impl Grouped<'_> {
                 );
             }
         }
-        let _ = write!(
-            svg,
-            r#"<line x1="{left:.1}" x2="{:.1}" y1="{bottom:.1}" y2="{bottom:.1}" stroke="black"/><text x="{:.1}" y="{:.1}" font-size="{FONT}" text-anchor="middle">{}</text></svg>"#,
-            WIDTH - right,
-            (left + WIDTH - right) / 2.0,
-            height - 8.0,
-            esc(self.x_label)
-        );
+        x_axis_close(&mut svg, left, right, bottom, height, self.x_label);
         svg
     }
 }

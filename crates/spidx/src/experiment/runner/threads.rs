@@ -20,11 +20,11 @@ use std::path::Path;
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-use super::streams::{check_store, Queries, Row};
+use super::streams::{check_store, finish_row, Queries, Row, Timing};
 use super::{Progress, Work};
 use crate::clock::process_cpu_ns;
 use crate::experiment::budget::Budget;
-use crate::experiment::concurrent::{Instances, Latency};
+use crate::experiment::concurrent::Instances;
 use crate::experiment::matrix::RunConfig;
 use crate::experiment::protocol::{self, Metrics};
 use crate::experiment::spec::Concurrency;
@@ -212,63 +212,41 @@ fn row(
     device: &[Metrics],
     budget: Option<&Budget>,
 ) -> Row {
-    let queries = reports.len();
     let mut m = Metrics::new();
-    m.insert("queries".into(), queries as f64);
-    m.insert("settings.repetitions".into(), 1.0);
-    m.extend(protocol::flatten(
-        "gauges.latency",
-        &Latency::of(latency_ns),
-    ));
     let device = sum(device);
-    let elapsed_s = latency_ns.iter().sum::<u64>() as f64 * 1e-9;
-    m.insert("elapsed_s".into(), elapsed_s);
+    m.insert(
+        "elapsed_s".into(),
+        latency_ns.iter().sum::<u64>() as f64 * 1e-9,
+    );
     m.insert("cpu_s".into(), cpu_s);
     m.insert(
         "device_s".into(),
         device.get("device.device_ns").copied().unwrap_or(0.0) * 1e-9,
     );
-    m.insert("makespan_s".into(), makespan_ns as f64 * 1e-9);
-    if makespan_ns > 0 {
-        m.insert(
-            "gauges.throughput_qps".into(),
-            queries as f64 / (makespan_ns as f64 * 1e-9),
-        );
-    }
     m.extend(device);
     if let Some(b) = budget {
         m.insert("memory.hits".into(), b.hits() as f64);
         m.insert("memory.misses".into(), b.misses() as f64);
     }
-    m.insert(
-        "candidates".into(),
-        reports.iter().map(|r| r.candidates as f64).sum(),
-    );
-    m.insert(
-        "results".into(),
-        reports.iter().map(|r| r.results as f64).sum(),
-    );
-    protocol::finish(&mut m);
-    Row {
-        streams: n,
-        metrics: m,
-        details: serde_json::json!({
-            "concurrency": {
-                "streams": n,
-                "instances": c.instances.name(),
-                "memory": c.memory,
-                "threads": "real",
-            }
-        }),
-    }
+    let timing = Timing {
+        latency_ns,
+        makespan_ns,
+    };
+    finish_row(
+        n,
+        c,
+        reports,
+        &timing,
+        m,
+        serde_json::json!({ "threads": "real" }),
+    )
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::streams::tests::{brute, points, prepare, SPEC};
+    use super::super::streams::tests::{brute, points, prepare, run_first, SPEC};
     use super::*;
     use crate::experiment::workload::object_box;
-    use crate::experiment::Experiment;
     use crate::geom::Rect;
 
     /// Real threads on a `file:` device: every stream's answers equal brute force, with
@@ -382,12 +360,7 @@ kind = "knn"
 k = 5
 queries = 12
 "#;
-        let path = tmp.path().join("spec.toml");
-        std::fs::write(&path, spec).unwrap();
-        let exp = Experiment::prepare(&path).unwrap();
-        let r = exp
-            .run(&exp.runs[0], &tmp.path().join("run"), &mut |_| {})
-            .unwrap();
+        let r = run_first(tmp.path(), &spec);
         let names: Vec<&str> = r.workloads.iter().map(|w| w.name.as_str()).collect();
         assert_eq!(
             names,
