@@ -56,8 +56,8 @@ fn run(
     let requests = r.cache_hits + r.cache_misses;
     let lat = Latency::of(&r.latency_ns);
     println!(
-        "{name:<5} {streams:>4} streams, memory {:>2} MB: {requests} requests ({} hits) in {wall:.3} s wall = {:>9.0} simulated requests/s; mean latency {:.2} ms, p99 {:.2} ms, throughput {:.0} queries/s (virtual)",
-        memory_bytes >> 20,
+        "{name:<5} {streams:>4} streams, memory {:>4} pages: {requests} requests ({} hits) in {wall:.3} s wall = {:>9.0} simulated requests/s; mean latency {:.2} ms, p99 {:.2} ms, throughput {:.0} queries/s (virtual)",
+        memory_bytes / PS as u64,
         r.cache_hits,
         requests as f64 / wall,
         lat.mean_s * 1e3,
