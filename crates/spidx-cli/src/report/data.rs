@@ -92,7 +92,7 @@ pub struct Context {
     pub finished: String,
     /// When this report was written (UTC).
     pub now: String,
-    /// The spec's kNN workloads by name (as the results name them, before a
+    /// The kNN workloads of the experiment's specs by name (as the results name them, before a
     /// ` streams=N` suffix): their k and whether they are the sequential-scan baseline.
     pub knn: BTreeMap<String, KnnSpec>,
 }
@@ -363,7 +363,7 @@ fn context(db: &ResultsDb, experiment: &str, runs: &BTreeMap<i64, RunInfo>) -> R
             .cloned()
             .unwrap_or_default();
         c.spec_text = text(&r, "spec_text");
-        c.knn = knn_workloads(&spec);
+        c.knn.extend(knn_workloads(&spec));
     }
     for r in runs.values() {
         c.datasets.insert((r.dataset.clone(), r.objects));
