@@ -1,7 +1,8 @@
 // Checks every chart of a spidx report in the browser that renders it (used by
 // tests/report_browser.rs, which appends this script to a copy of the report and reads the
-// result from the dumped DOM). A problem is: a chart without a visible bar, a text that
-// overlaps another text or a bar, a text outside its chart, a font smaller than 10 px.
+// result from the dumped DOM). A problem is: a chart without a visible bar (or, in a line
+// chart, a point), a text that overlaps another text or a bar, a text outside its chart, a
+// font smaller than 10 px.
 // Boxes are the elements' own boxes (getBBox) carried through their transforms (getCTM),
 // so rotated labels are compared as the rotated rectangles they are.
 (function () {
@@ -45,7 +46,9 @@
       const r = b.getBBox();
       return r.width > 0.5 && r.height > 0.5;
     });
-    if (bars.length === 0) problems.push("empty chart: " + title);
+    // Line charts draw points instead of bars.
+    const points = [...svg.querySelectorAll(".point")];
+    if (bars.length === 0 && points.length === 0) problems.push("empty chart: " + title);
     const boxes = [...svg.querySelectorAll("text")].map((t) => [t.textContent, corners(t), t]);
     texts += boxes.length;
     const barBoxes = bars.map((b) => corners(b));

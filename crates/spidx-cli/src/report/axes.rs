@@ -64,7 +64,10 @@ fn chart(
     Some(
         Grouped {
             title,
-            y_label: "mean latency per query, modelled",
+            y_label: &format!(
+                "mean latency per query, {}",
+                super::streams::clock(series.iter().flat_map(|(_, r)| r.iter().copied()))
+            ),
             x_label,
             quantity: Quantity::Time,
             groups,
@@ -160,7 +163,8 @@ pub fn section(data: &Data) -> (String, Vec<(String, String)>) {
         let _ = write!(
             html,
             "<section id=\"{}\"><h2>{}: latency against k and page size ({n} streams)</h2>\
-             <p>Mean latency per query of the concurrent streams (modelled, queueing included), \
+             <p>Mean latency per query of the concurrent streams (modelled on simulated devices, \
+             queueing included; wall time of real threads on real ones), \
              one bar per device and configuration, for each value of k (a k list) and each page \
              size (a matrix axis) that was run.</p><div class=\"charts\">",
             slug(&["axes", family, &n.to_string()]),
@@ -204,6 +208,7 @@ mod tests {
             figures: BTreeMap::new(),
             direct: true,
             plain_key: String::new(),
+            dims: None,
         }
     }
 

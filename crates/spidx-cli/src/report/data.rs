@@ -47,6 +47,9 @@ pub struct Row {
     /// it are the same tree, page size and device under different stores (to pair a
     /// flash-aware store with its plain tree, as the seeds' gain figures do).
     pub plain_key: String,
+    /// The dimensionality of the run's generated dataset (`generate.dims` of its dataset
+    /// description; one value per run under a `matrix.dims` axis), when recorded.
+    pub dims: Option<usize>,
 }
 
 impl Row {
@@ -89,6 +92,18 @@ pub struct Context {
     pub finished: String,
     /// When this report was written (UTC).
     pub now: String,
+    /// The kNN workloads of the experiment's specs by name (as the results name them, before a
+    /// ` streams=N` suffix): their k and whether they are the sequential-scan baseline.
+    pub knn: BTreeMap<String, KnnSpec>,
+}
+
+/// What the report needs of one kNN workload of the spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KnnSpec {
+    /// Neighbours per query.
+    pub k: usize,
+    /// The sequential-scan baseline (`access = "scan"`) rather than the index.
+    pub scan: bool,
 }
 
 /// Everything the report shows.
@@ -190,6 +205,7 @@ pub fn load(path: &Path, experiment: &str) -> Result<Data> {
                     .get(&run_id)
                     .map(|r| r.plain_key.clone())
                     .unwrap_or_default(),
+                dims: runs.get(&run_id).and_then(|r| dataset_dims(&r.dataset)),
             }
         })
         .collect::<Vec<_>>();
@@ -293,6 +309,29 @@ fn run_rows(db: &ResultsDb, ids: &BTreeSet<i64>) -> Result<BTreeMap<i64, RunInfo
     Ok(out)
 }
 
+/// The dimensionality in a run's dataset description (`{"generate": {"dims": 16, ...}}`);
+/// `None` for a dataset file, whose description does not carry it.
+fn dataset_dims(json: &str) -> Option<usize> {
+    let v: Value = serde_json::from_str(json).ok()?;
+    v.pointer("/generate/dims")?.as_u64().map(|d| d as usize)
+}
+
+/// The spec's kNN workloads (`workloads` of its JSON form) by name.
+fn knn_workloads(spec: &Value) -> BTreeMap<String, KnnSpec> {
+    let Some(ws) = spec.get("workloads").and_then(Value::as_array) else {
+        return BTreeMap::new();
+    };
+    ws.iter()
+        .filter(|w| w.get("kind").and_then(Value::as_str) == Some("knn"))
+        .filter_map(|w| {
+            let name = w.get("name")?.as_str()?.to_string();
+            let k = w.get("k")?.as_u64()? as usize;
+            let scan = w.get("scan").is_some_and(|s| !s.is_null());
+            Some((name, KnnSpec { k, scan }))
+        })
+        .collect()
+}
+
 /// `host: CPU model, N CPUs, M GiB, Linux kernel` from the recorded machine JSON.
 fn machine_text(json: &str) -> String {
     let Ok(Value::Object(m)) = serde_json::from_str::<Value>(json) else {
@@ -324,6 +363,7 @@ fn context(db: &ResultsDb, experiment: &str, runs: &BTreeMap<i64, RunInfo>) -> R
             .cloned()
             .unwrap_or_default();
         c.spec_text = text(&r, "spec_text");
+        c.knn.extend(knn_workloads(&spec));
     }
     for r in runs.values() {
         c.datasets.insert((r.dataset.clone(), r.objects));
@@ -364,7 +404,27 @@ mod tests {
             figures: BTreeMap::new(),
             direct: true,
             plain_key: String::new(),
+            dims: None,
         }
+    }
+
+    #[test]
+    fn dims_and_knn_workloads_come_from_the_recorded_json() {
+        assert_eq!(
+            dataset_dims(r#"{"generate":{"distribution":"uniform","dims":16}}"#),
+            Some(16)
+        );
+        assert_eq!(dataset_dims(r#"{"file":{"path":"x.csv"}}"#), None);
+        assert_eq!(dataset_dims("not json"), None);
+        let spec = serde_json::json!({"workloads": [
+            {"kind": "construction", "name": "construction"},
+            {"kind": "knn", "name": "index", "k": 10},
+            {"kind": "knn", "name": "scan", "k": 10, "scan": 1048576},
+        ]});
+        let knn = knn_workloads(&spec);
+        assert_eq!(knn.len(), 2);
+        assert_eq!(knn["index"], KnnSpec { k: 10, scan: false });
+        assert_eq!(knn["scan"], KnnSpec { k: 10, scan: true });
     }
 
     #[test]

@@ -8,14 +8,18 @@
 //! the gains of each flash-aware store over its plain tree (`pairs`), and, when two devices
 //! ran the same configurations, how one's counts rank them against the other's times
 //! (`correlation`); concurrent query streams get latency and throughput against the number
-//! of streams (`streams`), and against k (a k list) and the page size (`axes`).
+//! of streams (`streams`), and against k (a k list) and the page size (`axes`); index and
+//! scan run over a `matrix.dims` axis get their latency against the dimensionality with
+//! the break-even marked (`dims`, drawn by `lines`).
 //!
-//! Layers: reads the results database (`data`), draws charts (`svg`), writes HTML
+//! Layers: reads the results database (`data`), draws charts (`svg`, `lines`), writes HTML
 //! (`page`); it never runs anything.
 
 mod axes;
 mod correlation;
 mod data;
+mod dims;
+mod lines;
 mod notes;
 mod page;
 mod pairs;

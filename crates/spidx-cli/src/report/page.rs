@@ -144,6 +144,9 @@ impl Page {
         let (axes, charts) = super::axes::section(data);
         w.html.push_str(&axes);
         w.charts.extend(charts);
+        let (dims, charts) = super::dims::section(data);
+        w.html.push_str(&dims);
+        w.charts.extend(charts);
         w.shapes();
         w.best();
         w.gains();

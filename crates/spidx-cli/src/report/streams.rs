@@ -87,13 +87,22 @@ pub fn section(data: &Data, workloads: &[String]) -> (String, Vec<(String, Strin
                 })
                 .collect()
         };
+        let clock = clock(rows.iter().map(|(_, r)| *r));
+        let real = if rows.iter().any(|(_, r)| !r.simulated) {
+            " On real (<code>file:</code>) devices the streams are real threads, one read-only \
+             index handle each: latency = a query's wall time on its thread (CPU, device and \
+             waiting alike); throughput = queries / the wall time from the first query's start \
+             to the last one's end."
+        } else {
+            ""
+        };
         let _ = write!(
             html,
             "<section id=\"{}\"><h2>{}: latency against concurrent streams</h2><p>Each stream issues \
              its queries back to back; the streams' page requests interleave on the one device \
-             (simulated in virtual time: modelled latency, queueing included). Latency = a \
+             (on simulated devices in virtual time: modelled latency, queueing included). Latency = a \
              query's device time from its first request to its last; throughput = queries / \
-             the time until the last stream finished.</p><div class=\"charts\">",
+             the time until the last stream finished.{real}</p><div class=\"charts\">",
             slug(&["streams", base]),
             esc(base)
         );
@@ -138,7 +147,7 @@ pub fn section(data: &Data, workloads: &[String]) -> (String, Vec<(String, Strin
                 }
                 let svg = Grouped {
                     title: &format!("{head}: {what}"),
-                    y_label: &format!("{what}, modelled"),
+                    y_label: &format!("{what}, {clock}"),
                     x_label: "concurrent streams",
                     quantity: Quantity::Time,
                     groups: &groups,
@@ -155,7 +164,7 @@ pub fn section(data: &Data, workloads: &[String]) -> (String, Vec<(String, Strin
             if values.iter().flatten().flatten().any(|v| *v > 0.0) {
                 let svg = Grouped {
                     title: &format!("{head}: throughput"),
-                    y_label: "queries per second, modelled",
+                    y_label: &format!("queries per second, {clock}"),
                     x_label: "concurrent streams",
                     quantity: Quantity::Count,
                     groups: &groups,
@@ -200,6 +209,21 @@ pub fn section(data: &Data, workloads: &[String]) -> (String, Vec<(String, Strin
         html.push_str("</table></div></section>");
     }
     (html, charts)
+}
+
+/// How the rows' times were taken: `modelled` (simulated devices), `wall` (real threads on
+/// real devices), or both.
+pub(super) fn clock<'a>(rows: impl Iterator<Item = &'a Row>) -> &'static str {
+    let (mut sim, mut real) = (false, false);
+    for r in rows {
+        sim |= r.simulated;
+        real |= !r.simulated;
+    }
+    match (sim, real) {
+        (true, true) => "modelled or wall",
+        (false, true) => "wall",
+        _ => "modelled",
+    }
 }
 
 /// The charts' panels: every series in one chart while the palette tells them apart, else

@@ -21,12 +21,12 @@ pub const PALETTE: [&str; 8] = [
     "#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#000000", "#F0E442",
 ];
 
-const FONT: f64 = 12.0;
+pub(super) const FONT: f64 = 12.0;
 const TITLE_FONT: f64 = 14.0;
 /// Estimated advance of one character, as a share of the font size (generous, so that the
 /// estimate is wider than what DejaVu or Liberation Sans draw).
 const CHAR_EM: f64 = 0.64;
-const PLOT_HEIGHT: f64 = 240.0;
+pub(super) const PLOT_HEIGHT: f64 = 240.0;
 const ROTATION_DEG: f64 = 40.0;
 
 /// What an axis measures.
@@ -39,11 +39,11 @@ pub enum Quantity {
 }
 
 /// Estimated width in pixels of `s` at `size`.
-fn text_w(s: &str, size: f64) -> f64 {
+pub(super) fn text_w(s: &str, size: f64) -> f64 {
     s.chars().count() as f64 * size * CHAR_EM
 }
 
-fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -51,11 +51,13 @@ fn esc(s: &str) -> String {
 }
 
 /// A value axis from 0: ticks, their labels and the axis title with its unit.
-struct Axis {
+pub(super) struct Axis {
     /// Raw value at the axis end.
     end: f64,
-    ticks: Vec<(f64, String)>,
-    title: String,
+    /// Tick values and labels.
+    pub(super) ticks: Vec<(f64, String)>,
+    /// The axis title with its unit.
+    pub(super) title: String,
     /// Formats a raw value the way the ticks do (with the unit for times).
     unit: Option<TimeUnit>,
     /// A logarithmic axis from the first to the second value (times only).
@@ -63,7 +65,8 @@ struct Axis {
 }
 
 impl Axis {
-    fn new(max: f64, quantity: Quantity, what: &str) -> Axis {
+    /// A linear axis from 0 to a round value at or above `max`.
+    pub(super) fn new(max: f64, quantity: Quantity, what: &str) -> Axis {
         match quantity {
             Quantity::Time => {
                 let unit = TimeUnit::for_max(max);
@@ -96,7 +99,7 @@ impl Axis {
 
     /// A logarithmic time axis over whole decades covering `min`..`max` (both > 0), one
     /// tick per decade labelled with its own unit (`100 µs`, `1 ms`, `10 ms`).
-    fn log_time(min: f64, max: f64, what: &str) -> Axis {
+    pub(super) fn log_time(min: f64, max: f64, what: &str) -> Axis {
         let lo = 10f64.powf(min.log10().floor());
         let hi = 10f64.powf(max.log10().ceil()).max(lo * 10.0);
         let decades = (hi / lo).log10().round() as i32;
@@ -117,14 +120,15 @@ impl Axis {
     }
 
     /// Where `v` lies on the axis, from 0 (origin) to 1 (end).
-    fn frac(&self, v: f64) -> f64 {
+    pub(super) fn frac(&self, v: f64) -> f64 {
         match self.log {
             Some((lo, hi)) => ((v.max(lo) / lo).log10() / (hi / lo).log10()).clamp(0.0, 1.0),
             None => v / self.end,
         }
     }
 
-    fn value(&self, v: f64) -> String {
+    /// `v` formatted the way the ticks are (with its unit).
+    pub(super) fn value(&self, v: f64) -> String {
         if self.log.is_some() {
             return crate::numfmt::secs(v);
         }
@@ -134,7 +138,8 @@ impl Axis {
         }
     }
 
-    fn widest_tick(&self) -> f64 {
+    /// Estimated width of the widest tick label.
+    pub(super) fn widest_tick(&self) -> f64 {
         self.ticks
             .iter()
             .map(|(_, l)| text_w(l, FONT))
@@ -174,12 +179,56 @@ fn legend(names: &[String]) -> (String, f64) {
     (svg, Y + h + 10.0)
 }
 
-fn open(svg: &mut String, height: f64, title: &str) {
+/// Opens a chart's `<svg>` of [`WIDTH`] × `height` with a white background and `title`.
+pub(super) fn open(svg: &mut String, height: f64, title: &str) {
     let _ = write!(
         svg,
         r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height:.0}" viewBox="0 0 {WIDTH} {height:.0}" font-family="sans-serif" data-title="{t}"><title>{t}</title><rect width="100%" height="100%" fill="white"/><text x="{:.1}" y="18" font-size="{TITLE_FONT}" font-weight="bold" text-anchor="middle">{t}</text>"#,
         WIDTH / 2.0,
         t = esc(title)
+    );
+}
+
+/// A vertical value axis of a chart whose plot spans `left`..`WIDTH - right` and
+/// `top`..`bottom` (`bottom - top` = [`PLOT_HEIGHT`]): a grid line and label per tick, and
+/// the axis title turned along the left edge.
+pub(super) fn y_axis(svg: &mut String, axis: &Axis, left: f64, right: f64, top: f64, bottom: f64) {
+    let y = |v: f64| bottom - axis.frac(v) * PLOT_HEIGHT;
+    for (v, label) in &axis.ticks {
+        let _ = write!(
+            svg,
+            r##"<line x1="{left:.1}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="{FONT}" text-anchor="end">{label}</text>"##,
+            WIDTH - right,
+            left - 6.0,
+            y(*v) + 4.0,
+            yy = y(*v)
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<text transform="translate(14 {:.1}) rotate(-90)" font-size="{FONT}" text-anchor="middle">{}</text>"#,
+        (top + bottom) / 2.0,
+        esc(&axis.title)
+    );
+}
+
+/// The horizontal axis line under the plot, the x axis title centred under it, and the
+/// end of the chart's `<svg>`.
+pub(super) fn x_axis_close(
+    svg: &mut String,
+    left: f64,
+    right: f64,
+    bottom: f64,
+    height: f64,
+    x_label: &str,
+) {
+    let _ = write!(
+        svg,
+        r#"<line x1="{left:.1}" x2="{:.1}" y1="{bottom:.1}" y2="{bottom:.1}" stroke="black"/><text x="{:.1}" y="{:.1}" font-size="{FONT}" text-anchor="middle">{}</text></svg>"#,
+        WIDTH - right,
+        (left + WIDTH - right) / 2.0,
+        height - 8.0,
+        esc(x_label)
     );
 }
 
@@ -280,23 +329,7 @@ impl Grouped<'_> {
         let mut svg = String::new();
         open(&mut svg, height, self.title);
         svg.push_str(&legend_svg);
-        // Grid, ticks and the y axis title.
-        for (v, label) in &axis.ticks {
-            let _ = write!(
-                svg,
-                r##"<line x1="{left:.1}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="{FONT}" text-anchor="end">{label}</text>"##,
-                WIDTH - right,
-                left - 6.0,
-                y(*v) + 4.0,
-                yy = y(*v)
-            );
-        }
-        let _ = write!(
-            svg,
-            r#"<text transform="translate(14 {:.1}) rotate(-90)" font-size="{FONT}" text-anchor="middle">{}</text>"#,
-            (top + bottom) / 2.0,
-            esc(&axis.title)
-        );
+        y_axis(&mut svg, &axis, left, right, top, bottom);
         // Bars, whiskers, group labels.
         let k = self.series.len().max(1) as f64;
         let bw = gw * 0.8 / k;
@@ -363,14 +396,7 @@ impl Grouped<'_> {
                 );
             }
         }
-        let _ = write!(
-            svg,
-            r#"<line x1="{left:.1}" x2="{:.1}" y1="{bottom:.1}" y2="{bottom:.1}" stroke="black"/><text x="{:.1}" y="{:.1}" font-size="{FONT}" text-anchor="middle">{}</text></svg>"#,
-            WIDTH - right,
-            (left + WIDTH - right) / 2.0,
-            height - 8.0,
-            esc(self.x_label)
-        );
+        x_axis_close(&mut svg, left, right, bottom, height, self.x_label);
         svg
     }
 }

@@ -25,8 +25,20 @@ pub type ExportRow = std::collections::HashMap<String, String>;
 /// `spidx results export --format csv --results DB`, asserted to succeed, parsed into rows.
 #[allow(dead_code)]
 pub fn export_rows(db: &str) -> Vec<ExportRow> {
+    export_csv(db, &[])
+}
+
+/// `spidx results export --format csv --metrics --results DB` (every metric in long format:
+/// run, workload, name, kind, value), asserted to succeed, parsed into rows.
+#[allow(dead_code)]
+pub fn export_metric_rows(db: &str) -> Vec<ExportRow> {
+    export_csv(db, &["--metrics"])
+}
+
+fn export_csv(db: &str, extra: &[&str]) -> Vec<ExportRow> {
     let out = spidx()
         .args(["results", "export", "--format", "csv", "--results", db])
+        .args(extra)
         .output()
         .unwrap();
     assert!(

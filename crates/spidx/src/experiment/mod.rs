@@ -10,12 +10,15 @@
 //! * [`runner`]: one run — build, then the workloads in order — measured;
 //! * [`scan`]: the sequential-scan baseline (Emrich et al. 2010) beside the index;
 //! * [`concurrent`]: concurrent query streams as a discrete-event simulation on a device;
+//!   on a real (`file:`) device they run as real threads (`runner`), with [`budget`] as
+//!   their shared memory budget;
 //! * [`shard`]: the K-th of N disjoint slices of a matrix, for runs on many machines;
 //! * [`db`]: the results database (an SQLite file, or a PostgreSQL database).
 //!
 //! [`Experiment::prepare`] does every check that can fail (spec, dataset, combinations,
 //! query files) before the first run starts.
 
+pub mod budget;
 pub mod concurrent;
 pub mod db;
 pub mod matrix;

@@ -31,6 +31,7 @@ use crate::store::AnyStore;
 use crate::{with_dims, Error, Result};
 
 mod streams;
+mod threads;
 use streams::Queries;
 
 /// What a run reports as it goes.
@@ -184,9 +185,15 @@ fn run_dims<const D: usize>(
                         k: *k,
                         refine: *refine,
                     };
-                    let (rows, _) = match scan {
-                        None => streams::index(&mut idx, &tap, &q, c, run, work, progress)?,
-                        Some(req) => streams::scan(run, ds, *req, &q, c, work, progress)?,
+                    let rows = match scan {
+                        None if !run.options.device.is_simulated() => {
+                            let (next, measured) =
+                                threads::index(idx, dir, &q, c, run, work, progress)?;
+                            idx = next;
+                            measured.into_iter().map(|m| m.row).collect()
+                        }
+                        None => streams::index(&mut idx, &tap, &q, c, run, work, progress)?.0,
+                        Some(req) => streams::scan(run, ds, *req, &q, c, work, progress)?.0,
                     };
                     for row in rows {
                         let mut details = row.details;

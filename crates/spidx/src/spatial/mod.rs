@@ -274,6 +274,17 @@ impl<const D: usize> SpatialIndex<D> {
 
     /// Opens the index in `dir` as `mode` says.
     pub fn open_with(dir: &Path, mode: OpenMode) -> Result<Self> {
+        Self::open_wrapped(dir, mode, |d| d)
+    }
+
+    /// [`SpatialIndex::open_with`] with the opened device passed through `wrap` first (the
+    /// experiment runner puts a page cache shared by several read-only handles there, see
+    /// [`crate::experiment`]; the wrapper must forward every call it does not serve).
+    pub fn open_wrapped(
+        dir: &Path,
+        mode: OpenMode,
+        wrap: impl FnOnce(Box<dyn Device>) -> Box<dyn Device>,
+    ) -> Result<Self> {
         let manifest = read_manifest(dir)?;
         if manifest.dims != D {
             return Err(Error::invalid(
@@ -304,7 +315,7 @@ impl<const D: usize> SpatialIndex<D> {
         } else {
             FileAccess::Write
         };
-        let device = o.device.open_with(o.page_size, state.as_deref(), access)?;
+        let device = wrap(o.device.open_with(o.page_size, state.as_deref(), access)?);
         if let (Some(f), Some(uuid)) = (owner::device_file(&o.device), &manifest.device_uuid) {
             owner::verify(f, uuid, dir)?;
         }

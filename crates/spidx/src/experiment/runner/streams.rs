@@ -37,21 +37,29 @@ pub(in crate::experiment) struct Recorded {
     pub device_ns: Vec<u64>,
 }
 
-/// Refuses what the replay cannot reproduce: a real device (no virtual clock), a page
-/// buffer of the index (the recording run's buffer would be one buffer seen by every
-/// stream), a flash-aware store (its buffers likewise).
+/// Refuses what the replay cannot reproduce: a real device (no virtual clock; the index's
+/// streams run as real threads there, see [`super::threads`], but the scan keeps its
+/// records on a fresh simulated device), and what [`check_store`] refuses.
 fn check_run(run: &RunConfig) -> Result<()> {
     let o = &run.options;
-    let what = "streams";
     if !o.device.is_simulated() {
         return Err(Error::invalid(
-            what,
+            "streams",
             format!(
-                "concurrent streams are simulated on simulated devices only; {} is a real device (real threads on file: devices are not implemented)",
+                "the scan's concurrent streams are simulated on simulated devices only; {} is a real device (real threads run the index's streams there, not the scan's)",
                 o.device_name
             ),
         ));
     }
+    check_store(run)
+}
+
+/// Refuses a page buffer of the index (one buffer would be seen by every stream: the
+/// recording run's in a replay, every handle's own with real threads) and a flash-aware
+/// store (its buffers likewise).
+pub(super) fn check_store(run: &RunConfig) -> Result<()> {
+    let o = &run.options;
+    let what = "streams";
     if o.buffer.policy != CachePolicy::None {
         return Err(Error::invalid(
             what,
@@ -188,14 +196,7 @@ fn config(streams: usize, c: &Concurrency) -> SimConfig {
 /// The figures of one simulation. Settings (streams, instances, memory) go to the
 /// details, measured values to the metrics.
 fn row(n: usize, c: &Concurrency, rec: &Recorded, sim: &SimResult) -> Row {
-    let queries = rec.reports.len();
     let mut m = Metrics::new();
-    m.insert("queries".into(), queries as f64);
-    m.insert("settings.repetitions".into(), 1.0);
-    m.extend(protocol::flatten(
-        "gauges.latency",
-        &Latency::of(&sim.latency_ns),
-    ));
     let device_ns: u64 = sim.latency_ns.iter().sum();
     let cpu_s: f64 = rec.reports.iter().map(|r| r.total().cpu_s).sum();
     m.insert("device_s".into(), device_ns as f64 * 1e-9);
@@ -206,44 +207,78 @@ fn row(n: usize, c: &Concurrency, rec: &Recorded, sim: &SimResult) -> Row {
         "sequential.device_ns".into(),
         rec.device_ns.iter().sum::<u64>() as f64,
     );
-    m.insert("makespan_s".into(), sim.makespan_ns as f64 * 1e-9);
-    if sim.makespan_ns > 0 {
-        m.insert(
-            "gauges.throughput_qps".into(),
-            queries as f64 / (sim.makespan_ns as f64 * 1e-9),
-        );
-    }
     m.extend(protocol::flatten("device", &sim.device));
     m.insert("memory.hits".into(), sim.cache_hits as f64);
     m.insert("memory.misses".into(), sim.cache_misses as f64);
     m.insert("gauges.max_outstanding".into(), sim.max_outstanding as f64);
+    let timing = Timing {
+        latency_ns: &sim.latency_ns,
+        makespan_ns: sim.makespan_ns,
+    };
+    finish_row(n, c, &rec.reports, &timing, m, serde_json::json!({}))
+}
+
+/// Every query's latency and the time from the first query's start to the last one's end,
+/// in ns (virtual in a replay, wall time with real threads).
+pub(super) struct Timing<'a> {
+    pub latency_ns: &'a [u64],
+    pub makespan_ns: u64,
+}
+
+/// Completes the metrics `m` of one number of streams with what every stream row has
+/// (queries, latency statistics, makespan and throughput, candidates, results) and makes
+/// the row: settings (streams, instances, memory, and `extra`) in the details.
+pub(super) fn finish_row(
+    n: usize,
+    c: &Concurrency,
+    reports: &[QueryReport],
+    t: &Timing,
+    mut m: Metrics,
+    extra: serde_json::Value,
+) -> Row {
+    let queries = reports.len();
+    m.insert("queries".into(), queries as f64);
+    m.insert("settings.repetitions".into(), 1.0);
+    m.extend(protocol::flatten(
+        "gauges.latency",
+        &Latency::of(t.latency_ns),
+    ));
+    m.insert("makespan_s".into(), t.makespan_ns as f64 * 1e-9);
+    if t.makespan_ns > 0 {
+        m.insert(
+            "gauges.throughput_qps".into(),
+            queries as f64 / (t.makespan_ns as f64 * 1e-9),
+        );
+    }
     m.insert(
         "candidates".into(),
-        rec.reports.iter().map(|r| r.candidates as f64).sum(),
+        reports.iter().map(|r| r.candidates as f64).sum(),
     );
     m.insert(
         "results".into(),
-        rec.reports.iter().map(|r| r.results as f64).sum(),
+        reports.iter().map(|r| r.results as f64).sum(),
     );
     protocol::finish(&mut m);
+    let mut concurrency = serde_json::json!({
+        "streams": n,
+        "instances": c.instances.name(),
+        "memory": c.memory,
+    });
+    if let (Some(o), Some(x)) = (concurrency.as_object_mut(), extra.as_object()) {
+        o.extend(x.clone());
+    }
     Row {
         streams: n,
         metrics: m,
-        details: serde_json::json!({
-            "concurrency": {
-                "streams": n,
-                "instances": c.instances.name(),
-                "memory": c.memory,
-            }
-        }),
+        details: serde_json::json!({ "concurrency": concurrency }),
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::path::Path;
 
-    use super::super::Work;
+    use super::super::{RunResult, Work};
     use super::*;
     use crate::device::tap::Tap;
     use crate::experiment::concurrent::Instances;
@@ -251,7 +286,7 @@ mod tests {
     use crate::experiment::Experiment;
     use crate::geom::Rect;
 
-    const SPEC: &str = r#"
+    pub(in crate::experiment::runner) const SPEC: &str = r#"
 name = "streams"
 [dataset]
 generate = { distribution = "uniform", count = 4000, dims = 4, vectors = true, seed = 5 }
@@ -263,13 +298,23 @@ device = ["DEVICE"]
 kind = "construction"
 "#;
 
-    fn prepare(device: &str, dir: &Path) -> Experiment {
+    pub(in crate::experiment::runner) fn prepare(device: &str, dir: &Path) -> Experiment {
         let path = dir.join("spec.toml");
         std::fs::write(&path, SPEC.replace("DEVICE", device)).unwrap();
         Experiment::prepare(&path).unwrap()
     }
 
-    fn brute(ds: &Dataset, p: &[f64; 4], k: usize) -> Vec<u64> {
+    /// Writes `spec` into `dir`, prepares it and runs its first run.
+    pub(in crate::experiment::runner) fn run_first(dir: &Path, spec: &str) -> RunResult {
+        let path = dir.join("spec.toml");
+        std::fs::write(&path, spec).unwrap();
+        let exp = Experiment::prepare(&path).unwrap();
+        exp.run(&exp.runs[0], &dir.join("run"), &mut |_| {})
+            .unwrap()
+    }
+
+    /// The ids of the `k` objects nearest to `p`, ties by distance then id.
+    pub(in crate::experiment::runner) fn brute(ds: &Dataset, p: &[f64; 4], k: usize) -> Vec<u64> {
         let mut all: Vec<(f64, u64)> = (0..ds.len())
             .map(|i| {
                 let (id, lo, hi) = object_box(ds, i);
@@ -281,7 +326,7 @@ kind = "construction"
         all.into_iter().take(k).map(|x| x.1).collect()
     }
 
-    fn points(n: usize) -> Vec<[f64; 4]> {
+    pub(in crate::experiment::runner) fn points(n: usize) -> Vec<[f64; 4]> {
         (0..n)
             .map(|i| {
                 let f = i as f64 / n as f64;
@@ -371,10 +416,7 @@ kind = "construction"
             crate::device::file::FileConfig::new(tmp.path().join("dev")),
         );
         let e = check_run(&file).unwrap_err().to_string();
-        assert!(
-            e.contains("real threads on file: devices are not implemented"),
-            "{e}"
-        );
+        assert!(e.contains("not the scan's"), "{e}");
         let mut fast = exp.runs[0].clone();
         fast.options.store = serde_json::from_value(serde_json::json!({
             "kind": "fast", "write_buffer": 524288, "flushing_unit": 2, "flush_policy": "flush-all"
@@ -416,12 +458,7 @@ queries = 12
 streams = [1, 3]
 access = "scan"
 "#;
-        let path = tmp.path().join("spec.toml");
-        std::fs::write(&path, spec).unwrap();
-        let exp = Experiment::prepare(&path).unwrap();
-        let r = exp
-            .run(&exp.runs[0], &tmp.path().join("run"), &mut |_| {})
-            .unwrap();
+        let r = run_first(tmp.path(), &spec);
         let names: Vec<&str> = r.workloads.iter().map(|w| w.name.as_str()).collect();
         assert_eq!(
             names,
