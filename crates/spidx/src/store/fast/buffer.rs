@@ -335,7 +335,8 @@ impl WriteBuffer {
             other @ (Record::Alloc(_)
             | Record::Change { .. }
             | Record::State { .. }
-            | Record::LogPage { .. }) => return Some(other),
+            | Record::LogPage { .. }
+            | Record::UnitPages { .. }) => return Some(other),
         }
         None
     }
