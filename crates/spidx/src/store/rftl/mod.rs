@@ -194,6 +194,15 @@ struct Batch {
     replace: bool,
 }
 
+/// Where a flush put one node's units.
+struct Placed {
+    id: PageId,
+    /// See [`Batch::replace`].
+    replace: bool,
+    /// Pages (indices into the [`Packing`]) and the node's units on each, in order.
+    at: Vec<(usize, u32)>,
+}
+
 /// Unit pages being filled by a flush.
 #[derive(Default)]
 struct Packing {
@@ -405,8 +414,7 @@ impl RftlPolicy {
         let ps = core.layout.page_size();
         let room = unit_page::capacity(ps);
         let mut packing = Packing::default();
-        // Per flushed node: its pages (indices into `packing`) and units on each.
-        let mut placed: Vec<(PageId, bool, Vec<(usize, u32)>)> = Vec::new();
+        let mut placed: Vec<Placed> = Vec::new();
         for &(id, level) in &members {
             let Some(b) = self.batch(core, id, level)? else {
                 continue;
@@ -420,14 +428,18 @@ impl RftlPolicy {
                     chunk.iter().map(IndexUnit::size).sum::<usize>() as u64;
                 at.push((packing.place(b.id, level, chunk, room, first_fit), n));
             }
-            placed.push((b.id, b.replace, at));
+            placed.push(Placed {
+                id: b.id,
+                replace: b.replace,
+                at,
+            });
         }
         // Every page is allocated before any is freed below, so no page this flush writes
         // was named by the table a crash would recover.
         let ids = (0..packing.pages.len())
             .map(|_| core.allocate())
             .collect::<Result<Vec<PageId>>>()?;
-        for (id, replace, at) in placed {
+        for Placed { id, replace, at } in placed {
             let mut pages = match (replace, core.header.unit_pages.get(&id)) {
                 (false, Some(old)) => old.clone(),
                 _ => Vec::new(),

@@ -107,8 +107,9 @@ pub fn split(units: Vec<IndexUnit>, room: usize, entry_size: usize) -> Vec<Vec<I
                 };
                 chunks.last_mut().expect("a chunk").push(u);
                 u = IndexUnit::Extend(rest);
+            } else {
+                debug_assert!(left < room, "a unit larger than a page ({size} bytes)");
             }
-            debug_assert!(left < room, "a unit larger than a page ({size} bytes)");
             chunks.push(Vec::new());
             left = room;
         }
@@ -223,7 +224,7 @@ fn decode(
             RESET | EXTEND => {
                 let level = if kind == RESET { word(&mut o)? } else { 0 };
                 let len = word(&mut o)? as usize;
-                if len % es != 0 {
+                if !len.is_multiple_of(es) {
                     return Err(bad(at, format!("{len} entry bytes are not whole entries")));
                 }
                 let entries = take(&mut o, len)?.to_vec();
@@ -396,7 +397,10 @@ mod tests {
                 level: 0,
                 entries: entries(&l, &ids),
             },
-            IndexUnit::Change(Change::Push(raw(&l, 99).into())),
+            IndexUnit::Change(Change::Set {
+                pos: 0,
+                entry: raw(&l, 99).into(),
+            }),
         ];
         let total: usize = units.iter().map(IndexUnit::size).sum();
         assert!(total > room);
@@ -419,6 +423,9 @@ mod tests {
         }
         let p = a.finish(3).unwrap();
         assert_eq!(l.entry_count(&p), l.fits());
+        let (o, last) = (l.entry_offset(0), l.entry_offset(l.fits() - 1));
+        assert_eq!(p[o..o + es], raw(&l, 99)[..]);
+        assert_eq!(p[last..last + es], raw(&l, l.fits() as u64 - 1)[..]);
         // Small units stay whole: one chunk.
         let small = vec![IndexUnit::Change(Change::Remove { pos: 0 }); 3];
         assert_eq!(split(small, room, es).len(), 1);
