@@ -50,13 +50,16 @@ use serde::{Deserialize, Serialize};
 use self::mapping::LiveUnits;
 use self::unit_page::{Assembly, IndexUnit};
 use super::buffered::{
-    BufferGauges, BufferPolicy, BufferSettings, BufferedStore, Core, NodeStatus, RawChange, Record,
-    RecordFormat, RecoveryReport, Unit, UnitDurability,
+    BufferPolicy, BufferedStore, Core, NodeStatus, Record, RecordFormat, RecoveryReport, Unit,
+    UnitDurability,
 };
-use super::fast::buffer::{apply_raw, page_from_entries, WriteBuffer};
+use super::fast::buffer::{
+    apply_raw, flush_all_hooks, logged_write_buffer_hooks, page_from_entries, WriteBuffer,
+};
 use super::fast::FastParams;
+use super::lcr::LcrParams;
 use super::log::LogSync;
-use super::{StoreReport, TreeMeta};
+use super::StoreReport;
 use crate::node::PageId;
 use crate::{Error, Result};
 
@@ -79,10 +82,10 @@ impl RftlParams {
     /// B-tree twin by the same authors (the RFTL paper's own text was not available to us).
     pub const DEFAULT_MAX_PAGES: u32 = 4;
 
-    /// The log size used when none is given: 16 times the write buffer, at least 4MB (a
-    /// compacted log also holds the node translation table).
+    /// The log size used when none is given: the LCR-tree's, 16 times the write buffer, at
+    /// least 4MB (a compacted log also holds the node translation table).
     pub fn default_log_size(write_buffer: u64) -> u64 {
-        write_buffer.saturating_mul(16).max(4 << 20)
+        LcrParams::default_log_size(write_buffer)
     }
 
     /// Checks the options against the node page size; errors name the key.
@@ -104,17 +107,7 @@ impl RftlParams {
             ));
         }
         let min = FastParams::min_log_size(self.write_buffer, 1, page_size);
-        if self.log_size < min {
-            return Err(Error::invalid(
-                "RFTL log_size",
-                format!(
-                    "{} bytes is too small for this write buffer; give at least {min} bytes ({})",
-                    self.log_size,
-                    crate::units::format_size(min)
-                ),
-            ));
-        }
-        Ok(())
+        FastParams::check_log_size("RFTL log_size", self.log_size, min, "this write buffer")
     }
 
     /// Pages of the log region on a device of `page_size`-byte pages.
@@ -505,6 +498,10 @@ impl BufferPolicy for RftlPolicy {
     /// RFTL's records exist since log format 2.
     const OLDEST_LOG_FORMAT: u32 = 2;
 
+    logged_write_buffer_hooks!();
+
+    flush_all_hooks!();
+
     fn created(&mut self, core: &mut Core) -> Result<()> {
         Self::check_layout(core)
     }
@@ -552,24 +549,6 @@ impl BufferPolicy for RftlPolicy {
         self.current(core, id, level).map(Arc::from)
     }
 
-    fn create(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
-        self.buf.logged_create(core, id, level, entries, self.op)
-    }
-
-    fn modify(
-        &mut self,
-        core: &mut Core,
-        id: PageId,
-        level: u32,
-        changes: Vec<RawChange>,
-    ) -> Result<()> {
-        self.buf.logged_modify(core, id, level, changes, self.op)
-    }
-
-    fn rewrite(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
-        self.buf.logged_rewrite(core, id, level, entries, self.op)
-    }
-
     fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
         // The node's units die at once (recovery frees pages in the order freed here).
         if core.header.unit_pages.contains_key(&id) {
@@ -577,42 +556,6 @@ impl BufferPolicy for RftlPolicy {
             self.set_pages(core, id, vec![])?;
         }
         self.buf.logged_delete(core, id, level, self.op)
-    }
-
-    fn log_meta(&mut self, core: &mut Core, meta: TreeMeta) -> Result<()> {
-        core.append(&Record::Meta(meta))
-    }
-
-    fn end_operation(&mut self, core: &mut Core) -> Result<()> {
-        self.op += 1;
-        if self.buf.bytes() as u64 > self.params.write_buffer {
-            self.flush_all(core)?;
-        }
-        if core.log.needs_compaction() {
-            self.compact_log(core)?;
-        }
-        Ok(())
-    }
-
-    fn write_back(&mut self, core: &mut Core) -> Result<()> {
-        self.flush_all(core)
-    }
-
-    fn checkpoint(&mut self, core: &mut Core) -> Result<()> {
-        self.flush_all(core)?;
-        self.compact_log(core)
-    }
-
-    fn buffer_gauges(&self) -> BufferGauges {
-        self.buf.gauges()
-    }
-
-    fn settings(&self) -> BufferSettings {
-        BufferSettings {
-            write_buffer: self.params.write_buffer,
-            flush_policy: "flush-all".into(),
-            ..Default::default()
-        }
     }
 
     fn report(&self, core: &Core, report: &mut StoreReport) {
