@@ -288,11 +288,11 @@ impl RftlPolicy {
                 "the node translation table names no unit page for it",
             )
         })?;
-        let mut a = Assembly::new(&layout);
+        let mut a = Assembly::new();
         for &(p, n) in pages {
             let raw = core
                 .cache
-                .read_checked_ref(p, level, |b| unit_page::verify(b, p, es))?;
+                .read_checked_ref(p, level, |b| unit_page::verify(b, p))?;
             let units = unit_page::units_of(raw, p, id, es)?;
             if units.len() != n as usize {
                 return Err(Error::corrupted(
@@ -309,7 +309,7 @@ impl RftlPolicy {
             }
         }
         self.stats.nodes_assembled += 1;
-        a.finish(id)
+        a.finish(&layout, id).map(|(page, _)| page)
     }
 
     /// The current content of node `id`: its buffered image or its assembled units, with

@@ -162,25 +162,32 @@ pub fn encode(units: &[(PageId, IndexUnit)], page: &mut [u8]) {
     page[4..8].copy_from_slice(&crc.to_le_bytes());
 }
 
-/// Checks unit page `at` (read from the device): magic, checksum and every unit.
-pub fn verify(page: &[u8], at: PageId, entry_size: usize) -> Result<()> {
-    decode(page, at, entry_size, |_, _| {})
+/// Checks unit page `at` as read from the device: its magic and checksum (a torn or
+/// damaged page). Its units are checked as they are read ([`units_of`]).
+pub fn verify(page: &[u8], at: PageId) -> Result<()> {
+    if page.len() < HEADER || &page[0..4] != MAGIC {
+        return Err(bad(at, "not a unit page (bad magic)".into()));
+    }
+    let crc = u32::from_le_bytes(page[4..8].try_into().expect("4 bytes"));
+    if crc32fast::hash(&page[8..]) != crc {
+        return Err(bad(at, "checksum mismatch (torn write or bit flip)".into()));
+    }
+    Ok(())
 }
 
-/// The units of node `node` on unit page `at`, in order (at least one: a page the mapping
-/// names holds units of the node).
+/// The units of node `node` on unit page `at` (a page that passed [`verify`]), in order
+/// (at least one: a page the translation table names holds units of the node). Every unit
+/// is checked; only the node's are copied out.
 pub fn units_of(
     page: &[u8],
     at: PageId,
     node: PageId,
     entry_size: usize,
 ) -> Result<Vec<IndexUnit>> {
-    let mut out = Vec::new();
-    decode(page, at, entry_size, |n, u| {
-        if n == node {
-            out.push(u);
-        }
-    })?;
+    if page.len() < HEADER || &page[0..4] != MAGIC {
+        return Err(bad(at, "not a unit page (bad magic)".into()));
+    }
+    let out = decode(page, at, node, entry_size)?;
     if out.is_empty() {
         return Err(bad(at, format!("holds no unit of node {node}")));
     }
@@ -191,21 +198,10 @@ fn bad(at: PageId, why: String) -> Error {
     Error::corrupted(format!("RFTL unit page {at}"), why)
 }
 
-/// Reads every unit of page `at`, calling `each` with its node and the unit.
-fn decode(
-    page: &[u8],
-    at: PageId,
-    es: usize,
-    mut each: impl FnMut(PageId, IndexUnit),
-) -> Result<()> {
-    if page.len() < HEADER || &page[0..4] != MAGIC {
-        return Err(bad(at, "not a unit page (bad magic)".into()));
-    }
-    let u32_at = |o: usize| u32::from_le_bytes(page[o..o + 4].try_into().expect("4 bytes"));
-    if crc32fast::hash(&page[8..]) != u32_at(4) {
-        return Err(bad(at, "checksum mismatch (torn write or bit flip)".into()));
-    }
-    let n = u32_at(8);
+/// Walks every unit of page `at`, checking it, and returns those of node `want`.
+fn decode(page: &[u8], at: PageId, want: PageId, es: usize) -> Result<Vec<IndexUnit>> {
+    let n = u32::from_le_bytes(page[8..12].try_into().expect("4 bytes"));
+    let mut out = Vec::new();
     let mut o = HEADER;
     let take = |o: &mut usize, len: usize| -> Result<&[u8]> {
         let s = page
@@ -219,6 +215,7 @@ fn decode(
     };
     for _ in 0..n {
         let node = u64::from_le_bytes(take(&mut o, 8)?.try_into().expect("8"));
+        let mine = node == want;
         let kind = take(&mut o, 1)?[0];
         let unit = match kind {
             RESET | EXTEND => {
@@ -227,84 +224,96 @@ fn decode(
                 if !len.is_multiple_of(es) {
                     return Err(bad(at, format!("{len} entry bytes are not whole entries")));
                 }
-                let entries = take(&mut o, len)?.to_vec();
-                if kind == RESET {
-                    IndexUnit::Reset { level, entries }
-                } else {
-                    IndexUnit::Extend(entries)
+                let entries = take(&mut o, len)?;
+                match (mine, kind) {
+                    (false, _) => None,
+                    (true, RESET) => Some(IndexUnit::Reset {
+                        level,
+                        entries: entries.to_vec(),
+                    }),
+                    (true, _) => Some(IndexUnit::Extend(entries.to_vec())),
                 }
             }
-            SET => IndexUnit::Change(Change::Set {
-                pos: word(&mut o)? as usize,
-                entry: take(&mut o, es)?.into(),
-            }),
-            PUSH => IndexUnit::Change(Change::Push(take(&mut o, es)?.into())),
-            REMOVE => IndexUnit::Change(Change::Remove {
-                pos: word(&mut o)? as usize,
-            }),
+            SET => {
+                let pos = word(&mut o)? as usize;
+                let entry = take(&mut o, es)?;
+                mine.then(|| {
+                    IndexUnit::Change(Change::Set {
+                        pos,
+                        entry: entry.into(),
+                    })
+                })
+            }
+            PUSH => {
+                let entry = take(&mut o, es)?;
+                mine.then(|| IndexUnit::Change(Change::Push(entry.into())))
+            }
+            REMOVE => {
+                let pos = word(&mut o)? as usize;
+                mine.then_some(IndexUnit::Change(Change::Remove { pos }))
+            }
             k => return Err(bad(at, format!("unknown unit kind {k}"))),
         };
-        each(node, unit);
+        out.extend(unit);
     }
-    Ok(())
+    Ok(out)
 }
 
-/// A node page being assembled from units: starts empty; [`Assembly::apply`] each unit
-/// in order.
+/// A node page being assembled from units: [`Assembly::apply`] each unit in order, then
+/// [`Assembly::finish`]. The latest reset is the base; the changes after it are applied in
+/// one pass (the node page is sealed once, not once per unit).
+#[derive(Default)]
 pub struct Assembly {
-    /// The node's page (header included).
-    pub page: Vec<u8>,
-    /// Its level (from its latest reset).
-    pub level: u32,
-    started: bool,
+    /// The latest reset: level and entries.
+    base: Option<(u32, Vec<u8>)>,
+    /// The changes after it, in order.
+    changes: Vec<RawChange>,
 }
 
 impl Assembly {
-    /// An empty assembly for pages of `layout`.
-    pub fn new(layout: &NodeLayout) -> Self {
-        Assembly {
-            page: vec![0u8; layout.page_size()],
-            level: 0,
-            started: false,
-        }
+    /// An empty assembly.
+    pub fn new() -> Self {
+        Self::default()
     }
 
     /// Applies unit `u` of node `id`: the first must be a reset.
     pub fn apply(&mut self, layout: &NodeLayout, id: PageId, u: IndexUnit) -> Result<()> {
-        let bad = |why: &str| Error::corrupted(format!("RFTL units of node {id}"), why);
         match u {
             IndexUnit::Reset { level, entries } => {
-                self.level = level;
-                self.started = true;
-                page_from_entries(layout, id, level, &entries, &mut self.page)
+                self.base = Some((level, entries));
+                self.changes.clear();
             }
-            _ if !self.started => Err(bad("the first unit is not the node's content (reset)")),
-            IndexUnit::Extend(entries) => {
-                let es = layout.entry_size();
-                let changes: Vec<RawChange> = entries
-                    .chunks_exact(es)
-                    .map(|e| Change::Push(e.into()))
-                    .collect();
-                self.change(layout, id, &changes)
+            _ if self.base.is_none() => {
+                return Err(Error::corrupted(
+                    format!("RFTL units of node {id}"),
+                    "the first unit is not the node's content (reset)",
+                ))
             }
-            IndexUnit::Change(c) => self.change(layout, id, std::slice::from_ref(&c)),
+            IndexUnit::Extend(entries) => self.changes.extend(
+                entries
+                    .chunks_exact(layout.entry_size())
+                    .map(|e| Change::Push(e.into())),
+            ),
+            IndexUnit::Change(c) => self.changes.push(c),
         }
+        Ok(())
     }
 
-    fn change(&mut self, layout: &NodeLayout, id: PageId, changes: &[RawChange]) -> Result<()> {
-        let count = layout.entry_count(&self.page);
-        apply_raw(layout, id, &mut self.page, self.level, count, changes)
-    }
-
-    /// The assembled page, if any unit was applied.
-    pub fn finish(self, id: PageId) -> Result<Vec<u8>> {
-        if !self.started {
+    /// The assembled node page and its level.
+    pub fn finish(self, layout: &NodeLayout, id: PageId) -> Result<(Vec<u8>, u32)> {
+        let Some((level, entries)) = self.base else {
             return Err(Error::corrupted(
                 format!("RFTL node {id}"),
                 "no unit holds the node's content",
             ));
+        };
+        let mut page = vec![0u8; layout.page_size()];
+        page_from_entries(layout, id, level, &entries, &mut page)?;
+        if !self.changes.is_empty() {
+            let count = entries.len() / layout.entry_size();
+            apply_raw(layout, id, &mut page, level, count, &self.changes)?;
         }
-        Ok(self.page)
+        Ok((page, level))
     }
 }
 
@@ -365,7 +374,7 @@ mod tests {
         assert!(used <= capacity(1024));
         let mut page = vec![0u8; 1024];
         encode(&units, &mut page);
-        verify(&page, 40, es).unwrap();
+        verify(&page, 40).unwrap();
         let of7 = units_of(&page, 40, 7, es).unwrap();
         assert_eq!(of7.len(), 3);
         assert_eq!(of7[2], IndexUnit::Change(Change::Remove { pos: 0 }));
@@ -376,11 +385,12 @@ mod tests {
             "{e}"
         );
         // Node 7 assembled: [1, 2] -> [1, 3] -> [3].
-        let mut a = Assembly::new(&l);
+        let mut a = Assembly::new();
         for u in of7 {
             a.apply(&l, 7, u).unwrap();
         }
-        let p = a.finish(7).unwrap();
+        let (p, level) = a.finish(&l, 7).unwrap();
+        assert_eq!(level, 1);
         assert_eq!(l.entry_count(&p), 1);
         let o = l.entry_offset(0);
         assert_eq!(p[o..o + es], raw(&l, 3)[..]);
@@ -412,7 +422,7 @@ mod tests {
             assert!(c.iter().map(IndexUnit::size).sum::<usize>() <= room);
         }
         // Pages in order rebuild the whole node.
-        let mut a = Assembly::new(&l);
+        let mut a = Assembly::new();
         for c in chunks {
             let tagged: Vec<(PageId, IndexUnit)> = c.into_iter().map(|u| (3, u)).collect();
             let mut page = vec![0u8; 1024];
@@ -421,7 +431,7 @@ mod tests {
                 a.apply(&l, 3, u).unwrap();
             }
         }
-        let p = a.finish(3).unwrap();
+        let (p, _) = a.finish(&l, 3).unwrap();
         assert_eq!(l.entry_count(&p), l.fits());
         let (o, last) = (l.entry_offset(0), l.entry_offset(l.fits() - 1));
         assert_eq!(p[o..o + es], raw(&l, 99)[..]);
@@ -444,32 +454,38 @@ mod tests {
         )];
         let mut page = vec![0u8; 1024];
         encode(&units, &mut page);
-        let err = |p: &[u8]| verify(p, 12, es).unwrap_err().to_string();
+        let err = |p: &[u8]| verify(p, 12).unwrap_err().to_string();
         let mut torn = page.clone();
         torn[HEADER + 20] ^= 1;
         let e = err(&torn);
         assert!(e.contains("unit page 12") && e.contains("checksum"), "{e}");
         assert!(err(&vec![0u8; 1024]).contains("bad magic"));
         assert!(err(&page[..6]).contains("bad magic"));
-        // A truncated page (the units run past its end), checksum consistent.
+        // Units are checked as they are read: a truncated page (its units run past its
+        // end) and an unknown unit kind, checksums consistent.
+        let units = |p: &[u8]| units_of(p, 12, 7, es).unwrap_err().to_string();
         let mut short = page[..HEADER + 30].to_vec();
         let crc = crc32fast::hash(&short[8..]);
         short[4..8].copy_from_slice(&crc.to_le_bytes());
-        let e = err(&short);
-        assert!(e.contains("past the page end"), "{e}");
-        // An unknown unit kind, checksum consistent.
+        verify(&short, 12).unwrap();
+        let e = units(&short);
+        assert!(
+            e.contains("unit page 12") && e.contains("past the page end"),
+            "{e}"
+        );
         let mut odd = page.clone();
         odd[HEADER + 8] = 77;
         let crc = crc32fast::hash(&odd[8..]);
         odd[4..8].copy_from_slice(&crc.to_le_bytes());
-        assert!(err(&odd).contains("unknown unit kind 77"));
+        assert!(units(&odd).contains("unknown unit kind 77"));
+        assert!(units(&page[..6]).contains("bad magic"));
         // A change before any content is refused on assembly.
-        let mut a = Assembly::new(&l);
+        let mut a = Assembly::new();
         let e = a
             .apply(&l, 7, IndexUnit::Change(Change::Remove { pos: 0 }))
             .unwrap_err()
             .to_string();
         assert!(e.contains("RFTL units of node 7"), "{e}");
-        assert!(Assembly::new(&l).finish(7).is_err());
+        assert!(Assembly::new().finish(&l, 7).is_err());
     }
 }
