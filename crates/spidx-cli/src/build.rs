@@ -461,4 +461,17 @@ fn print_human(v: &serde_json::Value, c: &PhaseReport, simulated: bool) {
             l["gauges"]["log_pages"]
         );
     }
+    let r = &v["store"]["rftl"];
+    if !r.is_null() {
+        println!(
+            "RFTL      {} unit pages written ({} units), {} compactions, {} unit pages freed, {} unit page reads; {} unit pages, {} live units now",
+            r["unit_pages_written"],
+            r["units_written"],
+            r["compactions"],
+            r["unit_pages_freed"],
+            r["unit_page_reads"],
+            r["gauges"]["unit_pages"],
+            r["gauges"]["live_units"]
+        );
+    }
 }

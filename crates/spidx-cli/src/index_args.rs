@@ -83,14 +83,16 @@ pub struct IndexArgs {
     pub buffer: String,
     /// Node store: direct (changes written in place), fast (FAST: write buffer, flushing
     /// units, log; needs --write-buffer, --flushing-unit and --flush-policy), efind (eFIND:
-    /// needs --write-buffer; see the eFIND flags) or lcr (the LCR-tree: one log page per node,
-    /// flush-all; needs --write-buffer).
+    /// needs --write-buffer; see the eFIND flags), lcr (the LCR-tree: one log page per node,
+    /// flush-all; needs --write-buffer) or rftl (RFTL: index units packed into shared pages,
+    /// flush-all, nodes assembled from their units; needs --write-buffer; see --max-pages).
     #[arg(long, default_value = "direct")]
     pub store: String,
     /// eFIND's own options.
     #[command(flatten)]
     pub efind: StoreArgs,
-    /// FAST, LCR-tree: write buffer capacity; eFIND: total buffer (write plus read buffer), e.g. 512KB.
+    /// FAST, LCR-tree, RFTL: write buffer capacity; eFIND: total buffer (write plus read
+    /// buffer), e.g. 512KB.
     #[arg(long)]
     pub write_buffer: Option<String>,
     /// FAST, eFIND: nodes per flushing unit (consecutive pages written together), e.g. 5.
@@ -100,19 +102,23 @@ pub struct IndexArgs {
     /// mthao (default mthao).
     #[arg(long)]
     pub flush_policy: Option<String>,
-    /// FAST, eFIND, LCR-tree: bytes of the device given to the log (FAST default: 16 x the
-    /// write buffer, >= 1MB; LCR-tree: >= 4MB; eFIND: see docs/efind.md).
+    /// FAST, eFIND, LCR-tree, RFTL: bytes of the device given to the log (FAST default: 16 x
+    /// the write buffer, >= 1MB; LCR-tree, RFTL: >= 4MB; eFIND: see docs/efind.md).
     #[arg(long)]
     pub log_size: Option<String>,
-    /// FAST, eFIND, LCR-tree: log durability: each-op (default), group:N or none.
+    /// FAST, eFIND, LCR-tree, RFTL: log durability: each-op (default), group:N or none.
     #[arg(long)]
     pub log_sync: Option<String>,
-    /// FAST, eFIND, LCR-tree: where the log is written: same (default: the end of the device, counted,
+    /// FAST, eFIND, LCR-tree, RFTL: where the log is written: same (default: the end of the device, counted,
     /// crash-safe), separate:DEVICE (a second device, e.g. separate:ssd-v300 or
     /// separate:ssd-v300{queue_depth=8}, counted apart) or uncounted (the papers' testbed: a
     /// plain file, not counted, never synced: NOT crash-safe).
     #[arg(long, value_name = "PLACEMENT")]
     pub log_device: Option<String>,
+    /// RFTL: most unit pages a node's index units may span before a flush compacts the node
+    /// into one fresh unit set (default 4).
+    #[arg(long)]
+    pub max_pages: Option<u32>,
     /// Direct store: keep no rollback journal on a `file:` device (the seeds' plain tree; a
     /// crash between checkpoints can then leave a damaged index). Default: journaled.
     #[arg(long)]
@@ -126,6 +132,18 @@ pub struct IndexArgs {
 }
 
 impl IndexArgs {
+    /// The flags the buffered stores share.
+    fn shared(&self) -> Shared<'_> {
+        Shared {
+            write_buffer: self.write_buffer.as_deref(),
+            flushing_unit: self.flushing_unit,
+            flush_policy: self.flush_policy.as_deref(),
+            log_size: self.log_size.as_deref(),
+            log_sync: self.log_sync.as_deref(),
+            log_device: self.log_device.as_deref(),
+        }
+    }
+
     /// The node store and its options; FAST's options are errors with another store.
     fn store_config(&self) -> Result<StoreConfig> {
         let fast_flags = [
@@ -144,12 +162,15 @@ impl IndexArgs {
                 bail!("{name} applies to --store efind only");
             }
         }
+        if self.store != "rftl" && self.max_pages.is_some() {
+            bail!("--max-pages applies to --store rftl only");
+        }
         match self.store.as_str() {
             "direct" => {
                 if let Some((_, name)) = fast_flags.iter().find(|(set, _)| *set) {
                     let stores = match *name {
                         "--flushing-unit" | "--flush-policy" => "fast or efind",
-                        _ => "fast, efind or lcr",
+                        _ => "fast, efind, lcr or rftl",
                     };
                     bail!("{name} applies to --store {stores} only");
                 }
@@ -157,14 +178,7 @@ impl IndexArgs {
                     journal: !self.no_journal,
                 })
             }
-            "efind" => self.efind.efind(&Shared {
-                write_buffer: self.write_buffer.as_deref(),
-                flushing_unit: self.flushing_unit,
-                flush_policy: self.flush_policy.as_deref(),
-                log_size: self.log_size.as_deref(),
-                log_sync: self.log_sync.as_deref(),
-                log_device: self.log_device.as_deref(),
-            }),
+            "efind" => self.efind.efind(&self.shared()),
             "fast" => {
                 let missing: Vec<&str> = fast_flags[..3]
                     .iter()
@@ -200,15 +214,9 @@ impl IndexArgs {
                     },
                 })
             }
-            "lcr" => crate::store_args::lcr(&Shared {
-                write_buffer: self.write_buffer.as_deref(),
-                flushing_unit: self.flushing_unit,
-                flush_policy: self.flush_policy.as_deref(),
-                log_size: self.log_size.as_deref(),
-                log_sync: self.log_sync.as_deref(),
-                log_device: self.log_device.as_deref(),
-            }),
-            other => bail!("unknown store '{other}'; use direct, fast, efind or lcr"),
+            "lcr" => crate::store_args::lcr(&self.shared()),
+            "rftl" => crate::store_args::rftl(&self.shared(), self.max_pages),
+            other => bail!("unknown store '{other}'; use direct, fast, efind, lcr or rftl"),
         }
     }
 

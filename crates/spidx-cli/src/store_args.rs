@@ -6,8 +6,10 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use spidx::cache::CachePolicy;
+use spidx::store::buffered::placement::LogPlacement;
 use spidx::store::efind::{EfindConfig, FlushPolicy, Size, TemporalControl};
 use spidx::store::log::LogSync;
+use spidx::store::rftl::RftlParams;
 use spidx::store::StoreConfig;
 use spidx::units::parse_size;
 
@@ -109,21 +111,30 @@ impl StoreArgs {
     }
 }
 
-/// `--store lcr` (the LCR-tree) from the flags it shares with FAST: `--write-buffer`
-/// (required), `--log-size`, `--log-sync`, `--log-device`. Its flushing is flush-all and its
-/// unit the whole buffer (Lv et al. 2011), so `--flushing-unit` and `--flush-policy` are
-/// errors.
-pub fn lcr(shared: &Shared<'_>) -> Result<StoreConfig> {
+/// What the flush-all stores (the LCR-tree, RFTL) take from the flags they share with FAST:
+/// `--write-buffer` (required), `--log-size`, `--log-sync`, `--log-device`. They flush their
+/// whole buffer, so `--flushing-unit` and `--flush-policy` are errors; `store` is the
+/// `--store` value and `who` the store's name in messages.
+struct FlushAllFlags {
+    write_buffer: u64,
+    log_size: Option<u64>,
+    log_sync: LogSync,
+    log_device: LogPlacement,
+}
+
+fn flush_all_flags(shared: &Shared<'_>, store: &str, who: &str) -> Result<FlushAllFlags> {
     if shared.flushing_unit.is_some() {
-        bail!("--flushing-unit applies to --store fast or efind only (the LCR-tree flushes its whole buffer)");
+        bail!("--flushing-unit applies to --store fast or efind only ({who} flushes its whole buffer)");
     }
     if shared.flush_policy.is_some() {
-        bail!("--flush-policy applies to --store fast or efind only (the LCR-tree flushes its whole buffer)");
+        bail!(
+            "--flush-policy applies to --store fast or efind only ({who} flushes its whole buffer)"
+        );
     }
     let Some(buffer) = shared.write_buffer else {
-        bail!("--store lcr needs --write-buffer SIZE (e.g. 512KB)");
+        bail!("--store {store} needs --write-buffer SIZE (e.g. 512KB)");
     };
-    Ok(StoreConfig::Lcr {
+    Ok(FlushAllFlags {
         write_buffer: parse_size("--write-buffer", buffer)?,
         log_size: shared
             .log_size
@@ -140,7 +151,32 @@ pub fn lcr(shared: &Shared<'_>) -> Result<StoreConfig> {
     })
 }
 
-/// The flags FAST, eFIND and the LCR-tree share (defined once, in `IndexArgs`).
+/// `--store lcr` (the LCR-tree, Lv et al. 2011) from the shared flags (see
+/// [`flush_all_flags`]).
+pub fn lcr(shared: &Shared<'_>) -> Result<StoreConfig> {
+    let f = flush_all_flags(shared, "lcr", "the LCR-tree")?;
+    Ok(StoreConfig::Lcr {
+        write_buffer: f.write_buffer,
+        log_size: f.log_size,
+        log_sync: f.log_sync,
+        log_device: f.log_device,
+    })
+}
+
+/// `--store rftl` (RFTL, Wu, Chang, Kuo 2003) from the shared flags (see
+/// [`flush_all_flags`]) and its own `--max-pages` (default 4).
+pub fn rftl(shared: &Shared<'_>, max_pages: Option<u32>) -> Result<StoreConfig> {
+    let f = flush_all_flags(shared, "rftl", "RFTL")?;
+    Ok(StoreConfig::Rftl {
+        write_buffer: f.write_buffer,
+        max_pages: max_pages.unwrap_or(RftlParams::DEFAULT_MAX_PAGES),
+        log_size: f.log_size,
+        log_sync: f.log_sync,
+        log_device: f.log_device,
+    })
+}
+
+/// The flags FAST, eFIND, the LCR-tree and RFTL share (defined once, in `IndexArgs`).
 pub struct Shared<'a> {
     /// `--write-buffer` (eFIND: the total buffer, write plus read).
     pub write_buffer: Option<&'a str>,

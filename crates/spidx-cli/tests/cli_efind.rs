@@ -156,7 +156,7 @@ fn bad_efind_options_fail_clearly() {
         ),
         (
             vec!["--index", "rtree", "--write-buffer", "512KB"],
-            "--write-buffer applies to --store fast, efind or lcr only",
+            "--write-buffer applies to --store fast, efind, lcr or rftl only",
         ),
         (
             vec!["--index", "rtree", "--flush-policy", "m"],
@@ -237,7 +237,7 @@ fn bad_efind_options_fail_clearly() {
         ),
         (
             vec!["--index", "rtree", "--log-sync", "none"],
-            "--log-sync applies to --store fast, efind or lcr only",
+            "--log-sync applies to --store fast, efind, lcr or rftl only",
         ),
     ];
     for (extra, needle) in cases {

@@ -234,7 +234,7 @@ fn log_placements_are_named_measured_and_validated() {
     let cases: [(&[&str], &str); 5] = [
         (
             &["--store", "direct", "--log-device", "uncounted"],
-            "--log-device applies to --store fast, efind or lcr only",
+            "--log-device applies to --store fast, efind, lcr or rftl only",
         ),
         (
             &[&FAST[..], &["--log-device", "nowhere"]].concat(),

@@ -1,4 +1,4 @@
-//! Where FAST's and eFIND's logs are written (`log_device`), on whole index directories:
+//! Where FAST's, eFIND's and RFTL's logs are written (`log_device`), on whole index directories:
 //! what each placement counts (a separate log device's I/O is exactly what the same
 //! placement adds to the device under test; an uncounted log adds nothing), how each
 //! reopens after a killed process (file: devices keep the log; simulated ones reopen at
@@ -19,7 +19,7 @@ use spidx::spatial::{IndexOptions, PhaseReport, SpatialIndex};
 use spidx::store::fast::FlushPolicy;
 use spidx::store::log::LogSync;
 use spidx::store::StoreConfig;
-use stores::{efind, fast, placed};
+use stores::{efind, fast, placed, rftl};
 
 const PAGE: usize = 1024;
 
@@ -60,6 +60,12 @@ fn efind_store() -> StoreConfig {
         spidx::store::efind::TemporalControl::Both,
         LogSync::EachOp,
     )
+}
+
+/// RFTL (its paper's behaviour is `log_device = "uncounted"`: the buffer is lost by a
+/// crash; on a simulated device the index reopens at its last checkpoint).
+fn rftl_store() -> StoreConfig {
+    rftl(8 << 10, 3, LogSync::EachOp)
 }
 
 fn rect(i: u64) -> Rect<2> {
@@ -158,7 +164,7 @@ fn a_separate_log_device_counts_exactly_what_the_same_placement_adds() {
 
 #[test]
 fn a_killed_process_recovers_from_a_separate_or_uncounted_log_on_file_devices() {
-    for base in [fast_store(), efind_store()] {
+    for base in [fast_store(), efind_store(), rftl_store()] {
         for placement in ["uncounted", "separate:file"] {
             let d = dirs();
             let dir = d.root.join("idx");
@@ -209,7 +215,7 @@ fn a_killed_process_recovers_from_a_separate_or_uncounted_log_on_file_devices() 
 
 #[test]
 fn simulated_indices_reopen_at_their_last_checkpoint_whatever_the_placement() {
-    for base in [fast_store(), efind_store()] {
+    for base in [fast_store(), efind_store(), rftl_store()] {
         for placement in ["uncounted", "separate:memory", "same"] {
             let d = dirs();
             let dir = d.root.join("idx");

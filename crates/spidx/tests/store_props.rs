@@ -1,6 +1,6 @@
 //! The index property tests (brute force, checker after every step, reopen) over every node
 //! store configuration through `AnyStore` (`tests/stores`: the direct store, FAST with every
-//! flushing policy and flushing units 1 to 5, eFIND, the LCR-tree, with buffers small enough
+//! flushing policy and flushing units 1 to 5, eFIND, the LCR-tree, RFTL, with buffers small enough
 //! that flushes really happen) and every log placement (same, uncounted, separate).
 //! The trees are the same code whatever the store.
 
@@ -134,6 +134,31 @@ fn fast_flushes_happen_and_are_counted() {
             assert!(
                 report.gauges.pages_in_use > l.gauges.log_pages,
                 "{cfg:?}: log pages are allocated pages: {l:?}"
+            );
+        }
+        assert_eq!(report.rftl.is_some(), report.kind == "rftl");
+        if let Some(r) = report.rftl {
+            // Units reached shared pages, nodes were assembled from them, nodes spanning
+            // too many pages were compacted, and out-of-place writes logged no images.
+            assert!(
+                r.units_written > r.unit_pages_written && r.unit_page_reads > 0,
+                "{cfg:?}: {r:?}"
+            );
+            assert!(
+                r.compactions > 0 && r.unit_pages_freed > 0,
+                "{cfg:?}: {r:?}"
+            );
+            assert_eq!(b.image_records, 0, "{cfg:?}: {b:?}");
+            assert_eq!(b.settings.flush_policy, "flush-all");
+            let g = r.gauges;
+            assert!(
+                g.max_node_pages <= r.settings.max_pages.max(2),
+                "{cfg:?}: {r:?}"
+            );
+            assert!(g.live_units >= g.mapped_nodes && g.unit_pages > 0, "{r:?}");
+            assert!(
+                report.gauges.pages_in_use > g.unit_pages,
+                "{cfg:?}: unit pages are allocated pages: {r:?}"
             );
         }
         if report.fast.is_some() {

@@ -15,6 +15,7 @@ use super::fast::{FastParams, FastPolicy, FastStats, FastStore, FlushPolicy};
 use super::journal::JOURNAL_FILE;
 use super::lcr::{LcrParams, LcrPolicy, LcrStats, LcrStore};
 use super::log::{LogConfig, LogSync};
+use super::rftl::{RftlParams, RftlPolicy, RftlStats, RftlStore};
 use super::{NodeChange, NodePage, NodeStore, StoreControl, StoreStats, TreeMeta};
 use crate::cache::{CacheConfig, CacheStats, PageCache};
 use crate::device::{Device, DeviceConfig};
@@ -86,6 +87,32 @@ pub enum StoreConfig {
         #[serde(default, skip_serializing_if = "LogPlacement::is_same")]
         log_device: LogPlacement,
     },
+    /// RFTL (Wu, Chang, Kuo 2003): index units buffered and flushed (flush-all) into new
+    /// pages shared by several nodes, a node -> pages translation table, nodes assembled
+    /// from their units, compaction beyond `max_pages` (see [`super::rftl`]).
+    Rftl {
+        /// Reservation (write) buffer capacity in bytes (`"512KB"` or a number).
+        #[serde(with = "size_bytes")]
+        write_buffer: u64,
+        /// Most unit pages a node may span before a flush compacts it (default 4).
+        #[serde(default = "rftl_max_pages")]
+        max_pages: u32,
+        /// Bytes of the device given to the write-ahead log (default: 16 x the write
+        /// buffer, at least 4MB).
+        #[serde(
+            default,
+            with = "opt_size_bytes",
+            skip_serializing_if = "Option::is_none"
+        )]
+        log_size: Option<u64>,
+        /// `each-op` (default), `group:N` or `none`.
+        #[serde(default)]
+        log_sync: LogSync,
+        /// Where the log is written: `same` (default), `separate:<device>` or
+        /// `uncounted` (the paper's behaviour: not crash-safe, log I/O not counted).
+        #[serde(default, skip_serializing_if = "LogPlacement::is_same")]
+        log_device: LogPlacement,
+    },
 }
 
 impl Default for StoreConfig {
@@ -96,6 +123,10 @@ impl Default for StoreConfig {
 
 fn yes() -> bool {
     true
+}
+
+fn rftl_max_pages() -> u32 {
+    RftlParams::DEFAULT_MAX_PAGES
 }
 
 fn is_true(b: &bool) -> bool {
@@ -181,6 +212,7 @@ impl StoreConfig {
             StoreConfig::Efind(c) => c.resolve(page_size).map(|_| ()),
             StoreConfig::Fast { .. } => self.fast_params().expect("fast").validate(page_size),
             StoreConfig::Lcr { .. } => self.lcr_params().expect("lcr").validate(page_size),
+            StoreConfig::Rftl { .. } => self.rftl_params().expect("rftl").validate(page_size),
         }
     }
 
@@ -201,7 +233,10 @@ impl StoreConfig {
                 log_size: log_size.unwrap_or_else(|| FastParams::default_log_size(write_buffer)),
                 log_sync,
             }),
-            StoreConfig::Direct { .. } | StoreConfig::Efind(_) | StoreConfig::Lcr { .. } => None,
+            StoreConfig::Direct { .. }
+            | StoreConfig::Efind(_)
+            | StoreConfig::Lcr { .. }
+            | StoreConfig::Rftl { .. } => None,
         }
     }
 
@@ -222,14 +257,33 @@ impl StoreConfig {
         }
     }
 
-    /// Where a FAST or eFIND store writes its log (`None` for the direct store).
+    /// RFTL's resolved options (`None` for other stores).
+    pub fn rftl_params(&self) -> Option<RftlParams> {
+        match *self {
+            StoreConfig::Rftl {
+                write_buffer,
+                max_pages,
+                log_size,
+                log_sync,
+                ..
+            } => Some(RftlParams {
+                write_buffer,
+                max_pages,
+                log_size: log_size.unwrap_or_else(|| RftlParams::default_log_size(write_buffer)),
+                log_sync,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Where a buffered store writes its log (`None` for the direct store).
     pub fn log_placement(&self) -> Option<&LogPlacement> {
         match self {
             StoreConfig::Direct { .. } => None,
             StoreConfig::Efind(c) => Some(&c.log_device),
-            StoreConfig::Fast { log_device, .. } | StoreConfig::Lcr { log_device, .. } => {
-                Some(log_device)
-            }
+            StoreConfig::Fast { log_device, .. }
+            | StoreConfig::Lcr { log_device, .. }
+            | StoreConfig::Rftl { log_device, .. } => Some(log_device),
         }
     }
 
@@ -258,6 +312,10 @@ impl StoreConfig {
             StoreConfig::Efind(c) => c.label(),
             StoreConfig::Fast { .. } => "FAST".into(),
             StoreConfig::Lcr { .. } => "LCR".into(),
+            StoreConfig::Rftl { max_pages, .. } => match *max_pages {
+                RftlParams::DEFAULT_MAX_PAGES => "RFTL".into(),
+                n => format!("RFTL(max_pages={n})"),
+            },
         };
         match self.log_placement().map(LogPlacement::label) {
             Some(l) if !l.is_empty() => format!("{base} {l}"),
@@ -400,6 +458,18 @@ impl StoreConfig {
                     LcrStore::create(devs, buffer, layout, log, policy, header)?
                 })))
             }
+            StoreConfig::Rftl { log_device: p, .. } => {
+                let params = self.rftl_params().expect("rftl");
+                let log_pages = params.log_pages(layout.page_size());
+                let devs = attach(p, device, log_device, log_pages, "RFTL", files, !reopen)?;
+                let log = LogConfig::new(params.log_sync);
+                let policy = RftlPolicy::new(params);
+                Ok(AnyStore::Rftl(Box::new(if reopen {
+                    RftlStore::open(devs, buffer, layout, log, policy, header)?
+                } else {
+                    RftlStore::create(devs, buffer, layout, log, policy, header)?
+                })))
+            }
         }
     }
 }
@@ -409,7 +479,7 @@ impl StoreConfig {
 /// under `settings`, here and in every nested report (see `docs/stores.md`, "Statistics").
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StoreReport {
-    /// The store's kind (`direct`, `fast`, `efind`, `lcr`).
+    /// The store's kind (`direct`, `fast`, `efind`, `lcr`, `rftl`).
     pub kind: String,
     /// Node-level counters every store keeps.
     pub nodes: StoreStats,
@@ -428,6 +498,9 @@ pub struct StoreReport {
     /// The LCR-tree's own counters, gauges and settings (LCR-tree stores only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lcr: Option<LcrStats>,
+    /// RFTL's own counters, gauges and settings (RFTL stores only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rftl: Option<RftlStats>,
     /// What the recovery that opened a logging store did (FAST, eFIND).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<super::buffered::RecoveryReport>,
@@ -472,6 +545,8 @@ pub enum AnyStore {
     Fast(Box<FastStore>),
     /// The LCR-tree store.
     Lcr(Box<LcrStore>),
+    /// The RFTL store.
+    Rftl(Box<RftlStore>),
 }
 
 /// Calls `$body` with `$s` bound to the store inside `$self`, whatever its kind.
@@ -491,6 +566,10 @@ macro_rules! dispatch {
                 let $s: &LcrStore = b;
                 $body
             }
+            AnyStore::Rftl(b) => {
+                let $s: &RftlStore = b;
+                $body
+            }
         }
     };
     ($self:expr, mut $s:ident => $body:expr) => {
@@ -506,6 +585,10 @@ macro_rules! dispatch {
             }
             AnyStore::Lcr(b) => {
                 let $s: &mut LcrStore = b;
+                $body
+            }
+            AnyStore::Rftl(b) => {
+                let $s: &mut RftlStore = b;
                 $body
             }
         }
@@ -629,109 +712,5 @@ impl<const D: usize> NodeStore<D> for AnyStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[derive(Debug, Deserialize)]
-    struct Spec {
-        store: StoreConfig,
-    }
-
-    #[test]
-    fn fast_configs_read_from_spec_files_with_size_strings() {
-        let s: Spec = toml::from_str(
-            r#"store = { kind = "fast", write_buffer = "512KB", flushing_unit = 5, flush_policy = "fast-star" }"#,
-        )
-        .unwrap();
-        assert_eq!(
-            s.store,
-            StoreConfig::Fast {
-                write_buffer: 512 << 10,
-                flushing_unit: 5,
-                flush_policy: FlushPolicy::FastStar,
-                log_size: None,
-                log_sync: LogSync::EachOp,
-                log_device: Default::default(),
-            }
-        );
-        let p = s.store.fast_params().unwrap();
-        assert_eq!(p.log_size, 8 << 20);
-        s.store.validate(4096).unwrap();
-        let s: Spec = toml::from_str(
-            r#"store = { kind = "fast", write_buffer = 131072, flushing_unit = 1, flush_policy = "random", log_size = "4MB", log_sync = "group:8" }"#,
-        )
-        .unwrap();
-        let json = serde_json::to_string(&s.store).unwrap();
-        assert_eq!(serde_json::from_str::<StoreConfig>(&json).unwrap(), s.store);
-        assert_eq!(s.store.label(), "FAST");
-        for (bad, want) in [
-            (
-                r#"store = { kind = "fast", write_buffer = "512KB", flushing_unit = 5, flush_policy = "fast-star", buffer = 3 }"#,
-                "unknown field",
-            ),
-            (
-                r#"store = { kind = "fast", write_buffer = "lots", flushing_unit = 5, flush_policy = "fast" }"#,
-                "not a size",
-            ),
-            (
-                r#"store = { kind = "fast", write_buffer = "512KB", flushing_unit = 5, flush_policy = "lifo" }"#,
-                "unknown variant",
-            ),
-            (
-                r#"store = { kind = "fast", write_buffer = "512KB", flushing_unit = 5, flush_policy = "fast", log_sync = "sometimes" }"#,
-                "each-op, group:N",
-            ),
-        ] {
-            let e = toml::from_str::<Spec>(bad).unwrap_err().to_string();
-            assert!(e.contains(want), "{bad}: {e}");
-        }
-        // Log placement: the default is omitted from manifests; the others are named in
-        // run labels and round-trip (a separate device with its resolved description).
-        for (text, label) in [
-            ("same", "FAST"),
-            ("uncounted", "FAST log=uncounted"),
-            ("separate:hdd-7200", "FAST log=hdd-7200"),
-        ] {
-            let s: Spec = toml::from_str(&format!(
-                r#"store = {{ kind = "fast", write_buffer = "512KB", flushing_unit = 5, flush_policy = "fast", log_device = "{text}" }}"#
-            ))
-            .unwrap();
-            assert_eq!(s.store.label(), label);
-            let json = serde_json::to_string(&s.store).unwrap();
-            assert_eq!(json.contains("log_device"), text != "same", "{json}");
-            assert_eq!(serde_json::from_str::<StoreConfig>(&json).unwrap(), s.store);
-        }
-        let s: Spec = toml::from_str(
-            r#"store = { kind = "efind", buffer = "512KB", log_device = "uncounted" }"#,
-        )
-        .unwrap();
-        assert_eq!(s.store.label(), "eFIND(512KB,mthao) log=uncounted");
-        for (bad, want) in [
-            (
-                r#"store = { kind = "fast", write_buffer = "512KB", flushing_unit = 5, flush_policy = "fast", log_device = "nowhere" }"#,
-                "choose same, uncounted or separate",
-            ),
-            (
-                r#"store = { kind = "efind", buffer = "512KB", log_device = "separate:floppy" }"#,
-                "unknown device 'floppy'",
-            ),
-            (
-                r#"store = { kind = "direct", log_device = "uncounted" }"#,
-                "unknown field",
-            ),
-        ] {
-            let e = toml::from_str::<Spec>(bad).unwrap_err().to_string();
-            assert!(e.contains(want), "{bad}: {e}");
-        }
-        let tiny = StoreConfig::Fast {
-            write_buffer: 4096,
-            flushing_unit: 2,
-            flush_policy: FlushPolicy::Fast,
-            log_size: None,
-            log_sync: LogSync::None,
-            log_device: Default::default(),
-        };
-        let e = tiny.validate(4096).unwrap_err().to_string();
-        assert!(e.contains("can ever hold"), "{e}");
-    }
-}
+#[path = "any_tests.rs"]
+mod tests;

@@ -16,7 +16,7 @@ use crate::{Error, Result};
 /// Page allocation and tree metadata of a node store.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StoreHeader {
-    /// The store's kind (`direct`, `fast`, `efind`); informational.
+    /// The store's kind (`direct`, `fast`, `efind`, `lcr`, `rftl`); informational.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub kind: String,
     /// The tree's metadata.
@@ -38,6 +38,11 @@ pub struct StoreHeader {
     /// ([`crate::store::lcr`]; empty and not saved for other stores).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub log_pages: BTreeMap<PageId, PageId>,
+    /// RFTL's node translation table: node page -> the unit pages holding its index
+    /// units, in the order they were written, each with the number of the node's units on
+    /// it ([`crate::store::rftl`]; empty and not saved for other stores).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unit_pages: BTreeMap<PageId, Vec<(PageId, u32)>>,
 }
 
 impl StoreHeader {

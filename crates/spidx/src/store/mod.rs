@@ -4,7 +4,7 @@
 //! push or remove an entry, rewrite or delete a node) through [`NodeStore`] and never asks
 //! which store it runs on; the runner drives every store through [`StoreControl`] (drop
 //! caches, write back, report). The plain [`direct::DirectStore`] writes each change in
-//! place through a page cache; flash-aware stores are policies ([`fast`], [`efind`], [`lcr`]) over
+//! place through a page cache; flash-aware stores are policies ([`fast`], [`efind`], [`lcr`], [`rftl`]) over
 //! one buffered-store skeleton ([`buffered`]) that buffers the same changes and makes them
 //! durable through the shared [`log::Log`].
 
@@ -17,6 +17,7 @@ pub mod header;
 pub mod journal;
 pub mod lcr;
 pub mod log;
+pub mod rftl;
 
 pub use any::{AnyStore, StoreConfig, StoreFiles, StoreGauges, StoreReport, StoreSettings};
 pub use header::StoreHeader;

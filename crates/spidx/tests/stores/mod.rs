@@ -1,5 +1,5 @@
-//! The node-store configurations every store-generic test runs over: direct, FAST, eFIND
-//! and the LCR-tree
+//! The node-store configurations every store-generic test runs over: direct, FAST, eFIND,
+//! the LCR-tree and RFTL
 //! ([`store_configs`], [`crash_configs`]).
 
 #![allow(dead_code)]
@@ -30,6 +30,19 @@ pub fn fast(policy: FlushPolicy, unit: u32, buffer: u64, sync: LogSync) -> Store
 pub fn lcr(buffer: u64, sync: LogSync) -> StoreConfig {
     StoreConfig::Lcr {
         write_buffer: buffer,
+        log_size: Some(1 << 20),
+        log_sync: sync,
+        log_device: Default::default(),
+    }
+}
+
+/// An RFTL configuration with a small buffer and a low compaction threshold so that
+/// flushes, shared unit pages and compactions really happen (a 1 MB log: the test devices
+/// are small).
+pub fn rftl(buffer: u64, max_pages: u32, sync: LogSync) -> StoreConfig {
+    StoreConfig::Rftl {
+        write_buffer: buffer,
+        max_pages,
         log_size: Some(1 << 20),
         log_sync: sync,
         log_device: Default::default(),
@@ -83,6 +96,9 @@ pub fn store_configs() -> Vec<StoreConfig> {
     }
     v.push(lcr(4 << 10, LogSync::EachOp));
     v.push(lcr(16 << 10, LogSync::EachOp));
+    v.push(rftl(4 << 10, 2, LogSync::EachOp));
+    v.push(rftl(8 << 10, 4, LogSync::EachOp));
+    v.push(rftl(16 << 10, 1, LogSync::EachOp));
     v
 }
 
@@ -93,6 +109,7 @@ pub fn placed(mut cfg: StoreConfig, placement: &str) -> StoreConfig {
         StoreConfig::Fast { log_device, .. } => *log_device = p,
         StoreConfig::Efind(c) => c.log_device = p,
         StoreConfig::Lcr { log_device, .. } => *log_device = p,
+        StoreConfig::Rftl { log_device, .. } => *log_device = p,
         StoreConfig::Direct { .. } => panic!("the direct store has no log"),
     }
     cfg
@@ -113,6 +130,8 @@ pub fn placement_configs() -> Vec<StoreConfig> {
         placed(f.clone(), "uncounted"),
         placed(f, "separate:memory"),
         placed(lcr(8 << 10, LogSync::EachOp), "uncounted"),
+        placed(rftl(8 << 10, 3, LogSync::EachOp), "uncounted"),
+        placed(rftl(8 << 10, 3, LogSync::Group(3)), "separate:memory"),
         placed(e.clone(), "uncounted"),
         placed(e, "separate:memory"),
     ]
@@ -166,6 +185,10 @@ pub fn crash_configs() -> Vec<StoreConfig> {
         lcr(8 << 10, LogSync::Group(4)),
         lcr(6 << 10, LogSync::None),
         placed(lcr(6 << 10, LogSync::EachOp), "separate:memory"),
+        rftl(4 << 10, 2, LogSync::EachOp),
+        rftl(6 << 10, 3, LogSync::Group(4)),
+        rftl(6 << 10, 2, LogSync::None),
+        placed(rftl(6 << 10, 4, LogSync::EachOp), "separate:memory"),
         placed(
             efind(
                 efind::FlushPolicy::Mthao,

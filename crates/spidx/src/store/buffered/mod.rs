@@ -29,8 +29,9 @@
 //! * **checkpoints**: the policy empties its buffer and compacts the log, then the skeleton
 //!   persists the device and saves the header.
 //!
-//! Policies: [`crate::store::fast`] (FAST, Sarwat et al. 2013) and [`crate::store::efind`]
-//! (eFIND, Carniel et al. 2017/2019).
+//! Policies: [`crate::store::fast`] (FAST, Sarwat et al. 2013), [`crate::store::efind`]
+//! (eFIND, Carniel et al. 2017/2019), [`crate::store::lcr`] (the LCR-tree, Lv et al. 2011)
+//! and [`crate::store::rftl`] (RFTL, Wu, Chang, Kuo 2003).
 
 pub mod buffer;
 pub mod placement;
@@ -231,14 +232,7 @@ impl Core {
                     }
                 }
             }
-            UnitDurability::Images => {
-                self.log.commit()?;
-                if !sync {
-                    self.log.write_out()?;
-                } else if self.log.unsynced_commits() > 0 {
-                    self.log.sync()?;
-                }
-            }
+            UnitDurability::Images => self.make_log_durable()?,
         }
         let requests = self.write_runs(&unit.ids, &unit.data, &unit.levels)?;
         if let UnitDurability::WrittenRecord { members } = durability {
@@ -252,6 +246,21 @@ impl Core {
         self.counts.flushed_nodes += unit.ids.len() as u64;
         self.counts.flush_write_requests += requests;
         Ok(())
+    }
+
+    /// Commits the open operation and makes every committed record durable: synced (if
+    /// commits are unsynced), or written out under log sync `none` (the device keeps the
+    /// order of writes). Policies call it before pages reach the device that a crash must
+    /// not find half-described (eFIND's images; RFTL's reuse of freed unit pages).
+    pub fn make_log_durable(&mut self) -> Result<()> {
+        self.log.commit()?;
+        if self.log.config().sync == LogSync::None {
+            self.log.write_out()
+        } else if self.log.unsynced_commits() > 0 {
+            self.log.sync()
+        } else {
+            Ok(())
+        }
     }
 
     /// Allocates a node page through the header.

@@ -21,6 +21,7 @@
 //! | `Snapshot` | allocation, metadata (and the logical clock) at a compaction | ✓ | ✓ |
 //! | `State` | a buffered node's entry versions (compacted log) | | ✓ |
 //! | `LogPage` | a node's log page set or dropped (the LCR-tree's mapping table) | | |
+//! | `UnitPages` | the pages holding a node's index units (RFTL's node translation table) | | |
 //!
 //! # Formats
 //! The codec is one; the [`RecordFormat`] says how integers, lengths and timestamps are
@@ -175,6 +176,15 @@ pub enum Record {
         /// Its log page.
         page: Option<PageId>,
     },
+    /// Node `id`'s index units are on `pages` (in the order written, each with the number
+    /// of the node's units on it; empty: none), RFTL's node translation table
+    /// ([`crate::store::rftl`]).
+    UnitPages {
+        /// The node's page.
+        id: PageId,
+        /// Its unit pages and units on each.
+        pages: Vec<(PageId, u32)>,
+    },
 }
 
 const CREATE: u8 = 1;
@@ -190,6 +200,7 @@ const CHANGE: u8 = 10;
 const REWRITE: u8 = 11;
 const STATE: u8 = 12;
 const LOG_PAGE: u8 = 13;
+const UNIT_PAGES: u8 = 14;
 
 const SET: u8 = 1;
 const PUSH: u8 = 2;
@@ -207,7 +218,8 @@ impl Record {
             | Record::Image { id, .. }
             | Record::Deleted { id, .. }
             | Record::State { id, .. }
-            | Record::LogPage { id, .. } => Some(*id),
+            | Record::LogPage { id, .. }
+            | Record::UnitPages { id, .. } => Some(*id),
             _ => None,
         }
     }
@@ -322,6 +334,15 @@ impl Record {
                         w.id(*p);
                     }
                     None => w.b.push(0),
+                }
+            }
+            Record::UnitPages { id, pages } => {
+                w.b.push(UNIT_PAGES);
+                w.id(*id);
+                w.len(pages.len());
+                for (p, n) in pages {
+                    w.id(*p);
+                    w.small(*n);
                 }
             }
             Record::State { id, state } => {
@@ -458,6 +479,10 @@ impl Record {
                 let page = if r.flag()? { Some(r.id()?) } else { None };
                 Record::LogPage { id, page }
             }
+            UNIT_PAGES => Record::UnitPages {
+                id: r.id()?,
+                pages: r.list(|r| Ok((r.id()?, r.small()?)))?,
+            },
             k => return Err(bad(&format!("unknown record kind {k}"))),
         };
         if !r.done() {

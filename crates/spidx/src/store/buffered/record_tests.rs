@@ -87,6 +87,14 @@ fn all(format: RecordFormat) -> Vec<Record> {
             page: Some(1 << 33),
         },
         Record::LogPage { id: 9, page: None },
+        Record::UnitPages {
+            id: 9,
+            pages: vec![(1 << 33, 3), (4, 1)],
+        },
+        Record::UnitPages {
+            id: 9,
+            pages: vec![],
+        },
         Record::State {
             id: 77,
             state: NodeState {

@@ -181,7 +181,8 @@ pub fn replay(
             other @ (Record::Modify { .. }
             | Record::Deleted { .. }
             | Record::Written(_)
-            | Record::LogPage { .. }) => {
+            | Record::LogPage { .. }
+            | Record::UnitPages { .. }) => {
                 return Err(bad(format!("{other:?} is not an eFIND record")));
             }
         }

@@ -335,11 +335,104 @@ impl WriteBuffer {
             other @ (Record::Alloc(_)
             | Record::Change { .. }
             | Record::State { .. }
-            | Record::LogPage { .. }) => return Some(other),
+            | Record::LogPage { .. }
+            | Record::UnitPages { .. }) => return Some(other),
         }
         None
     }
 }
+
+/// The [`BufferPolicy`](crate::store::buffered::BufferPolicy) hooks of a policy whose buffer
+/// is a [`WriteBuffer`] in its field `buf`, with its operation count in its field `op`
+/// (FAST, the LCR-tree, RFTL): created, changed and rewritten nodes are logged and buffered
+/// as FAST logs and buffers them, new metadata is logged, the gauges are the buffer's.
+macro_rules! logged_write_buffer_hooks {
+    () => {
+        fn create(
+            &mut self,
+            core: &mut $crate::store::buffered::Core,
+            id: $crate::node::PageId,
+            level: u32,
+            entries: Vec<u8>,
+        ) -> $crate::Result<()> {
+            self.buf.logged_create(core, id, level, entries, self.op)
+        }
+
+        fn modify(
+            &mut self,
+            core: &mut $crate::store::buffered::Core,
+            id: $crate::node::PageId,
+            level: u32,
+            changes: Vec<$crate::store::buffered::RawChange>,
+        ) -> $crate::Result<()> {
+            self.buf.logged_modify(core, id, level, changes, self.op)
+        }
+
+        fn rewrite(
+            &mut self,
+            core: &mut $crate::store::buffered::Core,
+            id: $crate::node::PageId,
+            level: u32,
+            entries: Vec<u8>,
+        ) -> $crate::Result<()> {
+            self.buf.logged_rewrite(core, id, level, entries, self.op)
+        }
+
+        fn log_meta(
+            &mut self,
+            core: &mut $crate::store::buffered::Core,
+            meta: $crate::store::TreeMeta,
+        ) -> $crate::Result<()> {
+            core.append(&$crate::store::buffered::Record::Meta(meta))
+        }
+
+        fn buffer_gauges(&self) -> $crate::store::buffered::BufferGauges {
+            self.buf.gauges()
+        }
+    };
+}
+pub(crate) use logged_write_buffer_hooks;
+
+/// The [`BufferPolicy`](crate::store::buffered::BufferPolicy) hooks of a flush-all policy
+/// over a [`WriteBuffer`] (the LCR-tree, RFTL; see [`logged_write_buffer_hooks`]): at the
+/// end of an operation that leaves more than `params.write_buffer` bytes buffered the whole
+/// buffer is flushed (its `flush_all`), and the log is compacted (its `compact_log`) when
+/// half full; write-backs and checkpoints flush everything.
+macro_rules! flush_all_hooks {
+    () => {
+        fn end_operation(
+            &mut self,
+            core: &mut $crate::store::buffered::Core,
+        ) -> $crate::Result<()> {
+            self.op += 1;
+            if self.buf.bytes() as u64 > self.params.write_buffer {
+                self.flush_all(core)?;
+            }
+            if core.log.needs_compaction() {
+                self.compact_log(core)?;
+            }
+            Ok(())
+        }
+
+        fn write_back(&mut self, core: &mut $crate::store::buffered::Core) -> $crate::Result<()> {
+            self.flush_all(core)
+        }
+
+        fn checkpoint(&mut self, core: &mut $crate::store::buffered::Core) -> $crate::Result<()> {
+            self.flush_all(core)?;
+            self.compact_log(core)
+        }
+
+        fn settings(&self) -> $crate::store::buffered::BufferSettings {
+            $crate::store::buffered::BufferSettings {
+                write_buffer: self.params.write_buffer,
+                flush_policy: "flush-all".into(),
+                ..Default::default()
+            }
+        }
+    };
+}
+pub(crate) use flush_all_hooks;
 
 /// Applies raw `changes` to `page` (a node page holding `count` entries, whose header is
 /// rewritten for `level`), as the direct store applies them in place.

@@ -38,13 +38,13 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use self::buffer::{page_from_entries, WriteBuffer};
+use self::buffer::{logged_write_buffer_hooks, page_from_entries, WriteBuffer};
 use super::buffered::{
-    BufferGauges, BufferPolicy, BufferSettings, BufferedStore, Core, NodeStatus, RawChange, Record,
-    RecordFormat, RecoveryReport,
+    BufferPolicy, BufferSettings, BufferedStore, Core, NodeStatus, Record, RecordFormat,
+    RecoveryReport,
 };
 use super::log::LogSync;
-use super::{StoreReport, TreeMeta};
+use super::StoreReport;
 use crate::node::PageId;
 use crate::{Error, Result};
 
@@ -108,13 +108,22 @@ impl FastParams {
             ));
         }
         let min = Self::min_log_size(self.write_buffer, self.flushing_unit, page_size);
-        if self.log_size < min {
+        Self::check_log_size(
+            "FAST log size",
+            self.log_size,
+            min,
+            "this write buffer and flushing unit",
+        )
+    }
+
+    /// Refuses a log of `log_size` bytes smaller than `min`, naming the option `key` and
+    /// what the minimum depends on (`of`); FAST's, the LCR-tree's and RFTL's check.
+    pub fn check_log_size(key: &str, log_size: u64, min: u64, of: &str) -> Result<()> {
+        if log_size < min {
             return Err(Error::invalid(
-                "FAST log size",
+                key,
                 format!(
-                    "{} bytes is too small for this write buffer and flushing unit; give at \
-                     least {min} bytes ({})",
-                    self.log_size,
+                    "{log_size} bytes is too small for {of}; give at least {min} bytes ({})",
                     crate::units::format_size(min)
                 ),
             ));
@@ -217,6 +226,8 @@ impl BufferPolicy for FastPolicy {
     /// FAST's records are unchanged since log format 1.
     const OLDEST_LOG_FORMAT: u32 = 1;
 
+    logged_write_buffer_hooks!();
+
     /// Rebuilds metadata, allocation and buffer from recovered log records.
     fn recover(
         &mut self,
@@ -244,30 +255,8 @@ impl BufferPolicy for FastPolicy {
         FastPolicy::node_page(self, core, id, level)
     }
 
-    fn create(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
-        self.buf.logged_create(core, id, level, entries, self.op)
-    }
-
-    fn modify(
-        &mut self,
-        core: &mut Core,
-        id: PageId,
-        level: u32,
-        changes: Vec<RawChange>,
-    ) -> Result<()> {
-        self.buf.logged_modify(core, id, level, changes, self.op)
-    }
-
-    fn rewrite(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
-        self.buf.logged_rewrite(core, id, level, entries, self.op)
-    }
-
     fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
         self.buf.logged_delete(core, id, level, self.op)
-    }
-
-    fn log_meta(&mut self, core: &mut Core, meta: TreeMeta) -> Result<()> {
-        core.append(&Record::Meta(meta))
     }
 
     fn end_operation(&mut self, core: &mut Core) -> Result<()> {
@@ -288,10 +277,6 @@ impl BufferPolicy for FastPolicy {
     fn checkpoint(&mut self, core: &mut Core) -> Result<()> {
         self.flush_all(core)?;
         self.compact_log(core)
-    }
-
-    fn buffer_gauges(&self) -> BufferGauges {
-        self.buf.gauges()
     }
 
     fn settings(&self) -> BufferSettings {

@@ -37,13 +37,15 @@ use serde::{Deserialize, Serialize};
 
 use self::log_page::NodeDelta;
 use super::buffered::{
-    BufferGauges, BufferPolicy, BufferSettings, BufferedStore, Core, NodeStatus, RawChange, Record,
-    RecordFormat, RecoveryReport, Unit, UnitDurability,
+    BufferPolicy, BufferedStore, Core, NodeStatus, Record, RecordFormat, RecoveryReport, Unit,
+    UnitDurability,
 };
-use super::fast::buffer::{apply_raw, page_from_entries, WriteBuffer};
+use super::fast::buffer::{
+    apply_raw, flush_all_hooks, logged_write_buffer_hooks, page_from_entries, WriteBuffer,
+};
 use super::fast::FastParams;
 use super::log::LogSync;
-use super::{StoreReport, TreeMeta};
+use super::StoreReport;
 use crate::node::PageId;
 use crate::{Error, Result};
 
@@ -74,17 +76,7 @@ impl LcrParams {
             ));
         }
         let min = FastParams::min_log_size(self.write_buffer, 1, page_size);
-        if self.log_size < min {
-            return Err(Error::invalid(
-                "LCR-tree log_size",
-                format!(
-                    "{} bytes is too small for this write buffer; give at least {min} bytes ({})",
-                    self.log_size,
-                    crate::units::format_size(min)
-                ),
-            ));
-        }
-        Ok(())
+        FastParams::check_log_size("LCR-tree log_size", self.log_size, min, "this write buffer")
     }
 
     /// Pages of the log region on a device of `page_size`-byte pages.
@@ -385,6 +377,10 @@ impl BufferPolicy for LcrPolicy {
     /// The LCR-tree's records exist since log format 2.
     const OLDEST_LOG_FORMAT: u32 = 2;
 
+    logged_write_buffer_hooks!();
+
+    flush_all_hooks!();
+
     fn created(&mut self, core: &mut Core) -> Result<()> {
         Self::check_layout(core)
     }
@@ -437,64 +433,10 @@ impl BufferPolicy for LcrPolicy {
         self.current(core, id, level, false).map(|c| c.now)
     }
 
-    fn create(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
-        self.buf.logged_create(core, id, level, entries, self.op)
-    }
-
-    fn modify(
-        &mut self,
-        core: &mut Core,
-        id: PageId,
-        level: u32,
-        changes: Vec<RawChange>,
-    ) -> Result<()> {
-        self.buf.logged_modify(core, id, level, changes, self.op)
-    }
-
-    fn rewrite(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
-        self.buf.logged_rewrite(core, id, level, entries, self.op)
-    }
-
     fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
         // The log page first: recovery frees pages in the order they were freed here.
         self.drop_log_page(core, id)?;
         self.buf.logged_delete(core, id, level, self.op)
-    }
-
-    fn log_meta(&mut self, core: &mut Core, meta: TreeMeta) -> Result<()> {
-        core.append(&Record::Meta(meta))
-    }
-
-    fn end_operation(&mut self, core: &mut Core) -> Result<()> {
-        self.op += 1;
-        if self.buf.bytes() as u64 > self.params.write_buffer {
-            self.flush_all(core)?;
-        }
-        if core.log.needs_compaction() {
-            self.compact_log(core)?;
-        }
-        Ok(())
-    }
-
-    fn write_back(&mut self, core: &mut Core) -> Result<()> {
-        self.flush_all(core)
-    }
-
-    fn checkpoint(&mut self, core: &mut Core) -> Result<()> {
-        self.flush_all(core)?;
-        self.compact_log(core)
-    }
-
-    fn buffer_gauges(&self) -> BufferGauges {
-        self.buf.gauges()
-    }
-
-    fn settings(&self) -> BufferSettings {
-        BufferSettings {
-            write_buffer: self.params.write_buffer,
-            flush_policy: "flush-all".into(),
-            ..Default::default()
-        }
     }
 
     fn report(&self, core: &Core, report: &mut StoreReport) {

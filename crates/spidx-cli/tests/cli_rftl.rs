@@ -1,0 +1,203 @@
+//! End-to-end tests of `spidx build --store rftl` (RFTL) through the binary: its
+//! statistics in the output, answers equal to the direct store's, `check`, `query` and
+//! `recover` on the index, and clear errors for flags of other stores (and RFTL's own flag
+//! on other stores).
+
+use std::path::Path;
+
+use predicates::prelude::*;
+use predicates::str::contains;
+
+mod common;
+
+use common::{json_of, spidx};
+
+fn dataset(dir: &Path) -> String {
+    let p = dir.join("b.fgb");
+    spidx()
+        .args([
+            "dataset",
+            "generate",
+            "--distribution",
+            "buildings",
+            "--count",
+            "3000",
+            "--out",
+        ])
+        .arg(&p)
+        .assert()
+        .success();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn rftl_builds_report_unit_pages_and_answer_like_the_direct_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = dataset(tmp.path());
+    let out = |name: &str| tmp.path().join(name).to_str().unwrap().to_string();
+    let base = [
+        "build",
+        "--data",
+        &data,
+        "--index",
+        "rstar",
+        "--page-size",
+        "2KB",
+        "--device",
+        "seed-table2",
+        "--json",
+    ];
+    let rftl = [
+        "--store",
+        "rftl",
+        "--write-buffer",
+        "32KB",
+        "--max-pages",
+        "3",
+    ];
+    let direct = json_of(&[&base[..], &["--out", &out("direct")]].concat());
+    let j = json_of(&[&base[..], &rftl[..], &["--out", &out("rftl")]].concat());
+    assert_eq!(j["store"]["kind"], "rftl");
+    let r = &j["store"]["rftl"];
+    assert!(r["unit_pages_written"].as_u64().unwrap() > 0, "{r}");
+    assert!(r["compactions"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(r["settings"]["max_pages"], 3, "{r}");
+    assert!(r["gauges"]["max_node_pages"].as_u64().unwrap() <= 3, "{r}");
+    let b = &j["store"]["buffered"];
+    assert!(b["flushes"].as_u64().unwrap() > 0, "{b}");
+    assert_eq!(b["settings"]["flush_policy"], "flush-all", "{b}");
+    assert_eq!(
+        b["image_records"], 0,
+        "out-of-place writes log no images: {b}"
+    );
+    assert!(j["store"]["settings"]["durability"]
+        .as_str()
+        .unwrap()
+        .contains("each operation"));
+    assert_eq!(j["objects"], direct["objects"]);
+    for dir in ["direct", "rftl"] {
+        spidx().args(["check", &out(dir)]).assert().success();
+    }
+    let q = |dir: &str| {
+        json_of(&[
+            "query",
+            &out(dir),
+            "--window",
+            "100000,100000,400000,500000",
+            "--json",
+        ])["ids"]
+            .clone()
+    };
+    assert_eq!(q("direct"), q("rftl"));
+    let rec = json_of(&["recover", &out("rftl"), "--json"]);
+    assert_eq!(rec["store"], "rftl");
+    assert_eq!(rec["recovery"]["records_dropped"], 0);
+    assert_eq!(q("direct"), q("rftl"), "after recover");
+    // The paper's behaviour: the log outside the device, not crash-safe, and said so.
+    spidx()
+        .args(["build", "--data", &data, "--index", "rstar", "--out"])
+        .arg(out("paper"))
+        .args(&rftl[..4])
+        .args(["--log-device", "uncounted"])
+        .assert()
+        .success()
+        .stdout(contains("RFTL").and(contains("NOT crash-safe")));
+    assert_eq!(q("direct"), q("paper"));
+}
+
+#[test]
+fn bad_rftl_options_are_clear_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = dataset(tmp.path());
+    let o = tmp.path().join("x");
+    let o = o.to_str().unwrap();
+    let rftl = ["--index", "rtree", "--store", "rftl"];
+    let with = |extra: &[&'static str]| [&rftl[..], extra].concat();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (rftl.to_vec(), "--store rftl needs --write-buffer"),
+        (
+            with(&["--write-buffer", "64KB", "--flushing-unit", "3"]),
+            "--flushing-unit applies to --store fast or efind only (RFTL flushes",
+        ),
+        (
+            with(&["--write-buffer", "64KB", "--flush-policy", "fast"]),
+            "--flush-policy applies to --store fast or efind only",
+        ),
+        (
+            with(&["--write-buffer", "64KB", "--read-policy", "lru"]),
+            "--read-policy applies to --store efind only",
+        ),
+        (with(&["--write-buffer", "0"]), "RFTL write_buffer"),
+        (
+            with(&["--write-buffer", "1KB"]),
+            "less than one 4096-byte unit page",
+        ),
+        (
+            with(&["--write-buffer", "64KB", "--max-pages", "0"]),
+            "RFTL max_pages",
+        ),
+        (
+            with(&["--write-buffer", "64KB", "--max-pages", "many"]),
+            "--max-pages",
+        ),
+        (
+            with(&["--write-buffer", "64KB", "--log-size", "64KB"]),
+            "RFTL log_size",
+        ),
+        (
+            with(&["--write-buffer", "64KB", "--log-sync", "often"]),
+            "each-op, group:N",
+        ),
+        (
+            with(&["--no-journal"]),
+            "--no-journal applies to --store direct only",
+        ),
+        // RFTL's own flag on other stores.
+        (
+            vec!["--index", "rtree", "--max-pages", "3"],
+            "--max-pages applies to --store rftl only",
+        ),
+        (
+            vec![
+                "--index",
+                "rtree",
+                "--store",
+                "lcr",
+                "--write-buffer",
+                "64KB",
+                "--max-pages",
+                "3",
+            ],
+            "--max-pages applies to --store rftl only",
+        ),
+        (
+            vec![
+                "--index",
+                "rtree",
+                "--store",
+                "fast",
+                "--write-buffer",
+                "64KB",
+                "--flushing-unit",
+                "2",
+                "--flush-policy",
+                "fast",
+                "--max-pages",
+                "3",
+            ],
+            "--max-pages applies to --store rftl only",
+        ),
+    ];
+    for (extra, needle) in cases {
+        let mut args = vec!["build", "--data", &data, "--out", o];
+        args.extend_from_slice(&extra);
+        let outp = spidx().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&outp.stderr);
+        assert!(
+            !outp.status.success() && err.contains(needle),
+            "{extra:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(!Path::new(o).exists(), "{extra:?}: nothing created");
+    }
+}

@@ -1,0 +1,582 @@
+//! RFTL (Wu, Chang, Kuo: "An efficient R-tree implementation over flash-memory storage
+//! systems", ACM GIS 2003) as a policy over the buffered-store skeleton
+//! ([`crate::store::buffered`]): the trees above are unchanged; only how their node changes
+//! reach the device differs (architecture §6).
+//!
+//! * **Index units** ([`unit_page`]): every entry-level change the trees make (set, push or
+//!   remove an entry; a node created or rewritten: its whole content) is one *index unit*
+//!   of one node. Units are held in a **reservation buffer** in memory (the per-node buffer
+//!   of FAST, [`crate::store::fast::buffer`]: a node's ordered changes, or its full entry
+//!   list; bytes counted as FAST counts them).
+//! * **Flush-all**: at the end of an operation that leaves more than `write_buffer` bytes
+//!   buffered, the *whole* buffer is flushed: every buffered node's units are packed into
+//!   **new unit pages** (a page holds units of several nodes; a node's units of one flush
+//!   share one page, first fit, unless they need more than a page), written in page order
+//!   with one request per run of consecutive pages. Pages are never rewritten in place.
+//! * **Node translation table** ([`mapping`]): node -> the pages holding its units, in the
+//!   order written. **Reading a node assembles it** from its units on all those pages (one
+//!   read per page, in order; a reset starts it, later units win), then applies what is
+//!   still buffered.
+//! * **Compaction**: a flush that would leave a node's units on more than `max_pages` pages
+//!   writes the node's current content instead, as one fresh unit set (a reset), and the
+//!   units of the node on its old pages become garbage. A page's units belong to several
+//!   nodes, so live units are counted per page; a page whose units are all dead is freed
+//!   (also when a node is deleted or rewritten).
+//! * **Node ids**: trees address nodes by page id, so a node's id is allocated from the
+//!   page space as in every store; in RFTL that page is never written (a node lives only in
+//!   its units), so `store.gauges.pages_in_use` counts node ids and unit pages
+//!   (`store.rftl.gauges.unit_pages`).
+//! * **Durability** (ours, not the paper's: the paper keeps the reservation buffer in
+//!   memory and loses it on a crash): the skeleton's write-ahead log, as FAST logs it
+//!   (the fixed record format: `Create`, `Modify`, `Rewrite`, `Free`, `Meta`, `Written`
+//!   after a flush) plus `UnitPages` records for the translation table, which is also saved
+//!   in the header (`store.json`) at checkpoints. Unit pages are written out of place, so
+//!   no images are logged; before a flush writes pages the log is made durable (pages
+//!   freed by earlier operations are reused only once their freeing is durable), and the
+//!   flush's table changes commit with its `Written` record after its pages are written
+//!   (and synced). With `log_device = "uncounted"` the log is outside the device under test
+//!   and never synced: the paper's behaviour (the buffer is lost by a crash, no log I/O is
+//!   counted); `store.settings.durability` says which mode ran.
+//!
+//! Counters of its own: [`RftlStats`] (`store.rftl.*`).
+
+pub mod mapping;
+pub mod unit_page;
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use self::mapping::LiveUnits;
+use self::unit_page::{Assembly, IndexUnit};
+use super::buffered::{
+    BufferPolicy, BufferedStore, Core, NodeStatus, Record, RecordFormat, RecoveryReport, Unit,
+    UnitDurability,
+};
+use super::fast::buffer::{
+    apply_raw, flush_all_hooks, logged_write_buffer_hooks, page_from_entries, WriteBuffer,
+};
+use super::fast::FastParams;
+use super::lcr::LcrParams;
+use super::log::LogSync;
+use super::StoreReport;
+use crate::node::PageId;
+use crate::{Error, Result};
+
+/// RFTL's options, resolved (sizes in bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RftlParams {
+    /// Capacity of the reservation (write) buffer in bytes.
+    pub write_buffer: u64,
+    /// Most unit pages a node's units may span before a flush compacts it.
+    pub max_pages: u32,
+    /// Bytes of the device given to the write-ahead log.
+    pub log_size: u64,
+    /// Durability of the log.
+    pub log_sync: LogSync,
+}
+
+impl RftlParams {
+    /// The compaction threshold used when none is given: 4 pages per node, the bound on
+    /// the lengths of the node translation table's lists in the evaluation of BFTL, RFTL's
+    /// B-tree twin by the same authors (the RFTL paper's own text was not available to us).
+    pub const DEFAULT_MAX_PAGES: u32 = 4;
+
+    /// The log size used when none is given: the LCR-tree's, 16 times the write buffer, at
+    /// least 4MB (a compacted log also holds the node translation table).
+    pub fn default_log_size(write_buffer: u64) -> u64 {
+        LcrParams::default_log_size(write_buffer)
+    }
+
+    /// Checks the options against the node page size; errors name the key.
+    pub fn validate(&self, page_size: usize) -> Result<()> {
+        if self.write_buffer < page_size as u64 {
+            return Err(Error::invalid(
+                "RFTL write_buffer",
+                format!(
+                    "{} bytes is less than one {page_size}-byte unit page (a flush packs the \
+                     buffered units into pages); give at least {page_size} bytes, e.g. 512KB",
+                    self.write_buffer
+                ),
+            ));
+        }
+        if self.max_pages == 0 {
+            return Err(Error::invalid(
+                "RFTL max_pages",
+                "0 pages; a node's units span at least 1 page (default 4)",
+            ));
+        }
+        let min = FastParams::min_log_size(self.write_buffer, 1, page_size);
+        FastParams::check_log_size("RFTL log_size", self.log_size, min, "this write buffer")
+    }
+
+    /// Pages of the log region on a device of `page_size`-byte pages.
+    pub fn log_pages(&self, page_size: usize) -> u64 {
+        self.log_size / page_size as u64
+    }
+}
+
+/// RFTL's own counters, gauges and settings, reported as `store.rftl.*` beside the shared
+/// ones (`store.buffered.*`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RftlStats {
+    /// Unit pages written by flushes.
+    pub unit_pages_written: u64,
+    /// Index units written by flushes.
+    pub units_written: u64,
+    /// Bytes of those units (page headers and unused page tails excluded).
+    pub unit_bytes_written: u64,
+    /// Nodes compacted: their current content written as one unit set because their units
+    /// would have spanned more than `max_pages` pages.
+    pub compactions: u64,
+    /// Unit pages freed because none of their units was live any more.
+    pub unit_pages_freed: u64,
+    /// Unit pages read to assemble nodes (from the page cache or the device).
+    pub unit_page_reads: u64,
+    /// Nodes assembled from their unit pages (node reads and compactions not served by the
+    /// buffer alone).
+    pub nodes_assembled: u64,
+    /// The translation table and unit pages now.
+    pub gauges: RftlGauges,
+    /// The options behind the numbers.
+    pub settings: RftlSettings,
+}
+
+/// RFTL's levels.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RftlGauges {
+    /// Pages holding live units.
+    pub unit_pages: u64,
+    /// Live units on them.
+    pub live_units: u64,
+    /// Nodes in the node translation table.
+    pub mapped_nodes: u64,
+    /// Memory of the table: 8 bytes per node plus 12 per (page, units) pair.
+    pub mapping_bytes: u64,
+    /// Most pages any node's units span.
+    pub max_node_pages: u64,
+}
+
+/// RFTL's settings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RftlSettings {
+    /// The compaction threshold (pages per node).
+    pub max_pages: u64,
+    /// Bytes of units a page holds.
+    pub unit_page_bytes: u64,
+}
+
+/// The RFTL store: the buffered-store skeleton with the RFTL policy.
+pub type RftlStore = BufferedStore<RftlPolicy>;
+
+/// RFTL's reservation buffer, flush, translation table and compaction. See the module
+/// documentation.
+pub struct RftlPolicy {
+    params: RftlParams,
+    buf: WriteBuffer,
+    op: u64,
+    live: LiveUnits,
+    stats: RftlStats,
+}
+
+/// What one node's flush writes: its units, cut into page-sized chunks.
+struct Batch {
+    id: PageId,
+    chunks: Vec<Vec<IndexUnit>>,
+    /// The units start with the node's whole content: its old pages' units are dead.
+    replace: bool,
+}
+
+/// Where a flush put one node's units.
+struct Placed {
+    id: PageId,
+    /// See [`Batch::replace`].
+    replace: bool,
+    /// Pages (indices into the [`Packing`]) and the node's units on each, in order.
+    at: Vec<(usize, u32)>,
+}
+
+/// Unit pages being filled by a flush.
+#[derive(Default)]
+struct Packing {
+    /// Units of each page, with their nodes.
+    pages: Vec<Vec<(PageId, IndexUnit)>>,
+    /// Bytes left on each page.
+    left: Vec<usize>,
+    /// Highest level of a node on each page (the page cache's level hint).
+    levels: Vec<u32>,
+}
+
+impl Packing {
+    /// Places `chunk` of node `id` at `level` on a page: the first one with room if
+    /// `first_fit`, else a new one; returns the page's index.
+    fn place(
+        &mut self,
+        id: PageId,
+        level: u32,
+        chunk: Vec<IndexUnit>,
+        room: usize,
+        first_fit: bool,
+    ) -> usize {
+        let size: usize = chunk.iter().map(IndexUnit::size).sum();
+        let fit = match first_fit {
+            true => self.left.iter().position(|l| *l >= size),
+            false => None,
+        };
+        let at = match fit {
+            Some(i) => i,
+            None => {
+                self.pages.push(Vec::new());
+                self.left.push(room);
+                self.levels.push(level);
+                self.pages.len() - 1
+            }
+        };
+        self.left[at] -= size;
+        self.levels[at] = self.levels[at].max(level);
+        self.pages[at].extend(chunk.into_iter().map(|u| (id, u)));
+        at
+    }
+}
+
+impl RftlPolicy {
+    /// The policy with options `params` (validated by the store configuration).
+    pub fn new(params: RftlParams) -> Self {
+        RftlPolicy {
+            params,
+            buf: WriteBuffer::default(),
+            op: 0,
+            live: LiveUnits::default(),
+            stats: RftlStats::default(),
+        }
+    }
+
+    /// The options.
+    pub fn params(&self) -> &RftlParams {
+        &self.params
+    }
+
+    /// RFTL's own counters (gauges and settings are filled in by the report).
+    pub fn rftl_stats(&self) -> RftlStats {
+        self.stats
+    }
+
+    /// Live units per unit page.
+    pub fn live_units(&self) -> &LiveUnits {
+        &self.live
+    }
+
+    fn check_layout(core: &Core) -> Result<()> {
+        let (ps, es) = (core.layout.page_size(), core.layout.entry_size());
+        let min = unit_page::min_page_size(es);
+        if ps < min {
+            return Err(Error::invalid(
+                "RFTL page size",
+                format!("a {ps}-byte unit page holds no unit of a {es}-byte entry ({min} bytes at least)"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Node `id` assembled from its units on the pages the translation table names.
+    fn disk_node(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Vec<u8>> {
+        let layout = core.layout;
+        let es = layout.entry_size();
+        let pages = core.header.unit_pages.get(&id).ok_or_else(|| {
+            Error::corrupted(
+                format!("RFTL node {id}"),
+                "the node translation table names no unit page for it",
+            )
+        })?;
+        let mut a = Assembly::new();
+        for &(p, n) in pages {
+            let raw = core
+                .cache
+                .read_checked_ref(p, level, |b| unit_page::verify(b, p))?;
+            let units = unit_page::units_of(raw, p, id, es)?;
+            if units.len() != n as usize {
+                return Err(Error::corrupted(
+                    format!("RFTL unit page {p}"),
+                    format!(
+                        "holds {} units of node {id}; the table says {n}",
+                        units.len()
+                    ),
+                ));
+            }
+            self.stats.unit_page_reads += 1;
+            for u in units {
+                a.apply(&layout, id, u)?;
+            }
+        }
+        self.stats.nodes_assembled += 1;
+        a.finish(&layout, id).map(|(page, _)| page)
+    }
+
+    /// The current content of node `id`: its buffered image or its assembled units, with
+    /// its buffered changes applied.
+    fn current(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Vec<u8>> {
+        let layout = core.layout;
+        let Some(n) = self.buf.get(id) else {
+            return self.disk_node(core, id, level);
+        };
+        if n.status == NodeStatus::Deleted {
+            return Err(Error::corrupted(
+                format!("node page {id}"),
+                "the node was deleted",
+            ));
+        }
+        let mut page = match &n.image {
+            Some(entries) => {
+                let mut page = vec![0u8; layout.page_size()];
+                page_from_entries(&layout, id, n.level, entries, &mut page)?;
+                page
+            }
+            None => self.disk_node(core, id, level)?,
+        };
+        let n = self.buf.get(id).expect("buffered");
+        let count = layout.entry_count(&page);
+        apply_raw(&layout, id, &mut page, n.level, count, &n.changes)?;
+        Ok(page)
+    }
+
+    /// What flushing buffered node `id` writes (`None`: nothing): its units, or its
+    /// current content if they would leave it on more than `max_pages` pages.
+    fn batch(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Option<Batch>> {
+        let layout = core.layout;
+        let (room, es) = (unit_page::capacity(layout.page_size()), layout.entry_size());
+        let n = self.buf.get(id).expect("a buffered node");
+        if n.status == NodeStatus::Deleted {
+            return Ok(None);
+        }
+        let mut units = Vec::with_capacity(n.changes.len() + 1);
+        if let Some(entries) = &n.image {
+            units.push(IndexUnit::Reset {
+                level: n.level,
+                entries: entries.clone(),
+            });
+        }
+        units.extend(n.changes.iter().cloned().map(IndexUnit::Change));
+        if units.is_empty() {
+            return Ok(None);
+        }
+        let replace = n.image.is_some();
+        let only_content = replace && n.changes.is_empty();
+        let node_level = n.level;
+        let chunks = unit_page::split(units, room, es);
+        // Pages the node keeps: none if its units start with its whole content.
+        let kept = match replace {
+            true => 0,
+            false => core.header.unit_pages.get(&id).map_or(0, Vec::len),
+        };
+        if only_content || kept + chunks.len() <= self.params.max_pages as usize {
+            return Ok(Some(Batch {
+                id,
+                chunks,
+                replace,
+            }));
+        }
+        // Compaction: the node's current content as one fresh unit set.
+        let page = self.current(core, id, level)?;
+        let count = layout.entry_count(&page);
+        let entries = page[layout.entry_offset(0)..layout.entry_offset(count)].to_vec();
+        self.stats.compactions += 1;
+        let reset = IndexUnit::Reset {
+            level: node_level,
+            entries,
+        };
+        Ok(Some(Batch {
+            id,
+            chunks: unit_page::split(vec![reset], room, es),
+            replace: true,
+        }))
+    }
+
+    /// Flushes the whole buffer as new unit pages. See the module documentation.
+    fn flush_all(&mut self, core: &mut Core) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        if core.log.needs_compaction() {
+            // Room for the flush's records in the log.
+            self.compact_log(core)?;
+        }
+        // Pages freed by earlier operations are reused below: their freeing must be durable
+        // before they are overwritten.
+        core.make_log_durable()?;
+        let members: Vec<(PageId, u32)> = self.buf.iter().map(|(id, n)| (id, n.level)).collect();
+        let ps = core.layout.page_size();
+        let room = unit_page::capacity(ps);
+        let mut packing = Packing::default();
+        let mut placed: Vec<Placed> = Vec::new();
+        for &(id, level) in &members {
+            let Some(b) = self.batch(core, id, level)? else {
+                continue;
+            };
+            let first_fit = b.chunks.len() == 1;
+            let mut at = Vec::with_capacity(b.chunks.len());
+            for chunk in b.chunks {
+                let n = chunk.len() as u32;
+                self.stats.units_written += u64::from(n);
+                self.stats.unit_bytes_written +=
+                    chunk.iter().map(IndexUnit::size).sum::<usize>() as u64;
+                at.push((packing.place(b.id, level, chunk, room, first_fit), n));
+            }
+            placed.push(Placed {
+                id: b.id,
+                replace: b.replace,
+                at,
+            });
+        }
+        // Every page is allocated before any is freed below, so no page this flush writes
+        // was named by the table a crash would recover.
+        let ids = (0..packing.pages.len())
+            .map(|_| core.allocate())
+            .collect::<Result<Vec<PageId>>>()?;
+        for Placed { id, replace, at } in placed {
+            let mut pages = match (replace, core.header.unit_pages.get(&id)) {
+                (false, Some(old)) => old.clone(),
+                _ => Vec::new(),
+            };
+            pages.extend(at.into_iter().map(|(i, n)| (ids[i], n)));
+            core.append(&Record::UnitPages {
+                id,
+                pages: pages.clone(),
+            })?;
+            self.set_pages(core, id, pages)?;
+        }
+        let mut order: Vec<usize> = (0..ids.len()).collect();
+        order.sort_by_key(|&i| ids[i]);
+        let mut unit = Unit::with_capacity(ids.len(), ps);
+        let mut page = vec![0u8; ps];
+        for i in order {
+            unit_page::encode(&packing.pages[i], &mut page);
+            unit.push(ids[i], packing.levels[i], &page);
+        }
+        self.stats.unit_pages_written += ids.len() as u64;
+        let members: Vec<PageId> = members.iter().map(|m| m.0).collect();
+        core.write_unit(
+            &unit,
+            UnitDurability::WrittenRecord {
+                members: members.clone(),
+            },
+        )?;
+        for id in members {
+            self.buf.remove(id);
+        }
+        Ok(())
+    }
+
+    /// Sets node `id`'s unit pages in the table, freeing pages left without live units.
+    fn set_pages(&mut self, core: &mut Core, id: PageId, pages: Vec<(PageId, u32)>) -> Result<()> {
+        for p in self.live.set(&mut core.header, id, pages)? {
+            core.cache.invalidate(p);
+            self.stats.unit_pages_freed += 1;
+        }
+        Ok(())
+    }
+
+    /// Rewrites the log as a snapshot: allocation and metadata, the translation table, the
+    /// buffered nodes.
+    fn compact_log(&self, core: &mut Core) -> Result<()> {
+        let mut records: Vec<Record> = core
+            .header
+            .unit_pages
+            .iter()
+            .map(|(id, pages)| Record::UnitPages {
+                id: *id,
+                pages: pages.clone(),
+            })
+            .collect();
+        records.extend(self.buf.snapshot_records());
+        core.compact_log(None, &records)
+    }
+}
+
+impl BufferPolicy for RftlPolicy {
+    const KIND: &'static str = "rftl";
+    const FORMAT: RecordFormat = RecordFormat::Fixed;
+    /// RFTL's records exist since log format 2.
+    const OLDEST_LOG_FORMAT: u32 = 2;
+
+    logged_write_buffer_hooks!();
+
+    flush_all_hooks!();
+
+    fn created(&mut self, core: &mut Core) -> Result<()> {
+        Self::check_layout(core)
+    }
+
+    /// Rebuilds metadata, allocation, the translation table (and the live units per page)
+    /// and the buffer from recovered records.
+    fn recover(
+        &mut self,
+        core: &mut Core,
+        operations: &[Vec<Record>],
+        rep: &mut RecoveryReport,
+    ) -> Result<()> {
+        Self::check_layout(core)?;
+        self.live = LiveUnits::of(&core.header);
+        for op in operations {
+            self.op += 1;
+            for r in op {
+                rep.records_replayed += 1;
+                if matches!(r, Record::Snapshot { .. }) {
+                    core.header.unit_pages.clear();
+                    self.live.clear();
+                }
+                match self.buf.replay(&mut core.header, r.clone(), self.op, rep) {
+                    None => {}
+                    Some(Record::UnitPages { id, pages }) => {
+                        for (p, _) in &pages {
+                            core.header.replay_allocate(*p);
+                        }
+                        self.live.set(&mut core.header, id, pages)?;
+                    }
+                    Some(other) => {
+                        return Err(Error::corrupted(
+                            "RFTL log",
+                            format!("{other:?} is not an RFTL record"),
+                        ))
+                    }
+                }
+            }
+        }
+        rep.buffered_nodes = self.buf.len() as u64;
+        Ok(())
+    }
+
+    fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+        self.current(core, id, level).map(Arc::from)
+    }
+
+    fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
+        // The node's units die at once (recovery frees pages in the order freed here).
+        if core.header.unit_pages.contains_key(&id) {
+            core.append(&Record::UnitPages { id, pages: vec![] })?;
+            self.set_pages(core, id, vec![])?;
+        }
+        self.buf.logged_delete(core, id, level, self.op)
+    }
+
+    fn report(&self, core: &Core, report: &mut StoreReport) {
+        let table = &core.header.unit_pages;
+        let pairs: usize = table.values().map(Vec::len).sum();
+        report.rftl = Some(RftlStats {
+            gauges: RftlGauges {
+                unit_pages: self.live.pages(),
+                live_units: self.live.units(),
+                mapped_nodes: table.len() as u64,
+                mapping_bytes: 8 * table.len() as u64 + 12 * pairs as u64,
+                max_node_pages: table.values().map(Vec::len).max().unwrap_or(0) as u64,
+            },
+            settings: RftlSettings {
+                max_pages: u64::from(self.params.max_pages),
+                unit_page_bytes: unit_page::capacity(core.layout.page_size()) as u64,
+            },
+            ..self.stats
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests;

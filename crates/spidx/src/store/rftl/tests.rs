@@ -1,0 +1,440 @@
+//! RFTL's rules on small stores: units of several nodes share pages, a node is assembled
+//! from its units across pages (one read per page), compaction at the threshold frees the
+//! pages whose units all died, the translation table survives a reopen (log and header),
+//! damage is refused with an error naming the page.
+
+use super::*;
+use crate::cache::CacheConfig;
+use crate::device::memory::{MemoryConfig, MemoryDevice};
+use crate::device::shared::SharedDevice;
+use crate::device::Device;
+use crate::node::{Entry, LayoutKind, Node, NodeLayout};
+use crate::store::buffered::placement::LogPlacement;
+use crate::store::log::LogConfig;
+use crate::store::{NodeChange, NodeStore, StoreConfig, StoreControl};
+
+use crate::store::buffered::tests::{devs, entry, layout, mem, PS};
+
+fn params(max_pages: u32) -> RftlParams {
+    RftlParams {
+        write_buffer: 1 << 20,
+        max_pages,
+        log_size: 8 << 20,
+        log_sync: LogSync::EachOp,
+    }
+}
+
+fn open_with(
+    nodes: &SharedDevice,
+    log: &SharedDevice,
+    l: NodeLayout,
+    max_pages: u32,
+    reopen: bool,
+) -> RftlStore {
+    let cfg = LogConfig::new(LogSync::EachOp);
+    let (c, p) = (CacheConfig::none(), RftlPolicy::new(params(max_pages)));
+    if reopen {
+        RftlStore::open(devs(nodes, log), &c, l, cfg, p, None).unwrap()
+    } else {
+        RftlStore::create(devs(nodes, log), &c, l, cfg, p, None).unwrap()
+    }
+}
+
+fn open(nodes: &SharedDevice, log: &SharedDevice, max_pages: u32, reopen: bool) -> RftlStore {
+    open_with(nodes, log, layout(), max_pages, reopen)
+}
+
+fn entries(s: &mut RftlStore, id: PageId) -> Vec<Entry<2>> {
+    let page = NodeStore::<2>::read(s, id, 0).unwrap();
+    let node: Node<2> = s.core().layout.decode(page.bytes());
+    node.entries
+}
+
+fn reads(s: &RftlStore) -> u64 {
+    StoreControl::device(s).stats().host.pages_read
+}
+
+fn modify(s: &mut RftlStore, id: PageId, c: NodeChange<2>) {
+    NodeStore::<2>::modify(s, id, 0, &[c]).unwrap();
+    NodeStore::<2>::end_operation(s).unwrap();
+}
+
+fn create(s: &mut RftlStore, es: &[Entry<2>]) -> PageId {
+    let id = NodeStore::<2>::create(s, 0, es).unwrap();
+    NodeStore::<2>::end_operation(s).unwrap();
+    id
+}
+
+fn table(s: &RftlStore, id: PageId) -> Vec<(PageId, u32)> {
+    s.core()
+        .header
+        .unit_pages
+        .get(&id)
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_node_is_assembled_from_its_units_on_every_page_of_its_list() {
+    let (nodes, log) = (mem(1 << 20), mem(8 << 20));
+    let mut s = open(&nodes, &log, 8, false);
+    // Two nodes created in one flush share one unit page.
+    let a = create(&mut s, &[entry(1), entry(2), entry(3)]);
+    let b = create(&mut s, &[entry(7)]);
+    StoreControl::write_back(&mut s).unwrap();
+    let (ta, tb) = (table(&s, a), table(&s, b));
+    assert_eq!(ta.len(), 1);
+    assert_eq!(ta[0].0, tb[0].0, "one page holds both nodes' units");
+    assert_eq!(s.policy().live_units().on(ta[0].0), 2);
+    // Two more flushes of changes to `a`: its units span three pages.
+    modify(&mut s, a, NodeChange::Push(entry(4)));
+    modify(
+        &mut s,
+        a,
+        NodeChange::Set {
+            pos: 0,
+            entry: entry(10),
+        },
+    );
+    StoreControl::write_back(&mut s).unwrap();
+    modify(&mut s, a, NodeChange::Remove { pos: 1 });
+    modify(
+        &mut s,
+        a,
+        NodeChange::Set {
+            pos: 0,
+            entry: entry(11),
+        },
+    );
+    StoreControl::write_back(&mut s).unwrap();
+    let ta = table(&s, a);
+    assert_eq!(ta.iter().map(|p| p.1).collect::<Vec<_>>(), vec![1, 2, 2]);
+    let st = s.policy().rftl_stats();
+    assert_eq!((st.unit_pages_written, st.units_written), (3, 6));
+    // One read per page, in order; the newest unit wins.
+    let (before, asm) = (reads(&s), st.unit_page_reads);
+    let want = vec![entry(11), entry(3), entry(4)];
+    assert_eq!(entries(&mut s, a), want);
+    assert_eq!(reads(&s) - before, 3);
+    assert_eq!(s.policy().rftl_stats().unit_page_reads - asm, 3);
+    assert_eq!(entries(&mut s, b), vec![entry(7)]);
+    // Buffered changes apply on top of the assembled node.
+    NodeStore::<2>::modify(&mut s, a, 0, &[NodeChange::Push(entry(5))]).unwrap();
+    let mut more = want.clone();
+    more.push(entry(5));
+    assert_eq!(entries(&mut s, a), more);
+    let r = s.report();
+    let g = r.rftl.unwrap().gauges;
+    assert_eq!((g.unit_pages, g.live_units, g.mapped_nodes), (3, 6, 2));
+    assert_eq!(g.max_node_pages, 3);
+    assert_eq!(g.mapping_bytes, 2 * 8 + 4 * 12);
+    assert_eq!(
+        r.gauges.pages_in_use,
+        2 + 3,
+        "two node ids, three unit pages"
+    );
+}
+
+#[test]
+fn compaction_at_the_threshold_frees_the_pages_whose_units_all_died() {
+    let (nodes, log) = (mem(1 << 20), mem(8 << 20));
+    let mut s = open(&nodes, &log, 3, false);
+    let a = create(&mut s, &[entry(1)]);
+    let b = create(&mut s, &[entry(2)]);
+    StoreControl::write_back(&mut s).unwrap();
+    let shared = table(&s, b)[0].0;
+    let mut want = vec![entry(1)];
+    for k in 0..2 {
+        modify(&mut s, a, NodeChange::Push(entry(20 + k)));
+        want.push(entry(20 + k));
+        StoreControl::write_back(&mut s).unwrap();
+    }
+    assert_eq!(table(&s, a).len(), 3, "at the threshold, not beyond");
+    assert_eq!(s.policy().rftl_stats().compactions, 0);
+    let old: Vec<PageId> = table(&s, a).iter().map(|p| p.0).collect();
+    // One more flush would put `a` on a fourth page: it is compacted instead.
+    modify(
+        &mut s,
+        a,
+        NodeChange::Set {
+            pos: 0,
+            entry: entry(9),
+        },
+    );
+    want[0] = entry(9);
+    StoreControl::write_back(&mut s).unwrap();
+    let st = s.policy().rftl_stats();
+    assert_eq!(st.compactions, 1);
+    let ta = table(&s, a);
+    assert_eq!(ta.len(), 1, "one fresh unit set");
+    assert!(!old.contains(&ta[0].0));
+    // Its two pages of its own are freed; the page shared with `b` still holds b's unit.
+    assert_eq!(st.unit_pages_freed, 2);
+    assert_eq!(s.policy().live_units().on(shared), 1);
+    assert!(s.core().header.free.contains(&old[1]) && s.core().header.free.contains(&old[2]));
+    assert_eq!(s.report().gauges.pages_in_use, 2 + 2);
+    let before = reads(&s);
+    assert_eq!(entries(&mut s, a), want);
+    assert_eq!(reads(&s) - before, 1, "a compacted node is one page");
+    // Deleting `b` kills the last live unit of the shared page: freed.
+    NodeStore::<2>::delete(&mut s, b, 0).unwrap();
+    NodeStore::<2>::end_operation(&mut s).unwrap();
+    assert_eq!(s.policy().rftl_stats().unit_pages_freed, 3);
+    assert_eq!(s.policy().live_units().on(shared), 0);
+    assert_eq!(s.report().gauges.pages_in_use, 1 + 1);
+    // Freed pages are reused by later flushes.
+    let c = create(&mut s, &[entry(3)]);
+    StoreControl::write_back(&mut s).unwrap();
+    assert!(old.contains(&table(&s, c)[0].0) || table(&s, c)[0].0 == shared);
+    assert_eq!(entries(&mut s, c), vec![entry(3)]);
+    assert_eq!(entries(&mut s, a), want);
+}
+
+/// With the seeds' compact layout a full node's units need more than a page: its units
+/// are split (a reset and an extend) over two pages, which a compaction cannot shrink;
+/// every flush still leaves the node readable and within `max(max_pages, 2)` pages.
+#[test]
+fn a_full_node_spans_two_pages_and_compaction_keeps_it_there() {
+    let l = NodeLayout::new(LayoutKind::Seed, PS, 2).unwrap();
+    let (nodes, log) = (mem(1 << 20), mem(8 << 20));
+    let mut s = open_with(&nodes, &log, l, 1, false);
+    let full: Vec<Entry<2>> = (0..l.fits() as u64).map(entry).collect();
+    let a = create(&mut s, &full);
+    StoreControl::write_back(&mut s).unwrap();
+    assert_eq!(table(&s, a).len(), 2);
+    let mut want = full.clone();
+    for k in 0..3 {
+        want[k] = entry(100 + k as u64);
+        modify(
+            &mut s,
+            a,
+            NodeChange::Set {
+                pos: k,
+                entry: want[k],
+            },
+        );
+        StoreControl::write_back(&mut s).unwrap();
+        assert_eq!(table(&s, a).len(), 2, "flush {k}");
+        assert_eq!(entries(&mut s, a), want);
+    }
+    assert_eq!(s.policy().rftl_stats().compactions, 3);
+}
+
+#[test]
+fn the_translation_table_survives_a_crash_and_a_checkpoint() {
+    let (nodes, log) = (mem(1 << 20), mem(8 << 20));
+    let mut s = open(&nodes, &log, 2, false);
+    let mut ids = Vec::new();
+    for n in 0..6u64 {
+        ids.push(create(&mut s, &[entry(n)]));
+    }
+    StoreControl::write_back(&mut s).unwrap();
+    for round in 0..3u64 {
+        for &id in &ids {
+            modify(&mut s, id, NodeChange::Push(entry(10 * (round + 1) + id)));
+        }
+        StoreControl::write_back(&mut s).unwrap();
+    }
+    assert!(s.policy().rftl_stats().compactions > 0);
+    NodeStore::<2>::delete(&mut s, ids[2], 0).unwrap();
+    NodeStore::<2>::end_operation(&mut s).unwrap();
+    // Buffered changes on top, then a crash (no checkpoint): the log rebuilds the table,
+    // the live units, the free list and the buffer.
+    modify(
+        &mut s,
+        ids[0],
+        NodeChange::Set {
+            pos: 0,
+            entry: entry(90),
+        },
+    );
+    let want: Vec<Vec<Entry<2>>> = ids
+        .iter()
+        .filter(|&&i| i != ids[2])
+        .map(|&i| entries(&mut s, i))
+        .collect();
+    let (mapping, free) = (
+        s.core().header.unit_pages.clone(),
+        s.core().header.free.clone(),
+    );
+    let live = s.policy().live_units().clone();
+    drop(s);
+    let mut s = open(&nodes, &log, 2, true);
+    assert_eq!(s.core().header.unit_pages, mapping);
+    assert_eq!(s.core().header.free, free);
+    assert_eq!(s.policy().live_units(), &live);
+    let got: Vec<Vec<Entry<2>>> = ids
+        .iter()
+        .filter(|&&i| i != ids[2])
+        .map(|&i| entries(&mut s, i))
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(got[0][0], entry(90));
+    // A checkpoint compacts the log into a snapshot holding the table; reopen again.
+    NodeStore::<2>::flush(&mut s).unwrap();
+    let mapping = s.core().header.unit_pages.clone();
+    drop(s);
+    let mut s = open(&nodes, &log, 2, true);
+    assert_eq!(s.core().header.unit_pages, mapping);
+    assert_eq!(s.policy().live_units(), &LiveUnits::of(&s.core().header));
+    assert_eq!(entries(&mut s, ids[0])[0], entry(90));
+    assert_eq!(s.report().recovery.unwrap().buffered_nodes, 0);
+}
+
+#[test]
+fn the_translation_table_round_trips_through_store_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = StoreConfig::Rftl {
+        write_buffer: 8 << 10,
+        max_pages: 4,
+        log_size: None,
+        log_sync: LogSync::EachOp,
+        log_device: LogPlacement::Same,
+    };
+    let dev = || -> Box<dyn Device> {
+        Box::new(MemoryDevice::open(&MemoryConfig { capacity: 16 << 20 }, PS, None).unwrap())
+    };
+    let shared = SharedDevice::new(dev());
+    let mut s = cfg
+        .create(
+            Box::new(shared.clone()),
+            &CacheConfig::none(),
+            layout(),
+            Some(dir.path()),
+        )
+        .unwrap();
+    for n in 0..4u64 {
+        NodeStore::<2>::create(&mut s, 0, &[entry(n)]).unwrap();
+        NodeStore::<2>::end_operation(&mut s).unwrap();
+    }
+    s.write_back().unwrap();
+    for n in 0..4u64 {
+        NodeStore::<2>::modify(&mut s, n, 0, &[NodeChange::Push(entry(20 + n))]).unwrap();
+        NodeStore::<2>::end_operation(&mut s).unwrap();
+    }
+    NodeStore::<2>::flush(&mut s).unwrap();
+    drop(s);
+    let saved = crate::store::StoreHeader::load(&dir.path().join("store.json")).unwrap();
+    assert_eq!(saved.kind, "rftl");
+    assert_eq!(saved.unit_pages.len(), 4, "{saved:?}");
+    assert!(saved.unit_pages.values().all(|p| p.len() == 2), "{saved:?}");
+    let mut s = cfg
+        .open(Box::new(shared), &CacheConfig::none(), layout(), dir.path())
+        .unwrap();
+    let page = NodeStore::<2>::read(&mut s, 3, 0).unwrap();
+    let node: Node<2> = layout().decode(page.bytes());
+    assert_eq!(node.entries, vec![entry(3), entry(23)]);
+    let r = s.report();
+    assert_eq!(r.kind, "rftl");
+    let x = r.rftl.unwrap();
+    assert_eq!(x.gauges.mapped_nodes, 4);
+    assert_eq!(x.gauges.unit_pages, 2);
+    assert_eq!(x.settings.max_pages, 4);
+    assert_eq!(x.settings.unit_page_bytes, (PS - unit_page::HEADER) as u64);
+}
+
+#[test]
+fn a_damaged_unit_page_or_table_is_refused_naming_it() {
+    let (nodes, log) = (mem(1 << 20), mem(8 << 20));
+    let mut s = open(&nodes, &log, 4, false);
+    let id = create(&mut s, &[entry(1)]);
+    StoreControl::write_back(&mut s).unwrap();
+    let p = table(&s, id)[0].0;
+    let mut page = vec![0u8; PS];
+    let mut d = nodes.clone();
+    d.read(p, &mut page).unwrap();
+    let good = page.clone();
+    page[PS - 1] ^= 0xff;
+    d.write(p, &page).unwrap();
+    let e = NodeStore::<2>::read(&mut s, id, 0)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains(&format!("RFTL unit page {p}")) && e.contains("checksum"),
+        "{e}"
+    );
+    d.write(p, &good).unwrap();
+    assert_eq!(entries(&mut s, id), vec![entry(1)]);
+    // A table that does not match its pages.
+    let (_, core) = s.parts_mut();
+    core.header.unit_pages.insert(id, vec![(p, 3)]);
+    let e = NodeStore::<2>::read(&mut s, id, 0)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("the table says 3"), "{e}");
+    let (_, core) = s.parts_mut();
+    core.header.unit_pages.remove(&id);
+    let e = NodeStore::<2>::read(&mut s, id, 0)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains(&format!("RFTL node {id}")), "{e}");
+}
+
+#[test]
+fn invalid_options_are_refused_naming_the_key() {
+    for (p, want) in [
+        (
+            RftlParams {
+                write_buffer: 0,
+                ..params(4)
+            },
+            "RFTL write_buffer",
+        ),
+        (
+            RftlParams {
+                write_buffer: 512,
+                ..params(4)
+            },
+            "less than one 1024-byte unit page",
+        ),
+        (params(0), "RFTL max_pages"),
+        (
+            RftlParams {
+                log_size: 4096,
+                ..params(4)
+            },
+            "RFTL log_size",
+        ),
+    ] {
+        let e = p.validate(PS).unwrap_err().to_string();
+        assert!(e.contains(want), "{p:?}: {e}");
+    }
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Spec {
+        store: StoreConfig,
+    }
+    let s: Spec = toml::from_str(
+        r#"store = { kind = "rftl", write_buffer = "256KB", log_device = "uncounted" }"#,
+    )
+    .unwrap();
+    assert_eq!(s.store.label(), "RFTL log=uncounted");
+    let p = s.store.rftl_params().unwrap();
+    assert_eq!((p.log_size, p.max_pages), (4 << 20, 4));
+    let json = serde_json::to_string(&s.store).unwrap();
+    assert_eq!(serde_json::from_str::<StoreConfig>(&json).unwrap(), s.store);
+    let s: Spec =
+        toml::from_str(r#"store = { kind = "rftl", write_buffer = "256KB", max_pages = 8 }"#)
+            .unwrap();
+    assert_eq!(s.store.label(), "RFTL(max_pages=8)");
+    for (bad, want) in [
+        (
+            r#"store = { kind = "rftl", write_buffer = "256KB", flushing_unit = 3 }"#,
+            "unknown field",
+        ),
+        (
+            r#"store = { kind = "rftl" }"#,
+            "missing field `write_buffer`",
+        ),
+        (
+            r#"store = { kind = "lcr", write_buffer = "256KB", max_pages = 3 }"#,
+            "unknown field",
+        ),
+    ] {
+        let e = toml::from_str::<Spec>(bad).unwrap_err().to_string();
+        assert!(e.contains(want), "{bad}: {e}");
+    }
+}
