@@ -225,31 +225,53 @@ fn recover_and_check(
 }
 
 fn crash_cases(seeds: u64, n_ops: usize) {
+    for (ci, cfg) in crash_configs().iter().enumerate() {
+        for seed in 0..seeds {
+            crash_case(ci, cfg, seed, n_ops);
+        }
+    }
+}
+
+/// One power cut: configuration `ci` of [`crash_configs`], seeded by `seed`.
+fn crash_case(ci: usize, cfg: &StoreConfig, seed: u64, n_ops: usize) {
     let kinds = [
         IndexKind::RStar(RStarOptions::default()),
         IndexKind::RTree {
             split: SplitAlgorithm::Quadratic,
         },
     ];
-    for (ci, cfg) in crash_configs().iter().enumerate() {
-        for seed in 0..seeds {
-            let kind = kinds[(seed as usize + ci) % 2];
-            let workload = ops(seed * 1000 + ci as u64, n_ops);
-            let dir = tempfile::tempdir().unwrap();
-            let (_, _, total, _) = run(cfg, kind, &workload, u64::MAX, Tear::Lost, dir.path());
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let cut = rng.gen_range(0..total);
-            let tear = match seed % 3 {
-                0 => Tear::Lost,
-                1 => Tear::Sectors(1),
-                _ => Tear::Sectors(rng.gen_range(1..PAGE * 4 / 512)),
-            };
-            let dir = tempfile::tempdir().unwrap();
-            let (models, acked, _, medium) = run(cfg, kind, &workload, cut, tear, dir.path());
-            let what = format!("{cfg:?} {kind:?} seed {seed} cut {cut}/{total} {tear:?}");
-            recover_and_check(cfg, kind, &models, acked, medium, dir.path(), &what);
-        }
-    }
+    let kind = kinds[(seed as usize + ci) % 2];
+    let workload = ops(seed * 1000 + ci as u64, n_ops);
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, total, _) = run(cfg, kind, &workload, u64::MAX, Tear::Lost, dir.path());
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let cut = rng.gen_range(0..total);
+    let tear = match seed % 3 {
+        0 => Tear::Lost,
+        1 => Tear::Sectors(1),
+        _ => Tear::Sectors(rng.gen_range(1..PAGE * 4 / 512)),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (models, acked, _, medium) = run(cfg, kind, &workload, cut, tear, dir.path());
+    let what = format!("{cfg:?} {kind:?} seed {seed} cut {cut}/{total} {tear:?}");
+    recover_and_check(cfg, kind, &models, acked, medium, dir.path(), &what);
+}
+
+/// A known recovery bug found by a long run (`SPIDX_LONG_TESTS=1`), kept here so that it
+/// can be reproduced (`cargo test --test crash_recovery -- --ignored`): FAST* with unit 2
+/// and group commits of 4, a power cut at device write 34 of 42 torn after 4 sectors;
+/// after recovery the checker finds "corrupted write buffer of node 1: entry 20 does not
+/// exist (16 entries)" (the log's changes of node 1 do not match its page) and fewer leaf
+/// entries than the metadata's objects. Not yet understood: making the log durable
+/// before a unit reuses a page freed by an unsynced operation did not fix it.
+#[test]
+#[ignore = "known FAST recovery bug under group commit (see the doc comment); fails today"]
+fn fast_group_commit_power_cut_seed_323_recovers() {
+    let configs = crash_configs();
+    let cfg = &configs[5];
+    let text = format!("{cfg:?}");
+    assert!(text.contains("Group(4)"), "configuration 5 changed: {text}");
+    crash_case(5, cfg, 323, 150);
 }
 
 #[test]
