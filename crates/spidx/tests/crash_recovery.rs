@@ -257,15 +257,14 @@ fn crash_case(ci: usize, cfg: &StoreConfig, seed: u64, n_ops: usize) {
     recover_and_check(cfg, kind, &models, acked, medium, dir.path(), &what);
 }
 
-/// A known recovery bug found by a long run (`SPIDX_LONG_TESTS=1`), kept here so that it
-/// can be reproduced (`cargo test --test crash_recovery -- --ignored`): FAST* with unit 2
-/// and group commits of 4, a power cut at device write 34 of 42 torn after 4 sectors;
-/// after recovery the checker finds "corrupted write buffer of node 1: entry 20 does not
-/// exist (16 entries)" (the log's changes of node 1 do not match its page) and fewer leaf
-/// entries than the metadata's objects. Not yet understood: making the log durable
-/// before a unit reuses a page freed by an unsynced operation did not fix it.
+/// Found by a long run (`SPIDX_LONG_TESTS=1`): FAST* with unit 2 and group commits of 4,
+/// a power cut at device write 35 of 42 (or write 34 torn after 4 or more sectors). A
+/// flush wrote a node whose buffered state was an image (a rewrite) in place without
+/// making the log durable first (no new image to log); the cut lost the unsynced commits
+/// that described the new page, and recovery replayed the node's older changes onto it
+/// ("corrupted write buffer of node 1: entry 20 does not exist (16 entries)"). Every
+/// committed record is now durable before a unit's in-place writes.
 #[test]
-#[ignore = "known FAST recovery bug under group commit (see the doc comment); fails today"]
 fn fast_group_commit_power_cut_seed_323_recovers() {
     let configs = crash_configs();
     let cfg = &configs[5];

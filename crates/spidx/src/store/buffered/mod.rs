@@ -223,7 +223,11 @@ impl Core {
         let sync = self.log.config().sync != LogSync::None;
         match &durability {
             UnitDurability::WrittenRecord { .. } => {
-                if images > 0 {
+                // Write-ahead: the pages below hold states that committed records describe
+                // (a rewrite kept as an image in the buffer logs no new image), so every
+                // committed record must be durable before they are overwritten; under
+                // group commit some may not be synced yet.
+                if images > 0 || (sync && self.log.unsynced_commits() > 0) {
                     self.log.commit()?;
                     if sync {
                         self.log.sync()?;
@@ -349,8 +353,9 @@ impl Unit {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UnitDurability {
     /// The unit's nodes are recorded as written once their pages are durable (FAST): if
-    /// the unit logged images, they are committed and synced (written out under log sync
-    /// `none`) before the in-place writes; the device is synced after them (except under
+    /// the unit logged images, or commits are not synced yet (group commit), the log is
+    /// committed and synced (written out under log sync `none` when it logged images)
+    /// before the in-place writes; the device is synced after them (except under
     /// `none`) and a [`Record::Written`] naming `members` is committed, so recovery drops
     /// their earlier records.
     WrittenRecord {
