@@ -21,7 +21,6 @@ use spidx::index::{
 };
 use spidx::node::{Capacity, LayoutKind, Occupancy};
 use spidx::store::direct::DirectStore;
-use spidx::store::NodeStore;
 
 use crate::sys;
 
@@ -270,7 +269,7 @@ impl Subject for Spidx {
         Ok(self.tree.insert(*r, id)?)
     }
     fn finish_build(&mut self) -> Result<()> {
-        Ok(NodeStore::<2>::flush(self.tree.store_mut())?)
+        Ok(self.tree.flush()?)
     }
     fn before_queries(&mut self) -> Result<()> {
         if self.simulated {

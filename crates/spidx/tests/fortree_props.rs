@@ -14,9 +14,10 @@ mod stores;
 use model::{op, open_tree, Mix, Model, Op, MIX, PAGE};
 use proptest::prelude::*;
 use spidx::geom::Rect;
+use spidx::index::Tree;
 use spidx::index::{ForTreeOptions, IndexKind, MbrPredicate};
 use spidx::node::{Capacity, Entry, LayoutKind, Occupancy};
-use spidx::store::{NodeChange, NodeStore, StoreConfig};
+use spidx::store::{AnyStore, NodeChange, NodeStore, StoreConfig};
 use stores::{long_cases, store_configs};
 
 /// Mostly inserts (chains of overflow nodes grow), more windows than the default mix.
@@ -62,6 +63,52 @@ fn run_ops(cfg: &StoreConfig, o: ForTreeOptions, ops: &[Op<2>]) {
     m.check_answers(&mut t);
 }
 
+/// The tree's structure as far as it decides answers and costs: every leaf entry in the
+/// order a full search visits them (the order follows the nodes), the shape per level and
+/// the pages of the root and of the longest node. Runs a search, so call it last.
+fn structure(t: &mut Tree<AnyStore, 2>) -> String {
+    let rep = t.check().unwrap();
+    assert!(rep.ok(), "{:?}", rep.violations);
+    let mut leaves = Vec::new();
+    let all = Rect {
+        min: [f64::MIN; 2],
+        max: [f64::MAX; 2],
+    };
+    t.search(MbrPredicate::All, &all, |e| leaves.push((e.ptr, e.mbr)))
+        .unwrap();
+    format!(
+        "levels {:?} root pages {} longest node {} leaves {leaves:?}",
+        rep.levels,
+        t.root_pages().unwrap(),
+        t.max_node_pages().unwrap()
+    )
+}
+
+/// Runs `ops` on a tree that stays open and on one closed and reopened (as another
+/// process would) after the first `cut` of them; the two structures.
+fn closed_midway(
+    cfg: &StoreConfig,
+    o: ForTreeOptions,
+    ops: &[Op<2>],
+    cut: usize,
+) -> (String, String) {
+    let kind = IndexKind::ForTree(o);
+    let what = format!("{cfg:?} {o:?}");
+    let open_dir = tempfile::tempdir().unwrap();
+    let mut open = open_tree(cfg, kind, open_dir.path(), true);
+    Model::new().apply_all(&mut open, ops, &what);
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = open_tree(cfg, kind, dir.path(), true);
+    let mut m = Model::new();
+    m.apply_all(&mut t, &ops[..cut], &what);
+    t.store_mut().write_back().unwrap();
+    t.into_store().unwrap();
+    let mut t = open_tree(cfg, kind, dir.path(), false);
+    m.apply_all(&mut t, &ops[cut..], &what);
+    (structure(&mut open), structure(&mut t))
+}
+
 fn options(ratio: f64, root_fix: bool) -> ForTreeOptions {
     ForTreeOptions {
         write_read_ratio: ratio,
@@ -84,6 +131,27 @@ proptest! {
     ) {
         let cfgs = store_configs();
         run_ops(&cfgs[cfg % cfgs.len()], options(ratio, root_fix), &ops);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: long_cases(16, 200), ..ProptestConfig::default() })]
+
+    /// The access counts are saved with the tree (its state blob) at the checkpoint that
+    /// closes it: a tree reopened midway merges nodes back exactly when one never closed
+    /// does, under every store.
+    #[test]
+    fn a_reopened_fortree_goes_on_like_one_never_closed(
+        ops in prop::collection::vec(op::<2>(FORTREE_MIX), 2..300),
+        cut in 0.0..1.0f64,
+        cfg in 0usize..64,
+        ratio in prop_oneof![Just(1.0), Just(2.0), Just(10.0)],
+        root_fix in any::<bool>(),
+    ) {
+        let cfgs = store_configs();
+        let cut = ((ops.len() as f64 * cut) as usize).max(1);
+        let (open, reopened) = closed_midway(&cfgs[cfg % cfgs.len()], options(ratio, root_fix), &ops, cut);
+        prop_assert_eq!(open, reopened);
     }
 }
 
@@ -212,6 +280,102 @@ fn chains_survive_a_reopen_and_a_looping_chain_is_refused() {
         "{:?}",
         rep.violations
     );
+}
+
+/// A FOR-tree of 60 objects without the fix (inserts not counted), ratio 1.
+fn counted_tree(dir: &std::path::Path, cfg: &StoreConfig) -> Tree<AnyStore, 2> {
+    // Ratio 1: a node with one O-node merges back at its 2nd access, with two at its 4th.
+    let kind = IndexKind::ForTree(options(1.0, false));
+    let mut t = open_tree(cfg, kind, dir, true);
+    for i in 0..60 {
+        t.insert(point(i), i).unwrap();
+    }
+    t
+}
+
+#[test]
+fn the_access_counts_survive_a_reopen_and_damaged_counts_are_refused() {
+    let cfg = StoreConfig::direct();
+    let kind = IndexKind::ForTree(options(1.0, false));
+    let q = Rect {
+        min: [0.0, 0.0],
+        max: [10.0, 10.0],
+    };
+    // Without the fix, inserts are not counted: the root leaf spans several pages, and
+    // searches count its accesses towards the merge-back.
+    let run = |reopen: bool, forget: bool| -> usize {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = counted_tree(dir.path(), &cfg);
+        let pages = t.root_pages().unwrap();
+        assert!(pages > 1, "the root leaf has O-nodes: {pages}");
+        // One access fewer than the merge needs: ⌊(5k − 1) / 2⌋ × 1 with k = pages − 1.
+        let due = (5 * (pages - 1) - 1) / 2;
+        for _ in 0..due - 1 {
+            t.search(MbrPredicate::Intersects, &q, |_| {}).unwrap();
+        }
+        if reopen {
+            t.into_store().unwrap();
+            if forget {
+                let path = dir.path().join("store.json");
+                let mut header: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+                header.as_object_mut().unwrap().remove("tree_state");
+                std::fs::write(&path, header.to_string()).unwrap();
+            }
+            t = open_tree(&cfg, kind, dir.path(), false);
+        }
+        // The last counted access, then an insert that reaches the root merges it back.
+        t.search(MbrPredicate::Intersects, &q, |_| {}).unwrap();
+        t.insert(point(1000), 1000).unwrap();
+        t.root_pages().unwrap()
+    };
+    let never_closed = run(false, false);
+    assert_eq!(never_closed, 1, "merged back at the threshold");
+    assert_eq!(run(true, false), never_closed, "reopened with its counts");
+    assert!(
+        run(true, true) > 1,
+        "a tree that lost its counts merges later"
+    );
+
+    // Damaged state and another variant's state are refused with the reason.
+    let dir = tempfile::tempdir().unwrap();
+    counted_tree(dir.path(), &cfg).into_store().unwrap();
+    let path = dir.path().join("store.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let header: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(header["tree_state"]["format"], "fortree-access-counts/1");
+    let open_with = |state: serde_json::Value| -> String {
+        let mut h = header.clone();
+        h["tree_state"] = state;
+        std::fs::write(&path, h.to_string()).unwrap();
+        let layout = kind.layout(LayoutKind::Checked, PAGE, 2).unwrap();
+        let cap = Capacity::new(&layout, &Occupancy::default()).unwrap();
+        let dev = spidx::device::memory::MemoryDevice::open(
+            &spidx::device::memory::MemoryConfig { capacity: 16 << 20 },
+            PAGE,
+            Some(&dir.path().join("device.state")),
+        )
+        .unwrap();
+        let cache = "lru:4KB".parse().unwrap();
+        match cfg
+            .open(Box::new(dev), &cache, layout, dir.path())
+            .and_then(|store| Tree::<_, 2>::open(store, cap, kind))
+        {
+            Ok(_) => "opened".into(),
+            Err(e) => e.to_string(),
+        }
+    };
+    let err = open_with(serde_json::json!({"format": "fortree-access-counts/1", "bytes": "/w=="}));
+    assert!(
+        err.contains("tree state") && err.contains("access counts"),
+        "{err}"
+    );
+    let err = open_with(serde_json::json!({"format": "something-else/1", "bytes": ""}));
+    assert!(err.contains("something-else/1"), "{err}");
+    let err =
+        open_with(serde_json::json!({"format": "fortree-access-counts/1", "bytes": "not base64!"}));
+    assert!(err.contains("store header"), "{err}");
+    assert_eq!(open_with(header["tree_state"].clone()), "opened");
 }
 
 #[test]

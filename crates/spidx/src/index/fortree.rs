@@ -26,9 +26,11 @@
 //! slots (page `q` of a node with `M` entries per page names pages `qM + 1 ..= qM + M`), so
 //! the chain is part of the stored tree: it survives reopening and crash recovery under
 //! every store, and costs one page write more when an O-node is added or freed. The
-//! access counts are tree state held in memory (as in the paper); a reopened tree counts
-//! afresh. The paper's own buffer of dirty nodes is a store concern and not part of this
-//! module.
+//! access counts are held in memory (as in the paper) and saved as the tree's state
+//! ([`VariantState`]) at every checkpoint, so a reopened tree merges back when one never
+//! closed would; after a crash, the counts of the last checkpoint come back (they decide
+//! only when a node is merged back, never what the tree holds). The paper's own buffer of
+//! dirty nodes is a store concern and not part of this module.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -39,7 +41,7 @@ use super::insert::InsertCtx;
 use super::rtree::{least_enlargement, LeastEnlargement};
 use super::strategy::{
     mbr_of, CondenseReinsert, NodeAccess, NodePages, OverflowTreatment, Overflowing, Spanned,
-    Strategy, Treated,
+    Strategy, Treated, VariantState,
 };
 use crate::node::{Entry, NodeView, PageId};
 use crate::store::NodeChange;
@@ -105,7 +107,8 @@ pub(crate) fn strategy<const D: usize>(o: &ForTreeOptions) -> Strategy<D> {
         choose: Box::new(LeastEnlargement),
         overflow: Arc::clone(&parts) as Arc<dyn OverflowTreatment<D>>,
         underflow: Arc::new(CondenseReinsert),
-        pages: Some(parts),
+        pages: Some(Arc::clone(&parts) as Arc<dyn NodePages<D>>),
+        state: Some(parts),
     }
 }
 
@@ -124,6 +127,36 @@ impl ForTree {
 
     fn merge_due(&self, id: PageId, k: usize) -> bool {
         k >= 1 && self.counts().get(&id).copied().unwrap_or(0) as f64 >= self.opts.threshold(k)
+    }
+}
+
+/// The access counts as tree state: `(node, accesses)` pairs in node order, postcard.
+impl VariantState for ForTree {
+    fn format(&self) -> &'static str {
+        "fortree-access-counts/1"
+    }
+
+    fn save(&self) -> Vec<u8> {
+        let mut pairs: Vec<(PageId, u64)> = self.counts().iter().map(|(k, v)| (*k, *v)).collect();
+        pairs.sort_unstable();
+        // Encoding a list of integer pairs into a Vec cannot fail.
+        postcard::to_stdvec(&pairs).expect("access counts encode")
+    }
+
+    fn load(&self, bytes: &[u8]) -> Result<()> {
+        let pairs: Vec<(PageId, u64)> = postcard::from_bytes(bytes)
+            .map_err(|e| Error::corrupted("FOR-tree access counts", e.to_string()))?;
+        let mut counts = self.counts();
+        counts.clear();
+        for (id, n) in pairs {
+            if counts.insert(id, n).is_some() {
+                return Err(Error::corrupted(
+                    "FOR-tree access counts",
+                    format!("node {id} is counted twice"),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -159,6 +159,7 @@ pub(crate) fn strategy<const D: usize>(o: &HilbertOptions) -> Strategy<D> {
             siblings: o.siblings,
         }),
         pages: None,
+        state: None,
     }
 }
 

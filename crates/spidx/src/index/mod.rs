@@ -37,7 +37,7 @@ pub use split::SplitAlgorithm;
 
 use crate::geom::Rect;
 use crate::node::{Capacity, Entry, LayoutKind, Node, NodeLayout, NodeView, PageId};
-use crate::store::{NodeChange, NodePage, NodeStore, TreeMeta};
+use crate::store::{NodeChange, NodePage, NodeStore, TreeMeta, TreeState};
 use crate::{Error, Result};
 use strategy::{NodeAccess, Spanned, Strategy};
 
@@ -258,15 +258,68 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         if meta.height == 0 {
             return Err(Error::corrupted("index", "tree height 0"));
         }
+        let strategy: Strategy<D> = kind.strategy();
+        Self::restore_state(&store, &strategy, &kind)?;
         Ok(Tree {
             store,
             cap,
             kind,
             meta,
             stats: TreeStats::default(),
-            strategy: kind.strategy(),
+            strategy,
             search_stack: Vec::new(),
         })
+    }
+
+    /// Gives the variant the state the store saved for it. A store without saved state
+    /// (a tree never checkpointed with state, or written before state was kept) starts
+    /// the variant afresh; state of another format, or damaged state, is refused.
+    fn restore_state(store: &S, strategy: &Strategy<D>, kind: &IndexKind) -> Result<()> {
+        let saved = store.tree_state();
+        match (&strategy.state, saved) {
+            (_, None) => Ok(()),
+            (Some(part), Some(s)) if s.format == part.format() => {
+                part.load(&s.bytes).map_err(|e| {
+                    Error::corrupted("tree state", format!("{} ({}): {e}", s.format, kind.label()))
+                })
+            }
+            (Some(part), Some(s)) => Err(Error::corrupted(
+                "tree state",
+                format!(
+                    "the store holds tree state of format '{}', {} keeps '{}'",
+                    s.format,
+                    kind.label(),
+                    part.format()
+                ),
+            )),
+            (None, Some(s)) => Err(Error::invalid(
+                "index",
+                format!(
+                    "the store holds tree state of format '{}' that {} does not keep (opened as another index kind?)",
+                    s.format,
+                    kind.label()
+                ),
+            )),
+        }
+    }
+
+    /// Hands the variant's state to the store (saved with its header at the next
+    /// checkpoint); nothing for variants without state.
+    fn save_state(&mut self) {
+        if let Some(part) = &self.strategy.state {
+            self.store.set_tree_state(Some(TreeState {
+                format: part.format().to_string(),
+                bytes: part.save(),
+            }));
+        }
+    }
+
+    /// Saves the variant's state and makes everything durable ([`NodeStore::flush`]).
+    /// Use it rather than flushing the store directly, which would checkpoint the state
+    /// last saved.
+    pub fn flush(&mut self) -> Result<()> {
+        self.save_state();
+        self.store.flush()
     }
 
     /// Refuses a store whose node layout does not hold the variant's auxiliary keys (or
@@ -316,9 +369,9 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         &mut self.store
     }
 
-    /// Flushes the store and gives it back.
+    /// Flushes the store (with the variant's state) and gives it back.
     pub fn into_store(mut self) -> Result<S> {
-        self.store.flush()?;
+        self.flush()?;
         Ok(self.store)
     }
 

@@ -79,6 +79,7 @@ pub(crate) fn strategy<const D: usize>(o: &RStarOptions) -> Strategy<D> {
         overflow: Arc::new(ForcedReinsert(*o)),
         underflow: Arc::new(CondenseReinsert),
         pages: None,
+        state: None,
     }
 }
 

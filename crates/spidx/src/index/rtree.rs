@@ -21,6 +21,7 @@ pub(crate) fn strategy<const D: usize>(algo: SplitAlgorithm) -> Strategy<D> {
         overflow: Arc::new(Split(algo)),
         underflow: Arc::new(CondenseReinsert),
         pages: None,
+        state: None,
     }
 }
 

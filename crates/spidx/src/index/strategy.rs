@@ -20,6 +20,12 @@
 //! a fourth part, [`NodePages`]: the engines (insert, delete, search, nearest neighbours,
 //! the checker) then read such a node as all its pages and write it through the part.
 //! Variants without it never reach that code.
+//!
+//! A variant that keeps state about the tree beyond its nodes (the FOR-tree's access
+//! counts) adds [`VariantState`]; the tree saves it through the store's [`TreeState`]
+//! blob, which every store keeps in its header.
+//!
+//! [`TreeState`]: crate::store::TreeState
 
 use crate::geom::Rect;
 use crate::node::{aux_max, Capacity, Entry, Node, NodeView, PageId};
@@ -187,6 +193,19 @@ pub trait NodePages<const D: usize>: Send + Sync {
     ) -> Result<()>;
 }
 
+/// State a variant keeps about the tree beyond its nodes (e.g. the FOR-tree's access
+/// counts), saved through the store at every checkpoint ([`crate::store::TreeState`]) and
+/// restored when the tree is reopened, so a reopened tree goes on as one never closed.
+pub trait VariantState: Send + Sync {
+    /// The format tag of the encoded state (e.g. `fortree-access-counts/1`).
+    fn format(&self) -> &'static str;
+    /// The state, encoded.
+    fn save(&self) -> Vec<u8>;
+    /// Replaces the state by the one `bytes` encode (written by [`Self::save`] of the same
+    /// format); damaged bytes are refused.
+    fn load(&self, bytes: &[u8]) -> Result<()>;
+}
+
 /// The parts of one tree variant.
 pub struct Strategy<const D: usize> {
     /// Subtree choice.
@@ -197,6 +216,8 @@ pub struct Strategy<const D: usize> {
     pub underflow: std::sync::Arc<dyn UnderflowTreatment<D>>,
     /// Nodes spanning several pages; `None` for the variants whose nodes are one page.
     pub pages: Option<std::sync::Arc<dyn NodePages<D>>>,
+    /// The variant's own state; `None` for the variants that keep none.
+    pub state: Option<std::sync::Arc<dyn VariantState>>,
 }
 
 /// The MBR of a list of entries, folded in order.

@@ -492,7 +492,7 @@ impl<const D: usize> SpatialIndex<D> {
         if let Some(o) = &mut self.objects {
             o.flush()?;
         }
-        crate::store::NodeStore::<D>::flush(self.tree.store_mut())?;
+        self.tree.flush()?;
         save_manifest(&self.dir, &self.manifest)?;
         end_checkpoint(&self.dir, &files, pending)
     }

@@ -16,7 +16,7 @@ use super::journal::JOURNAL_FILE;
 use super::lcr::{LcrParams, LcrPolicy, LcrStats, LcrStore};
 use super::log::{LogConfig, LogSync};
 use super::rftl::{RftlParams, RftlPolicy, RftlStats, RftlStore};
-use super::{NodeChange, NodePage, NodeStore, StoreControl, StoreStats, TreeMeta};
+use super::{NodeChange, NodePage, NodeStore, StoreControl, StoreStats, TreeMeta, TreeState};
 use crate::cache::{CacheConfig, CacheStats, PageCache};
 use crate::device::{Device, DeviceConfig};
 use crate::node::{Entry, NodeLayout, NodeView, PageId};
@@ -696,6 +696,14 @@ impl<const D: usize> NodeStore<D> for AnyStore {
 
     fn set_meta(&mut self, meta: TreeMeta) -> Result<()> {
         dispatch!(self, mut s => NodeStore::<D>::set_meta(s, meta))
+    }
+
+    fn tree_state(&self) -> Option<&TreeState> {
+        dispatch!(self, ref s => NodeStore::<D>::tree_state(s))
+    }
+
+    fn set_tree_state(&mut self, state: Option<TreeState>) {
+        dispatch!(self, mut s => NodeStore::<D>::set_tree_state(s, state))
     }
 
     fn end_operation(&mut self) -> Result<()> {

@@ -16,6 +16,7 @@ pub use super::header::{check_page_size, write_atomically, StoreHeader};
 use super::journal::{Journal, JournalStats};
 use super::{
     Change, NodeChange, NodePage, NodeStore, StoreControl, StoreReport, StoreStats, TreeMeta,
+    TreeState,
 };
 use crate::cache::PageCache;
 use crate::device::Device;
@@ -298,6 +299,14 @@ impl<const D: usize> NodeStore<D> for DirectStore {
     fn set_meta(&mut self, meta: TreeMeta) -> Result<()> {
         self.header.meta = Some(meta);
         Ok(())
+    }
+
+    fn tree_state(&self) -> Option<&TreeState> {
+        self.header.tree_state.as_ref()
+    }
+
+    fn set_tree_state(&mut self, state: Option<TreeState>) {
+        self.header.tree_state = state;
     }
 
     fn flush(&mut self) -> Result<()> {

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::TreeMeta;
+use super::{TreeMeta, TreeState};
 use crate::node::{NodeLayout, PageId};
 use crate::{Error, Result};
 
@@ -21,6 +21,9 @@ pub struct StoreHeader {
     pub kind: String,
     /// The tree's metadata.
     pub meta: Option<TreeMeta>,
+    /// The tree variant's own state ([`TreeState`]; not saved for variants without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_state: Option<TreeState>,
     /// First never-used page.
     pub next_page: PageId,
     /// Pages freed by deleted nodes, reused first.
@@ -164,4 +167,45 @@ pub fn sync_parent(path: &Path) -> std::io::Result<()> {
         _ => Path::new("."),
     };
     std::fs::File::open(parent)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A header round-trips through `store.json` with and without tree state, and a header
+    /// saved before tree state existed loads with none.
+    #[test]
+    fn headers_round_trip_with_and_without_tree_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.json");
+        let mut h = StoreHeader::new("direct");
+        h.meta = Some(TreeMeta {
+            root: 3,
+            height: 2,
+            objects: 41,
+        });
+        h.next_page = 9;
+        h.free = vec![4, 7];
+        h.save(&path).unwrap();
+        assert_eq!(StoreHeader::load(&path).unwrap(), h);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("tree_state"), "{text}");
+
+        h.tree_state = Some(TreeState {
+            format: "test/1".into(),
+            bytes: (0..=255u8).collect(),
+        });
+        h.save(&path).unwrap();
+        assert_eq!(StoreHeader::load(&path).unwrap(), h);
+
+        let err = std::fs::write(
+            &path,
+            r#"{"meta":null,"next_page":0,"tree_state":{"format":"x","bytes":"**"}}"#,
+        )
+        .map_err(|e| e.to_string())
+        .and_then(|()| StoreHeader::load(&path).map_err(|e| e.to_string()))
+        .unwrap_err();
+        assert!(err.contains("store header"), "{err}");
+    }
 }

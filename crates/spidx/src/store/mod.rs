@@ -139,6 +139,39 @@ pub struct TreeMeta {
     pub objects: u64,
 }
 
+/// State a tree variant keeps about itself beyond [`TreeMeta`] (e.g. the FOR-tree's access
+/// counts), as the variant encoded it. Stores keep it opaque and save it the same way, with
+/// their header at every checkpoint ([`NodeStore::flush`]): it is advice the variant may
+/// lose without losing entries (after a crash the last checkpoint's state comes back with the
+/// recovered tree).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TreeState {
+    /// Which variant wrote it and in which format (e.g. `fortree-access-counts/1`); a
+    /// variant refuses state it did not write.
+    pub format: String,
+    /// The encoded state (base64 in `store.json`).
+    #[serde(with = "base64_bytes")]
+    pub bytes: Vec<u8>,
+}
+
+/// Serialises bytes as one base64 string (standard alphabet, padded).
+mod base64_bytes {
+    use base64::Engine;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(d)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(text.as_bytes())
+            .map_err(serde::de::Error::custom)
+    }
+}
+
 /// Counters every store keeps (flash-aware stores add their own).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoreStats {
@@ -198,6 +231,13 @@ pub trait NodeStore<const D: usize> {
 
     /// Records new tree metadata (root, height, object count).
     fn set_meta(&mut self, meta: TreeMeta) -> Result<()>;
+
+    /// The tree variant's own state saved at the last checkpoint (or set since), if any.
+    fn tree_state(&self) -> Option<&TreeState>;
+
+    /// Records the tree variant's own state (`None`: it keeps none); saved with the
+    /// store's header at the next checkpoint. Not logged: see [`TreeState`].
+    fn set_tree_state(&mut self, state: Option<TreeState>);
 
     /// The tree finished one operation (creating the tree, an insert, a delete, an update).
     /// Logging stores make the operation durable here; flash-aware stores flush their

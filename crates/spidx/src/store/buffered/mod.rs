@@ -49,6 +49,7 @@ use super::header::{check_page_size, StoreHeader};
 use super::log::{Log, LogConfig, LogSync, Recovered, ScanEnd};
 use super::{
     Change, NodeChange, NodePage, NodeStore, StoreControl, StoreReport, StoreStats, TreeMeta,
+    TreeState,
 };
 use crate::cache::{CacheConfig, PageCache};
 use crate::device::Device;
@@ -615,6 +616,14 @@ impl<P: BufferPolicy, const D: usize> NodeStore<D> for BufferedStore<P> {
         self.policy.log_meta(&mut self.core, meta)?;
         self.core.header.meta = Some(meta);
         Ok(())
+    }
+
+    fn tree_state(&self) -> Option<&TreeState> {
+        self.core.header.tree_state.as_ref()
+    }
+
+    fn set_tree_state(&mut self, state: Option<TreeState>) {
+        self.core.header.tree_state = state;
     }
 
     fn end_operation(&mut self) -> Result<()> {
