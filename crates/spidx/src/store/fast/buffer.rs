@@ -441,6 +441,21 @@ pub fn apply_raw(
     id: PageId,
     page: &mut [u8],
     level: u32,
+    count: usize,
+    changes: &[RawChange],
+) -> Result<()> {
+    apply_raw_unsealed(layout, id, page, level, count, changes)?;
+    layout.seal(page);
+    Ok(())
+}
+
+/// [`apply_raw`] without the checksum: only the header's fields are written; the caller
+/// seals the page ([`NodeLayout::seal`]) once it is complete.
+pub fn apply_raw_unsealed(
+    layout: &NodeLayout,
+    id: PageId,
+    page: &mut [u8],
+    level: u32,
     mut count: usize,
     changes: &[RawChange],
 ) -> Result<()> {
@@ -485,12 +500,26 @@ pub fn apply_raw(
             }
         }
     }
-    layout.put_header(page, level, count);
+    layout.put_header_fields(page, level, count);
     Ok(())
 }
 
 /// Builds a page from raw `entries` at `level`.
 pub fn page_from_entries(
+    layout: &NodeLayout,
+    id: PageId,
+    level: u32,
+    entries: &[u8],
+    page: &mut [u8],
+) -> Result<()> {
+    page_from_entries_unsealed(layout, id, level, entries, page)?;
+    layout.seal(page);
+    Ok(())
+}
+
+/// [`page_from_entries`] without the checksum: only the header's fields are written; the
+/// caller seals the page ([`NodeLayout::seal`]) once it is complete.
+pub fn page_from_entries_unsealed(
     layout: &NodeLayout,
     id: PageId,
     level: u32,
@@ -508,6 +537,6 @@ pub fn page_from_entries(
     page.fill(0);
     let o = layout.entry_offset(0);
     page[o..o + entries.len()].copy_from_slice(entries);
-    layout.put_header(page, level, count);
+    layout.put_header_fields(page, level, count);
     Ok(())
 }
