@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 use config::Resolved;
 pub use config::{EfindConfig, FlushPolicy, Size, TemporalControl};
 use flushing::{Candidate, WriteTcCounts};
-use write_buffer::BufNode;
+use write_buffer::{BufNode, Scores};
 
 use super::buffered::{
     BufferGauges, BufferPolicy, BufferSettings, BufferedStore, Core, NodeBuffer, NodeStatus,
@@ -253,20 +253,13 @@ impl EfindPolicy {
         }
         if need_geometry {
             let dims = core.layout.dims();
+            let overlap = self.cfg.policy == FlushPolicy::Mthao;
+            let mut flat = Vec::new();
             for c in &mut cands {
-                let boxes: Vec<Vec<f64>> = self
-                    .wb
-                    .get(c.id)
-                    .expect("candidates are buffered")
-                    .live_versions()
-                    .map(|b| mbr_of(b, dims))
-                    .collect();
-                if !boxes.is_empty() {
-                    c.area = Some(union_area(&boxes, dims));
-                    if self.cfg.policy == FlushPolicy::Mthao {
-                        c.overlap = Some(pairwise_overlap(&boxes, dims));
-                    }
-                }
+                let n = self.wb.get(c.id).expect("candidates are buffered");
+                let s = n.scores(overlap, |n| scores(n, dims, overlap, &mut flat));
+                c.area = s.area;
+                c.overlap = s.overlap;
             }
         }
         let unit = flushing::best_unit(cands, &self.cfg);
@@ -334,20 +327,36 @@ impl EfindPolicy {
     }
 }
 
-/// The MBR (min then max per dimension) of an encoded entry.
-fn mbr_of(entry: &[u8], dims: usize) -> Vec<f64> {
-    (0..2 * dims)
-        .map(|k| f64::from_le_bytes(entry[8 * k..8 * k + 8].try_into().expect("8 bytes")))
-        .collect()
+/// Node `n`'s flushing scores: the union area of its live versions' boxes and, if
+/// `overlap`, their pairwise overlaps (`flat`: scratch space for the boxes).
+fn scores(n: &BufNode, dims: usize, overlap: bool, flat: &mut Vec<f64>) -> Scores {
+    flat.clear();
+    for e in n.live_versions() {
+        flat.extend(
+            (0..2 * dims).map(|k| f64::from_le_bytes(e[8 * k..8 * k + 8].try_into().expect("8"))),
+        );
+    }
+    if flat.is_empty() {
+        return Scores {
+            area: None,
+            overlap: None,
+        };
+    }
+    Scores {
+        area: Some(union_area(flat, dims)),
+        overlap: overlap.then(|| pairwise_overlap(flat, dims)),
+    }
 }
 
 fn area(b: &[f64], dims: usize) -> f64 {
     (0..dims).map(|k| (b[dims + k] - b[k]).max(0.0)).product()
 }
 
-fn union_area(boxes: &[Vec<f64>], dims: usize) -> f64 {
-    let mut u = boxes[0].clone();
-    for b in &boxes[1..] {
+/// The area of the union of the boxes in `flat` (each min then max per dimension).
+fn union_area(flat: &[f64], dims: usize) -> f64 {
+    let mut boxes = flat.chunks_exact(2 * dims);
+    let mut u = boxes.next().expect("a box").to_vec();
+    for b in boxes {
         for k in 0..dims {
             u[k] = u[k].min(b[k]);
             u[dims + k] = u[dims + k].max(b[dims + k]);
@@ -356,10 +365,12 @@ fn union_area(boxes: &[Vec<f64>], dims: usize) -> f64 {
     area(&u, dims)
 }
 
-fn pairwise_overlap(boxes: &[Vec<f64>], dims: usize) -> f64 {
+/// The sum of the pairwise overlaps of the boxes in `flat`.
+fn pairwise_overlap(flat: &[f64], dims: usize) -> f64 {
+    let step = 2 * dims;
     let mut sum = 0.0;
-    for (i, a) in boxes.iter().enumerate() {
-        for b in &boxes[i + 1..] {
+    for (i, a) in flat.chunks_exact(step).enumerate() {
+        for b in flat[(i + 1) * step..].chunks_exact(step) {
             let mut v = 1.0;
             for k in 0..dims {
                 let w = a[dims + k].min(b[dims + k]) - a[k].max(b[k]);
@@ -427,9 +438,10 @@ impl BufferPolicy for EfindPolicy {
             NodeStatus::New | NodeStatus::Deleted => None,
         };
         let node = self.wb.get(id).expect("buffered");
-        let mut out = vec![0u8; core.layout.page_size()];
-        node.merge_into(&core.layout, base.as_deref(), &mut out)?;
-        Ok(out.into())
+        let mut out: Arc<[u8]> = std::iter::repeat_n(0u8, core.layout.page_size()).collect();
+        let page = Arc::get_mut(&mut out).expect("a new page is not shared");
+        node.merge_into(&core.layout, base.as_deref(), page)?;
+        Ok(out)
     }
 
     fn create(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {

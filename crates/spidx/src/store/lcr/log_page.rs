@@ -63,30 +63,9 @@ impl NodeDelta {
         level: u32,
         page: &mut [u8],
     ) -> Result<()> {
-        let es = layout.entry_size();
-        let bad = |why: String| Error::corrupted(format!("LCR-tree log of node {id}"), why);
-        let (bc, c) = (layout.entry_count(page), self.count as usize);
-        if c > layout.fits() {
-            return Err(bad(format!("{c} entries do not fit a node page")));
-        }
-        let past_base = self.slots.iter().filter(|(s, _)| *s as usize >= bc).count();
-        if c > bc && past_base != c - bc {
-            return Err(bad(format!(
-                "{c} entries over a page of {bc} but {past_base} new entries logged"
-            )));
-        }
-        for (s, e) in &self.slots {
-            let s = *s as usize;
-            if s >= c || e.len() != es {
-                return Err(bad(format!("slot {s} of {c} entries")));
-            }
-            let o = layout.entry_offset(s);
-            page[o..o + es].copy_from_slice(e);
-        }
-        if c < bc {
-            page[layout.entry_offset(c)..layout.entry_offset(bc)].fill(0);
-        }
-        layout.put_header(page, level, c);
+        let slots = self.slots.iter().map(|(s, e)| (*s, e.as_slice()));
+        apply_slots(layout, id, level, self.count, slots, page)?;
+        layout.seal(page);
         Ok(())
     }
 
@@ -116,7 +95,7 @@ impl NodeDelta {
 
     /// Checks log page `at` (read from the device) as the log page of node `node`.
     pub fn verify(page: &[u8], at: PageId, node: PageId, entry_size: usize) -> Result<()> {
-        Self::decode(page, at, node, entry_size).map(|_| ())
+        DeltaView::parse(page, at, node, entry_size, true).map(|_| ())
     }
 
     /// Reads log page `at` as the log page of node `node`: its level and delta.
@@ -126,12 +105,56 @@ impl NodeDelta {
         node: PageId,
         entry_size: usize,
     ) -> Result<(u32, NodeDelta)> {
+        let v = DeltaView::parse(page, at, node, entry_size, true)?;
+        let slots = v.slots().map(|(s, e)| (s, e.to_vec())).collect();
+        Ok((
+            v.level,
+            NodeDelta {
+                count: v.count,
+                slots,
+            },
+        ))
+    }
+}
+
+/// A log page's delta read in place, without copying its slots: what a node read applies.
+#[derive(Debug, Clone, Copy)]
+pub struct DeltaView<'a> {
+    /// The node's level.
+    pub level: u32,
+    /// The node's entry count.
+    pub count: u32,
+    /// The slots' bytes (`n` slots of `4 + es` bytes).
+    raw: &'a [u8],
+    es: usize,
+}
+
+impl<'a> DeltaView<'a> {
+    /// Reads log page `at` (one that passed [`NodeDelta::verify`]: its checksum is not
+    /// computed again) as the log page of node `node`, checking everything else
+    /// [`NodeDelta::decode`] checks.
+    pub fn of_verified(
+        page: &'a [u8],
+        at: PageId,
+        node: PageId,
+        entry_size: usize,
+    ) -> Result<Self> {
+        Self::parse(page, at, node, entry_size, false)
+    }
+
+    fn parse(
+        page: &'a [u8],
+        at: PageId,
+        node: PageId,
+        entry_size: usize,
+        checksum: bool,
+    ) -> Result<Self> {
         let bad = |why: String| Error::corrupted(format!("LCR-tree log page {at}"), why);
         if page.len() < HEADER || &page[0..4] != MAGIC {
             return Err(bad("not a log page (bad magic)".into()));
         }
         let u32_at = |o: usize| u32::from_le_bytes(page[o..o + 4].try_into().expect("4 bytes"));
-        if crc32fast::hash(&page[8..]) != u32_at(4) {
+        if checksum && crc32fast::hash(&page[8..]) != u32_at(4) {
             return Err(bad("checksum mismatch (torn write or bit flip)".into()));
         }
         let owner = u64::from_le_bytes(page[8..16].try_into().expect("8 bytes"));
@@ -142,18 +165,81 @@ impl NodeDelta {
         if n > capacity(page.len(), entry_size) {
             return Err(bad(format!("{n} slots do not fit the page")));
         }
-        let mut slots = Vec::with_capacity(n);
-        let mut o = HEADER;
-        for _ in 0..n {
-            let s = u32_at(o);
-            if slots.last().is_some_and(|(l, _): &(u32, Vec<u8>)| *l >= s) {
+        let step = 4 + entry_size;
+        let raw = &page[HEADER..HEADER + n * step];
+        let mut last: Option<u32> = None;
+        for o in (0..raw.len()).step_by(step) {
+            let s = u32::from_le_bytes(raw[o..o + 4].try_into().expect("4 bytes"));
+            if last.is_some_and(|l| l >= s) {
                 return Err(bad(format!("slot {s} out of order")));
             }
-            slots.push((s, page[o + 4..o + 4 + entry_size].to_vec()));
-            o += 4 + entry_size;
+            last = Some(s);
         }
-        Ok((level, NodeDelta { count, slots }))
+        Ok(DeltaView {
+            level,
+            count,
+            raw,
+            es: entry_size,
+        })
     }
+
+    /// The slots, by ascending position: position and entry.
+    pub fn slots(&self) -> impl Iterator<Item = (u32, &'a [u8])> + Clone + 'a {
+        let raw = self.raw;
+        raw.chunks_exact(4 + self.es).map(|c| {
+            let (s, e) = c.split_at(4);
+            (u32::from_le_bytes(s.try_into().expect("4 bytes")), e)
+        })
+    }
+
+    /// Applies the delta to node `id`'s page `page` (its base), at `level`, as
+    /// [`NodeDelta::apply`] does, but writes only the header's fields: the caller seals
+    /// the page ([`NodeLayout::seal`]) once it is complete.
+    pub fn apply_unsealed(
+        &self,
+        layout: &NodeLayout,
+        id: PageId,
+        level: u32,
+        page: &mut [u8],
+    ) -> Result<()> {
+        apply_slots(layout, id, level, self.count, self.slots(), page)
+    }
+}
+
+/// [`NodeDelta::apply`] over any slot list, without sealing the page.
+fn apply_slots<'e>(
+    layout: &NodeLayout,
+    id: PageId,
+    level: u32,
+    count: u32,
+    slots: impl Iterator<Item = (u32, &'e [u8])> + Clone,
+    page: &mut [u8],
+) -> Result<()> {
+    let es = layout.entry_size();
+    let bad = |why: String| Error::corrupted(format!("LCR-tree log of node {id}"), why);
+    let (bc, c) = (layout.entry_count(page), count as usize);
+    if c > layout.fits() {
+        return Err(bad(format!("{c} entries do not fit a node page")));
+    }
+    let past_base = slots.clone().filter(|(s, _)| *s as usize >= bc).count();
+    if c > bc && past_base != c - bc {
+        return Err(bad(format!(
+            "{c} entries over a page of {bc} but {past_base} new entries logged"
+        )));
+    }
+    for (s, e) in slots {
+        let s = s as usize;
+        if s >= c || e.len() != es {
+            return Err(bad(format!("slot {s} of {c} entries")));
+        }
+        let o = layout.entry_offset(s);
+        page[o..o + es].copy_from_slice(e);
+    }
+    if c < bc {
+        page[layout.entry_offset(c)..layout.entry_offset(bc)].fill(0);
+    }
+    layout.put_header_fields(page, level, c);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -35,13 +35,13 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use self::log_page::NodeDelta;
+use self::log_page::{DeltaView, NodeDelta};
 use super::buffered::{
     BufferPolicy, BufferedStore, Core, NodeStatus, Record, RecordFormat, RecoveryReport, Unit,
     UnitDurability,
 };
 use super::fast::buffer::{
-    apply_raw, flush_all_hooks, logged_write_buffer_hooks, page_from_entries, WriteBuffer,
+    apply_raw, flush_all_hooks, logged_write_buffer_hooks, page_from_entries_unsealed, WriteBuffer,
 };
 use super::fast::FastParams;
 use super::log::LogSync;
@@ -125,7 +125,9 @@ pub struct LcrSettings {
 /// (`None`: it has no log page).
 struct DiskNode {
     base: Arc<[u8]>,
-    logged: Option<Vec<u8>>,
+    /// Not shared, and not sealed: its header's fields are written but not its checksum
+    /// (the caller seals it once any buffered changes are applied too).
+    logged: Option<Arc<[u8]>>,
 }
 
 /// A node's current content and its page on the device, when that was read.
@@ -178,8 +180,14 @@ impl LcrPolicy {
     }
 
     /// Node `id` as on the device: its page and, if it has a log page, the page with its
-    /// delta applied (`None`: no log page).
-    fn disk_node(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<DiskNode> {
+    /// delta applied (`None`: no log page), its checksum not yet computed (see
+    /// [`DiskNode::logged`]).
+    fn disk_node(
+        stats: &mut LcrStats,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+    ) -> Result<DiskNode> {
         let layout = core.layout;
         let base = core
             .cache
@@ -191,13 +199,14 @@ impl LcrPolicy {
         let raw = core
             .cache
             .read_checked_ref(lp, level, |b| NodeDelta::verify(b, lp, id, es))?;
-        let (_, delta) = NodeDelta::decode(raw, lp, id, es)?;
-        self.stats.log_page_reads += 1;
-        let mut page = base.to_vec();
-        delta.apply(&layout, id, level, &mut page)?;
+        let delta = DeltaView::of_verified(raw, lp, id, es)?;
+        stats.log_page_reads += 1;
+        let mut logged: Arc<[u8]> = Arc::from(&base[..]);
+        let page = Arc::get_mut(&mut logged).expect("a new copy is not shared");
+        delta.apply_unsealed(&layout, id, level, page)?;
         Ok(DiskNode {
             base,
-            logged: Some(page),
+            logged: Some(logged),
         })
     }
 
@@ -212,8 +221,14 @@ impl LcrPolicy {
     ) -> Result<Current> {
         let layout = core.layout;
         let Some(n) = self.buf.get(id) else {
-            let DiskNode { base, logged } = self.disk_node(core, id, level)?;
-            let now = logged.map_or_else(|| Arc::clone(&base), Arc::from);
+            let DiskNode { base, logged } = Self::disk_node(&mut self.stats, core, id, level)?;
+            let now = match logged {
+                Some(mut page) => {
+                    layout.seal(Arc::get_mut(&mut page).expect("not shared"));
+                    page
+                }
+                None => Arc::clone(&base),
+            };
             return Ok(Current {
                 base: Some(base),
                 now,
@@ -225,10 +240,11 @@ impl LcrPolicy {
                 "the node was deleted",
             ));
         }
-        let mut page = vec![0u8; layout.page_size()];
-        let (base, count) = match n.image.clone() {
+        let (base, count, mut now) = match &n.image {
             Some(entries) => {
-                page_from_entries(&layout, id, n.level, &entries, &mut page)?;
+                let mut now: Arc<[u8]> = std::iter::repeat_n(0u8, layout.page_size()).collect();
+                let page = Arc::get_mut(&mut now).expect("not shared");
+                page_from_entries_unsealed(&layout, id, n.level, entries, page)?;
                 let base = match n.status {
                     NodeStatus::Modified if need_base => Some(core.cache.read_checked(
                         id,
@@ -237,20 +253,18 @@ impl LcrPolicy {
                     )?),
                     _ => None,
                 };
-                (base, entries.len() / layout.entry_size())
+                (base, entries.len() / layout.entry_size(), now)
             }
             None => {
-                let DiskNode { base, logged } = self.disk_node(core, id, level)?;
-                page.copy_from_slice(logged.as_deref().unwrap_or(&base));
-                (Some(base), layout.entry_count(&page))
+                let DiskNode { base, logged } = Self::disk_node(&mut self.stats, core, id, level)?;
+                let now = logged.unwrap_or_else(|| Arc::from(&base[..]));
+                let count = layout.entry_count(&now);
+                (Some(base), count, now)
             }
         };
-        let n = self.buf.get(id).expect("buffered");
-        apply_raw(&layout, id, &mut page, n.level, count, &n.changes)?;
-        Ok(Current {
-            base,
-            now: page.into(),
-        })
+        let page = Arc::get_mut(&mut now).expect("not shared");
+        apply_raw(&layout, id, page, n.level, count, &n.changes)?;
+        Ok(Current { base, now })
     }
 
     /// Frees node `id`'s log page, if it has one (logged).

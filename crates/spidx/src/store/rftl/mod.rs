@@ -48,13 +48,13 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use self::mapping::LiveUnits;
-use self::unit_page::{Assembly, IndexUnit};
+use self::unit_page::{IndexUnit, PageAssembly};
 use super::buffered::{
     BufferPolicy, BufferedStore, Core, NodeStatus, Record, RecordFormat, RecoveryReport, Unit,
     UnitDurability,
 };
 use super::fast::buffer::{
-    apply_raw, flush_all_hooks, logged_write_buffer_hooks, page_from_entries, WriteBuffer,
+    apply_raw, flush_all_hooks, logged_write_buffer_hooks, page_from_entries_unsealed, WriteBuffer,
 };
 use super::fast::FastParams;
 use super::lcr::LcrParams;
@@ -278,8 +278,15 @@ impl RftlPolicy {
         Ok(())
     }
 
-    /// Node `id` assembled from its units on the pages the translation table names.
-    fn disk_node(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Vec<u8>> {
+    /// Node `id` assembled from its units on the pages the translation table names, into
+    /// `page` (a node page's worth of bytes), sealed.
+    fn disk_node(
+        stats: &mut RftlStats,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+        page: &mut [u8],
+    ) -> Result<()> {
         let layout = core.layout;
         let es = layout.entry_size();
         let pages = core.header.unit_pages.get(&id).ok_or_else(|| {
@@ -288,12 +295,13 @@ impl RftlPolicy {
                 "the node translation table names no unit page for it",
             )
         })?;
-        let mut a = Assembly::new();
+        let mut a = PageAssembly::new(page);
         for &(p, n) in pages {
+            let mut units = Vec::with_capacity(n as usize);
             let raw = core
                 .cache
                 .read_checked_ref(p, level, |b| unit_page::verify(b, p))?;
-            let units = unit_page::units_of(raw, p, id, es)?;
+            unit_page::units_in(raw, p, id, es, &mut units)?;
             if units.len() != n as usize {
                 return Err(Error::corrupted(
                     format!("RFTL unit page {p}"),
@@ -303,21 +311,24 @@ impl RftlPolicy {
                     ),
                 ));
             }
-            self.stats.unit_page_reads += 1;
+            stats.unit_page_reads += 1;
             for u in units {
                 a.apply(&layout, id, u)?;
             }
         }
-        self.stats.nodes_assembled += 1;
-        a.finish(&layout, id).map(|(page, _)| page)
+        stats.nodes_assembled += 1;
+        a.finish(&layout, id).map(|_| ())
     }
 
     /// The current content of node `id`: its buffered image or its assembled units, with
     /// its buffered changes applied.
-    fn current(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Vec<u8>> {
+    fn current(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
         let layout = core.layout;
+        let mut now: Arc<[u8]> = std::iter::repeat_n(0u8, layout.page_size()).collect();
+        let page = Arc::get_mut(&mut now).expect("a new page is not shared");
         let Some(n) = self.buf.get(id) else {
-            return self.disk_node(core, id, level);
+            Self::disk_node(&mut self.stats, core, id, level, page)?;
+            return Ok(now);
         };
         if n.status == NodeStatus::Deleted {
             return Err(Error::corrupted(
@@ -325,18 +336,13 @@ impl RftlPolicy {
                 "the node was deleted",
             ));
         }
-        let mut page = match &n.image {
-            Some(entries) => {
-                let mut page = vec![0u8; layout.page_size()];
-                page_from_entries(&layout, id, n.level, entries, &mut page)?;
-                page
-            }
-            None => self.disk_node(core, id, level)?,
-        };
-        let n = self.buf.get(id).expect("buffered");
-        let count = layout.entry_count(&page);
-        apply_raw(&layout, id, &mut page, n.level, count, &n.changes)?;
-        Ok(page)
+        match &n.image {
+            Some(entries) => page_from_entries_unsealed(&layout, id, n.level, entries, page)?,
+            None => Self::disk_node(&mut self.stats, core, id, level, page)?,
+        }
+        let count = layout.entry_count(page);
+        apply_raw(&layout, id, page, n.level, count, &n.changes)?;
+        Ok(now)
     }
 
     /// What flushing buffered node `id` writes (`None`: nothing): its units, or its
@@ -546,7 +552,7 @@ impl BufferPolicy for RftlPolicy {
     }
 
     fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        self.current(core, id, level).map(Arc::from)
+        self.current(core, id, level)
     }
 
     fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {

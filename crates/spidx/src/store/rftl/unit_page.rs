@@ -20,7 +20,9 @@
 
 use crate::node::{NodeLayout, PageId};
 use crate::store::buffered::RawChange;
-use crate::store::fast::buffer::{apply_raw, page_from_entries};
+use crate::store::fast::buffer::{
+    apply_one, apply_raw, page_from_entries, page_from_entries_unsealed,
+};
 use crate::store::Change;
 use crate::{Error, Result};
 
@@ -200,10 +202,77 @@ fn bad(at: PageId, why: String) -> Error {
 
 /// Walks every unit of page `at`, checking it, and returns those of node `want`.
 fn decode(page: &[u8], at: PageId, want: PageId, es: usize) -> Result<Vec<IndexUnit>> {
-    let n = u32::from_le_bytes(page[8..12].try_into().expect("4 bytes"));
     let mut out = Vec::new();
+    walk(page, at, want, es, |u| out.push(u.to_owned()))?;
+    Ok(out)
+}
+
+/// One index unit read in place from a unit page (see [`IndexUnit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnitRef<'a> {
+    /// The node's content is `entries` at `level`.
+    Reset {
+        /// The node's level.
+        level: u32,
+        /// Its entries (concatenated raw entries).
+        entries: &'a [u8],
+    },
+    /// Entries appended (concatenated raw entries).
+    Extend(&'a [u8]),
+    /// One entry-level change.
+    Change(Change<&'a [u8]>),
+}
+
+impl UnitRef<'_> {
+    /// The unit, copied.
+    pub fn to_owned(self) -> IndexUnit {
+        match self {
+            UnitRef::Reset { level, entries } => IndexUnit::Reset {
+                level,
+                entries: entries.to_vec(),
+            },
+            UnitRef::Extend(entries) => IndexUnit::Extend(entries.to_vec()),
+            UnitRef::Change(Change::Set { pos, entry }) => IndexUnit::Change(Change::Set {
+                pos,
+                entry: entry.into(),
+            }),
+            UnitRef::Change(Change::Push(entry)) => IndexUnit::Change(Change::Push(entry.into())),
+            UnitRef::Change(Change::Remove { pos }) => IndexUnit::Change(Change::Remove { pos }),
+        }
+    }
+}
+
+/// The units of node `node` on unit page `at` (a page that passed [`verify`]), in order,
+/// read in place into `out` (cleared first), with the checks of [`units_of`].
+pub fn units_in<'a>(
+    page: &'a [u8],
+    at: PageId,
+    node: PageId,
+    entry_size: usize,
+    out: &mut Vec<UnitRef<'a>>,
+) -> Result<()> {
+    out.clear();
+    if page.len() < HEADER || &page[0..4] != MAGIC {
+        return Err(bad(at, "not a unit page (bad magic)".into()));
+    }
+    walk(page, at, node, entry_size, |u| out.push(u))?;
+    if out.is_empty() {
+        return Err(bad(at, format!("holds no unit of node {node}")));
+    }
+    Ok(())
+}
+
+/// Walks every unit of page `at`, checking it, and hands those of node `want` to `f`.
+fn walk<'a>(
+    page: &'a [u8],
+    at: PageId,
+    want: PageId,
+    es: usize,
+    mut f: impl FnMut(UnitRef<'a>),
+) -> Result<()> {
+    let n = u32::from_le_bytes(page[8..12].try_into().expect("4 bytes"));
     let mut o = HEADER;
-    let take = |o: &mut usize, len: usize| -> Result<&[u8]> {
+    let take = |o: &mut usize, len: usize| -> Result<&'a [u8]> {
         let s = page
             .get(*o..o.saturating_add(len))
             .ok_or_else(|| bad(at, format!("a unit runs past the page end (byte {})", *o)))?;
@@ -225,38 +294,86 @@ fn decode(page: &[u8], at: PageId, want: PageId, es: usize) -> Result<Vec<IndexU
                     return Err(bad(at, format!("{len} entry bytes are not whole entries")));
                 }
                 let entries = take(&mut o, len)?;
-                match (mine, kind) {
-                    (false, _) => None,
-                    (true, RESET) => Some(IndexUnit::Reset {
-                        level,
-                        entries: entries.to_vec(),
-                    }),
-                    (true, _) => Some(IndexUnit::Extend(entries.to_vec())),
+                match kind {
+                    RESET => UnitRef::Reset { level, entries },
+                    _ => UnitRef::Extend(entries),
                 }
             }
             SET => {
                 let pos = word(&mut o)? as usize;
                 let entry = take(&mut o, es)?;
-                mine.then(|| {
-                    IndexUnit::Change(Change::Set {
-                        pos,
-                        entry: entry.into(),
-                    })
-                })
+                UnitRef::Change(Change::Set { pos, entry })
             }
-            PUSH => {
-                let entry = take(&mut o, es)?;
-                mine.then(|| IndexUnit::Change(Change::Push(entry.into())))
-            }
+            PUSH => UnitRef::Change(Change::Push(take(&mut o, es)?)),
             REMOVE => {
                 let pos = word(&mut o)? as usize;
-                mine.then_some(IndexUnit::Change(Change::Remove { pos }))
+                UnitRef::Change(Change::Remove { pos })
             }
             k => return Err(bad(at, format!("unknown unit kind {k}"))),
         };
-        out.extend(unit);
+        if mine {
+            f(unit);
+        }
     }
-    Ok(out)
+    Ok(())
+}
+
+/// A node page assembled in place from units read in place: [`PageAssembly::apply`] each
+/// unit in order, then [`PageAssembly::finish`]. The same node page as [`Assembly`] (a
+/// reset restarts the page, later changes win), without copying units: each unit is
+/// applied to the page as it comes, and the page is sealed once.
+pub struct PageAssembly<'p> {
+    page: &'p mut [u8],
+    /// The latest reset's level (`None`: no reset yet).
+    level: Option<u32>,
+    count: usize,
+}
+
+impl<'p> PageAssembly<'p> {
+    /// An assembly into `page` (a node page's worth of bytes).
+    pub fn new(page: &'p mut [u8]) -> Self {
+        PageAssembly {
+            page,
+            level: None,
+            count: 0,
+        }
+    }
+
+    /// Applies unit `u` of node `id`: the first must be a reset.
+    pub fn apply(&mut self, layout: &NodeLayout, id: PageId, u: UnitRef<'_>) -> Result<()> {
+        match u {
+            UnitRef::Reset { level, entries } => {
+                page_from_entries_unsealed(layout, id, level, entries, self.page)?;
+                self.level = Some(level);
+                self.count = entries.len() / layout.entry_size();
+            }
+            _ if self.level.is_none() => {
+                return Err(Error::corrupted(
+                    format!("RFTL units of node {id}"),
+                    "the first unit is not the node's content (reset)",
+                ))
+            }
+            UnitRef::Extend(entries) => {
+                for e in entries.chunks_exact(layout.entry_size()) {
+                    apply_one(layout, id, self.page, &mut self.count, Change::Push(e))?;
+                }
+            }
+            UnitRef::Change(c) => apply_one(layout, id, self.page, &mut self.count, c)?,
+        }
+        Ok(())
+    }
+
+    /// Writes the assembled node page's header and checksum; returns its level.
+    pub fn finish(self, layout: &NodeLayout, id: PageId) -> Result<u32> {
+        let Some(level) = self.level else {
+            return Err(Error::corrupted(
+                format!("RFTL node {id}"),
+                "no unit holds the node's content",
+            ));
+        };
+        layout.put_header(self.page, level, self.count);
+        Ok(level)
+    }
 }
 
 /// A node page being assembled from units: [`Assembly::apply`] each unit in order, then
