@@ -142,6 +142,13 @@ impl Queues {
         let Some(&i) = self.index.get(&key) else {
             return false;
         };
+        let n = &mut self.nodes[i as usize];
+        if n.list as usize == list && self.lists[list].head == i {
+            // Already the newest of `list`: unlinking and linking it again would leave
+            // the list as it is.
+            n.stamp = stamp;
+            return true;
+        }
         self.unlink(i);
         self.nodes[i as usize].stamp = stamp;
         self.nodes[i as usize].list = list as u32;

@@ -92,13 +92,7 @@ struct LeastOverlap<const D: usize> {
 impl<const D: usize> ChooseSubtree<D> for LeastOverlap<D> {
     fn choose(&mut self, v: NodeView<'_, D>, level: u32, mbr: &Rect<D>) -> usize {
         if level == 1 {
-            least_overlap(
-                v.len(),
-                |i| v.mbr(i),
-                mbr,
-                self.candidates,
-                &mut self.scratch,
-            )
+            least_overlap(v.mbrs(), mbr, self.candidates, &mut self.scratch)
         } else {
             least_enlargement((0..v.len()).map(|i| v.mbr(i)), mbr)
         }
@@ -145,7 +139,7 @@ impl<const D: usize> OverflowTreatment<D> for ForcedReinsert {
 /// [`least_overlap`]).
 #[cfg(test)]
 fn choose_least_overlap<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p: usize) -> usize {
-    least_overlap(es.len(), |i| es[i].mbr, mbr, p, &mut Scratch::default())
+    least_overlap(es.iter().map(|e| e.mbr), mbr, p, &mut Scratch::default())
 }
 
 /// Buffers of [`least_overlap`].
@@ -153,7 +147,7 @@ struct Scratch<const D: usize> {
     /// The entries' boxes, for the plain algorithm when sums could overflow.
     boxes: Vec<Rect<D>>,
     /// The entries' boxes by axis (`lo[d * n + j]`, `hi[d * n + j]`: the lower and upper
-    /// bound of entry `j` on axis `d`), read when the quick answer does not apply.
+    /// bound of entry `j` on axis `d`), filled by the first pass over the entries.
     lo: Vec<f64>,
     hi: Vec<f64>,
     /// Per entry, whether its box meets a given box's interior on every axis
@@ -179,21 +173,6 @@ impl<const D: usize> Default for Scratch<D> {
 }
 
 impl<const D: usize> Scratch<D> {
-    /// Copies the `n` boxes `boxes(j)` into the by-axis arrays.
-    fn load(&mut self, n: usize, boxes: impl Fn(usize) -> Rect<D>) {
-        self.lo.clear();
-        self.hi.clear();
-        self.lo.resize(D * n, 0.0);
-        self.hi.resize(D * n, 0.0);
-        for j in 0..n {
-            let b = boxes(j);
-            for d in 0..D {
-                self.lo[d * n + j] = b.min[d];
-                self.hi[d * n + j] = b.max[d];
-            }
-        }
-    }
-
     /// Entry `j`'s box (of `n`), from the by-axis arrays.
     #[inline]
     fn rect(&self, j: usize, n: usize) -> Rect<D> {
@@ -259,8 +238,8 @@ impl<const D: usize> Scratch<D> {
     }
 }
 
-/// The R*-tree's choice above the leaves among the `n` entries whose boxes `boxes(i)`
-/// gives: least overlap enlargement among the `p` entries of least area enlargement
+/// The R*-tree's choice above the leaves among the entries whose boxes `boxes` gives in
+/// entry order: least overlap enlargement among the `p` entries of least area enlargement
 /// (ties: least area enlargement, then smallest area, then the first candidate in the
 /// order [`least_overlap_candidates`] leaves them).
 ///
@@ -272,43 +251,51 @@ impl<const D: usize> Scratch<D> {
 /// beat an overlap enlargement of 0. When areas are so large that the sums could overflow
 /// (non-finite values would compare differently), or a box is malformed, the plain
 /// algorithm runs instead.
-/// The boxes are read once for the enlargements and copied out (by axis) only when the
-/// common case below does not answer (so a node page is scanned in place); each overlap
-/// sum then reads only the boxes a vectorised test finds overlapping
+/// The boxes are read once (a node page is scanned in place): one pass computes the
+/// enlargements, finds the entry of least (enlargement, area) and copies the boxes out by
+/// axis; each overlap sum then reads only the boxes a vectorised test finds overlapping
 /// ([`Scratch::overlap_growth`]).
 fn least_overlap<const D: usize>(
-    n: usize,
-    boxes: impl Fn(usize) -> Rect<D>,
+    boxes: impl ExactSizeIterator<Item = Rect<D>>,
     mbr: &Rect<D>,
     p: usize,
     s: &mut Scratch<D>,
 ) -> usize {
+    let n = boxes.len();
     if n == 0 {
         return 0;
     }
-    // The enlargements, the union of every box with `mbr` (for the overflow bound) and
-    // the entry of least (enlargement, area), in one pass.
+    // The enlargements, the union of every box with `mbr` (for the overflow bound), the
+    // boxes by axis and the entry of least (enlargement, area), in one pass; the least
+    // one's (enlargement, area) is kept in `best`.
     s.cands.clear();
+    s.lo.clear();
+    s.hi.clear();
+    s.lo.resize(D * n, 0.0);
+    s.hi.resize(D * n, 0.0);
     let mut all = *mbr;
     let mut least = 0;
+    let mut best = (0.0, 0.0);
     let mut unique = true;
     let mut wellformed = true;
-    for i in 0..n {
-        let b = boxes(i);
+    for (i, b) in boxes.enumerate() {
         all.expand(&b);
         for d in 0..D {
             // False for NaN too.
             wellformed &= b.min[d] <= b.max[d];
+            s.lo[d * n + i] = b.min[d];
+            s.hi[d * n + i] = b.max[d];
         }
         let area = b.area();
-        let c = (b.union(mbr).area() - area, area, i);
-        s.cands.push(c);
-        // A larger enlargement (a plain comparison: NaN goes on to `total_cmp`) settles
-        // it at once.
-        let larger = c.0.partial_cmp(&s.cands[least].0) == Some(std::cmp::Ordering::Greater);
-        if i > 0 && !larger {
-            match enl_area_cmp(&c, &s.cands[least]) {
-                std::cmp::Ordering::Less => (least, unique) = (i, true),
+        let enl = b.union(mbr).area() - area;
+        s.cands.push((enl, area, i));
+        if i == 0 {
+            best = (enl, area);
+        } else if !(enl > best.0) {
+            // A larger enlargement (a plain comparison: NaN goes on to `total_cmp`)
+            // settled it at once.
+            match enl.total_cmp(&best.0).then(area.total_cmp(&best.1)) {
+                std::cmp::Ordering::Less => (least, unique, best) = (i, true, (enl, area)),
                 std::cmp::Ordering::Equal => unique = false,
                 std::cmp::Ordering::Greater => {}
             }
@@ -317,7 +304,10 @@ fn least_overlap<const D: usize>(
     let bound = all.area() * (n as f64 + 1.0);
     if !bound.is_finite() || !wellformed {
         s.boxes.clear();
-        s.boxes.extend((0..n).map(&boxes));
+        for j in 0..n {
+            let r = s.rect(j, n);
+            s.boxes.push(r);
+        }
         keep_least(&mut s.cands, p);
         return pick_least_overlap(&s.boxes, mbr, &s.cands);
     }
@@ -325,8 +315,8 @@ fn least_overlap<const D: usize>(
     // contains `mbr`. It is among the candidates, its overlap enlargement is 0 (the
     // least possible) and every other candidate has a larger (enlargement, area), so it
     // wins whatever the candidates' order.
-    let loaded = if unique {
-        let own = boxes(least);
+    if unique {
+        let own = s.rect(least, n);
         if own.contains(mbr) {
             return least;
         }
@@ -335,16 +325,9 @@ fn least_overlap<const D: usize>(
         // the search. The sum is computed as below, term by term in entry order (stopping
         // once it is above 0).
         let grown = own.union(mbr);
-        s.load(n, &boxes);
         if s.overlap_growth(least, &own, &grown, n, 0.0, true) == 0.0 {
             return least;
         }
-        true
-    } else {
-        false
-    };
-    if !loaded {
-        s.load(n, &boxes);
     }
     keep_least(&mut s.cands, p);
     s.order.clear();
