@@ -317,7 +317,7 @@ fn least_overlap<const D: usize, I: ExactSizeIterator<Item = Rect<D>>>(
         *c = (enl, area, i);
         if i == 0 {
             (best, least_box) = ((enl, area), b);
-        } else if !(enl > best.0) {
+        } else if enl.partial_cmp(&best.0) != Some(std::cmp::Ordering::Greater) {
             // A larger enlargement (a plain comparison: NaN goes on to `total_cmp`)
             // settled it at once.
             match enl.total_cmp(&best.0).then(area.total_cmp(&best.1)) {
