@@ -142,6 +142,13 @@ impl Queues {
         let Some(&i) = self.index.get(&key) else {
             return false;
         };
+        let n = &mut self.nodes[i as usize];
+        if n.list as usize == list && self.lists[list].head == i {
+            // Already the newest of `list`: unlinking and linking it again would leave
+            // the list as it is.
+            n.stamp = stamp;
+            return true;
+        }
         self.unlink(i);
         self.nodes[i as usize].stamp = stamp;
         self.nodes[i as usize].list = list as u32;
@@ -242,6 +249,19 @@ mod tests {
         assert_eq!(q.back(0), Some((1, 1)));
         assert!(q.move_front(2, 0, 10));
         assert_eq!(q.keys(0), [2, 4, 3, 1]);
+        // The newest key moved to its own list's front again: order kept, stamp renewed.
+        assert!(q.move_front(2, 0, 13));
+        assert_eq!(q.keys(0), [2, 4, 3, 1]);
+        assert_eq!(q.len(0), 4);
+        // The newest key of one list moved to the front of another.
+        q.push_front(1, 9, 14);
+        assert!(q.move_front(9, 0, 15));
+        assert_eq!((q.keys(0), q.keys(1)), (vec![9, 2, 4, 3, 1], vec![]));
+        assert_eq!(q.remove(9), Some(0));
+        q.push_front(1, 8, 16);
+        assert!(q.move_front(8, 1, 17));
+        assert_eq!((q.keys(1), q.back(1)), (vec![8], Some((8, 17))));
+        assert_eq!(q.remove(8), Some(1));
         assert!(q.move_front(3, 1, 11));
         assert_eq!((q.keys(0), q.keys(1)), (vec![2, 4, 1], vec![3]));
         assert_eq!(q.list_of(3), Some(1));

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::insert::InsertCtx;
-use super::rtree::least_enlargement;
+use super::rtree::{least_enlargement, plain_union_applies, union_plain};
 use super::split::{split, SplitAlgorithm};
 use super::strategy::{
     mbr_of, split_in_two, ChooseSubtree, CondenseReinsert, NodeAccess, OverflowTreatment,
@@ -93,15 +93,9 @@ struct LeastOverlap<const D: usize> {
 impl<const D: usize> ChooseSubtree<D> for LeastOverlap<D> {
     fn choose(&mut self, v: NodeView<'_, D>, level: u32, mbr: &Rect<D>) -> usize {
         if level == 1 {
-            least_overlap(
-                v.len(),
-                |i| v.mbr(i),
-                mbr,
-                self.candidates,
-                &mut self.scratch,
-            )
+            least_overlap(|| v.mbrs(), mbr, self.candidates, &mut self.scratch)
         } else {
-            least_enlargement((0..v.len()).map(|i| v.mbr(i)), mbr)
+            least_enlargement(v.mbrs(), mbr)
         }
     }
 }
@@ -146,7 +140,7 @@ impl<const D: usize> OverflowTreatment<D> for ForcedReinsert {
 /// [`least_overlap`]).
 #[cfg(test)]
 fn choose_least_overlap<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p: usize) -> usize {
-    least_overlap(es.len(), |i| es[i].mbr, mbr, p, &mut Scratch::default())
+    least_overlap(|| es.iter().map(|e| e.mbr), mbr, p, &mut Scratch::default())
 }
 
 /// Buffers of [`least_overlap`].
@@ -180,14 +174,13 @@ impl<const D: usize> Default for Scratch<D> {
 }
 
 impl<const D: usize> Scratch<D> {
-    /// Copies the `n` boxes `boxes(j)` into the by-axis arrays.
-    fn load(&mut self, n: usize, boxes: impl Fn(usize) -> Rect<D>) {
+    /// Copies the `n` boxes of `boxes` into the by-axis arrays.
+    fn load(&mut self, n: usize, boxes: impl Iterator<Item = Rect<D>>) {
         self.lo.clear();
         self.hi.clear();
         self.lo.resize(D * n, 0.0);
         self.hi.resize(D * n, 0.0);
-        for j in 0..n {
-            let b = boxes(j);
+        for (j, b) in boxes.enumerate().take(n) {
             for d in 0..D {
                 self.lo[d * n + j] = b.min[d];
                 self.hi[d * n + j] = b.max[d];
@@ -260,8 +253,8 @@ impl<const D: usize> Scratch<D> {
     }
 }
 
-/// The R*-tree's choice above the leaves among the `n` entries whose boxes `boxes(i)`
-/// gives: least overlap enlargement among the `p` entries of least area enlargement
+/// The R*-tree's choice above the leaves among the entries whose boxes `boxes` gives in
+/// entry order: least overlap enlargement among the `p` entries of least area enlargement
 /// (ties: least area enlargement, then smallest area, then the first candidate in the
 /// order [`least_overlap_candidates`] leaves them).
 ///
@@ -273,43 +266,65 @@ impl<const D: usize> Scratch<D> {
 /// beat an overlap enlargement of 0. When areas are so large that the sums could overflow
 /// (non-finite values would compare differently), or a box is malformed, the plain
 /// algorithm runs instead.
-/// The boxes are read once for the enlargements and copied out (by axis) only when the
-/// common case below does not answer (so a node page is scanned in place); each overlap
-/// sum then reads only the boxes a vectorised test finds overlapping
-/// ([`Scratch::overlap_growth`]).
-fn least_overlap<const D: usize>(
-    n: usize,
-    boxes: impl Fn(usize) -> Rect<D>,
+/// `boxes` gives a fresh iterator over the boxes on every call (a node page is scanned in
+/// place): one pass computes the enlargements and finds the entry of least (enlargement,
+/// area); the boxes are copied out (by axis) only when the common case below does not
+/// answer, and each overlap sum then reads only the boxes a vectorised test finds
+/// overlapping ([`Scratch::overlap_growth`]).
+fn least_overlap<const D: usize, I: ExactSizeIterator<Item = Rect<D>>>(
+    boxes: impl Fn() -> I,
     mbr: &Rect<D>,
     p: usize,
     s: &mut Scratch<D>,
 ) -> usize {
+    let n = boxes().len();
     if n == 0 {
         return 0;
     }
     // The enlargements, the union of every box with `mbr` (for the overflow bound) and
-    // the entry of least (enlargement, area), in one pass.
+    // the entry of least (enlargement, area), in one pass; the least one's (enlargement,
+    // area) is kept in `best`, its box in `least_box`.
     s.cands.clear();
+    s.cands.resize(n, (0.0, 0.0, 0));
+    let cands = &mut s.cands[..];
     let mut all = *mbr;
     let mut least = 0;
+    let mut best = (0.0, 0.0);
+    let mut least_box = *mbr;
     let mut unique = true;
     let mut wellformed = true;
-    for i in 0..n {
-        let b = boxes(i);
-        all.expand(&b);
+    let plain = plain_union_applies(mbr);
+    let numbers = (0..D).all(|d| !mbr.min[d].is_nan() && !mbr.max[d].is_nan());
+    for ((i, b), c) in boxes().enumerate().zip(cands.iter_mut()) {
+        if numbers {
+            // Plain comparisons suffice for `all`: it serves the finiteness test only,
+            // which they answer as `Rect::expand` would (`all` starts from `mbr`, so it
+            // is never NaN, and differs at most in the sign of a zero).
+            all = union_plain(&b, &all);
+        } else {
+            all.expand(&b);
+        }
         for d in 0..D {
             // False for NaN too.
             wellformed &= b.min[d] <= b.max[d];
         }
         let area = b.area();
-        let c = (b.union(mbr).area() - area, area, i);
-        s.cands.push(c);
-        // A larger enlargement (a plain comparison: NaN goes on to `total_cmp`) settles
-        // it at once.
-        let larger = c.0.partial_cmp(&s.cands[least].0) == Some(std::cmp::Ordering::Greater);
-        if i > 0 && !larger {
-            match enl_area_cmp(&c, &s.cands[least]) {
-                std::cmp::Ordering::Less => (least, unique) = (i, true),
+        let grown = if plain {
+            union_plain(&b, mbr)
+        } else {
+            b.union(mbr)
+        };
+        let enl = grown.area() - area;
+        *c = (enl, area, i);
+        if i == 0 {
+            (best, least_box) = ((enl, area), b);
+        } else if enl.partial_cmp(&best.0) != Some(std::cmp::Ordering::Greater) {
+            // A larger enlargement (a plain comparison: NaN goes on to `total_cmp`)
+            // settled it at once.
+            match enl.total_cmp(&best.0).then(area.total_cmp(&best.1)) {
+                std::cmp::Ordering::Less => {
+                    (least, unique, best, least_box) = (i, true, (enl, area), b);
+                }
                 std::cmp::Ordering::Equal => unique = false,
                 std::cmp::Ordering::Greater => {}
             }
@@ -318,7 +333,7 @@ fn least_overlap<const D: usize>(
     let bound = all.area() * (n as f64 + 1.0);
     if !bound.is_finite() || !wellformed {
         s.boxes.clear();
-        s.boxes.extend((0..n).map(&boxes));
+        s.boxes.extend(boxes());
         keep_least(&mut s.cands, p);
         return pick_least_overlap(&s.boxes, mbr, &s.cands);
     }
@@ -327,7 +342,7 @@ fn least_overlap<const D: usize>(
     // least possible) and every other candidate has a larger (enlargement, area), so it
     // wins whatever the candidates' order.
     let loaded = if unique {
-        let own = boxes(least);
+        let own = least_box;
         if own.contains(mbr) {
             return least;
         }
@@ -336,7 +351,7 @@ fn least_overlap<const D: usize>(
         // the search. The sum is computed as below, term by term in entry order (stopping
         // once it is above 0).
         let grown = own.union(mbr);
-        s.load(n, &boxes);
+        s.load(n, boxes());
         if s.overlap_growth(least, &own, &grown, n, 0.0, true) == 0.0 {
             return least;
         }
@@ -345,7 +360,7 @@ fn least_overlap<const D: usize>(
         false
     };
     if !loaded {
-        s.load(n, &boxes);
+        s.load(n, boxes());
     }
     keep_least(&mut s.cands, p);
     s.order.clear();

@@ -429,6 +429,27 @@ impl<'a, const D: usize> NodeView<'a, D> {
         }
     }
 
+    /// The entries' MBRs in entry order (the boxes [`Self::mbr`] gives), read with one
+    /// bounds check per entry: for scans of whole nodes.
+    #[inline]
+    pub fn mbrs(&self) -> impl ExactSizeIterator<Item = Rect<D>> + 'a {
+        let es = self.layout.entry;
+        let start = self.layout.header;
+        let body = &self.page[start..start + self.len() * es];
+        body.chunks_exact(es).map(|e| {
+            let b = &e[..16 * D];
+            let mut r = Rect {
+                min: [0.0; D],
+                max: [0.0; D],
+            };
+            for d in 0..D {
+                r.min[d] = f64_at(b, 8 * d);
+                r.max[d] = f64_at(b, 8 * (D + d));
+            }
+            r
+        })
+    }
+
     /// Pointer of entry `i`.
     #[inline]
     pub fn ptr(&self, i: usize) -> u64 {
@@ -505,6 +526,8 @@ mod tests {
                     l.verify(&page, 9).unwrap();
                     assert_eq!(l.decode::<2>(&page), nd);
                     assert_eq!(l.view::<2>(&page).len(), n);
+                    let v = l.view::<2>(&page);
+                    assert!(v.mbrs().eq((0..n).map(|i| v.mbr(i))));
                 }
                 assert!(l.encode(&node(0, l.fits() + 1), &mut page).is_err());
             }
