@@ -3,32 +3,12 @@
 //! asked, and answers windows and kNN exactly like the one-by-one tree and brute force;
 //! bad values are refused with a clear error, a non-zero exit and nothing left behind.
 
-use std::path::Path;
-
 use predicates::str::contains;
 use spidx::data::{self, Dataset};
 
 mod common;
 
-use common::{json_of, spidx};
-
-fn generate(dir: &Path) -> String {
-    let p = dir.join("b.fgb");
-    spidx()
-        .args([
-            "dataset",
-            "generate",
-            "--distribution",
-            "buildings",
-            "--count",
-            "2500",
-            "--out",
-        ])
-        .arg(&p)
-        .assert()
-        .success();
-    p.to_str().unwrap().to_string()
-}
+use common::{buildings, json_of, spidx};
 
 fn ids(v: &serde_json::Value) -> Vec<u64> {
     v["ids"]
@@ -83,7 +63,7 @@ fn answers(dir: &str, ext: &spidx::data::Extent) -> Vec<serde_json::Value> {
 #[test]
 fn every_bulk_method_and_fill_builds_a_sound_tree_that_answers_like_insertion() {
     let dir = tempfile::tempdir().unwrap();
-    let data_path = generate(dir.path());
+    let data_path = buildings(dir.path(), "2500");
     let ds = data::open(&data_path).unwrap();
     let Dataset::Geo(recs) = &ds else {
         panic!("2-D data expected")
@@ -205,7 +185,7 @@ fn every_bulk_method_and_fill_builds_a_sound_tree_that_answers_like_insertion() 
 #[test]
 fn bad_bulk_values_are_refused_and_leave_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
-    let data_path = generate(dir.path());
+    let data_path = buildings(dir.path(), "2500");
     let cases: &[(&[&str], &str)] = &[
         (&["--bulk", "cubic"], "unknown bulk-loading method 'cubic'"),
         (&["--bulk", ""], "unknown bulk-loading method"),

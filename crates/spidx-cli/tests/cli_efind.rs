@@ -6,32 +6,12 @@ use spidx::data::{self, Dataset};
 
 mod common;
 
-use common::{json_of, spidx};
-
-fn generate(dir: &std::path::Path, count: &str) -> String {
-    let p = dir.join("b.fgb");
-    spidx()
-        .args([
-            "dataset",
-            "generate",
-            "--distribution",
-            "buildings",
-            "--count",
-            count,
-            "--dims",
-            "2",
-            "--out",
-        ])
-        .arg(&p)
-        .assert()
-        .success();
-    p.to_str().unwrap().to_string()
-}
+use common::{assert_build_refused, buildings, json_of};
 
 #[test]
 fn efind_index_matches_brute_force() {
     let dir = tempfile::tempdir().unwrap();
-    let data_path = generate(dir.path(), "3000");
+    let data_path = buildings(dir.path(), "3000");
     let ds = data::open(&data_path).unwrap();
     let Dataset::Geo(recs) = &ds else {
         panic!("2-D data expected")
@@ -138,7 +118,7 @@ fn efind_index_matches_brute_force() {
 #[test]
 fn bad_efind_options_fail_clearly() {
     let dir = tempfile::tempdir().unwrap();
-    let data_path = generate(dir.path(), "200");
+    let data_path = buildings(dir.path(), "200");
     let out = dir.path().join("x");
     let o = out.to_str().unwrap();
     let e = [
@@ -241,14 +221,6 @@ fn bad_efind_options_fail_clearly() {
         ),
     ];
     for (extra, needle) in cases {
-        let mut args = vec!["build", "--data", &data_path, "--out", o];
-        args.extend_from_slice(&extra);
-        let outp = spidx().args(&args).output().unwrap();
-        let err = String::from_utf8_lossy(&outp.stderr);
-        assert!(
-            !outp.status.success() && err.contains(needle),
-            "{extra:?}: {err}"
-        );
-        assert!(!err.contains("panicked"), "{err}");
+        assert_build_refused(&data_path, o, &extra, needle);
     }
 }

@@ -1,32 +1,12 @@
 //! End-to-end tests of `spidx build --store fast` and `spidx recover` through the binary:
 //! FAST statistics in the output, answers equal to the direct store's, bad options.
 
-use std::path::Path;
-
 use predicates::prelude::*;
 use predicates::str::contains;
 
 mod common;
 
-use common::{json_of, spidx};
-
-fn dataset(dir: &Path) -> String {
-    let p = dir.join("b.fgb");
-    spidx()
-        .args([
-            "dataset",
-            "generate",
-            "--distribution",
-            "buildings",
-            "--count",
-            "3000",
-            "--out",
-        ])
-        .arg(&p)
-        .assert()
-        .success();
-    p.to_str().unwrap().to_string()
-}
+use common::{buildings, json_of, spidx, window_ids};
 
 const FAST: [&str; 8] = [
     "--store",
@@ -42,7 +22,7 @@ const FAST: [&str; 8] = [
 #[test]
 fn fast_builds_report_flushes_and_answer_like_the_direct_store() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = dataset(tmp.path());
+    let data = buildings(tmp.path(), "3000");
     let out = |name: &str| tmp.path().join(name).to_str().unwrap().to_string();
     let base = [
         "build",
@@ -69,16 +49,7 @@ fn fast_builds_report_flushes_and_answer_like_the_direct_store() {
     for dir in ["direct", "fast"] {
         spidx().args(["check", &out(dir)]).assert().success();
     }
-    let q = |dir: &str| {
-        json_of(&[
-            "query",
-            &out(dir),
-            "--window",
-            "100000,100000,400000,500000",
-            "--json",
-        ])["ids"]
-            .clone()
-    };
+    let q = |dir: &str| window_ids(&out(dir), "100000,100000,400000,500000");
     assert_eq!(q("direct"), q("fast"));
     let rec = json_of(&["recover", &out("fast"), "--json"]);
     assert_eq!(rec["store"], "fast");
@@ -103,7 +74,7 @@ fn fast_builds_report_flushes_and_answer_like_the_direct_store() {
 #[test]
 fn bad_fast_options_are_clear_errors() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = dataset(tmp.path());
+    let data = buildings(tmp.path(), "3000");
     let cases: [(&[&str], &str); 8] = [
         (
             &["--store", "direct", "--flush-policy", "fast"],
@@ -155,7 +126,7 @@ fn fast_with(flag: &str, value: &'static str) -> Vec<&'static str> {
 #[test]
 fn log_placements_are_named_measured_and_validated() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = dataset(tmp.path());
+    let data = buildings(tmp.path(), "3000");
     let out = |name: &str| tmp.path().join(name).to_str().unwrap().to_string();
     let build = |name: &str, extra: &[&str]| {
         let base = [

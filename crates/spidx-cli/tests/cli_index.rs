@@ -1,8 +1,6 @@
 //! End-to-end tests of `spidx build`, `query` and `check` through the real binary, with
 //! answers compared against brute force over the dataset.
 
-use std::path::Path;
-
 use geo::{Distance, Euclidean};
 use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
@@ -11,27 +9,7 @@ use spidx::query::Predicate;
 
 mod common;
 
-use common::{json_of, spidx};
-
-fn generate(dir: &Path, dist: &str, count: &str, dims: &str, name: &str) -> String {
-    let p = dir.join(name);
-    spidx()
-        .args([
-            "dataset",
-            "generate",
-            "--distribution",
-            dist,
-            "--count",
-            count,
-            "--dims",
-            dims,
-            "--out",
-        ])
-        .arg(&p)
-        .assert()
-        .success();
-    p.to_str().unwrap().to_string()
-}
+use common::{assert_build_refused, generate, json_of, spidx};
 
 fn ids(v: &serde_json::Value) -> Vec<u64> {
     v["ids"]
@@ -45,7 +23,18 @@ fn ids(v: &serde_json::Value) -> Vec<u64> {
 #[test]
 fn build_query_check_match_brute_force() {
     let dir = tempfile::tempdir().unwrap();
-    let data_path = generate(dir.path(), "buildings", "3000", "2", "b.fgb");
+    let data_path = generate(
+        dir.path(),
+        "b.fgb",
+        &[
+            "--distribution",
+            "buildings",
+            "--count",
+            "3000",
+            "--dims",
+            "2",
+        ],
+    );
     let ds = data::open(&data_path).unwrap();
     let Dataset::Geo(recs) = &ds else {
         panic!("2-D data expected")
@@ -228,7 +217,18 @@ fn build_query_check_match_brute_force() {
 #[test]
 fn vectors_knn_matches_brute_force() {
     let dir = tempfile::tempdir().unwrap();
-    let data_path = generate(dir.path(), "uniform", "2000", "10", "v.npy");
+    let data_path = generate(
+        dir.path(),
+        "v.npy",
+        &[
+            "--distribution",
+            "uniform",
+            "--count",
+            "2000",
+            "--dims",
+            "10",
+        ],
+    );
     let out = dir.path().join("vidx");
     let b = json_of(&[
         "build",
@@ -284,7 +284,18 @@ fn vectors_knn_matches_brute_force() {
 #[test]
 fn bad_input_fails_clearly_and_corruption_names_the_page() {
     let dir = tempfile::tempdir().unwrap();
-    let data_path = generate(dir.path(), "uniform", "1500", "2", "u.fgb");
+    let data_path = generate(
+        dir.path(),
+        "u.fgb",
+        &[
+            "--distribution",
+            "uniform",
+            "--count",
+            "1500",
+            "--dims",
+            "2",
+        ],
+    );
     let out = dir.path().join("x");
     let o = out.to_str().unwrap();
     let cases: &[(&[&str], &str)] = &[
@@ -323,15 +334,7 @@ fn bad_input_fails_clearly_and_corruption_names_the_page() {
         ),
     ];
     for (extra, needle) in cases {
-        let mut args = vec!["build", "--data", &data_path, "--out", o];
-        args.extend_from_slice(extra);
-        let outp = spidx().args(&args).output().unwrap();
-        let err = String::from_utf8_lossy(&outp.stderr);
-        assert!(
-            !outp.status.success() && err.contains(needle),
-            "{extra:?}: {err}"
-        );
-        assert!(!err.contains("panicked"), "{err}");
+        assert_build_refused(&data_path, o, extra, needle);
     }
     spidx()
         .args([
@@ -446,7 +449,11 @@ fn bad_input_fails_clearly_and_corruption_names_the_page() {
 #[test]
 fn relative_file_device_paths_survive_a_change_of_directory() {
     let dir = tempfile::tempdir().unwrap();
-    generate(dir.path(), "uniform", "300", "2", "u.fgb");
+    generate(
+        dir.path(),
+        "u.fgb",
+        &["--distribution", "uniform", "--count", "300", "--dims", "2"],
+    );
     spidx()
         .current_dir(dir.path())
         .args([

@@ -2,37 +2,17 @@
 //! statistics in the output, answers equal to the direct store's, `check`, `query` and
 //! `recover` on the index, and clear errors for flags of other stores.
 
-use std::path::Path;
-
 use predicates::prelude::*;
 use predicates::str::contains;
 
 mod common;
 
-use common::{json_of, spidx};
-
-fn dataset(dir: &Path) -> String {
-    let p = dir.join("b.fgb");
-    spidx()
-        .args([
-            "dataset",
-            "generate",
-            "--distribution",
-            "buildings",
-            "--count",
-            "3000",
-            "--out",
-        ])
-        .arg(&p)
-        .assert()
-        .success();
-    p.to_str().unwrap().to_string()
-}
+use common::{assert_build_refused, buildings, json_of, spidx, window_ids};
 
 #[test]
 fn lcr_builds_report_log_pages_and_answer_like_the_direct_store() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = dataset(tmp.path());
+    let data = buildings(tmp.path(), "3000");
     let out = |name: &str| tmp.path().join(name).to_str().unwrap().to_string();
     let base = [
         "build",
@@ -66,16 +46,7 @@ fn lcr_builds_report_log_pages_and_answer_like_the_direct_store() {
     for dir in ["direct", "lcr"] {
         spidx().args(["check", &out(dir)]).assert().success();
     }
-    let q = |dir: &str| {
-        json_of(&[
-            "query",
-            &out(dir),
-            "--window",
-            "100000,100000,400000,500000",
-            "--json",
-        ])["ids"]
-            .clone()
-    };
+    let q = |dir: &str| window_ids(&out(dir), "100000,100000,400000,500000");
     assert_eq!(q("direct"), q("lcr"));
     let rec = json_of(&["recover", &out("lcr"), "--json"]);
     assert_eq!(rec["store"], "lcr");
@@ -96,7 +67,7 @@ fn lcr_builds_report_log_pages_and_answer_like_the_direct_store() {
 #[test]
 fn bad_lcr_options_are_clear_errors() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = dataset(tmp.path());
+    let data = buildings(tmp.path(), "3000");
     let o = tmp.path().join("x");
     let o = o.to_str().unwrap();
     let lcr = ["--index", "rtree", "--store", "lcr"];
@@ -144,15 +115,6 @@ fn bad_lcr_options_are_clear_errors() {
         ),
     ];
     for (extra, needle) in cases {
-        let mut args = vec!["build", "--data", &data, "--out", o];
-        args.extend_from_slice(&extra);
-        let outp = spidx().args(&args).output().unwrap();
-        let err = String::from_utf8_lossy(&outp.stderr);
-        assert!(
-            !outp.status.success() && err.contains(needle),
-            "{extra:?}: {err}"
-        );
-        assert!(!err.contains("panicked"), "{err}");
-        assert!(!Path::new(o).exists(), "{extra:?}: nothing created");
+        assert_build_refused(&data, o, &extra, needle);
     }
 }

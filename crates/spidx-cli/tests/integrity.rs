@@ -8,31 +8,13 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{json_of, spidx};
+use common::{buildings, json_of, spidx};
 use predicates::str::contains;
-
-fn generate(dir: &Path, count: &str) -> String {
-    let p = dir.join("b.fgb");
-    spidx()
-        .args([
-            "dataset",
-            "generate",
-            "--distribution",
-            "buildings",
-            "--count",
-            count,
-            "--out",
-        ])
-        .arg(&p)
-        .assert()
-        .success();
-    p.display().to_string()
-}
 
 #[test]
 fn check_verifies_every_object_record() {
     let dir = tempfile::tempdir().unwrap();
-    let data = generate(dir.path(), "2000");
+    let data = buildings(dir.path(), "2000");
     let out = dir.path().join("idx");
     let o = out.to_str().unwrap();
     let pages = dir.path().join("pages.bin");

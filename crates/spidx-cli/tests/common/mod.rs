@@ -67,3 +67,54 @@ pub fn num(row: &ExportRow, col: &str) -> f64 {
         .parse()
         .unwrap_or(0.0)
 }
+
+/// `spidx dataset generate ARGS --out DIR/NAME`, asserted to succeed; returns the path.
+#[allow(dead_code)]
+pub fn generate(dir: &std::path::Path, name: &str, args: &[&str]) -> String {
+    let p = dir.join(name);
+    spidx()
+        .args(["dataset", "generate"])
+        .args(args)
+        .arg("--out")
+        .arg(&p)
+        .assert()
+        .success();
+    p.to_str().unwrap().to_string()
+}
+
+/// `COUNT` generated 2-d buildings in `DIR/b.fgb` (the default seed); returns the path.
+#[allow(dead_code)]
+pub fn buildings(dir: &std::path::Path, count: &str) -> String {
+    generate(
+        dir,
+        "b.fgb",
+        &["--distribution", "buildings", "--count", count],
+    )
+}
+
+/// The ids `spidx query INDEX --window WINDOW --json` answers, as JSON.
+#[allow(dead_code)]
+pub fn window_ids(index: &str, window: &str) -> serde_json::Value {
+    json_of(&["query", index, "--window", window, "--json"])["ids"].clone()
+}
+
+/// Asserts that `spidx build --data DATA --out OUT EXTRA` fails with an error containing
+/// `needle`, without a panic and without creating `OUT`.
+#[allow(dead_code)]
+pub fn assert_build_refused(data: &str, out: &str, extra: &[&str], needle: &str) {
+    let outp = spidx()
+        .args(["build", "--data", data, "--out", out])
+        .args(extra)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&outp.stderr);
+    assert!(
+        !outp.status.success() && err.contains(needle),
+        "{extra:?}: {err}"
+    );
+    assert!(!err.contains("panicked"), "{extra:?}: {err}");
+    assert!(
+        !std::path::Path::new(out).exists(),
+        "{extra:?}: a refused build created {out}"
+    );
+}
