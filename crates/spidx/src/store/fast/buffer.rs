@@ -346,7 +346,52 @@ impl WriteBuffer {
 /// is a [`WriteBuffer`] in its field `buf`, with its operation count in its field `op`
 /// (FAST, the LCR-tree, RFTL): created, changed and rewritten nodes are logged and buffered
 /// as FAST logs and buffers them, new metadata is logged, the gauges are the buffer's.
+///
+/// `logged_write_buffer_hooks!(cached)` also keeps the policy's assembled nodes (a
+/// [`LazyNodeCache`](crate::store::buffered::node_cache::LazyNodeCache) in its field
+/// `nodes`) exact: a created or rewritten node is forgotten, a modification is applied to
+/// the cached page (forgotten if the modification fails).
 macro_rules! logged_write_buffer_hooks {
+    (cached) => {
+        fn create(
+            &mut self,
+            core: &mut $crate::store::buffered::Core,
+            id: $crate::node::PageId,
+            level: u32,
+            entries: Vec<u8>,
+        ) -> $crate::Result<()> {
+            self.nodes.forget(id);
+            self.buf.logged_create(core, id, level, entries, self.op)
+        }
+
+        fn modify(
+            &mut self,
+            core: &mut $crate::store::buffered::Core,
+            id: $crate::node::PageId,
+            level: u32,
+            changes: Vec<$crate::store::buffered::RawChange>,
+        ) -> $crate::Result<()> {
+            self.nodes.modify(id, level, &changes);
+            let done = self.buf.logged_modify(core, id, level, changes, self.op);
+            if done.is_err() {
+                self.nodes.forget(id);
+            }
+            done
+        }
+
+        fn rewrite(
+            &mut self,
+            core: &mut $crate::store::buffered::Core,
+            id: $crate::node::PageId,
+            level: u32,
+            entries: Vec<u8>,
+        ) -> $crate::Result<()> {
+            self.nodes.forget(id);
+            self.buf.logged_rewrite(core, id, level, entries, self.op)
+        }
+
+        $crate::store::fast::buffer::logged_write_buffer_hooks!(common);
+    };
     () => {
         fn create(
             &mut self,
@@ -378,6 +423,9 @@ macro_rules! logged_write_buffer_hooks {
             self.buf.logged_rewrite(core, id, level, entries, self.op)
         }
 
+        $crate::store::fast::buffer::logged_write_buffer_hooks!(common);
+    };
+    (common) => {
         fn log_meta(
             &mut self,
             core: &mut $crate::store::buffered::Core,

@@ -36,6 +36,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use self::log_page::{DeltaView, NodeDelta};
+use super::buffered::node_cache::LazyNodeCache;
 use super::buffered::{
     BufferPolicy, BufferedStore, Core, NodeStatus, Record, RecordFormat, RecoveryReport, Unit,
     UnitDurability,
@@ -145,6 +146,9 @@ pub struct LcrPolicy {
     buf: WriteBuffer,
     op: u64,
     stats: LcrStats,
+    /// Assembled nodes (CPU only: every read still reads its pages; see
+    /// [`node_cache`](super::buffered::node_cache)).
+    nodes: LazyNodeCache,
 }
 
 impl LcrPolicy {
@@ -155,6 +159,7 @@ impl LcrPolicy {
             buf: WriteBuffer::default(),
             op: 0,
             stats: LcrStats::default(),
+            nodes: LazyNodeCache::default(),
         }
     }
 
@@ -265,6 +270,33 @@ impl LcrPolicy {
         let page = Arc::get_mut(&mut now).expect("not shared");
         apply_raw(&layout, id, page, n.level, count, &n.changes)?;
         Ok(Current { base, now })
+    }
+
+    /// The page reads (through the page cache, verified, counted) that assembling node
+    /// `id` issues: none for a node buffered with its whole content, else its page and its
+    /// log page if it has one. A deleted node is an error, as for an assembly.
+    fn read_pages(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
+        if let Some(n) = self.buf.get(id) {
+            if n.status == NodeStatus::Deleted {
+                return Err(Error::corrupted(
+                    format!("node page {id}"),
+                    "the node was deleted",
+                ));
+            }
+            if n.image.is_some() {
+                return Ok(());
+            }
+        }
+        let layout = core.layout;
+        core.cache
+            .read_checked_ref(id, level, |b| layout.verify(b, id))?;
+        if let Some(lp) = core.header.log_pages.get(&id).copied() {
+            let es = layout.entry_size();
+            core.cache
+                .read_checked_ref(lp, level, |b| NodeDelta::verify(b, lp, id, es))?;
+            self.stats.log_page_reads += 1;
+        }
+        Ok(())
     }
 
     /// Frees node `id`'s log page, if it has one (logged).
@@ -391,9 +423,13 @@ impl BufferPolicy for LcrPolicy {
     /// The LCR-tree's records exist since log format 2.
     const OLDEST_LOG_FORMAT: u32 = 2;
 
-    logged_write_buffer_hooks!();
+    logged_write_buffer_hooks!(cached);
 
     flush_all_hooks!();
+
+    fn drop_caches(&mut self, _core: &mut Core) {
+        self.nodes.clear();
+    }
 
     fn created(&mut self, core: &mut Core) -> Result<()> {
         Self::check_layout(core)
@@ -443,11 +479,20 @@ impl BufferPolicy for LcrPolicy {
         Ok(())
     }
 
+    /// The node's assembled page from the cache of assembled nodes after the page reads
+    /// its assembly issues, or assembled (and cached).
     fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        self.current(core, id, level, false).map(|c| c.now)
+        if let Some(page) = self.nodes.of(core.layout).get(id) {
+            self.read_pages(core, id, level)?;
+            return Ok(page);
+        }
+        let page = self.current(core, id, level, false)?.now;
+        self.nodes.of(core.layout).put(id, Arc::clone(&page));
+        Ok(page)
     }
 
     fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
+        self.nodes.forget(id);
         // The log page first: recovery frees pages in the order they were freed here.
         self.drop_log_page(core, id)?;
         self.buf.logged_delete(core, id, level, self.op)
