@@ -21,13 +21,15 @@
 //! reseals it — exactly the bytes an assembly from scratch gives (tested in the stores'
 //! property tests). Reopening a store starts with an empty cache.
 //!
-//! **Bounded**: at most [`NODE_CACHE_BYTES`] of pages (at least 16 pages), least recently
-//! used first out.
+//! **Bounded**: at most [`NODE_CACHE_BYTES`] of pages (at least 16 pages); a new node
+//! that finds it full empties it (no bookkeeping per read: a least-recently-used list cost
+//! more than it saved, and the nodes read most, the upper levels, come back at their next
+//! read).
 
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::cache::{Buffer, Lru};
+use crate::cache::KeyMap;
 use crate::node::{NodeLayout, PageId, Resealer};
 use crate::store::fast::buffer::apply_raw_unsealed;
 use crate::store::Change;
@@ -41,7 +43,8 @@ pub const NODE_CACHE_BYTES: usize = 16 << 20;
 /// was assembled from, checked by the store before it trusts the page; `()` for none).
 /// See the module documentation.
 pub struct NodeCache<T = ()> {
-    pages: Buffer<(Arc<[u8]>, T)>,
+    pages: KeyMap<(Arc<[u8]>, T)>,
+    capacity: usize,
     layout: NodeLayout,
     resealer: Option<Resealer>,
 }
@@ -51,7 +54,8 @@ impl<T> NodeCache<T> {
     pub fn new(layout: NodeLayout) -> Self {
         let capacity = (NODE_CACHE_BYTES / layout.page_size()).max(16);
         NodeCache {
-            pages: Buffer::new(Box::new(Lru::new(capacity))),
+            pages: KeyMap::default(),
+            capacity,
             layout,
             resealer: Resealer::new(layout),
         }
@@ -60,24 +64,27 @@ impl<T> NodeCache<T> {
     /// The cached page of node `id`, if any.
     #[inline]
     pub fn get(&mut self, id: PageId) -> Option<Arc<[u8]>> {
-        self.pages.get(id, 0).map(|(p, _)| Arc::clone(p))
+        self.pages.get(&id).map(|(p, _)| Arc::clone(p))
     }
 
     /// The cached page of node `id` with its tag, if any.
     #[inline]
     pub fn get_tagged(&mut self, id: PageId) -> Option<(Arc<[u8]>, &T)> {
-        self.pages.get(id, 0).map(|(p, t)| (Arc::clone(p), t))
+        self.pages.get(&id).map(|(p, t)| (Arc::clone(p), t))
     }
 
     /// Keeps `page`, the current (sealed) content of node `id`, with `tag`.
     pub fn put_tagged(&mut self, id: PageId, page: Arc<[u8]>, tag: T) {
-        let _ = self.pages.insert(id, 0, (page, tag));
+        if self.pages.len() >= self.capacity && !self.pages.contains_key(&id) {
+            self.pages.clear();
+        }
+        self.pages.insert(id, (page, tag));
     }
 
     /// Forgets node `id` (its content was replaced, or it is gone).
     #[inline]
     pub fn forget(&mut self, id: PageId) {
-        self.pages.remove(id);
+        self.pages.remove(&id);
     }
 
     /// Forgets every node.
@@ -101,7 +108,7 @@ impl<T> NodeCache<T> {
     /// reports the error).
     pub fn modify(&mut self, id: PageId, level: u32, changes: &[RawChange]) {
         let layout = self.layout;
-        let Some((slot, _)) = self.pages.get_mut(id, 0) else {
+        let Some((slot, _)) = self.pages.get_mut(&id) else {
             return;
         };
         if Arc::get_mut(slot).is_none() {
@@ -288,8 +295,9 @@ mod tests {
         for id in 0..(cap as u64 + 10) {
             c.put(id, page.clone());
         }
-        assert_eq!(c.len(), cap);
-        assert!(c.get(0).is_none(), "the least recently used went first");
+        assert!(c.len() <= cap);
+        assert_eq!(c.len(), 10, "full: emptied, then the 10 later ones");
+        assert!(c.get(0).is_none());
         assert!(c.get(cap as u64 + 9).is_some());
         c.forget(cap as u64 + 9);
         assert!(c.get(cap as u64 + 9).is_none());

@@ -216,8 +216,26 @@ impl LcrPolicy {
     }
 
     /// The current content of node `id` and its page on the device, when it was read
-    /// (always when `need_base` and the node is not new).
+    /// (always when `need_base` and the node is not new): from the cache of assembled
+    /// nodes after the same page reads ([`Self::read_pages`]), or assembled (and cached).
     fn current(
+        &mut self,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+        need_base: bool,
+    ) -> Result<Current> {
+        if let Some(now) = self.nodes.of(core.layout).get(id) {
+            let base = self.read_pages(core, id, level, need_base)?;
+            return Ok(Current { base, now });
+        }
+        let c = self.assemble(core, id, level, need_base)?;
+        self.nodes.of(core.layout).put(id, Arc::clone(&c.now));
+        Ok(c)
+    }
+
+    /// [`Self::current`] assembled from the pages and the buffer.
+    fn assemble(
         &mut self,
         core: &mut Core,
         id: PageId,
@@ -272,10 +290,18 @@ impl LcrPolicy {
         Ok(Current { base, now })
     }
 
-    /// The page reads (through the page cache, verified, counted) that assembling node
-    /// `id` issues: none for a node buffered with its whole content, else its page and its
-    /// log page if it has one. A deleted node is an error, as for an assembly.
-    fn read_pages(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
+    /// The page reads (through the page cache, verified, counted) that [`Self::current`]
+    /// issues for node `id`, and the node's page when they read it: a node buffered with
+    /// its whole content reads its page only if `need_base` and it is modified, any other
+    /// its page and its log page if it has one. A deleted node is an error, as there.
+    fn read_pages(
+        &mut self,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+        need_base: bool,
+    ) -> Result<Option<Arc<[u8]>>> {
+        let layout = core.layout;
         if let Some(n) = self.buf.get(id) {
             if n.status == NodeStatus::Deleted {
                 return Err(Error::corrupted(
@@ -284,19 +310,25 @@ impl LcrPolicy {
                 ));
             }
             if n.image.is_some() {
-                return Ok(());
+                if n.status == NodeStatus::Modified && need_base {
+                    let base = core
+                        .cache
+                        .read_checked(id, level, |b| layout.verify(b, id))?;
+                    return Ok(Some(base));
+                }
+                return Ok(None);
             }
         }
-        let layout = core.layout;
-        core.cache
-            .read_checked_ref(id, level, |b| layout.verify(b, id))?;
+        let base = core
+            .cache
+            .read_checked(id, level, |b| layout.verify(b, id))?;
         if let Some(lp) = core.header.log_pages.get(&id).copied() {
             let es = layout.entry_size();
             core.cache
                 .read_checked_ref(lp, level, |b| NodeDelta::verify(b, lp, id, es))?;
             self.stats.log_page_reads += 1;
         }
-        Ok(())
+        Ok(Some(base))
     }
 
     /// Frees node `id`'s log page, if it has one (logged).
@@ -482,13 +514,7 @@ impl BufferPolicy for LcrPolicy {
     /// The node's assembled page from the cache of assembled nodes after the page reads
     /// its assembly issues, or assembled (and cached).
     fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        if let Some(page) = self.nodes.of(core.layout).get(id) {
-            self.read_pages(core, id, level)?;
-            return Ok(page);
-        }
-        let page = self.current(core, id, level, false)?.now;
-        self.nodes.of(core.layout).put(id, Arc::clone(&page));
-        Ok(page)
+        self.current(core, id, level, false).map(|c| c.now)
     }
 
     fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
