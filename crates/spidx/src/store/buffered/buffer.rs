@@ -111,6 +111,21 @@ impl<N: BufferedNode> NodeBuffer<N> {
         old.map(|s| s.node)
     }
 
+    /// Changes node `id` in place by `f` (a node `make` gives is put first if none is
+    /// buffered), then recounts its bytes: the totals and the peak as if the node had
+    /// been taken out and put back changed.
+    pub fn upsert(&mut self, id: PageId, make: impl FnOnce() -> N, f: impl FnOnce(&mut N)) {
+        let slot = self.nodes.entry(id).or_insert_with(|| Slot {
+            node: make(),
+            bytes: 0,
+        });
+        f(&mut slot.node);
+        let bytes = slot.node.bytes();
+        self.bytes = self.bytes - slot.bytes + bytes;
+        slot.bytes = bytes;
+        self.peak = self.peak.max(self.bytes);
+    }
+
     /// Takes node `id` out of the buffer.
     pub fn remove(&mut self, id: PageId) -> Option<N> {
         let s = self.nodes.remove(&id)?;

@@ -34,6 +34,7 @@
 //! and [`crate::store::rftl`] (RFTL, Wu, Chang, Kuo 2003).
 
 pub mod buffer;
+pub mod node_cache;
 pub mod placement;
 pub mod record;
 pub mod stats;

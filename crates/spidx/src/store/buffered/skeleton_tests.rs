@@ -297,3 +297,181 @@ fn failed_modification_leaves_nothing<P: BufferPolicy>(make: impl Fn() -> P, kin
 fn a_failed_modification_leaves_nothing_under_efind() {
     failed_modification_leaves_nothing(efind, "efind");
 }
+
+/// One step of [`cached_reads_equal_assembly`] (node numbers pick among the live nodes).
+#[derive(Debug, Clone)]
+enum CacheOp {
+    Create(u8, u32),
+    Modify(u8, Vec<(u8, u8)>),
+    Rewrite(u8, u8),
+    Delete(u8),
+    Read(u8),
+    WriteBack,
+    Reopen,
+    Compare,
+}
+
+fn cache_op() -> impl proptest::strategy::Strategy<Value = CacheOp> {
+    use proptest::prelude::*;
+    prop_oneof![
+        2 => (1u8..6, 0u32..3).prop_map(|(n, l)| CacheOp::Create(n, l)),
+        8 => (any::<u8>(), prop::collection::vec((any::<u8>(), any::<u8>()), 1..4))
+            .prop_map(|(n, c)| CacheOp::Modify(n, c)),
+        1 => (any::<u8>(), 0u8..8).prop_map(|(n, k)| CacheOp::Rewrite(n, k)),
+        1 => any::<u8>().prop_map(CacheOp::Delete),
+        4 => any::<u8>().prop_map(CacheOp::Read),
+        1 => Just(CacheOp::WriteBack),
+        1 => Just(CacheOp::Reopen),
+        2 => Just(CacheOp::Compare),
+    ]
+}
+
+/// Node `id` read through the store: it must hold `want` at `level` in a page whose
+/// checksum holds. Returns the page.
+fn read_checked<P: BufferPolicy>(
+    s: &mut BufferedStore<P>,
+    id: PageId,
+    level: u32,
+    want: &[Entry<2>],
+) -> Vec<u8> {
+    let page = NodeStore::<2>::read(s, id, level).unwrap();
+    let bytes = page.bytes().to_vec();
+    layout().verify(&bytes, id).unwrap();
+    let node: Node<2> = layout().decode(&bytes);
+    assert_eq!(node.level, level, "node {id}");
+    assert_eq!(node.entries, want, "node {id}");
+    bytes
+}
+
+/// Runs `ops` on a store of policy `make` (every change valid, as the trees send them),
+/// with write-backs and reopenings (recovery from the log) in between. Every read gives
+/// the entries the direct application of the changes gives, sealed; `Compare` reads every
+/// node, drops the caches (the cache of assembled nodes with them) and reads every node
+/// again, assembled from scratch: the same bytes.
+fn cached_reads_equal_assembly<P: BufferPolicy>(make: impl Fn() -> P, ops: &[CacheOp]) {
+    let (nodes, log) = (mem(1 << 20), mem(8 << 20));
+    let log_cfg = LogConfig::new(LogSync::EachOp);
+    let mut s = BufferedStore::create(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None)
+        .unwrap();
+    let fits = layout().fits();
+    let mut live: Vec<(PageId, u32, Vec<Entry<2>>)> = Vec::new();
+    let mut serial = 0u64;
+    let mut fresh = |n: usize| -> Vec<Entry<2>> {
+        (0..n)
+            .map(|_| {
+                serial += 1;
+                entry(serial)
+            })
+            .collect()
+    };
+    for op in ops {
+        let pick = |k: u8, n: usize| (n > 0).then(|| k as usize % n);
+        match op {
+            CacheOp::Create(n, level) => {
+                let es = fresh(*n as usize);
+                let id = NodeStore::<2>::create(&mut s, *level, &es).unwrap();
+                live.push((id, *level, es));
+            }
+            CacheOp::Modify(k, list) => {
+                let Some(i) = pick(*k, live.len()) else {
+                    continue;
+                };
+                let (id, level, node) = &mut live[i];
+                let mut changes = Vec::new();
+                for &(kind, x) in list {
+                    let len = node.len();
+                    let c = match kind % 3 {
+                        1 if len > 0 => NodeChange::Set {
+                            pos: x as usize % len,
+                            entry: fresh(1)[0],
+                        },
+                        2 if len > 1 => NodeChange::Remove {
+                            pos: x as usize % len,
+                        },
+                        _ if len + 1 < fits => NodeChange::Push(fresh(1)[0]),
+                        _ => NodeChange::Remove { pos: 0 },
+                    };
+                    crate::store::apply_changes(node, &[c]).unwrap();
+                    changes.push(c);
+                }
+                NodeStore::<2>::modify(&mut s, *id, *level, &changes).unwrap();
+            }
+            CacheOp::Rewrite(k, n) => {
+                let Some(i) = pick(*k, live.len()) else {
+                    continue;
+                };
+                let es = fresh(*n as usize);
+                let (id, level, node) = &mut live[i];
+                NodeStore::<2>::rewrite(&mut s, *id, *level, &es).unwrap();
+                *node = es;
+            }
+            CacheOp::Delete(k) => {
+                let Some(i) = pick(*k, live.len()) else {
+                    continue;
+                };
+                let (id, level, _) = live.remove(i);
+                NodeStore::<2>::delete(&mut s, id, level).unwrap();
+            }
+            CacheOp::Read(k) => {
+                if let Some(i) = pick(*k, live.len()) {
+                    let (id, level, want) = &live[i];
+                    read_checked(&mut s, *id, *level, want);
+                }
+                continue;
+            }
+            CacheOp::WriteBack => {
+                StoreControl::write_back(&mut s).unwrap();
+                continue;
+            }
+            CacheOp::Reopen => {
+                drop(s);
+                s = BufferedStore::open(
+                    devs(&nodes, &log),
+                    &none(),
+                    layout(),
+                    log_cfg,
+                    make(),
+                    None,
+                )
+                .unwrap();
+                continue;
+            }
+            CacheOp::Compare => {
+                let cached: Vec<Vec<u8>> = live
+                    .iter()
+                    .map(|(id, level, want)| read_checked(&mut s, *id, *level, want))
+                    .collect();
+                StoreControl::drop_caches(&mut s).unwrap();
+                for ((id, level, want), before) in live.iter().zip(&cached) {
+                    let after = read_checked(&mut s, *id, *level, want);
+                    assert!(
+                        after == *before,
+                        "node {id}: cached and assembled pages differ"
+                    );
+                }
+                continue;
+            }
+        }
+        NodeStore::<2>::end_operation(&mut s).unwrap();
+    }
+    for (id, level, want) in &live {
+        read_checked(&mut s, *id, *level, want);
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(40))]
+
+    /// The caches of assembled nodes (the LCR-tree's, RFTL's, eFIND's merged pages) give
+    /// what assembling the node from scratch gives, after any valid change sequence,
+    /// flushes, write-backs and recoveries (FAST, which keeps none, as a reference).
+    #[test]
+    fn cached_nodes_read_as_assembled_ones(
+        ops in proptest::collection::vec(cache_op(), 1..160),
+    ) {
+        cached_reads_equal_assembly(fast, &ops);
+        cached_reads_equal_assembly(lcr, &ops);
+        cached_reads_equal_assembly(rftl, &ops);
+        cached_reads_equal_assembly(efind, &ops);
+    }
+}

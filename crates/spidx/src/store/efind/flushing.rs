@@ -57,16 +57,20 @@ pub struct WriteTcCounts {
     pub fallbacks: u64,
 }
 
-/// Step 1: the candidates, oldest first.
+/// Step 1: the candidates: the oldest buffered nodes, in no particular order.
 pub fn candidates(mut all: Vec<Candidate>, cfg: &Resolved) -> Vec<Candidate> {
     if cfg.policy == FlushPolicy::M {
         return all;
     }
-    all.sort_by_key(|c| (c.stamp, c.id));
     let n = all.len();
     let want = ((n as f64 * cfg.timestamp_perc / 100.0).ceil() as usize)
         .max(cfg.unit)
         .min(n);
+    // The `want` oldest (keys are unique: no ties), not sorted: every later step is
+    // independent of their order (the units are cut in page order).
+    if want > 0 && want < n {
+        all.select_nth_unstable_by_key(want - 1, |c| (c.stamp, c.id));
+    }
     all.truncate(want);
     all
 }

@@ -44,6 +44,7 @@ pub use config::{EfindConfig, FlushPolicy, Size, TemporalControl};
 use flushing::{Candidate, WriteTcCounts};
 use write_buffer::{BufNode, Scores};
 
+use super::buffered::node_cache::LazyNodeCache;
 use super::buffered::{
     BufferGauges, BufferPolicy, BufferSettings, BufferedStore, Core, NodeBuffer, NodeStatus,
     RawChange, Record, RecordFormat, RecoveryReport, Unit, UnitDurability,
@@ -101,6 +102,10 @@ pub struct EfindPolicy {
     lengths: VecDeque<(PageId, u32)>,
     clock: u64,
     estats: EfindStats,
+    /// Merged pages of buffered nodes (CPU only: a read still reads the stored page as
+    /// before; see [`node_cache`](super::buffered::node_cache)). A node leaves it when it
+    /// leaves the write buffer.
+    merged: LazyNodeCache,
 }
 
 impl EfindPolicy {
@@ -124,6 +129,7 @@ impl EfindPolicy {
             lengths: VecDeque::new(),
             clock: 0,
             estats,
+            merged: LazyNodeCache::default(),
         })
     }
 
@@ -282,7 +288,11 @@ impl EfindPolicy {
                 NodeStatus::Modified => Some(self.stored_page(core, id, node.level)?),
                 NodeStatus::New | NodeStatus::Deleted => None,
             };
-            node.merge_into(&core.layout, base.as_deref(), &mut out)?;
+            match self.merged.of(core.layout).get(id) {
+                Some(page) => out.copy_from_slice(&page),
+                None => node.merge_into(&core.layout, base.as_deref(), &mut out)?,
+            }
+            self.merged.forget(id);
             if node.status == NodeStatus::Modified {
                 // The log first: a torn in-place write must find the node's entries there.
                 core.log_image(id, node.level, &out)?;
@@ -437,10 +447,14 @@ impl BufferPolicy for EfindPolicy {
             NodeStatus::Modified => Some(self.stored_page(core, id, lvl)?),
             NodeStatus::New | NodeStatus::Deleted => None,
         };
+        if let Some(page) = self.merged.of(core.layout).get(id) {
+            return Ok(page);
+        }
         let node = self.wb.get(id).expect("buffered");
         let mut out: Arc<[u8]> = std::iter::repeat_n(0u8, core.layout.page_size()).collect();
         let page = Arc::get_mut(&mut out).expect("a new page is not shared");
         node.merge_into(&core.layout, base.as_deref(), page)?;
+        self.merged.of(core.layout).put(id, Arc::clone(&out));
         Ok(out)
     }
 
@@ -448,6 +462,7 @@ impl BufferPolicy for EfindPolicy {
         let es = core.layout.entry_size();
         // A reused page: whatever was stored or cached for it is stale.
         self.rb.remove(id);
+        self.merged.forget(id);
         core.cache.invalidate(id);
         self.forget(id);
         let stamp = self.tick();
@@ -484,6 +499,9 @@ impl BufferPolicy for EfindPolicy {
         }
         node.stamp = self.tick();
         let stamp = Some(node.stamp);
+        // The merged page (if cached) gets the same changes: merging equals applying
+        // them in place (see `write_buffer`).
+        self.merged.modify(id, node.level, &changes);
         self.wb.insert(id, node);
         for change in changes {
             core.append(&Record::Change {
@@ -499,6 +517,7 @@ impl BufferPolicy for EfindPolicy {
     fn rewrite(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
         let es = core.layout.entry_size();
         let enc = log_manager::split_entries(&entries, es)?;
+        self.merged.forget(id);
         let mut node = self.take_node(core, id, level)?;
         node.level = level;
         let stamp = self.tick();
@@ -519,6 +538,7 @@ impl BufferPolicy for EfindPolicy {
         // for it goes.
         self.wb.remove(id);
         self.rb.remove(id);
+        self.merged.forget(id);
         self.forget(id);
         self.read_fifo.retain(|p| *p != id);
         core.append(&Record::Free(id))
@@ -545,6 +565,7 @@ impl BufferPolicy for EfindPolicy {
     }
 
     fn drop_caches(&mut self, _core: &mut Core) {
+        self.merged.clear();
         self.rb.clear();
         self.read_fifo.clear();
         self.lengths.clear();

@@ -105,40 +105,51 @@ impl WriteBuffer {
         self.nodes.gauges()
     }
 
-    fn update(&mut self, id: PageId, op: u64, f: impl FnOnce(Option<BufNode>) -> BufNode) {
-        let old = self.nodes.remove(id);
-        let mut n = f(old);
-        n.last_op = op;
-        n.records += 1;
-        self.nodes.insert(id, n);
+    /// Changes node `id` in place by `f` (a fresh node of `status` at `level` if none is
+    /// buffered), stamping it with operation `op` and counting one more record.
+    fn update(
+        &mut self,
+        id: PageId,
+        op: u64,
+        status: NodeStatus,
+        level: u32,
+        f: impl FnOnce(&mut BufNode),
+    ) {
+        self.nodes.upsert(
+            id,
+            || BufNode::new(status, level),
+            |n| {
+                f(n);
+                n.last_op = op;
+                n.records += 1;
+            },
+        );
     }
 
     /// A node created with `entries` (raw).
     pub fn create(&mut self, id: PageId, level: u32, entries: Vec<u8>, op: u64) {
-        self.update(id, op, |old| {
-            let mut n = BufNode::new(NodeStatus::New, level);
-            n.mods = old.map_or(0, |o| o.mods) + 1;
+        self.update(id, op, NodeStatus::New, level, |n| {
+            // A new node: only the modification count carries over.
+            let mods = n.mods + 1;
+            *n = BufNode::new(NodeStatus::New, level);
+            n.mods = mods;
             n.image = Some(entries);
-            n
         });
     }
 
     /// Entry-level changes to node `id`.
     pub fn modify(&mut self, id: PageId, level: u32, changes: Vec<RawChange>, op: u64) {
-        self.update(id, op, |old| {
-            let mut n = old.unwrap_or_else(|| BufNode::new(NodeStatus::Modified, level));
+        self.update(id, op, NodeStatus::Modified, level, |n| {
             n.level = level;
             n.mods += changes.len() as u64;
             n.changes.extend(changes);
-            n
         });
     }
 
     /// Node `id`'s content replaced by `entries`; `mods` modifications are counted (the
     /// entries of a rewrite; none for a replayed image).
     pub fn image(&mut self, id: PageId, level: u32, entries: Vec<u8>, mods: u64, op: u64) {
-        self.update(id, op, |old| {
-            let mut n = old.unwrap_or_else(|| BufNode::new(NodeStatus::Modified, level));
+        self.update(id, op, NodeStatus::Modified, level, |n| {
             if n.status == NodeStatus::Deleted {
                 n.status = NodeStatus::Modified;
             }
@@ -146,7 +157,6 @@ impl WriteBuffer {
             n.mods += mods;
             n.image = Some(entries);
             n.changes.clear();
-            n
         });
     }
 
@@ -161,13 +171,11 @@ impl WriteBuffer {
             self.nodes.remove(id);
             return;
         }
-        self.update(id, op, |old| {
-            let mut n = old.unwrap_or_else(|| BufNode::new(NodeStatus::Deleted, level));
+        self.update(id, op, NodeStatus::Deleted, level, |n| {
             n.status = NodeStatus::Deleted;
             n.mods += 1;
             n.image = None;
             n.changes.clear();
-            n
         });
     }
 
@@ -181,12 +189,16 @@ impl WriteBuffer {
         entries: Vec<u8>,
         op: u64,
     ) -> Result<()> {
-        core.append(&Record::Create {
+        let rec = Record::Create {
             id,
             level,
             stamp: None,
-            entries: entries.clone(),
-        })?;
+            entries,
+        };
+        core.append(&rec)?;
+        let Record::Create { entries, .. } = rec else {
+            unreachable!("just built")
+        };
         self.create(id, level, entries, op);
         Ok(())
     }
@@ -200,12 +212,16 @@ impl WriteBuffer {
         changes: Vec<RawChange>,
         op: u64,
     ) -> Result<()> {
-        core.append(&Record::Modify {
+        let rec = Record::Modify {
             id,
             level,
             stamp: None,
-            changes: changes.clone(),
-        })?;
+            changes,
+        };
+        core.append(&rec)?;
+        let Record::Modify { changes, .. } = rec else {
+            unreachable!("just built")
+        };
         self.modify(id, level, changes, op);
         Ok(())
     }
@@ -220,12 +236,16 @@ impl WriteBuffer {
         entries: Vec<u8>,
         op: u64,
     ) -> Result<()> {
-        core.append(&Record::Rewrite {
+        let rec = Record::Rewrite {
             id,
             level,
             stamp: None,
-            entries: entries.clone(),
-        })?;
+            entries,
+        };
+        core.append(&rec)?;
+        let Record::Rewrite { entries, .. } = rec else {
+            unreachable!("just built")
+        };
         let n = (entries.len() / core.layout.entry_size()) as u64;
         self.image(id, level, entries, n, op);
         Ok(())
@@ -346,7 +366,52 @@ impl WriteBuffer {
 /// is a [`WriteBuffer`] in its field `buf`, with its operation count in its field `op`
 /// (FAST, the LCR-tree, RFTL): created, changed and rewritten nodes are logged and buffered
 /// as FAST logs and buffers them, new metadata is logged, the gauges are the buffer's.
+///
+/// `logged_write_buffer_hooks!(cached)` also keeps the policy's assembled nodes (a
+/// [`LazyNodeCache`](crate::store::buffered::node_cache::LazyNodeCache) in its field
+/// `nodes`) exact: a created or rewritten node is forgotten, a modification is applied to
+/// the cached page (forgotten if the modification fails).
 macro_rules! logged_write_buffer_hooks {
+    (cached) => {
+        fn create(
+            &mut self,
+            core: &mut $crate::store::buffered::Core,
+            id: $crate::node::PageId,
+            level: u32,
+            entries: Vec<u8>,
+        ) -> $crate::Result<()> {
+            self.nodes.forget(id);
+            self.buf.logged_create(core, id, level, entries, self.op)
+        }
+
+        fn modify(
+            &mut self,
+            core: &mut $crate::store::buffered::Core,
+            id: $crate::node::PageId,
+            level: u32,
+            changes: Vec<$crate::store::buffered::RawChange>,
+        ) -> $crate::Result<()> {
+            self.nodes.modify(id, level, &changes);
+            let done = self.buf.logged_modify(core, id, level, changes, self.op);
+            if done.is_err() {
+                self.nodes.forget(id);
+            }
+            done
+        }
+
+        fn rewrite(
+            &mut self,
+            core: &mut $crate::store::buffered::Core,
+            id: $crate::node::PageId,
+            level: u32,
+            entries: Vec<u8>,
+        ) -> $crate::Result<()> {
+            self.nodes.forget(id);
+            self.buf.logged_rewrite(core, id, level, entries, self.op)
+        }
+
+        $crate::store::fast::buffer::logged_write_buffer_hooks!(common);
+    };
     () => {
         fn create(
             &mut self,
@@ -378,6 +443,9 @@ macro_rules! logged_write_buffer_hooks {
             self.buf.logged_rewrite(core, id, level, entries, self.op)
         }
 
+        $crate::store::fast::buffer::logged_write_buffer_hooks!(common);
+    };
+    (common) => {
         fn log_meta(
             &mut self,
             core: &mut $crate::store::buffered::Core,

@@ -39,6 +39,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use self::buffer::{logged_write_buffer_hooks, page_from_entries, WriteBuffer};
+use super::buffered::node_cache::LazyNodeCache;
 use super::buffered::{
     BufferPolicy, BufferSettings, BufferedStore, Core, NodeStatus, Record, RecordFormat,
     RecoveryReport,
@@ -158,6 +159,9 @@ pub struct FastPolicy {
     op: u64,
     rng: ChaCha8Rng,
     stats: FastStats,
+    /// Pages of buffered nodes with their changes replayed (CPU only: a read still reads
+    /// the node's page as before; see [`node_cache`](super::buffered::node_cache)).
+    nodes: LazyNodeCache,
 }
 
 impl FastPolicy {
@@ -170,6 +174,7 @@ impl FastPolicy {
             op: 0,
             rng: ChaCha8Rng::seed_from_u64(RANDOM_POLICY_SEED),
             stats: FastStats::default(),
+            nodes: LazyNodeCache::default(),
         }
     }
 
@@ -184,7 +189,9 @@ impl FastPolicy {
     }
 
     /// The current content of node `id`: its page with the buffered changes replayed.
-    fn node_page(&self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+    /// A buffered node's page comes from the cache of replayed nodes when it holds it
+    /// (after the read of the node's page that replaying its changes issues).
+    fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
         core.header.check_page(id)?;
         let layout = core.layout;
         let Some(n) = self.buf.get(id) else {
@@ -195,6 +202,13 @@ impl FastPolicy {
                 format!("node page {id}"),
                 "the node was deleted",
             ));
+        }
+        if let Some(page) = self.nodes.of(layout).get(id) {
+            if n.image.is_none() {
+                core.cache
+                    .read_checked_ref(id, level, |b| layout.verify(b, id))?;
+            }
+            return Ok(page);
         }
         let mut page = vec![0u8; layout.page_size()];
         let count = match &n.image {
@@ -211,7 +225,9 @@ impl FastPolicy {
             }
         };
         buffer::apply_raw(&layout, id, &mut page, n.level, count, &n.changes)?;
-        Ok(page.into())
+        let page: Arc<[u8]> = page.into();
+        self.nodes.of(layout).put(id, Arc::clone(&page));
+        Ok(page)
     }
 
     /// Rewrites the log as a snapshot of the current state.
@@ -226,7 +242,11 @@ impl BufferPolicy for FastPolicy {
     /// FAST's records are unchanged since log format 1.
     const OLDEST_LOG_FORMAT: u32 = 1;
 
-    logged_write_buffer_hooks!();
+    logged_write_buffer_hooks!(cached);
+
+    fn drop_caches(&mut self, _core: &mut Core) {
+        self.nodes.clear();
+    }
 
     /// Rebuilds metadata, allocation and buffer from recovered log records.
     fn recover(
@@ -256,6 +276,7 @@ impl BufferPolicy for FastPolicy {
     }
 
     fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
+        self.nodes.forget(id);
         self.buf.logged_delete(core, id, level, self.op)
     }
 

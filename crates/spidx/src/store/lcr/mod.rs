@@ -36,6 +36,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use self::log_page::{DeltaView, NodeDelta};
+use super::buffered::node_cache::LazyNodeCache;
 use super::buffered::{
     BufferPolicy, BufferedStore, Core, NodeStatus, Record, RecordFormat, RecoveryReport, Unit,
     UnitDurability,
@@ -145,6 +146,9 @@ pub struct LcrPolicy {
     buf: WriteBuffer,
     op: u64,
     stats: LcrStats,
+    /// Assembled nodes (CPU only: every read still reads its pages; see
+    /// [`node_cache`](super::buffered::node_cache)).
+    nodes: LazyNodeCache,
 }
 
 impl LcrPolicy {
@@ -155,6 +159,7 @@ impl LcrPolicy {
             buf: WriteBuffer::default(),
             op: 0,
             stats: LcrStats::default(),
+            nodes: LazyNodeCache::default(),
         }
     }
 
@@ -211,8 +216,26 @@ impl LcrPolicy {
     }
 
     /// The current content of node `id` and its page on the device, when it was read
-    /// (always when `need_base` and the node is not new).
+    /// (always when `need_base` and the node is not new): from the cache of assembled
+    /// nodes after the same page reads ([`Self::read_pages`]), or assembled (and cached).
     fn current(
+        &mut self,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+        need_base: bool,
+    ) -> Result<Current> {
+        if let Some(now) = self.nodes.of(core.layout).get(id) {
+            let base = self.read_pages(core, id, level, need_base)?;
+            return Ok(Current { base, now });
+        }
+        let c = self.assemble(core, id, level, need_base)?;
+        self.nodes.of(core.layout).put(id, Arc::clone(&c.now));
+        Ok(c)
+    }
+
+    /// [`Self::current`] assembled from the pages and the buffer.
+    fn assemble(
         &mut self,
         core: &mut Core,
         id: PageId,
@@ -265,6 +288,47 @@ impl LcrPolicy {
         let page = Arc::get_mut(&mut now).expect("not shared");
         apply_raw(&layout, id, page, n.level, count, &n.changes)?;
         Ok(Current { base, now })
+    }
+
+    /// The page reads (through the page cache, verified, counted) that [`Self::current`]
+    /// issues for node `id`, and the node's page when they read it: a node buffered with
+    /// its whole content reads its page only if `need_base` and it is modified, any other
+    /// its page and its log page if it has one. A deleted node is an error, as there.
+    fn read_pages(
+        &mut self,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+        need_base: bool,
+    ) -> Result<Option<Arc<[u8]>>> {
+        let layout = core.layout;
+        if let Some(n) = self.buf.get(id) {
+            if n.status == NodeStatus::Deleted {
+                return Err(Error::corrupted(
+                    format!("node page {id}"),
+                    "the node was deleted",
+                ));
+            }
+            if n.image.is_some() {
+                if n.status == NodeStatus::Modified && need_base {
+                    let base = core
+                        .cache
+                        .read_checked(id, level, |b| layout.verify(b, id))?;
+                    return Ok(Some(base));
+                }
+                return Ok(None);
+            }
+        }
+        let base = core
+            .cache
+            .read_checked(id, level, |b| layout.verify(b, id))?;
+        if let Some(lp) = core.header.log_pages.get(&id).copied() {
+            let es = layout.entry_size();
+            core.cache
+                .read_checked_ref(lp, level, |b| NodeDelta::verify(b, lp, id, es))?;
+            self.stats.log_page_reads += 1;
+        }
+        Ok(Some(base))
     }
 
     /// Frees node `id`'s log page, if it has one (logged).
@@ -391,9 +455,13 @@ impl BufferPolicy for LcrPolicy {
     /// The LCR-tree's records exist since log format 2.
     const OLDEST_LOG_FORMAT: u32 = 2;
 
-    logged_write_buffer_hooks!();
+    logged_write_buffer_hooks!(cached);
 
     flush_all_hooks!();
+
+    fn drop_caches(&mut self, _core: &mut Core) {
+        self.nodes.clear();
+    }
 
     fn created(&mut self, core: &mut Core) -> Result<()> {
         Self::check_layout(core)
@@ -443,11 +511,14 @@ impl BufferPolicy for LcrPolicy {
         Ok(())
     }
 
+    /// The node's assembled page from the cache of assembled nodes after the page reads
+    /// its assembly issues, or assembled (and cached).
     fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
         self.current(core, id, level, false).map(|c| c.now)
     }
 
     fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
+        self.nodes.forget(id);
         // The log page first: recovery frees pages in the order they were freed here.
         self.drop_log_page(core, id)?;
         self.buf.logged_delete(core, id, level, self.op)

@@ -49,6 +49,7 @@ use serde::{Deserialize, Serialize};
 
 use self::mapping::LiveUnits;
 use self::unit_page::{IndexUnit, PageAssembly};
+use super::buffered::node_cache::LazyNodeCache;
 use super::buffered::{
     BufferPolicy, BufferedStore, Core, NodeStatus, Record, RecordFormat, RecoveryReport, Unit,
     UnitDurability,
@@ -177,6 +178,9 @@ pub struct RftlPolicy {
     op: u64,
     live: LiveUnits,
     stats: RftlStats,
+    /// Assembled nodes (CPU only: every read still reads its unit pages; see
+    /// [`node_cache`](super::buffered::node_cache)).
+    nodes: LazyNodeCache<Vec<(PageId, u32)>>,
 }
 
 /// What one node's flush writes: its units, cut into page-sized chunks.
@@ -248,6 +252,7 @@ impl RftlPolicy {
             op: 0,
             live: LiveUnits::default(),
             stats: RftlStats::default(),
+            nodes: LazyNodeCache::default(),
         }
     }
 
@@ -345,6 +350,57 @@ impl RftlPolicy {
         Ok(now)
     }
 
+    /// The current content of node `id` as [`current`](Self::current) gives it, from the
+    /// cache of assembled nodes when it holds the node and the translation table names the
+    /// pages it was assembled from: then the unit page reads (and counts) of the assembly
+    /// are issued just the same ([`read_pages`](Self::read_pages)).
+    fn cached_current(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+        let table = core.header.unit_pages.get(&id);
+        if let Some((page, from)) = self.nodes.of(core.layout).get_tagged(id) {
+            // Only if the translation table still names the pages it was assembled from.
+            if Some(from) == table || (from.is_empty() && table.is_none()) {
+                self.read_pages(core, id, level)?;
+                return Ok(page);
+            }
+        }
+        let page = self.current(core, id, level)?;
+        let from = core.header.unit_pages.get(&id).cloned().unwrap_or_default();
+        self.nodes
+            .of(core.layout)
+            .put_tagged(id, Arc::clone(&page), from);
+        Ok(page)
+    }
+
+    /// The page reads (through the page cache, verified, counted) that assembling node
+    /// `id` issues: none for a node buffered with its whole content, else each page of its
+    /// list in the translation table. A deleted node is an error, as for an assembly.
+    fn read_pages(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
+        if let Some(n) = self.buf.get(id) {
+            if n.status == NodeStatus::Deleted {
+                return Err(Error::corrupted(
+                    format!("node page {id}"),
+                    "the node was deleted",
+                ));
+            }
+            if n.image.is_some() {
+                return Ok(());
+            }
+        }
+        let pages = core.header.unit_pages.get(&id).ok_or_else(|| {
+            Error::corrupted(
+                format!("RFTL node {id}"),
+                "the node translation table names no unit page for it",
+            )
+        })?;
+        for &(p, _) in pages {
+            core.cache
+                .read_checked_ref(p, level, |b| unit_page::verify(b, p))?;
+            self.stats.unit_page_reads += 1;
+        }
+        self.stats.nodes_assembled += 1;
+        Ok(())
+    }
+
     /// What flushing buffered node `id` writes (`None`: nothing): its units, or its
     /// current content if they would leave it on more than `max_pages` pages.
     fn batch(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Option<Batch>> {
@@ -382,7 +438,7 @@ impl RftlPolicy {
             }));
         }
         // Compaction: the node's current content as one fresh unit set.
-        let page = self.current(core, id, level)?;
+        let page = self.cached_current(core, id, level)?;
         let count = layout.entry_count(&page);
         let entries = page[layout.entry_offset(0)..layout.entry_offset(count)].to_vec();
         self.stats.compactions += 1;
@@ -504,9 +560,13 @@ impl BufferPolicy for RftlPolicy {
     /// RFTL's records exist since log format 2.
     const OLDEST_LOG_FORMAT: u32 = 2;
 
-    logged_write_buffer_hooks!();
+    logged_write_buffer_hooks!(cached);
 
     flush_all_hooks!();
+
+    fn drop_caches(&mut self, _core: &mut Core) {
+        self.nodes.clear();
+    }
 
     fn created(&mut self, core: &mut Core) -> Result<()> {
         Self::check_layout(core)
@@ -552,10 +612,11 @@ impl BufferPolicy for RftlPolicy {
     }
 
     fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        self.current(core, id, level)
+        self.cached_current(core, id, level)
     }
 
     fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
+        self.nodes.forget(id);
         // The node's units die at once (recovery frees pages in the order freed here).
         if core.header.unit_pages.contains_key(&id) {
             core.append(&Record::UnitPages { id, pages: vec![] })?;
