@@ -316,16 +316,6 @@ impl PageCache {
         self.read_checked(page, level, |_| Ok(()))
     }
 
-    /// A hint that `page` is read soon: if it is resident, its first cache line (a node
-    /// page's header) is prefetched into the CPU caches. Neither an access for the policy
-    /// nor counted: nothing observable changes.
-    #[inline]
-    pub fn prefetch(&self, page: u64) {
-        if let Some(data) = self.buffer.peek(page) {
-            crate::node::prefetch(&data[..data.len().min(64)]);
-        }
-    }
-
     /// Like [`PageCache::read`], but a page coming from the device is first passed to
     /// `verify` (e.g. a checksum test); a page that fails is neither cached nor returned.
     /// Cached copies are not verified again.

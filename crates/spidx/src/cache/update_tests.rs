@@ -89,10 +89,6 @@ proptest! {
     ) {
         let (mut a, mut b) = (cache(config), cache(config));
         for s in steps {
-            // Prefetch hints (resident pages or not) change nothing `assert_same` sees.
-            for p in 0..PAGES + 2 {
-                a.prefetch(p);
-            }
             match s {
                 Step::Write { page, byte } => {
                     let data = vec![byte; PAGE];

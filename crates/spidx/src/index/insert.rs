@@ -179,9 +179,6 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         if level == target {
             // Nothing to keep across a descent here: look at the page without sharing it.
             let full = self.with_node(id, level, |v| {
-                // The entry goes to the free slot after the last one: start bringing it
-                // in now, while the store looks the page up again to change it.
-                v.prefetch_slot(v.len());
                 if v.len() + 1 > max {
                     let mut node = decode(v, level);
                     node.entries.push(e);
@@ -214,8 +211,6 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             .choose
             .choose_entry(page.view::<D>(), level, &e);
         let child = page.view::<D>().entry(i);
-        // The child is read next: let its page header come into the CPU caches meanwhile.
-        self.store.prefetch(child.ptr);
         let (m, a) = match self.insert_rec(
             child.ptr,
             level - 1,

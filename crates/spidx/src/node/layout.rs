@@ -373,17 +373,6 @@ impl<'a, const D: usize> NodeView<'a, D> {
         u16::from_le_bytes(self.page[o..o + 2].try_into().unwrap()) as u32
     }
 
-    /// Prefetches the bytes of entry slot `i` (which may be the free slot after the last
-    /// entry, where a push writes) into the CPU caches ([`super::prefetch`]); nothing
-    /// for a slot outside the page.
-    #[inline]
-    pub fn prefetch_slot(&self, i: usize) {
-        let o = self.layout.entry_offset(i);
-        if let Some(slot) = self.page.get(o..o + self.layout.entry) {
-            super::prefetch(slot);
-        }
-    }
-
     /// Number of entries.
     #[inline]
     pub fn len(&self) -> usize {
@@ -513,22 +502,6 @@ impl<'a, const D: usize> NodeView<'a, D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn prefetching_any_slot_is_harmless() {
-        let l = NodeLayout::new(LayoutKind::Checked, 1024, 2).unwrap();
-        let mut page = vec![0u8; 1024];
-        l.encode(&node(0, 5), &mut page).unwrap();
-        let before = page.clone();
-        let v = l.view::<2>(&page);
-        for i in 0..l.fits() + 3 {
-            v.prefetch_slot(i);
-        }
-        super::super::prefetch(&page);
-        super::super::prefetch(&[]);
-        assert_eq!(page, before);
-        assert_eq!(l.decode::<2>(&page), node(0, 5));
-    }
 
     fn node(level: u32, n: usize) -> Node<2> {
         let entries = (0..n)

@@ -14,24 +14,6 @@ pub use layout::{LayoutKind, NodeLayout, NodeView};
 
 use crate::geom::Rect;
 
-/// Asks the CPU to bring `bytes` into its caches (one prefetch per 64-byte line), for a
-/// page that is about to be scanned whole: its lines then arrive in parallel instead of
-/// one after another as the scan reaches them. A hint only: nothing is read or changed
-/// (no effect at all on other architectures).
-#[inline]
-pub fn prefetch(bytes: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
-    for line in bytes.chunks(64) {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: `_mm_prefetch` needs SSE, which every x86-64 CPU has (it is part of the
-        // target's baseline features); a prefetch never faults and neither reads nor
-        // writes memory architecturally, and the address lies inside `bytes` anyway.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = bytes;
-}
-
 /// Address of a node page on the device.
 pub type PageId = u64;
 

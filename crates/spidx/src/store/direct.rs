@@ -221,11 +221,6 @@ impl<const D: usize> NodeStore<D> for DirectStore {
         Ok(NodePage::new(self.load(id, level)?, self.layout))
     }
 
-    #[inline]
-    fn prefetch(&self, id: PageId) {
-        self.cache.prefetch(id);
-    }
-
     fn with_node<R>(
         &mut self,
         id: PageId,

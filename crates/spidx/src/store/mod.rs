@@ -197,12 +197,6 @@ pub trait NodeStore<const D: usize> {
     /// Reads node `id`, which the tree expects at `level` (a hint for level-aware buffers).
     fn read(&mut self, id: PageId, level: u32) -> Result<NodePage>;
 
-    /// A hint that node `id` is about to be read: a store that holds its page in memory
-    /// may start bringing the page's first bytes into the CPU caches. No effect on
-    /// anything observable (counters, cache policy, I/O); by default nothing.
-    #[inline]
-    fn prefetch(&self, _id: PageId) {}
-
     /// Reads node `id` like [`read`](Self::read) (the same counters and I/O) and calls `f`
     /// with a view of it, returning what `f` returns. Stores may override it to lend the
     /// page without sharing it (no reference counting on the hot path of searches); the
