@@ -65,6 +65,8 @@ pub struct RunParams {
     pub reps: usize,
     /// Page buffer of spidx on simulated devices.
     pub sim_cache: String,
+    /// Node page size of spidx in bytes ([`PAGE`] by default).
+    pub page_size: usize,
 }
 
 /// Device-side counts of one phase (spidx only).
@@ -425,17 +427,27 @@ pub fn device_available(device: &str) -> std::result::Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+/// A page size as the labels print it (`4KB`, or bytes when not whole kilobytes).
+pub fn page_label(bytes: usize) -> String {
+    if bytes.is_multiple_of(1024) {
+        format!("{}KB", bytes / 1024)
+    } else {
+        format!("{bytes}B")
+    }
+}
+
 fn open_spidx(
     kind: IndexKind,
     bulk: Option<BulkOptions>,
     device: &str,
     cache: &str,
+    page: usize,
 ) -> Result<Spidx> {
-    let layout = kind.layout(LayoutKind::Checked, PAGE, 2)?;
+    let layout = kind.layout(LayoutKind::Checked, page, 2)?;
     let cap = Capacity::new(&layout, &Occupancy::default())?;
     let resolved = DeviceSpec::new(device).resolve()?;
     let simulated = device != "memory";
-    let dev = resolved.config.open(PAGE, None)?;
+    let dev = resolved.config.open(page, None)?;
     let cache = PageCache::new(dev, &cache.parse::<CacheConfig>()?)?;
     let store = DirectStore::create(cache, layout, None)?;
     Ok(Spidx {
@@ -507,16 +519,21 @@ pub fn run(name: &str, p: &RunParams, ids_out: &Path) -> Result<RunResult> {
             };
             result.label = match &bulk {
                 Some(b) => format!(
-                    "spidx {} bulk loaded by {} (fill {}%), 4KB checked pages",
+                    "spidx {} bulk loaded by {} (fill {}%), {} checked pages",
                     kind.label(),
                     b.method.name(),
-                    b.fill * 100.0
+                    b.fill * 100.0,
+                    page_label(p.page_size)
                 ),
-                None => format!("spidx {}, 4KB checked pages", kind.label()),
+                None => format!(
+                    "spidx {}, {} checked pages",
+                    kind.label(),
+                    page_label(p.page_size)
+                ),
             };
             result.device = device.to_string();
             result.cache = cache.clone();
-            let mut s = open_spidx(kind, bulk, device, &cache)
+            let mut s = open_spidx(kind, bulk, device, &cache, p.page_size)
                 .with_context(|| format!("opening {name} on {device}"))?;
             measure(&mut s, &rects, &windows, p.reps, &mut result, ids_out)?;
             let rep = s.tree.check()?;

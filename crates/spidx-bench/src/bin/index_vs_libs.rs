@@ -66,6 +66,9 @@ struct Args {
     /// Only these implementations (comma-separated names, e.g. `rstar,spidx-linear`).
     #[arg(long)]
     impls: Option<String>,
+    /// Node page size of spidx in bytes (1024 to 262144; every spidx variant).
+    #[arg(long, default_value_t = runs::PAGE)]
+    page_size: usize,
     /// Print the results as JSON on stdout (the tables go to stderr).
     #[arg(long)]
     json: bool,
@@ -116,6 +119,7 @@ fn params(args: &Args, n: usize) -> RunParams {
         seed: args.seed,
         reps: args.reps,
         sim_cache: args.sim_cache.clone(),
+        page_size: args.page_size,
     }
 }
 
@@ -137,6 +141,7 @@ fn spawn(name: &str, p: &RunParams, dir: &Path) -> Result<(RunResult, Vec<Vec<u6
         .args(["--seed", &p.seed.to_string()])
         .args(["--reps", &p.reps.to_string()])
         .args(["--sim-cache", &p.sim_cache])
+        .args(["--page-size", &p.page_size.to_string()])
         .stderr(std::process::Stdio::inherit())
         .output()
         .with_context(|| format!("running the child for {name}"))?;
@@ -458,8 +463,9 @@ fn parent(args: &Args) -> Result<ExitCode> {
     if !main.results.is_empty() {
         writeln!(
             out,
-            "In memory (spidx: memory device, {} buffer holding every node, 4KB pages); n = {}:",
+            "In memory (spidx: memory device, {} buffer holding every node, {} pages); n = {}:",
             runs::MEMORY_CACHE,
+            runs::page_label(args.page_size),
             args.n
         )?;
         writeln!(out, "{}", main_table(&main.results, &main.matches))?;
