@@ -96,25 +96,73 @@ impl FastPolicy {
         units
     }
 
+    /// Calls `f` with every unit holding buffered nodes and its standing, in ascending unit
+    /// order (the order of [`Self::units`]) without building a map: the buffer is ordered by
+    /// node id, so the nodes of a unit come one after another. Flushes run at nearly every
+    /// operation once the buffer is full, so this pass is on the insertion path.
+    fn for_each_unit(&self, mut f: impl FnMut(u64, UnitInfo)) {
+        let fu = u64::from(self.params.flushing_unit);
+        let mut cur: Option<(u64, UnitInfo)> = None;
+        for (id, n) in self.buf.iter() {
+            let u = id / fu;
+            match &mut cur {
+                Some((cu, info)) if *cu == u => {
+                    info.mods += n.mods;
+                    info.last = info.last.max(n.last_op);
+                }
+                _ => {
+                    if let Some((cu, info)) = cur.take() {
+                        f(cu, info);
+                    }
+                    let info = UnitInfo {
+                        mods: n.mods,
+                        last: n.last_op,
+                    };
+                    cur = Some((u, info));
+                }
+            }
+        }
+        if let Some((cu, info)) = cur {
+            f(cu, info);
+        }
+    }
+
+    /// The unit of highest `score` (the first in unit order among equals), as [`best`] finds
+    /// it in [`Self::units`].
+    fn best_unit(&self, score: impl Fn(&UnitInfo) -> f64) -> Option<u64> {
+        let mut best: Option<(u64, f64)> = None;
+        self.for_each_unit(|u, info| {
+            let s = score(&info);
+            if best.is_none_or(|(_, b)| s > b) {
+                best = Some((u, s));
+            }
+        });
+        best.map(|(u, _)| u)
+    }
+
     /// Picks the unit to flush by the policy (`flush-all` is handled by the caller).
     fn choose_unit(&mut self) -> Option<u64> {
-        let units = self.units();
-        if units.is_empty() {
-            return None;
-        }
         match self.params.flush_policy {
-            FlushPolicy::FlushAll => units.keys().next().copied(),
+            FlushPolicy::FlushAll => self.units().keys().next().copied(),
             FlushPolicy::Random => {
+                let units = self.units();
+                if units.is_empty() {
+                    return None;
+                }
                 let i = self.rng.gen_range(0..units.len());
                 units.keys().nth(i).copied()
             }
-            FlushPolicy::Fast => best(&units, |u| u.mods as f64),
+            FlushPolicy::Fast => self.best_unit(|u| u.mods as f64),
             FlushPolicy::FastStar => {
-                let max_mods = units.values().map(|u| u.mods).max().unwrap_or(0) as f64;
-                let oldest = units.values().map(|u| u.last).min().unwrap_or(0);
+                let (mut max_mods, mut oldest) = (0u64, u64::MAX);
+                self.for_each_unit(|_, u| {
+                    max_mods = max_mods.max(u.mods);
+                    oldest = oldest.min(u.last);
+                });
+                let max_mods = max_mods as f64;
                 let now = self.op;
                 let span = now.saturating_sub(oldest) as f64;
-                best(&units, |u| {
+                self.best_unit(|u| {
                     let m = if max_mods > 0.0 {
                         u.mods as f64 / max_mods
                     } else {
@@ -195,6 +243,8 @@ impl FastPolicy {
     }
 }
 
+/// The reference for [`FastPolicy::best_unit`]: the best unit of a built map.
+#[cfg(test)]
 fn best(units: &BTreeMap<u64, UnitInfo>, score: impl Fn(&UnitInfo) -> f64) -> Option<u64> {
     let mut best: Option<(u64, f64)> = None;
     for (&u, info) in units {
@@ -218,13 +268,17 @@ mod tests {
     use crate::store::{NodeChange, NodeStore};
 
     fn store(policy: FlushPolicy) -> FastStore {
+        store_with(policy, 2)
+    }
+
+    fn store_with(policy: FlushPolicy, flushing_unit: u32) -> FastStore {
         let mem = |cap| -> Box<dyn crate::device::Device> {
             Box::new(MemoryDevice::open(&MemoryConfig { capacity: cap }, 1024, None).unwrap())
         };
         let layout = NodeLayout::new(LayoutKind::Checked, 1024, 2).unwrap();
         let params = FastParams {
             write_buffer: 1 << 20,
-            flushing_unit: 2,
+            flushing_unit,
             flush_policy: policy,
             log_size: 16 << 20,
             log_sync: LogSync::None,
@@ -293,6 +347,45 @@ mod tests {
         // FAST*: A = 10/10 + (10-9)/10 = 1.1; B = 8/10 + (10-1)/10 = 1.7;
         // C = 2/10 + (10-0)/10 = 1.2 (C is the oldest: "oldest first" would take it).
         assert_eq!(choose(FlushPolicy::FastStar), Some(1));
+    }
+
+    /// The streaming pass over the buffer finds the units, standings and choices of the map
+    /// built from it, whatever the unit size and the order of the changes.
+    #[test]
+    fn streamed_units_and_choices_equal_the_built_map() {
+        use rand::{Rng, SeedableRng};
+        for (seed, unit) in [(1u64, 1u32), (2, 2), (3, 3), (4, 5), (5, 7)] {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let mut s = store_with(FlushPolicy::FastStar, unit);
+            let ids: Vec<PageId> = (0..60)
+                .map(|_| NodeStore::<2>::create(&mut s, 0, &[]).unwrap())
+                .collect();
+            for op in 0..400u64 {
+                // Sparse ids too: some units hold one buffered node, some none.
+                let id = ids[rng.gen_range(0..ids.len()) / 3 * 3];
+                NodeStore::<2>::modify(&mut s, id, 0, &[NodeChange::Push(entry(op))]).unwrap();
+                if rng.gen_bool(0.3) {
+                    NodeStore::<2>::end_operation(&mut s).unwrap();
+                }
+                let p = s.parts_mut().0;
+                let built = p.units();
+                let mut streamed = BTreeMap::new();
+                p.for_each_unit(|u, info| {
+                    assert!(streamed.insert(u, info).is_none(), "unit {u} twice");
+                });
+                let key = |m: &BTreeMap<u64, UnitInfo>| {
+                    m.iter()
+                        .map(|(&u, i)| (u, i.mods, i.last))
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(key(&built), key(&streamed));
+                // Scores with many ties (mods alone) and none (a mix).
+                let by_mods = |u: &UnitInfo| u.mods as f64;
+                let mixed = |u: &UnitInfo| u.mods as f64 * 0.5 + u.last as f64 / 7.0;
+                assert_eq!(best(&built, by_mods), p.best_unit(by_mods));
+                assert_eq!(best(&built, mixed), p.best_unit(mixed));
+            }
+        }
     }
 
     #[test]
