@@ -367,12 +367,12 @@ impl WriteBuffer {
 /// (FAST, the LCR-tree, RFTL): created, changed and rewritten nodes are logged and buffered
 /// as FAST logs and buffers them, new metadata is logged, the gauges are the buffer's.
 ///
-/// `logged_write_buffer_hooks!(cached)` also keeps the policy's assembled nodes (a
+/// The hooks also keep the policy's assembled nodes (a
 /// [`LazyNodeCache`](crate::store::buffered::node_cache::LazyNodeCache) in its field
 /// `nodes`) exact: a created or rewritten node is forgotten, a modification is applied to
 /// the cached page (forgotten if the modification fails).
 macro_rules! logged_write_buffer_hooks {
-    (cached) => {
+    () => {
         fn create(
             &mut self,
             core: &mut $crate::store::buffered::Core,
@@ -410,42 +410,6 @@ macro_rules! logged_write_buffer_hooks {
             self.buf.logged_rewrite(core, id, level, entries, self.op)
         }
 
-        $crate::store::fast::buffer::logged_write_buffer_hooks!(common);
-    };
-    () => {
-        fn create(
-            &mut self,
-            core: &mut $crate::store::buffered::Core,
-            id: $crate::node::PageId,
-            level: u32,
-            entries: Vec<u8>,
-        ) -> $crate::Result<()> {
-            self.buf.logged_create(core, id, level, entries, self.op)
-        }
-
-        fn modify(
-            &mut self,
-            core: &mut $crate::store::buffered::Core,
-            id: $crate::node::PageId,
-            level: u32,
-            changes: Vec<$crate::store::buffered::RawChange>,
-        ) -> $crate::Result<()> {
-            self.buf.logged_modify(core, id, level, changes, self.op)
-        }
-
-        fn rewrite(
-            &mut self,
-            core: &mut $crate::store::buffered::Core,
-            id: $crate::node::PageId,
-            level: u32,
-            entries: Vec<u8>,
-        ) -> $crate::Result<()> {
-            self.buf.logged_rewrite(core, id, level, entries, self.op)
-        }
-
-        $crate::store::fast::buffer::logged_write_buffer_hooks!(common);
-    };
-    (common) => {
         fn log_meta(
             &mut self,
             core: &mut $crate::store::buffered::Core,

@@ -242,7 +242,7 @@ impl BufferPolicy for FastPolicy {
     /// FAST's records are unchanged since log format 1.
     const OLDEST_LOG_FORMAT: u32 = 1;
 
-    logged_write_buffer_hooks!(cached);
+    logged_write_buffer_hooks!();
 
     fn drop_caches(&mut self, _core: &mut Core) {
         self.nodes.clear();

@@ -560,7 +560,7 @@ impl BufferPolicy for RftlPolicy {
     /// RFTL's records exist since log format 2.
     const OLDEST_LOG_FORMAT: u32 = 2;
 
-    logged_write_buffer_hooks!(cached);
+    logged_write_buffer_hooks!();
 
     flush_all_hooks!();
 
