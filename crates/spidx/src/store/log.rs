@@ -457,8 +457,11 @@ impl Log {
         let full = (self.used as usize - self.buf_page as usize * ps) / ps;
         let keep = self.used as usize - (self.buf_page as usize + full) * ps;
         self.buf_page += full as u64;
-        out.truncate((full * ps) + keep);
-        self.buf = out.split_off(full * ps);
+        // Move the kept bytes to the front: the buffer keeps its capacity for the records
+        // to come (no reallocation per write).
+        out.copy_within(full * ps..full * ps + keep, 0);
+        out.truncate(keep);
+        self.buf = out;
         Ok(())
     }
 

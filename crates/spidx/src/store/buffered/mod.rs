@@ -58,7 +58,7 @@ use crate::node::{Entry, NodeLayout, PageId};
 use crate::{Error, Result};
 pub use buffer::{BufferGauges, BufferedNode, NodeBuffer, NodeStatus};
 use placement::{LogDevices, LogPlacement};
-pub use record::{Record, RecordFormat};
+pub use record::{EncodeRecord, NodeRecord, Record, RecordFormat};
 pub use stats::{BufferSettings, BufferedStats};
 
 /// A change with its entry encoded as the node layout stores it in a page (what buffers
@@ -140,6 +140,8 @@ pub struct Core {
     unit_images: u64,
     header_path: Option<PathBuf>,
     scratch: Vec<u8>,
+    /// Encoded records (reused: a record is encoded at every change).
+    payloads: Vec<u8>,
 }
 
 impl Core {
@@ -182,28 +184,45 @@ impl Core {
     }
 
     /// Appends `rec` to the current log operation, in the policy's format.
-    pub fn append(&mut self, rec: &Record) -> Result<()> {
-        let payload = rec.encode(self.format)?;
-        self.log.append(&payload)
+    pub fn append(&mut self, rec: impl EncodeRecord) -> Result<()> {
+        self.payloads.clear();
+        rec.encode_record(self.format, &mut self.payloads)?;
+        self.log.append(&self.payloads)
     }
 
     /// Replaces the log by a snapshot: allocation and metadata (and `clock`, for formats
     /// with timestamps), then `nodes`, the records that rebuild the buffer.
-    pub fn compact_log(&mut self, clock: Option<u64>, nodes: &[Record]) -> Result<()> {
-        let mut payloads = Vec::with_capacity(nodes.len() + 1);
-        payloads.push(
+    pub fn compact_log<R: EncodeRecord>(
+        &mut self,
+        clock: Option<u64>,
+        nodes: impl IntoIterator<Item = R>,
+    ) -> Result<()> {
+        // All payloads in one buffer, cut at `ends`.
+        let mut buf = std::mem::take(&mut self.payloads);
+        buf.clear();
+        let mut ends = Vec::new();
+        let encoded = (|| {
             Record::Snapshot {
                 meta: self.header.meta,
                 next_page: self.header.next_page,
                 free: self.header.free.clone(),
                 clock,
             }
-            .encode(self.format)?,
-        );
-        for r in nodes {
-            payloads.push(r.encode(self.format)?);
-        }
-        self.log.compact(payloads.iter().map(Vec::as_slice))
+            .encode_into(self.format, &mut buf)?;
+            ends.push(buf.len());
+            for r in nodes {
+                r.encode_record(self.format, &mut buf)?;
+                ends.push(buf.len());
+            }
+            Ok::<_, crate::Error>(())
+        })();
+        let done = encoded.and_then(|()| {
+            let starts = std::iter::once(0).chain(ends.iter().copied());
+            let payloads = starts.zip(ends.iter().copied()).map(|(a, b)| &buf[a..b]);
+            self.log.compact(payloads)
+        });
+        self.payloads = buf;
+        done
     }
 
     /// Logs the full content of node `id` (its `page`) before the page is written in
@@ -211,11 +230,11 @@ impl Core {
     pub fn log_image(&mut self, id: PageId, level: u32, page: &[u8]) -> Result<()> {
         let count = self.layout.entry_count(page);
         let from = self.layout.entry_offset(0);
-        let entries = page[from..self.layout.entry_offset(count)].to_vec();
+        let entries = &page[from..self.layout.entry_offset(count)];
         self.counts.image_records += 1;
         self.counts.image_bytes += entries.len() as u64;
         self.unit_images += 1;
-        self.append(&Record::Image { id, level, entries })
+        self.append(NodeRecord::Image { id, level, entries })
     }
 
     /// Writes a flushing unit: makes the log durable as `durability` says, writes the
@@ -525,6 +544,7 @@ impl<P: BufferPolicy> BufferedStore<P> {
         BufferedStore {
             core: Core {
                 scratch: vec![0u8; layout.page_size()],
+                payloads: Vec::new(),
                 cache,
                 log,
                 placement,

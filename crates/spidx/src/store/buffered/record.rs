@@ -226,28 +226,38 @@ impl Record {
 
     /// Encodes the record as a log payload in `format`.
     pub fn encode(&self, format: RecordFormat) -> Result<Vec<u8>> {
-        let mut w = Writer {
-            b: Vec::new(),
-            format,
-        };
+        let mut out = Vec::new();
+        self.encode_into(format, &mut out)?;
+        Ok(out)
+    }
+
+    /// Encodes the record as a log payload in `format`, appended to `out` (a buffer the
+    /// caller reuses: records are encoded at every change of a buffered store). On an
+    /// error `out` may hold part of the record.
+    pub fn encode_into(&self, format: RecordFormat, out: &mut Vec<u8>) -> Result<()> {
+        let mut w = Writer { b: out, format };
         match self {
             Record::Create {
                 id,
                 level,
                 stamp,
                 entries,
+            } => {
+                return NodeRecord::Create {
+                    id: *id,
+                    level: *level,
+                    stamp: *stamp,
+                    entries,
+                }
+                .encode_into(format, w.b)
             }
-            | Record::Rewrite {
+            Record::Rewrite {
                 id,
                 level,
                 stamp,
                 entries,
             } => {
-                w.b.push(if matches!(self, Record::Create { .. }) {
-                    CREATE
-                } else {
-                    REWRITE
-                });
+                w.b.push(REWRITE);
                 w.id(*id);
                 w.small(*level);
                 w.stamp(*stamp)?;
@@ -259,14 +269,13 @@ impl Record {
                 stamp,
                 changes,
             } => {
-                w.b.push(MODIFY);
-                w.id(*id);
-                w.small(*level);
-                w.stamp(*stamp)?;
-                w.len(changes.len());
-                for c in changes {
-                    w.change(c)?;
+                return NodeRecord::Modify {
+                    id: *id,
+                    level: *level,
+                    stamp: *stamp,
+                    changes,
                 }
+                .encode_into(format, w.b)
             }
             Record::Change {
                 id,
@@ -281,10 +290,12 @@ impl Record {
                 w.change(change)?;
             }
             Record::Image { id, level, entries } => {
-                w.b.push(IMAGE);
-                w.id(*id);
-                w.small(*level);
-                w.bytes(entries);
+                return NodeRecord::Image {
+                    id: *id,
+                    level: *level,
+                    entries,
+                }
+                .encode_into(format, w.b)
             }
             Record::Free(id) | Record::Alloc(id) => {
                 w.b.push(if matches!(self, Record::Free(_)) {
@@ -295,9 +306,11 @@ impl Record {
                 w.id(*id);
             }
             Record::Deleted { id, level } => {
-                w.b.push(DELETED);
-                w.id(*id);
-                w.small(*level);
+                return NodeRecord::Deleted {
+                    id: *id,
+                    level: *level,
+                }
+                .encode_into(format, w.b)
             }
             Record::Meta(m) => {
                 w.b.push(META);
@@ -367,7 +380,7 @@ impl Record {
                 }
             }
         }
-        Ok(w.b)
+        Ok(())
     }
 
     /// Decodes a payload written in `format`; `entry_size` is the layout's raw entry size.
@@ -496,12 +509,130 @@ fn bad(why: &str) -> Error {
     Error::corrupted("log record", why.to_string())
 }
 
-struct Writer {
-    b: Vec<u8>,
+/// A record about one buffered node that borrows what it holds, encoded exactly as the
+/// [`Record`] of the same kind: a compacted log is written from the buffer without copying
+/// the buffer first.
+#[derive(Debug, Clone, Copy)]
+pub enum NodeRecord<'a> {
+    /// As [`Record::Create`].
+    Create {
+        /// Page.
+        id: PageId,
+        /// Level.
+        level: u32,
+        /// Timestamp (formats with timestamps only).
+        stamp: Option<u64>,
+        /// Raw entries.
+        entries: &'a [u8],
+    },
+    /// As [`Record::Modify`].
+    Modify {
+        /// Page.
+        id: PageId,
+        /// Level.
+        level: u32,
+        /// Timestamp (formats with timestamps only).
+        stamp: Option<u64>,
+        /// Changes in order.
+        changes: &'a [RawChange],
+    },
+    /// As [`Record::Image`].
+    Image {
+        /// Page.
+        id: PageId,
+        /// Level.
+        level: u32,
+        /// Raw entries.
+        entries: &'a [u8],
+    },
+    /// As [`Record::Deleted`].
+    Deleted {
+        /// Page.
+        id: PageId,
+        /// Level.
+        level: u32,
+    },
+}
+
+impl NodeRecord<'_> {
+    /// Encodes the record as a log payload in `format`, appended to `out`.
+    pub fn encode_into(&self, format: RecordFormat, out: &mut Vec<u8>) -> Result<()> {
+        let mut w = Writer { b: out, format };
+        match *self {
+            NodeRecord::Create {
+                id,
+                level,
+                stamp,
+                entries,
+            } => {
+                w.b.push(CREATE);
+                w.id(id);
+                w.small(level);
+                w.stamp(stamp)?;
+                w.bytes(entries);
+            }
+            NodeRecord::Modify {
+                id,
+                level,
+                stamp,
+                changes,
+            } => {
+                w.b.push(MODIFY);
+                w.id(id);
+                w.small(level);
+                w.stamp(stamp)?;
+                w.len(changes.len());
+                for c in changes {
+                    w.change(c)?;
+                }
+            }
+            NodeRecord::Image { id, level, entries } => {
+                w.b.push(IMAGE);
+                w.id(id);
+                w.small(level);
+                w.bytes(entries);
+            }
+            NodeRecord::Deleted { id, level } => {
+                w.b.push(DELETED);
+                w.id(id);
+                w.small(level);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a compacted log can be written from: owned [`Record`]s or borrowed
+/// [`NodeRecord`]s.
+pub trait EncodeRecord {
+    /// Appends the record's payload in `format` to `out`.
+    fn encode_record(&self, format: RecordFormat, out: &mut Vec<u8>) -> Result<()>;
+}
+
+impl EncodeRecord for Record {
+    fn encode_record(&self, format: RecordFormat, out: &mut Vec<u8>) -> Result<()> {
+        self.encode_into(format, out)
+    }
+}
+
+impl EncodeRecord for NodeRecord<'_> {
+    fn encode_record(&self, format: RecordFormat, out: &mut Vec<u8>) -> Result<()> {
+        self.encode_into(format, out)
+    }
+}
+
+impl<T: EncodeRecord> EncodeRecord for &T {
+    fn encode_record(&self, format: RecordFormat, out: &mut Vec<u8>) -> Result<()> {
+        (**self).encode_record(format, out)
+    }
+}
+
+struct Writer<'a> {
+    b: &'a mut Vec<u8>,
     format: RecordFormat,
 }
 
-impl Writer {
+impl Writer<'_> {
     fn varint(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.b.push((v as u8) | 0x80);

@@ -7,9 +7,12 @@
 
 use crate::node::{NodeLayout, PageId};
 use crate::store::buffered::{
-    BufferGauges, BufferedNode, Core, NodeBuffer, NodeStatus, RawChange, Record, RecoveryReport,
+    BufferGauges, BufferedNode, Core, NodeBuffer, NodeRecord, NodeStatus, RawChange, Record,
+    RecoveryReport,
 };
 use crate::store::{Change, StoreHeader};
+
+use super::standings::UnitStandings;
 use crate::{Error, Result};
 
 /// One buffered node.
@@ -60,13 +63,63 @@ impl BufferedNode for BufNode {
     }
 }
 
-/// FAST's write buffer: the skeleton's [`NodeBuffer`] with FAST's bookkeeping of changes.
+/// FAST's write buffer: the skeleton's [`NodeBuffer`] with FAST's bookkeeping of changes,
+/// and (for FAST's flush policies) the standing of every flushing unit.
 #[derive(Default)]
 pub struct WriteBuffer {
     nodes: NodeBuffer<BufNode>,
+    /// The unit size and the units' standings, kept if asked for ([`Self::with_units`]).
+    units: Option<(u64, UnitStandings)>,
 }
 
 impl WriteBuffer {
+    /// An empty buffer that keeps the standing of every flushing unit of `unit` pages
+    /// (FAST's policies choose by it; the flush-all stores need none).
+    pub fn with_units(unit: u32) -> Self {
+        WriteBuffer {
+            nodes: NodeBuffer::default(),
+            units: Some((u64::from(unit.max(1)), UnitStandings::default())),
+        }
+    }
+
+    /// The flushing units' standings, if kept.
+    pub fn standings(&self) -> Option<&UnitStandings> {
+        self.units.as_ref().map(|(_, s)| s)
+    }
+
+    /// Brings the standing of node `id`'s unit up to date after the node changed from
+    /// `old_mods` modifications (0 if it was not buffered) at operation `op`; operation
+    /// numbers never decrease, so the unit's latest change is now `op`.
+    fn restand_changed(&mut self, id: PageId, old_mods: u64, op: u64) {
+        let Some((f, st)) = &mut self.units else {
+            return;
+        };
+        let new_mods = self.nodes.get(id).map_or(0, |n| n.mods);
+        let u = id / *f;
+        let mut info = st.get(u).unwrap_or_default();
+        info.mods = info.mods - old_mods + new_mods;
+        info.last = info.last.max(op);
+        st.set(u, Some(info));
+    }
+
+    /// Brings the standing of node `id`'s unit up to date after the node, which held
+    /// `mods` modifications, left the buffer.
+    fn restand_removed(&mut self, id: PageId, mods: u64) {
+        let Some((f, st)) = &mut self.units else {
+            return;
+        };
+        let u = id / *f;
+        let mut rest = self.nodes.range(u * *f..(u + 1) * *f).peekable();
+        if rest.peek().is_none() {
+            st.set(u, None);
+            return;
+        }
+        let last = rest.map(|(_, n)| n.last_op).max().unwrap_or(0);
+        let mut info = st.get(u).unwrap_or_default();
+        info.mods -= mods;
+        info.last = last;
+        st.set(u, Some(info));
+    }
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         self.nodes.bytes()
@@ -115,15 +168,18 @@ impl WriteBuffer {
         level: u32,
         f: impl FnOnce(&mut BufNode),
     ) {
+        let mut old_mods = 0;
         self.nodes.upsert(
             id,
             || BufNode::new(status, level),
             |n| {
+                old_mods = n.mods;
                 f(n);
                 n.last_op = op;
                 n.records += 1;
             },
         );
+        self.restand_changed(id, old_mods, op);
     }
 
     /// A node created with `entries` (raw).
@@ -168,7 +224,7 @@ impl WriteBuffer {
             .get(id)
             .is_some_and(|n| n.status == NodeStatus::New)
         {
-            self.nodes.remove(id);
+            self.remove(id);
             return;
         }
         self.update(id, op, NodeStatus::Deleted, level, |n| {
@@ -266,7 +322,9 @@ impl WriteBuffer {
 
     /// Drops node `id` (its changes reached its page); returns it.
     pub fn remove(&mut self, id: PageId) -> Option<BufNode> {
-        self.nodes.remove(id)
+        let n = self.nodes.remove(id)?;
+        self.restand_removed(id, n.mods);
+        Some(n)
     }
 
     /// The records that rebuild the buffered nodes in a compacted log (after its snapshot
@@ -300,6 +358,34 @@ impl WriteBuffer {
             }
         }
         out
+    }
+
+    /// The records of [`Self::snapshot_records`], borrowing the buffer (what FAST
+    /// compacts its log from, at every compaction: no copy of the buffer).
+    pub fn snapshot(&self) -> impl Iterator<Item = NodeRecord<'_>> {
+        self.iter().flat_map(|(id, n)| {
+            let level = n.level;
+            let head = match (n.status, &n.image) {
+                (NodeStatus::Deleted, _) => Some(NodeRecord::Deleted { id, level }),
+                (NodeStatus::New, Some(entries)) => Some(NodeRecord::Create {
+                    id,
+                    level,
+                    stamp: None,
+                    entries,
+                }),
+                (_, Some(entries)) => Some(NodeRecord::Image { id, level, entries }),
+                (_, None) => None,
+            };
+            let changes = (n.status != NodeStatus::Deleted && !n.changes.is_empty()).then(|| {
+                NodeRecord::Modify {
+                    id,
+                    level,
+                    stamp: None,
+                    changes: &n.changes,
+                }
+            });
+            head.into_iter().chain(changes)
+        })
     }
 
     /// Replays one recovered record of operation `op` onto the buffer and `header` (the

@@ -30,6 +30,7 @@ use std::collections::BTreeMap;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+use super::standings::UnitInfo;
 use super::FastPolicy;
 use crate::node::PageId;
 use crate::store::buffered::{Core, NodeStatus, Unit, UnitDurability};
@@ -77,14 +78,10 @@ impl std::str::FromStr for FlushPolicy {
     }
 }
 
-/// A unit's standing for the policies.
-#[derive(Debug, Clone, Copy, Default)]
-struct UnitInfo {
-    mods: u64,
-    last: u64,
-}
-
 impl FastPolicy {
+    /// Every unit holding buffered nodes with its standing, from a scan of the buffer
+    /// (`flush-all` and `random`, which take all units or any; the other policies read the
+    /// buffer's kept standings).
     fn units(&self) -> BTreeMap<u64, UnitInfo> {
         let f = u64::from(self.params.flushing_unit);
         let mut units: BTreeMap<u64, UnitInfo> = BTreeMap::new();
@@ -96,52 +93,9 @@ impl FastPolicy {
         units
     }
 
-    /// Calls `f` with every unit holding buffered nodes and its standing, in ascending unit
-    /// order (the order of [`Self::units`]) without building a map: the buffer is ordered by
-    /// node id, so the nodes of a unit come one after another. Flushes run at nearly every
-    /// operation once the buffer is full, so this pass is on the insertion path.
-    fn for_each_unit(&self, mut f: impl FnMut(u64, UnitInfo)) {
-        let fu = u64::from(self.params.flushing_unit);
-        let mut cur: Option<(u64, UnitInfo)> = None;
-        for (id, n) in self.buf.iter() {
-            let u = id / fu;
-            match &mut cur {
-                Some((cu, info)) if *cu == u => {
-                    info.mods += n.mods;
-                    info.last = info.last.max(n.last_op);
-                }
-                _ => {
-                    if let Some((cu, info)) = cur.take() {
-                        f(cu, info);
-                    }
-                    let info = UnitInfo {
-                        mods: n.mods,
-                        last: n.last_op,
-                    };
-                    cur = Some((u, info));
-                }
-            }
-        }
-        if let Some((cu, info)) = cur {
-            f(cu, info);
-        }
-    }
-
-    /// The unit of highest `score` (the first in unit order among equals), as [`best`] finds
-    /// it in [`Self::units`].
-    fn best_unit(&self, score: impl Fn(&UnitInfo) -> f64) -> Option<u64> {
-        let mut best: Option<(u64, f64)> = None;
-        self.for_each_unit(|u, info| {
-            let s = score(&info);
-            if best.is_none_or(|(_, b)| s > b) {
-                best = Some((u, s));
-            }
-        });
-        best.map(|(u, _)| u)
-    }
-
     /// Picks the unit to flush by the policy (`flush-all` is handled by the caller).
     fn choose_unit(&mut self) -> Option<u64> {
+        let standings = self.buf.standings().expect("FAST keeps unit standings");
         match self.params.flush_policy {
             FlushPolicy::FlushAll => self.units().keys().next().copied(),
             FlushPolicy::Random => {
@@ -152,30 +106,8 @@ impl FastPolicy {
                 let i = self.rng.gen_range(0..units.len());
                 units.keys().nth(i).copied()
             }
-            FlushPolicy::Fast => self.best_unit(|u| u.mods as f64),
-            FlushPolicy::FastStar => {
-                let (mut max_mods, mut oldest) = (0u64, u64::MAX);
-                self.for_each_unit(|_, u| {
-                    max_mods = max_mods.max(u.mods);
-                    oldest = oldest.min(u.last);
-                });
-                let max_mods = max_mods as f64;
-                let now = self.op;
-                let span = now.saturating_sub(oldest) as f64;
-                self.best_unit(|u| {
-                    let m = if max_mods > 0.0 {
-                        u.mods as f64 / max_mods
-                    } else {
-                        0.0
-                    };
-                    let a = if span > 0.0 {
-                        now.saturating_sub(u.last) as f64 / span
-                    } else {
-                        0.0
-                    };
-                    m + a
-                })
-            }
+            FlushPolicy::Fast => standings.most_modified(),
+            FlushPolicy::FastStar => standings.fast_star(self.op),
         }
     }
 
@@ -218,7 +150,7 @@ impl FastPolicy {
             if status == NodeStatus::Deleted {
                 continue;
             }
-            let page = self.node_page(core, id, level)?;
+            let (page, _) = self.replayed_page(core, id, level)?;
             if status == NodeStatus::Modified && !has_image {
                 core.log_image(id, level, &page)?;
             }
@@ -229,6 +161,8 @@ impl FastPolicy {
         core.write_unit(&unit, UnitDurability::WrittenRecord { members: all })?;
         for &(id, status, _, _) in &members {
             self.buf.remove(id);
+            // Read from its page from now on: the replayed copy is not needed any more.
+            self.nodes.forget(id);
             if status == NodeStatus::Deleted {
                 self.stats.flushed_deleted_nodes += 1;
             }
@@ -243,7 +177,8 @@ impl FastPolicy {
     }
 }
 
-/// The reference for [`FastPolicy::best_unit`]: the best unit of a built map.
+/// The reference for the kept standings' choices: the best unit of a map built by a scan,
+/// by `score` (the first in unit order among equals).
 #[cfg(test)]
 fn best(units: &BTreeMap<u64, UnitInfo>, score: impl Fn(&UnitInfo) -> f64) -> Option<u64> {
     let mut best: Option<(u64, f64)> = None;
@@ -349,41 +284,80 @@ mod tests {
         assert_eq!(choose(FlushPolicy::FastStar), Some(1));
     }
 
-    /// The streaming pass over the buffer finds the units, standings and choices of the map
-    /// built from it, whatever the unit size and the order of the changes.
+    /// The standings kept as nodes change and leave equal those of a scan of the buffer,
+    /// and so do the `fast` and `fast-star` choices read from them, whatever the unit size
+    /// and the sequence of creations, changes, rewrites, deletions, operations and flushes;
+    /// the log snapshot encoded from the borrowed buffer equals the owned records'.
     #[test]
-    fn streamed_units_and_choices_equal_the_built_map() {
+    fn kept_standings_and_choices_equal_a_scan_of_the_buffer() {
+        use super::super::standings::fast_star_score;
         use rand::{Rng, SeedableRng};
-        for (seed, unit) in [(1u64, 1u32), (2, 2), (3, 3), (4, 5), (5, 7)] {
+        for (seed, unit) in [(1u64, 1u32), (2, 2), (3, 3), (4, 5), (5, 7), (6, 16)] {
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
             let mut s = store_with(FlushPolicy::FastStar, unit);
-            let ids: Vec<PageId> = (0..60)
-                .map(|_| NodeStore::<2>::create(&mut s, 0, &[]).unwrap())
-                .collect();
-            for op in 0..400u64 {
-                // Sparse ids too: some units hold one buffered node, some none.
-                let id = ids[rng.gen_range(0..ids.len()) / 3 * 3];
-                NodeStore::<2>::modify(&mut s, id, 0, &[NodeChange::Push(entry(op))]).unwrap();
-                if rng.gen_bool(0.3) {
-                    NodeStore::<2>::end_operation(&mut s).unwrap();
+            let mut live: Vec<PageId> = Vec::new();
+            for step in 0..1500u64 {
+                let e = [entry(step)];
+                match rng.gen_range(0..100) {
+                    _ if live.is_empty() => {
+                        live.push(NodeStore::<2>::create(&mut s, 0, &e).unwrap());
+                    }
+                    0..=39 => {
+                        // Sparse ids too: some units hold one buffered node, some none.
+                        let id = live[rng.gen_range(0..live.len()) / 3 * 3 % live.len()];
+                        let c = [NodeChange::Set {
+                            pos: 0,
+                            entry: e[0],
+                        }];
+                        NodeStore::<2>::modify(&mut s, id, 0, &c).unwrap();
+                    }
+                    40..=49 => live.push(NodeStore::<2>::create(&mut s, 0, &e).unwrap()),
+                    50..=57 => {
+                        let id = live.swap_remove(rng.gen_range(0..live.len()));
+                        NodeStore::<2>::delete(&mut s, id, 0).unwrap();
+                    }
+                    58..=65 => {
+                        let id = live[rng.gen_range(0..live.len())];
+                        NodeStore::<2>::rewrite(&mut s, id, 0, &[e[0], e[0]][..1]).unwrap();
+                    }
+                    66..=93 => NodeStore::<2>::end_operation(&mut s).unwrap(),
+                    _ => {
+                        let (p, core) = s.parts_mut();
+                        let units = p.units();
+                        if !units.is_empty() {
+                            let u = *units.keys().nth(rng.gen_range(0..units.len())).unwrap();
+                            p.flush_unit(core, u).unwrap();
+                        }
+                    }
                 }
                 let p = s.parts_mut().0;
                 let built = p.units();
-                let mut streamed = BTreeMap::new();
-                p.for_each_unit(|u, info| {
-                    assert!(streamed.insert(u, info).is_none(), "unit {u} twice");
-                });
-                let key = |m: &BTreeMap<u64, UnitInfo>| {
-                    m.iter()
-                        .map(|(&u, i)| (u, i.mods, i.last))
-                        .collect::<Vec<_>>()
-                };
-                assert_eq!(key(&built), key(&streamed));
-                // Scores with many ties (mods alone) and none (a mix).
-                let by_mods = |u: &UnitInfo| u.mods as f64;
-                let mixed = |u: &UnitInfo| u.mods as f64 * 0.5 + u.last as f64 / 7.0;
-                assert_eq!(best(&built, by_mods), p.best_unit(by_mods));
-                assert_eq!(best(&built, mixed), p.best_unit(mixed));
+                let kept = p.buf.standings().unwrap();
+                assert_eq!(kept.len(), built.len(), "units at step {step}");
+                for (&u, info) in &built {
+                    assert_eq!(kept.get(u), Some(*info), "unit {u} at step {step}");
+                }
+                let now = p.op;
+                let max_mods = built.values().map(|i| i.mods).max().unwrap_or(0);
+                let oldest = built.values().map(|i| i.last).min().unwrap_or(0);
+                let star = |i: &UnitInfo| fast_star_score(*i, max_mods, now, oldest);
+                assert_eq!(kept.fast_star(now), best(&built, star), "step {step}");
+                let by_mods = |i: &UnitInfo| i.mods as f64;
+                assert_eq!(kept.most_modified(), best(&built, by_mods), "step {step}");
+                // The compacted log written from the borrowed buffer is the owned records'.
+                if step % 25 == 0 {
+                    let format = crate::store::buffered::RecordFormat::Fixed;
+                    let encode = |rs: &mut dyn Iterator<Item = Vec<u8>>| rs.collect::<Vec<_>>();
+                    let owned = encode(
+                        &mut p.buf.snapshot_records().iter().map(|r| r.encode(format).unwrap()),
+                    );
+                    let borrowed = encode(&mut p.buf.snapshot().map(|r| {
+                        let mut out = Vec::new();
+                        r.encode_into(format, &mut out).unwrap();
+                        out
+                    }));
+                    assert_eq!(owned, borrowed, "snapshot at step {step}");
+                }
             }
         }
     }

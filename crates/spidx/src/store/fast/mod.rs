@@ -31,6 +31,7 @@
 
 pub mod buffer;
 pub mod flush;
+pub mod standings;
 
 use std::sync::Arc;
 
@@ -170,7 +171,7 @@ impl FastPolicy {
     pub fn new(params: FastParams) -> Self {
         FastPolicy {
             params,
-            buf: WriteBuffer::default(),
+            buf: WriteBuffer::with_units(params.flushing_unit),
             op: 0,
             rng: ChaCha8Rng::seed_from_u64(RANDOM_POLICY_SEED),
             stats: FastStats::default(),
@@ -192,10 +193,26 @@ impl FastPolicy {
     /// A buffered node's page comes from the cache of replayed nodes when it holds it
     /// (after the read of the node's page that replaying its changes issues).
     fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+        let (page, assembled) = self.replayed_page(core, id, level)?;
+        if assembled {
+            self.nodes.of(core.layout).put(id, Arc::clone(&page));
+        }
+        Ok(page)
+    }
+
+    /// Node `id`'s current content as [`Self::node_page`] finds it, without keeping a page
+    /// it assembles (`true` with the page then): a flush writes and forgets it.
+    fn replayed_page(
+        &mut self,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+    ) -> Result<(Arc<[u8]>, bool)> {
         core.header.check_page(id)?;
         let layout = core.layout;
         let Some(n) = self.buf.get(id) else {
-            return core.cache.read_checked(id, level, |b| layout.verify(b, id));
+            let page = core.cache.read_checked(id, level, |b| layout.verify(b, id))?;
+            return Ok((page, false));
         };
         if n.status == NodeStatus::Deleted {
             return Err(Error::corrupted(
@@ -208,31 +225,33 @@ impl FastPolicy {
                 core.cache
                     .read_checked_ref(id, level, |b| layout.verify(b, id))?;
             }
-            return Ok(page);
+            return Ok((page, false));
         }
-        let mut page = vec![0u8; layout.page_size()];
-        let count = match &n.image {
+        // Built in its final allocation: one copy of the base page, none afterwards.
+        let (mut page, count): (Arc<[u8]>, usize) = match &n.image {
             Some(entries) => {
-                page_from_entries(&layout, id, n.level, entries, &mut page)?;
-                entries.len() / layout.entry_size()
+                let mut page: Arc<[u8]> = std::iter::repeat_n(0u8, layout.page_size()).collect();
+                let buf = Arc::get_mut(&mut page).expect("a new page is not shared");
+                page_from_entries(&layout, id, n.level, entries, buf)?;
+                (page, entries.len() / layout.entry_size())
             }
             None => {
                 let base = core
                     .cache
                     .read_checked_ref(id, level, |b| layout.verify(b, id))?;
-                page.copy_from_slice(base);
-                layout.entry_count(&page)
+                let page: Arc<[u8]> = Arc::from(base);
+                let count = layout.entry_count(&page);
+                (page, count)
             }
         };
-        buffer::apply_raw(&layout, id, &mut page, n.level, count, &n.changes)?;
-        let page: Arc<[u8]> = page.into();
-        self.nodes.of(layout).put(id, Arc::clone(&page));
-        Ok(page)
+        let buf = Arc::get_mut(&mut page).expect("a new page is not shared");
+        buffer::apply_raw(&layout, id, buf, n.level, count, &n.changes)?;
+        Ok((page, true))
     }
 
     /// Rewrites the log as a snapshot of the current state.
     fn compact_log(&self, core: &mut Core) -> Result<()> {
-        core.compact_log(None, &self.buf.snapshot_records())
+        core.compact_log(None, self.buf.snapshot())
     }
 }
 
