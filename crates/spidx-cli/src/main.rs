@@ -22,6 +22,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc for every allocation of the command: the stores and the trees allocate small
+/// buffers (changes, log records, pages) at every operation, and glibc's allocator was
+/// 10-25 % of a build's CPU (docs/benchmarks.md). No count depends on the allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// spidx: spatial indices on real and simulated storage devices.
 #[derive(Parser)]
 #[command(name = "spidx", version, about, long_about = None)]

@@ -538,9 +538,13 @@ impl Log {
         if full == 0 {
             return Ok(());
         }
-        let rest = self.buf.split_off(full * ps);
-        let out = std::mem::replace(&mut self.buf, rest);
-        self.write_region_pages(self.buf_page, &out)?;
+        // Written from the buffer, whose tail then moves to its front: it keeps its
+        // capacity (no allocation per page written).
+        let mut out = std::mem::take(&mut self.buf);
+        let written = self.write_region_pages(self.buf_page, &out[..full * ps]);
+        out.drain(..full * ps);
+        self.buf = out;
+        written?;
         self.buf_page += full as u64;
         Ok(())
     }

@@ -88,13 +88,12 @@ impl WriteBuffer {
     }
 
     /// Brings the standing of node `id`'s unit up to date after the node changed from
-    /// `old_mods` modifications (0 if it was not buffered) at operation `op`; operation
+    /// `old_mods` modifications (0 if it was not buffered) to `new_mods` at operation `op`; operation
     /// numbers never decrease, so the unit's latest change is now `op`.
-    fn restand_changed(&mut self, id: PageId, old_mods: u64, op: u64) {
+    fn restand_changed(&mut self, id: PageId, old_mods: u64, new_mods: u64, op: u64) {
         let Some((f, st)) = &mut self.units else {
             return;
         };
-        let new_mods = self.nodes.get(id).map_or(0, |n| n.mods);
         let u = id / *f;
         let mut info = st.get(u).unwrap_or_default();
         info.mods = info.mods - old_mods + new_mods;
@@ -168,7 +167,7 @@ impl WriteBuffer {
         level: u32,
         f: impl FnOnce(&mut BufNode),
     ) {
-        let mut old_mods = 0;
+        let (mut old_mods, mut new_mods) = (0, 0);
         self.nodes.upsert(
             id,
             || BufNode::new(status, level),
@@ -177,9 +176,10 @@ impl WriteBuffer {
                 f(n);
                 n.last_op = op;
                 n.records += 1;
+                new_mods = n.mods;
             },
         );
-        self.restand_changed(id, old_mods, op);
+        self.restand_changed(id, old_mods, new_mods, op);
     }
 
     /// A node created with `entries` (raw).

@@ -349,7 +349,11 @@ mod tests {
                     let format = crate::store::buffered::RecordFormat::Fixed;
                     let encode = |rs: &mut dyn Iterator<Item = Vec<u8>>| rs.collect::<Vec<_>>();
                     let owned = encode(
-                        &mut p.buf.snapshot_records().iter().map(|r| r.encode(format).unwrap()),
+                        &mut p
+                            .buf
+                            .snapshot_records()
+                            .iter()
+                            .map(|r| r.encode(format).unwrap()),
                     );
                     let borrowed = encode(&mut p.buf.snapshot().map(|r| {
                         let mut out = Vec::new();

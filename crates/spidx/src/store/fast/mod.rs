@@ -211,7 +211,9 @@ impl FastPolicy {
         core.header.check_page(id)?;
         let layout = core.layout;
         let Some(n) = self.buf.get(id) else {
-            let page = core.cache.read_checked(id, level, |b| layout.verify(b, id))?;
+            let page = core
+                .cache
+                .read_checked(id, level, |b| layout.verify(b, id))?;
             return Ok((page, false));
         };
         if n.status == NodeStatus::Deleted {

@@ -116,10 +116,7 @@ impl UnitStandings {
             };
             consider(um, &mut best);
             consider(ul, &mut best);
-            let bound = score(UnitInfo {
-                mods: fm,
-                last: fl,
-            });
+            let bound = score(UnitInfo { mods: fm, last: fl });
             // Equal scores continue: an unread unit could tie with a lower unit number.
             if best.is_some_and(|(bs, _)| bs > bound) {
                 break;
