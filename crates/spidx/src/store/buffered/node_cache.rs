@@ -37,7 +37,7 @@ use crate::store::Change;
 use super::RawChange;
 
 /// Memory a [`NodeCache`] may hold, in bytes of pages.
-pub const NODE_CACHE_BYTES: usize = 16 << 20;
+pub const NODE_CACHE_BYTES: usize = 64 << 20;
 
 /// Assembled node pages by node id, each with a tag of the store's choice (what the page
 /// was assembled from, checked by the store before it trusts the page; `()` for none).
