@@ -409,7 +409,16 @@ impl Log {
 
     /// Appends a data record to the current operation.
     pub fn append(&mut self, payload: &[u8]) -> Result<()> {
-        self.push(KIND_DATA, payload)?;
+        self.append_with(|b| {
+            b.extend_from_slice(payload);
+            Ok(())
+        })
+    }
+
+    /// Appends a data record whose payload `encode` writes straight into the log's
+    /// in-memory tail (stores encode a record at every change: no intermediate copy).
+    pub fn append_with(&mut self, encode: impl FnOnce(&mut Vec<u8>) -> Result<()>) -> Result<()> {
+        self.push_with(KIND_DATA, encode)?;
         self.open_records += 1;
         self.stats.records += 1;
         Ok(())
@@ -504,8 +513,30 @@ impl Log {
     }
 
     fn push(&mut self, kind: u32, payload: &[u8]) -> Result<()> {
-        let len = RECORD_HEADER + payload.len();
+        self.push_with(kind, |b| {
+            b.extend_from_slice(payload);
+            Ok(())
+        })
+    }
+
+    /// Appends a record of `kind` whose payload `encode` appends to the in-memory tail
+    /// (encoded in place: no copy of the payload). A payload that does not fit the region,
+    /// or fails to encode, leaves the log as it was.
+    fn push_with(
+        &mut self,
+        kind: u32,
+        encode: impl FnOnce(&mut Vec<u8>) -> Result<()>,
+    ) -> Result<()> {
+        let start = self.buf.len();
+        self.buf.extend_from_slice(&[0u8; RECORD_HEADER]);
+        if let Err(e) = encode(&mut self.buf) {
+            self.buf.truncate(start);
+            return Err(e);
+        }
+        let plen = self.buf.len() - start - RECORD_HEADER;
+        let len = RECORD_HEADER + plen;
         if self.used + len as u64 > self.capacity_bytes() {
+            self.buf.truncate(start);
             return Err(Error::DeviceFull(format!(
                 "the log region holds {} bytes and {} are used; a {}-byte record does not fit \
                  (give the store a larger log size)",
@@ -514,18 +545,18 @@ impl Log {
                 len
             )));
         }
-        let plen = u32::try_from(payload.len())
-            .map_err(|_| Error::invalid("log record", "payload larger than 4 GB"))?;
+        let Ok(plen) = u32::try_from(plen) else {
+            self.buf.truncate(start);
+            return Err(Error::invalid("log record", "payload larger than 4 GB"));
+        };
         let gen = self.generation as u32;
-        let mut head = [0u8; RECORD_HEADER];
-        head[0..4].copy_from_slice(&plen.to_le_bytes());
-        head[4..8].copy_from_slice(&gen.to_le_bytes());
-        head[8..12].copy_from_slice(&kind.to_le_bytes());
-        let crc = record_crc(self.prev_crc, &head[0..12], payload);
+        let rec = &mut self.buf[start..];
+        rec[0..4].copy_from_slice(&plen.to_le_bytes());
+        rec[4..8].copy_from_slice(&gen.to_le_bytes());
+        rec[8..12].copy_from_slice(&kind.to_le_bytes());
+        let crc = record_crc(self.prev_crc, &rec[0..12], &rec[RECORD_HEADER..]);
         self.prev_crc = crc;
-        head[12..16].copy_from_slice(&crc.to_le_bytes());
-        self.buf.extend_from_slice(&head);
-        self.buf.extend_from_slice(payload);
+        rec[12..16].copy_from_slice(&crc.to_le_bytes());
         self.used += len as u64;
         self.stats.bytes += len as u64;
         Ok(())

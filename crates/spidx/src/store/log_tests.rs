@@ -315,8 +315,12 @@ fn a_log_truncated_at_any_byte_recovers_exactly_the_operations_before_it() {
             "cut at byte {cut}"
         );
         let committed = if want == 0 { 0 } else { ends[want - 1] };
+        // Records (uncommitted ones too) may be read intact past `cut` as far as the bytes
+        // there were zero already: the scan can drop up to there (a CRC ending in 0x00
+        // followed by a payload of zeros, about one run in 256).
+        let unchanged = cut + image[cut..].iter().take_while(|b| **b == 0).count();
         assert!(
-            rec.dropped_bytes <= (cut as u64).saturating_sub(committed),
+            rec.dropped_bytes <= (unchanged as u64).saturating_sub(committed),
             "cut at byte {cut}"
         );
     }

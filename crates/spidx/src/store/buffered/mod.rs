@@ -140,7 +140,7 @@ pub struct Core {
     unit_images: u64,
     header_path: Option<PathBuf>,
     scratch: Vec<u8>,
-    /// Encoded records (reused: a record is encoded at every change).
+    /// Encoded records of a log compaction (reused: compactions are frequent).
     payloads: Vec<u8>,
 }
 
@@ -185,9 +185,8 @@ impl Core {
 
     /// Appends `rec` to the current log operation, in the policy's format.
     pub fn append(&mut self, rec: impl EncodeRecord) -> Result<()> {
-        self.payloads.clear();
-        rec.encode_record(self.format, &mut self.payloads)?;
-        self.log.append(&self.payloads)
+        let format = self.format;
+        self.log.append_with(|b| rec.encode_record(format, b))
     }
 
     /// Replaces the log by a snapshot: allocation and metadata (and `clock`, for formats
