@@ -32,6 +32,9 @@
 pub mod config;
 pub mod flushing;
 pub mod log_manager;
+pub mod standings;
+#[cfg(test)]
+mod standings_tests;
 pub mod write_buffer;
 
 use std::collections::VecDeque;
@@ -41,7 +44,8 @@ use serde::{Deserialize, Serialize};
 
 use config::Resolved;
 pub use config::{EfindConfig, FlushPolicy, Size, TemporalControl};
-use flushing::{Candidate, WriteTcCounts};
+use flushing::WriteTcCounts;
+use standings::Standings;
 use write_buffer::{BufNode, Scores};
 
 use super::buffered::node_cache::LazyNodeCache;
@@ -96,6 +100,12 @@ pub struct EfindPolicy {
     config: EfindConfig,
     cfg: Resolved,
     wb: NodeBuffer<BufNode>,
+    /// What the flushing policies score of the write buffer's nodes, kept in step with
+    /// `wb` (every node entering, changing or leaving it goes through
+    /// [`buffer`](Self::buffer) or [`unbuffer`](Self::unbuffer)).
+    standings: Standings,
+    /// Scratch: the unit a flush writes.
+    unit: Vec<PageId>,
     rb: Buffer<Arc<[u8]>>,
     read_fifo: VecDeque<PageId>,
     write_fifo: VecDeque<PageId>,
@@ -123,6 +133,8 @@ impl EfindPolicy {
             config: config.clone(),
             cfg,
             wb: NodeBuffer::default(),
+            standings: Standings::default(),
+            unit: Vec::new(),
             rb,
             read_fifo: VecDeque::new(),
             write_fifo: VecDeque::new(),
@@ -141,6 +153,20 @@ impl EfindPolicy {
     /// The options.
     pub fn config(&self) -> &EfindConfig {
         &self.config
+    }
+
+    /// Puts node `id` into the write buffer (replacing its older version), in step with the
+    /// flushing standings.
+    fn buffer(&mut self, id: PageId, node: BufNode) {
+        self.standings.put(id, node.stamp, node.mods, node.level);
+        self.wb.insert(id, node);
+    }
+
+    /// Takes node `id` out of the write buffer, in step with the flushing standings.
+    fn unbuffer(&mut self, id: PageId) -> Option<BufNode> {
+        let node = self.wb.remove(id)?;
+        self.standings.remove(id);
+        Some(node)
     }
 
     /// Makes the in-place pages durable, then replaces the log by a snapshot (with the
@@ -211,7 +237,7 @@ impl EfindPolicy {
 
     /// Takes node `id` out of the write buffer for a change (a stored node enters it).
     fn take_node(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<BufNode> {
-        if let Some(n) = self.wb.remove(id) {
+        if let Some(n) = self.unbuffer(id) {
             return Ok(n);
         }
         let known = self
@@ -233,43 +259,74 @@ impl EfindPolicy {
         Ok(BufNode::modified(level, 0, len))
     }
 
-    /// One flushing operation: choose a unit by the policy and write it.
+    /// One flushing operation: choose a unit by the policy (from the standings, see
+    /// [`standings`]) and write it.
     fn flush_one(&mut self, core: &mut Core) -> Result<()> {
-        let need_geometry = matches!(self.cfg.policy, FlushPolicy::Mtha | FlushPolicy::Mthao);
-        let all: Vec<Candidate> = self
+        debug_assert_eq!(self.standings.len(), self.wb.len());
+        let dims = core.layout.dims();
+        let overlap = self.cfg.policy == FlushPolicy::Mthao;
+        let mut flat = Vec::new();
+        let wb = &self.wb;
+        let mut unit = std::mem::take(&mut self.unit);
+        #[cfg(test)]
+        let before = self.estats.write_tc;
+        self.standings.choose(
+            &self.cfg,
+            &self.write_fifo,
+            &mut self.estats.write_tc,
+            |id| {
+                let n = wb.get(id).expect("candidates are buffered");
+                scores(n, dims, overlap, &mut flat)
+            },
+            &mut unit,
+        );
+        #[cfg(test)]
+        self.check_choice(dims, before, &unit);
+        let result = self.write_unit(core, &unit);
+        self.unit = unit;
+        result
+    }
+
+    /// Checks a flushing choice (`unit`, with the write-control counts before it) against
+    /// the reference scan of the whole write buffer ([`flushing`]).
+    #[cfg(test)]
+    fn check_choice(&self, dims: usize, before: WriteTcCounts, unit: &[PageId]) {
+        let geometry = matches!(self.cfg.policy, FlushPolicy::Mtha | FlushPolicy::Mthao);
+        let overlap = self.cfg.policy == FlushPolicy::Mthao;
+        let mut flat = Vec::new();
+        let all = self
             .wb
             .iter()
-            .map(|(id, n)| Candidate {
-                id,
-                mods: n.mods,
-                level: n.level,
-                stamp: n.stamp,
-                area: None,
-                overlap: None,
+            .map(|(id, n)| {
+                let s = if geometry {
+                    scores(n, dims, overlap, &mut flat)
+                } else {
+                    Scores {
+                        area: None,
+                        overlap: None,
+                    }
+                };
+                flushing::Candidate {
+                    id,
+                    mods: n.mods,
+                    level: n.level,
+                    stamp: n.stamp,
+                    area: s.area,
+                    overlap: s.overlap,
+                }
             })
             .collect();
+        let mut counts = before;
         let mut cands = flushing::candidates(all, &self.cfg);
         if self.cfg.tc.writes() {
-            cands = flushing::filter_writes(
-                cands,
-                &self.write_fifo,
-                &self.cfg,
-                &mut self.estats.write_tc,
-            );
+            cands = flushing::filter_writes(cands, &self.write_fifo, &self.cfg, &mut counts);
         }
-        if need_geometry {
-            let dims = core.layout.dims();
-            let overlap = self.cfg.policy == FlushPolicy::Mthao;
-            let mut flat = Vec::new();
-            for c in &mut cands {
-                let n = self.wb.get(c.id).expect("candidates are buffered");
-                let s = n.scores(overlap, |n| scores(n, dims, overlap, &mut flat));
-                c.area = s.area;
-                c.overlap = s.overlap;
-            }
-        }
-        let unit = flushing::best_unit(cands, &self.cfg);
-        self.write_unit(core, &unit)
+        assert_eq!(
+            unit,
+            flushing::best_unit(cands, &self.cfg),
+            "flushing choice"
+        );
+        assert_eq!(self.estats.write_tc, counts, "write-control counts");
     }
 
     /// Writes the buffered nodes `ids` (sorted) and takes them out of the write buffer.
@@ -281,7 +338,7 @@ impl EfindPolicy {
         let mut unit = Unit::with_capacity(ids.len(), ps);
         let mut out = vec![0u8; ps];
         for &id in ids {
-            let node = self.wb.remove(id).ok_or_else(|| {
+            let node = self.unbuffer(id).ok_or_else(|| {
                 Error::invalid("eFIND flush", format!("node {id} is not buffered"))
             })?;
             let base = match node.status {
@@ -425,7 +482,7 @@ impl BufferPolicy for EfindPolicy {
         core.header = replayed.header;
         self.clock = replayed.clock;
         for (id, node) in replayed.nodes {
-            self.wb.insert(id, node);
+            self.buffer(id, node);
         }
         report.buffered_nodes = self.wb.len() as u64;
         self.compact(core)
@@ -474,7 +531,7 @@ impl BufferPolicy for EfindPolicy {
             stamp: Some(stamp),
             entries,
         })?;
-        self.wb.insert(id, BufNode::new_node(level, stamp, enc));
+        self.buffer(id, BufNode::new_node(level, stamp, enc));
         Ok(())
     }
 
@@ -490,7 +547,7 @@ impl BufferPolicy for EfindPolicy {
         // Nothing of a failed modification stays: check every change before applying any.
         if let Err(e) = node.validate(id, &changes, core.layout.fits()) {
             if was_buffered {
-                self.wb.insert(id, node);
+                self.buffer(id, node);
             }
             return Err(e);
         }
@@ -502,7 +559,7 @@ impl BufferPolicy for EfindPolicy {
         // The merged page (if cached) gets the same changes: merging equals applying
         // them in place (see `write_buffer`).
         self.merged.modify(id, node.level, &changes);
-        self.wb.insert(id, node);
+        self.buffer(id, node);
         for change in changes {
             core.append(&Record::Change {
                 id,
@@ -529,14 +586,14 @@ impl BufferPolicy for EfindPolicy {
         })?;
         node.rewrite(enc);
         node.stamp = stamp;
-        self.wb.insert(id, node);
+        self.buffer(id, node);
         Ok(())
     }
 
     fn delete(&mut self, core: &mut Core, id: PageId, _level: u32) -> Result<()> {
         // A deleted node needs no write: its page is freed; what was buffered or cached
         // for it goes.
-        self.wb.remove(id);
+        self.unbuffer(id);
         self.rb.remove(id);
         self.merged.forget(id);
         self.forget(id);
