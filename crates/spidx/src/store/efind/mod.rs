@@ -29,8 +29,10 @@
 //! ([`UnitDurability::Images`]) and reports the statistics every buffered store shares
 //! (`store.buffered.*`); [`EfindStats`] are eFIND's own.
 
+mod bits;
 pub mod config;
 pub mod flushing;
+pub mod lengths;
 pub mod log_manager;
 pub mod standings;
 #[cfg(test)]
@@ -42,9 +44,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use bits::Bits;
 use config::Resolved;
 pub use config::{EfindConfig, FlushPolicy, Size, TemporalControl};
 use flushing::WriteTcCounts;
+use lengths::Lengths;
 use standings::Standings;
 use write_buffer::{BufNode, Scores};
 
@@ -88,10 +92,6 @@ pub struct EfindSettings {
     pub read_buffer_pages: u64,
 }
 
-/// Stored-page entry counts remembered from recent reads (so that the first buffered
-/// change of a node need not read its page again).
-const LENGTH_MEMO: usize = 256;
-
 /// The eFIND store: the buffered-store skeleton with the eFIND policy.
 pub type EfindStore = BufferedStore<EfindPolicy>;
 
@@ -106,10 +106,17 @@ pub struct EfindPolicy {
     standings: Standings,
     /// Scratch: the unit a flush writes.
     unit: Vec<PageId>,
+    /// The `State` records of the last log compaction, in page order: a node not put into
+    /// the write buffer since (not in `changed`) has the same state, so the next
+    /// compaction reuses its record instead of collecting the state again.
+    snapshot: Vec<Record>,
+    /// Nodes put into the write buffer since the last compaction.
+    changed: Bits,
     rb: Buffer<Arc<[u8]>>,
     read_fifo: VecDeque<PageId>,
     write_fifo: VecDeque<PageId>,
-    lengths: VecDeque<(PageId, u32)>,
+    /// Stored-page entry counts remembered from recent reads.
+    lengths: Lengths,
     clock: u64,
     estats: EfindStats,
     /// Merged pages of buffered nodes (CPU only: a read still reads the stored page as
@@ -135,10 +142,12 @@ impl EfindPolicy {
             wb: NodeBuffer::default(),
             standings: Standings::default(),
             unit: Vec::new(),
+            snapshot: Vec::new(),
+            changed: Bits::default(),
             rb,
             read_fifo: VecDeque::new(),
             write_fifo: VecDeque::new(),
-            lengths: VecDeque::new(),
+            lengths: Lengths::default(),
             clock: 0,
             estats,
             merged: LazyNodeCache::default(),
@@ -159,6 +168,7 @@ impl EfindPolicy {
     /// flushing standings.
     fn buffer(&mut self, id: PageId, node: BufNode) {
         self.standings.put(id, node.stamp, node.mods, node.level);
+        self.changed.insert(id);
         self.wb.insert(id, node);
     }
 
@@ -171,20 +181,41 @@ impl EfindPolicy {
 
     /// Makes the in-place pages durable, then replaces the log by a snapshot (with the
     /// logical clock) and the state of every buffered node.
-    fn compact(&self, core: &mut Core) -> Result<()> {
+    /// (The records of nodes unchanged since the last compaction are reused.)
+    fn compact(&mut self, core: &mut Core) -> Result<()> {
         core.cache.sync()?;
-        let states: Vec<Record> = self
-            .wb
-            .iter()
-            .map(|(id, n)| Record::State {
-                id,
-                state: n.state(),
-            })
-            .collect();
-        core.compact_log(Some(self.clock), &states)
+        let mut last = std::mem::take(&mut self.snapshot).into_iter().peekable();
+        let mut states = Vec::with_capacity(self.wb.len());
+        for (id, n) in self.wb.iter() {
+            while last
+                .peek()
+                .is_some_and(|r| r.node().is_some_and(|l| l < id))
+            {
+                last.next();
+            }
+            let same = !self.changed.contains(id) && last.peek().and_then(Record::node) == Some(id);
+            match last.next_if(|_| same) {
+                Some(r) => {
+                    debug_assert!(
+                        matches!(&r, Record::State { state, .. } if *state == n.state()),
+                        "node {id} changed since the last compaction"
+                    );
+                    states.push(r);
+                }
+                None => states.push(Record::State {
+                    id,
+                    state: n.state(),
+                }),
+            }
+        }
+        drop(last);
+        self.changed.clear();
+        let result = core.compact_log(Some(self.clock), &states);
+        self.snapshot = states;
+        result
     }
 
-    fn compact_if_needed(&self, core: &mut Core) -> Result<()> {
+    fn compact_if_needed(&mut self, core: &mut Core) -> Result<()> {
         if core.log.needs_compaction() {
             self.compact(core)?;
         }
@@ -204,21 +235,6 @@ impl EfindPolicy {
         self.clock
     }
 
-    fn remember_len(&mut self, id: PageId, len: u32) {
-        if let Some(slot) = self.lengths.iter_mut().find(|(p, _)| *p == id) {
-            slot.1 = len;
-            return;
-        }
-        if self.lengths.len() == LENGTH_MEMO {
-            self.lengths.pop_front();
-        }
-        self.lengths.push_back((id, len));
-    }
-
-    fn forget(&mut self, id: PageId) {
-        self.lengths.retain(|(p, _)| *p != id);
-    }
-
     /// The page stored on the device for `id`, through the read buffer.
     fn stored_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
         core.header.check_page(id)?;
@@ -230,7 +246,7 @@ impl EfindPolicy {
             .cache
             .read_checked(id, level, |bytes| layout.verify(bytes, id))?;
         let len = layout.entry_count(&page) as u32;
-        self.remember_len(id, len);
+        self.lengths.remember(id, len);
         let _ = self.rb.insert(id, level, page.clone());
         Ok(page)
     }
@@ -240,12 +256,7 @@ impl EfindPolicy {
         if let Some(n) = self.unbuffer(id) {
             return Ok(n);
         }
-        let known = self
-            .lengths
-            .iter()
-            .rev()
-            .find(|(p, _)| *p == id)
-            .map(|(_, l)| *l);
+        let known = self.lengths.get(id);
         let len = match known {
             Some(l) => l,
             None => {
@@ -358,7 +369,7 @@ impl EfindPolicy {
                 self.estats.unchanged_pages_written += 1;
             }
             unit.push(id, node.level, &out);
-            self.remember_len(id, node.len() as u32);
+            self.lengths.remember(id, node.len() as u32);
             let page: Arc<[u8]> = Arc::from(&*out);
             if self.rb.remove(id).is_some() {
                 // Replace the stored copy (never leave a stale one if re-admission fails).
@@ -521,7 +532,7 @@ impl BufferPolicy for EfindPolicy {
         self.rb.remove(id);
         self.merged.forget(id);
         core.cache.invalidate(id);
-        self.forget(id);
+        self.lengths.forget(id);
         let stamp = self.tick();
         core.append(&Record::Alloc(id))?;
         let enc = log_manager::split_entries(&entries, es)?;
@@ -596,7 +607,7 @@ impl BufferPolicy for EfindPolicy {
         self.unbuffer(id);
         self.rb.remove(id);
         self.merged.forget(id);
-        self.forget(id);
+        self.lengths.forget(id);
         self.read_fifo.retain(|p| *p != id);
         core.append(&Record::Free(id))
     }

@@ -26,74 +26,11 @@
 
 use std::collections::VecDeque;
 
+use super::bits::Bits;
 use super::config::{FlushPolicy, Resolved};
 use super::flushing::WriteTcCounts;
 use super::write_buffer::Scores;
 use crate::node::PageId;
-
-/// A set of page ids as bits (page ids are dense, so the words are few).
-#[derive(Debug, Default, Clone)]
-struct Bits(Vec<u64>);
-
-impl Bits {
-    fn word(id: PageId) -> (usize, u64) {
-        ((id / 64) as usize, 1u64 << (id % 64))
-    }
-
-    fn contains(&self, id: PageId) -> bool {
-        let (w, b) = Self::word(id);
-        self.0.get(w).is_some_and(|x| x & b != 0)
-    }
-
-    fn insert(&mut self, id: PageId) {
-        let (w, b) = Self::word(id);
-        if w >= self.0.len() {
-            self.0.resize(w + 1, 0);
-        }
-        self.0[w] |= b;
-    }
-
-    fn remove(&mut self, id: PageId) {
-        let (w, b) = Self::word(id);
-        if let Some(x) = self.0.get_mut(w) {
-            *x &= !b;
-        }
-    }
-
-    fn clear(&mut self) {
-        self.0.fill(0);
-    }
-
-    /// Calls `f` with every member in `lo..=hi`, in order.
-    fn each_in(&self, lo: PageId, hi: PageId, mut f: impl FnMut(PageId)) {
-        if lo > hi || self.0.is_empty() {
-            return;
-        }
-        let last = self.0.len() as u64 * 64 - 1;
-        let hi = hi.min(last);
-        let mut w = (lo / 64) as usize;
-        let end = (hi / 64) as usize;
-        while w <= end {
-            let mut x = self.0[w];
-            if w == (lo / 64) as usize {
-                x &= u64::MAX << (lo % 64);
-            }
-            if w == end && hi % 64 != 63 {
-                x &= (1u64 << (hi % 64 + 1)) - 1;
-            }
-            while x != 0 {
-                f(w as u64 * 64 + u64::from(x.trailing_zeros()));
-                x &= x - 1;
-            }
-            w += 1;
-        }
-    }
-
-    /// Calls `f` with every member, in order.
-    fn each(&self, f: impl FnMut(PageId)) {
-        self.each_in(0, PageId::MAX, f);
-    }
-}
 
 /// What the flushing policies score of one buffered node.
 #[derive(Debug, Clone, Copy, Default)]
@@ -108,6 +45,18 @@ struct Slot {
     level: u32,
     /// The area/overlap scores, once computed since the node last changed.
     scores: Option<Scores>,
+}
+
+/// A kept candidate as step 4 scores it.
+#[derive(Debug, Clone, Copy)]
+struct Kept {
+    id: PageId,
+    /// Modifications.
+    m: f64,
+    /// Level + 1.
+    h: f64,
+    area: Option<f64>,
+    overlap: Option<f64>,
 }
 
 /// The buffered nodes' standings. See the module documentation.
@@ -135,7 +84,7 @@ pub struct Standings {
     /// is rebuilt before the next choice.
     stale: bool,
     /// Scratch: the kept candidates, in page order.
-    kept: Vec<PageId>,
+    kept: Vec<Kept>,
     /// Scratch: the candidates dropped by the temporal control of writes, in page order.
     dropped: Vec<PageId>,
     /// Scratch: the reach of the recently flushed pages.
@@ -345,22 +294,20 @@ impl Standings {
                 counts.dropped += self.dropped.len() as u64;
             }
         }
-        self.kept.clear();
-        let (kept, dropped) = (&mut self.kept, &self.dropped);
-        let mut next_drop = dropped.iter().peekable();
-        self.cand.each(|p| {
-            if next_drop.peek() == Some(&&p) {
-                next_drop.next();
-            } else {
-                kept.push(p);
-            }
-        });
-        // Step 4's ratios: against the largest area and overlap among the kept candidates.
+        // One pass over the kept candidates in page order: what step 4 scores of each (its
+        // area and overlap computed if it changed since), and the largest area and overlap
+        // its ratios divide by.
         let geometry = matches!(cfg.policy, FlushPolicy::Mtha | FlushPolicy::Mthao);
         let (mut max_area, mut max_overlap) = (0.0f64, 0.0f64);
-        if geometry {
-            for &id in &self.kept {
-                let slot = &mut self.slots[id as usize];
+        self.kept.clear();
+        let (kept, slots) = (&mut self.kept, &mut self.slots);
+        let mut next_drop = self.dropped.iter().peekable();
+        self.cand.each(|id| {
+            if next_drop.next_if_eq(&&id).is_some() {
+                return;
+            }
+            let slot = &mut slots[id as usize];
+            let s = if geometry {
                 let s = *slot.scores.get_or_insert_with(|| score_of(id));
                 if let Some(a) = s.area {
                     max_area = max_area.max(a);
@@ -368,32 +315,38 @@ impl Standings {
                 if let Some(o) = s.overlap {
                     max_overlap = max_overlap.max(o);
                 }
-            }
-        }
+                s
+            } else {
+                Scores {
+                    area: None,
+                    overlap: None,
+                }
+            };
+            kept.push(Kept {
+                id,
+                m: slot.mods as f64,
+                h: f64::from(slot.level) + 1.0,
+                area: s.area,
+                overlap: s.overlap,
+            });
+        });
         let ratio = |v: Option<f64>, max: f64| match v {
             Some(v) if max > 0.0 => v / max,
             _ => 1.0,
         };
-        let slots = &self.slots;
-        let score = |&id: &PageId| -> f64 {
-            let slot = &slots[id as usize];
-            let m = slot.mods as f64;
-            let h = f64::from(slot.level) + 1.0;
-            let s = slot.scores.unwrap_or(Scores {
-                area: None,
-                overlap: None,
-            });
+        let score = |k: &Kept| -> f64 {
+            let (m, h) = (k.m, k.h);
             match cfg.policy {
                 FlushPolicy::M | FlushPolicy::Mt => m,
                 FlushPolicy::Mth => m * h,
-                FlushPolicy::Mtha => m * h * ratio(s.area, max_area),
+                FlushPolicy::Mtha => m * h * ratio(k.area, max_area),
                 FlushPolicy::Mthao => {
-                    m * h * ratio(s.area, max_area) * ratio(s.overlap, max_overlap)
+                    m * h * ratio(k.area, max_area) * ratio(k.overlap, max_overlap)
                 }
             }
         };
-        // Step 3 and 4: units cut in page order, the first best one wins.
-        let mut best: Option<(f64, &[PageId])> = None;
+        // Steps 3 and 4: units cut in page order, the first best one wins.
+        let mut best: Option<(f64, &[Kept])> = None;
         for unit in self.kept.chunks(cfg.unit) {
             let s: f64 = unit.iter().map(score).sum();
             if best.is_none_or(|(b, _)| s > b) {
@@ -401,7 +354,7 @@ impl Standings {
             }
         }
         if let Some((_, unit)) = best {
-            out.extend_from_slice(unit);
+            out.extend(unit.iter().map(|k| k.id));
         }
     }
 }
