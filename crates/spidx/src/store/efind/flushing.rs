@@ -21,13 +21,22 @@
 //!    A ratio whose largest value is 0 (no candidate has any area or overlap), and the ratio
 //!    of a node with no buffered entry version, is 1, so a policy never scores everything 0.
 //!    The unit with the highest score is written (the lowest page ids among equal scores).
+//!
+//! The store makes these choices with [`Standings`](super::standings::Standings), kept up
+//! to date as nodes change so that a choice scans nothing. The functions here are the rules
+//! written as a scan of the whole buffer, kept (in tests) as the reference the standings
+//! are checked against.
 
+#[cfg(test)]
 use std::collections::VecDeque;
 
+#[cfg(test)]
 use super::config::{FlushPolicy, Resolved};
+#[cfg(test)]
 use crate::node::PageId;
 
-/// What the flushing manager needs to know of a buffered node.
+/// What the flushing manager needs to know of a buffered node (the reference scan's input).
+#[cfg(test)]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Candidate {
     /// Node page.
@@ -58,6 +67,7 @@ pub struct WriteTcCounts {
 }
 
 /// Step 1: the candidates: the oldest buffered nodes, in no particular order.
+#[cfg(test)]
 pub fn candidates(mut all: Vec<Candidate>, cfg: &Resolved) -> Vec<Candidate> {
     if cfg.policy == FlushPolicy::M {
         return all;
@@ -76,6 +86,7 @@ pub fn candidates(mut all: Vec<Candidate>, cfg: &Resolved) -> Vec<Candidate> {
 }
 
 /// Step 2: the temporal control of writes against the FIFO `recent` of flushed pages.
+#[cfg(test)]
 pub fn filter_writes(
     cands: Vec<Candidate>,
     recent: &VecDeque<PageId>,
@@ -112,6 +123,7 @@ pub fn filter_writes(
 }
 
 /// Steps 3 and 4: the best unit's pages, in page order.
+#[cfg(test)]
 pub fn best_unit(mut cands: Vec<Candidate>, cfg: &Resolved) -> Vec<PageId> {
     cands.sort_by_key(|c| c.id);
     let max_of =

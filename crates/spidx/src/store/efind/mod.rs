@@ -29,9 +29,14 @@
 //! ([`UnitDurability::Images`]) and reports the statistics every buffered store shares
 //! (`store.buffered.*`); [`EfindStats`] are eFIND's own.
 
+mod bits;
 pub mod config;
 pub mod flushing;
+pub mod lengths;
 pub mod log_manager;
+pub mod standings;
+#[cfg(test)]
+mod standings_tests;
 pub mod write_buffer;
 
 use std::collections::VecDeque;
@@ -39,9 +44,12 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use bits::Bits;
 use config::Resolved;
 pub use config::{EfindConfig, FlushPolicy, Size, TemporalControl};
-use flushing::{Candidate, WriteTcCounts};
+use flushing::WriteTcCounts;
+use lengths::Lengths;
+use standings::Standings;
 use write_buffer::{BufNode, Scores};
 
 use super::buffered::node_cache::LazyNodeCache;
@@ -84,10 +92,6 @@ pub struct EfindSettings {
     pub read_buffer_pages: u64,
 }
 
-/// Stored-page entry counts remembered from recent reads (so that the first buffered
-/// change of a node need not read its page again).
-const LENGTH_MEMO: usize = 256;
-
 /// The eFIND store: the buffered-store skeleton with the eFIND policy.
 pub type EfindStore = BufferedStore<EfindPolicy>;
 
@@ -96,10 +100,23 @@ pub struct EfindPolicy {
     config: EfindConfig,
     cfg: Resolved,
     wb: NodeBuffer<BufNode>,
+    /// What the flushing policies score of the write buffer's nodes, kept in step with
+    /// `wb` (every node entering, changing or leaving it goes through
+    /// [`buffer`](Self::buffer) or [`unbuffer`](Self::unbuffer)).
+    standings: Standings,
+    /// Scratch: the unit a flush writes.
+    unit: Vec<PageId>,
+    /// The `State` records of the last log compaction, in page order: a node not put into
+    /// the write buffer since (not in `changed`) has the same state, so the next
+    /// compaction reuses its record instead of collecting the state again.
+    snapshot: Vec<Record>,
+    /// Nodes put into the write buffer since the last compaction.
+    changed: Bits,
     rb: Buffer<Arc<[u8]>>,
     read_fifo: VecDeque<PageId>,
     write_fifo: VecDeque<PageId>,
-    lengths: VecDeque<(PageId, u32)>,
+    /// Stored-page entry counts remembered from recent reads.
+    lengths: Lengths,
     clock: u64,
     estats: EfindStats,
     /// Merged pages of buffered nodes (CPU only: a read still reads the stored page as
@@ -123,10 +140,14 @@ impl EfindPolicy {
             config: config.clone(),
             cfg,
             wb: NodeBuffer::default(),
+            standings: Standings::default(),
+            unit: Vec::new(),
+            snapshot: Vec::new(),
+            changed: Bits::default(),
             rb,
             read_fifo: VecDeque::new(),
             write_fifo: VecDeque::new(),
-            lengths: VecDeque::new(),
+            lengths: Lengths::default(),
             clock: 0,
             estats,
             merged: LazyNodeCache::default(),
@@ -143,22 +164,58 @@ impl EfindPolicy {
         &self.config
     }
 
-    /// Makes the in-place pages durable, then replaces the log by a snapshot (with the
-    /// logical clock) and the state of every buffered node.
-    fn compact(&self, core: &mut Core) -> Result<()> {
-        core.cache.sync()?;
-        let states: Vec<Record> = self
-            .wb
-            .iter()
-            .map(|(id, n)| Record::State {
-                id,
-                state: n.state(),
-            })
-            .collect();
-        core.compact_log(Some(self.clock), &states)
+    /// Puts node `id` into the write buffer (replacing its older version), in step with the
+    /// flushing standings.
+    fn buffer(&mut self, id: PageId, node: BufNode) {
+        self.standings.put(id, node.stamp, node.mods, node.level);
+        self.changed.insert(id);
+        self.wb.insert(id, node);
     }
 
-    fn compact_if_needed(&self, core: &mut Core) -> Result<()> {
+    /// Takes node `id` out of the write buffer, in step with the flushing standings.
+    fn unbuffer(&mut self, id: PageId) -> Option<BufNode> {
+        let node = self.wb.remove(id)?;
+        self.standings.remove(id);
+        Some(node)
+    }
+
+    /// Makes the in-place pages durable, then replaces the log by a snapshot (with the
+    /// logical clock) and the state of every buffered node.
+    /// (The records of nodes unchanged since the last compaction are reused.)
+    fn compact(&mut self, core: &mut Core) -> Result<()> {
+        core.cache.sync()?;
+        let mut last = std::mem::take(&mut self.snapshot).into_iter().peekable();
+        let mut states = Vec::with_capacity(self.wb.len());
+        for (id, n) in self.wb.iter() {
+            while last
+                .peek()
+                .is_some_and(|r| r.node().is_some_and(|l| l < id))
+            {
+                last.next();
+            }
+            let same = !self.changed.contains(id) && last.peek().and_then(Record::node) == Some(id);
+            match last.next_if(|_| same) {
+                Some(r) => {
+                    debug_assert!(
+                        matches!(&r, Record::State { state, .. } if *state == n.state()),
+                        "node {id} changed since the last compaction"
+                    );
+                    states.push(r);
+                }
+                None => states.push(Record::State {
+                    id,
+                    state: n.state(),
+                }),
+            }
+        }
+        drop(last);
+        self.changed.clear();
+        let result = core.compact_log(Some(self.clock), &states);
+        self.snapshot = states;
+        result
+    }
+
+    fn compact_if_needed(&mut self, core: &mut Core) -> Result<()> {
         if core.log.needs_compaction() {
             self.compact(core)?;
         }
@@ -178,21 +235,6 @@ impl EfindPolicy {
         self.clock
     }
 
-    fn remember_len(&mut self, id: PageId, len: u32) {
-        if let Some(slot) = self.lengths.iter_mut().find(|(p, _)| *p == id) {
-            slot.1 = len;
-            return;
-        }
-        if self.lengths.len() == LENGTH_MEMO {
-            self.lengths.pop_front();
-        }
-        self.lengths.push_back((id, len));
-    }
-
-    fn forget(&mut self, id: PageId) {
-        self.lengths.retain(|(p, _)| *p != id);
-    }
-
     /// The page stored on the device for `id`, through the read buffer.
     fn stored_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
         core.header.check_page(id)?;
@@ -204,22 +246,17 @@ impl EfindPolicy {
             .cache
             .read_checked(id, level, |bytes| layout.verify(bytes, id))?;
         let len = layout.entry_count(&page) as u32;
-        self.remember_len(id, len);
+        self.lengths.remember(id, len);
         let _ = self.rb.insert(id, level, page.clone());
         Ok(page)
     }
 
     /// Takes node `id` out of the write buffer for a change (a stored node enters it).
     fn take_node(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<BufNode> {
-        if let Some(n) = self.wb.remove(id) {
+        if let Some(n) = self.unbuffer(id) {
             return Ok(n);
         }
-        let known = self
-            .lengths
-            .iter()
-            .rev()
-            .find(|(p, _)| *p == id)
-            .map(|(_, l)| *l);
+        let known = self.lengths.get(id);
         let len = match known {
             Some(l) => l,
             None => {
@@ -233,43 +270,74 @@ impl EfindPolicy {
         Ok(BufNode::modified(level, 0, len))
     }
 
-    /// One flushing operation: choose a unit by the policy and write it.
+    /// One flushing operation: choose a unit by the policy (from the standings, see
+    /// [`standings`]) and write it.
     fn flush_one(&mut self, core: &mut Core) -> Result<()> {
-        let need_geometry = matches!(self.cfg.policy, FlushPolicy::Mtha | FlushPolicy::Mthao);
-        let all: Vec<Candidate> = self
+        debug_assert_eq!(self.standings.len(), self.wb.len());
+        let dims = core.layout.dims();
+        let overlap = self.cfg.policy == FlushPolicy::Mthao;
+        let mut flat = Vec::new();
+        let wb = &self.wb;
+        let mut unit = std::mem::take(&mut self.unit);
+        #[cfg(test)]
+        let before = self.estats.write_tc;
+        self.standings.choose(
+            &self.cfg,
+            &self.write_fifo,
+            &mut self.estats.write_tc,
+            |id| {
+                let n = wb.get(id).expect("candidates are buffered");
+                scores(n, dims, overlap, &mut flat)
+            },
+            &mut unit,
+        );
+        #[cfg(test)]
+        self.check_choice(dims, before, &unit);
+        let result = self.write_unit(core, &unit);
+        self.unit = unit;
+        result
+    }
+
+    /// Checks a flushing choice (`unit`, with the write-control counts before it) against
+    /// the reference scan of the whole write buffer ([`flushing`]).
+    #[cfg(test)]
+    fn check_choice(&self, dims: usize, before: WriteTcCounts, unit: &[PageId]) {
+        let geometry = matches!(self.cfg.policy, FlushPolicy::Mtha | FlushPolicy::Mthao);
+        let overlap = self.cfg.policy == FlushPolicy::Mthao;
+        let mut flat = Vec::new();
+        let all = self
             .wb
             .iter()
-            .map(|(id, n)| Candidate {
-                id,
-                mods: n.mods,
-                level: n.level,
-                stamp: n.stamp,
-                area: None,
-                overlap: None,
+            .map(|(id, n)| {
+                let s = if geometry {
+                    scores(n, dims, overlap, &mut flat)
+                } else {
+                    Scores {
+                        area: None,
+                        overlap: None,
+                    }
+                };
+                flushing::Candidate {
+                    id,
+                    mods: n.mods,
+                    level: n.level,
+                    stamp: n.stamp,
+                    area: s.area,
+                    overlap: s.overlap,
+                }
             })
             .collect();
+        let mut counts = before;
         let mut cands = flushing::candidates(all, &self.cfg);
         if self.cfg.tc.writes() {
-            cands = flushing::filter_writes(
-                cands,
-                &self.write_fifo,
-                &self.cfg,
-                &mut self.estats.write_tc,
-            );
+            cands = flushing::filter_writes(cands, &self.write_fifo, &self.cfg, &mut counts);
         }
-        if need_geometry {
-            let dims = core.layout.dims();
-            let overlap = self.cfg.policy == FlushPolicy::Mthao;
-            let mut flat = Vec::new();
-            for c in &mut cands {
-                let n = self.wb.get(c.id).expect("candidates are buffered");
-                let s = n.scores(overlap, |n| scores(n, dims, overlap, &mut flat));
-                c.area = s.area;
-                c.overlap = s.overlap;
-            }
-        }
-        let unit = flushing::best_unit(cands, &self.cfg);
-        self.write_unit(core, &unit)
+        assert_eq!(
+            unit,
+            flushing::best_unit(cands, &self.cfg),
+            "flushing choice"
+        );
+        assert_eq!(self.estats.write_tc, counts, "write-control counts");
     }
 
     /// Writes the buffered nodes `ids` (sorted) and takes them out of the write buffer.
@@ -281,7 +349,7 @@ impl EfindPolicy {
         let mut unit = Unit::with_capacity(ids.len(), ps);
         let mut out = vec![0u8; ps];
         for &id in ids {
-            let node = self.wb.remove(id).ok_or_else(|| {
+            let node = self.unbuffer(id).ok_or_else(|| {
                 Error::invalid("eFIND flush", format!("node {id} is not buffered"))
             })?;
             let base = match node.status {
@@ -301,7 +369,7 @@ impl EfindPolicy {
                 self.estats.unchanged_pages_written += 1;
             }
             unit.push(id, node.level, &out);
-            self.remember_len(id, node.len() as u32);
+            self.lengths.remember(id, node.len() as u32);
             let page: Arc<[u8]> = Arc::from(&*out);
             if self.rb.remove(id).is_some() {
                 // Replace the stored copy (never leave a stale one if re-admission fails).
@@ -425,7 +493,7 @@ impl BufferPolicy for EfindPolicy {
         core.header = replayed.header;
         self.clock = replayed.clock;
         for (id, node) in replayed.nodes {
-            self.wb.insert(id, node);
+            self.buffer(id, node);
         }
         report.buffered_nodes = self.wb.len() as u64;
         self.compact(core)
@@ -464,7 +532,7 @@ impl BufferPolicy for EfindPolicy {
         self.rb.remove(id);
         self.merged.forget(id);
         core.cache.invalidate(id);
-        self.forget(id);
+        self.lengths.forget(id);
         let stamp = self.tick();
         core.append(&Record::Alloc(id))?;
         let enc = log_manager::split_entries(&entries, es)?;
@@ -474,7 +542,7 @@ impl BufferPolicy for EfindPolicy {
             stamp: Some(stamp),
             entries,
         })?;
-        self.wb.insert(id, BufNode::new_node(level, stamp, enc));
+        self.buffer(id, BufNode::new_node(level, stamp, enc));
         Ok(())
     }
 
@@ -490,7 +558,7 @@ impl BufferPolicy for EfindPolicy {
         // Nothing of a failed modification stays: check every change before applying any.
         if let Err(e) = node.validate(id, &changes, core.layout.fits()) {
             if was_buffered {
-                self.wb.insert(id, node);
+                self.buffer(id, node);
             }
             return Err(e);
         }
@@ -502,7 +570,7 @@ impl BufferPolicy for EfindPolicy {
         // The merged page (if cached) gets the same changes: merging equals applying
         // them in place (see `write_buffer`).
         self.merged.modify(id, node.level, &changes);
-        self.wb.insert(id, node);
+        self.buffer(id, node);
         for change in changes {
             core.append(&Record::Change {
                 id,
@@ -529,17 +597,17 @@ impl BufferPolicy for EfindPolicy {
         })?;
         node.rewrite(enc);
         node.stamp = stamp;
-        self.wb.insert(id, node);
+        self.buffer(id, node);
         Ok(())
     }
 
     fn delete(&mut self, core: &mut Core, id: PageId, _level: u32) -> Result<()> {
         // A deleted node needs no write: its page is freed; what was buffered or cached
         // for it goes.
-        self.wb.remove(id);
+        self.unbuffer(id);
         self.rb.remove(id);
         self.merged.forget(id);
-        self.forget(id);
+        self.lengths.forget(id);
         self.read_fifo.retain(|p| *p != id);
         core.append(&Record::Free(id))
     }

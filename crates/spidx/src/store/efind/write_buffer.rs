@@ -21,7 +21,6 @@
 //! nodes live in the skeleton's [`NodeBuffer`](crate::store::buffered::NodeBuffer), which
 //! counts their bytes ([`BufferedNode`]).
 
-use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use crate::node::{NodeLayout, PageId};
@@ -60,9 +59,6 @@ pub struct BufNode {
     removed_base: u32,
     live_bytes: usize,
     appended: usize,
-    /// The flushing scores of the live versions, with whether the overlap was computed;
-    /// cleared whenever the versions change.
-    scores: Cell<Option<(bool, Scores)>>,
 }
 
 /// A buffered node's scores for the MTHA and MTHAO flushing policies: the area of the union
@@ -113,7 +109,6 @@ impl BufNode {
             removed_base: 0,
             live_bytes: 0,
             appended: 0,
-            scores: Cell::new(None),
         }
     }
 
@@ -159,7 +154,6 @@ impl BufNode {
     }
 
     fn put(&mut self, key: u64, value: Option<Box<[u8]>>) {
-        self.scores.set(None);
         let new_bytes = value.as_ref().map_or(0, |v| v.len());
         let new_removed = value.is_none() && key < NEW_KEY;
         match self.versions.insert(key, value) {
@@ -221,7 +215,6 @@ impl BufNode {
             Change::Remove { pos } => {
                 let key = self.key_at(pos).ok_or_else(|| missing(pos, self.len()))?;
                 if key >= NEW_KEY {
-                    self.scores.set(None);
                     if let Some(old) = self.versions.remove(&key).flatten() {
                         self.live_bytes -= old.len();
                     }
@@ -238,7 +231,6 @@ impl BufNode {
     /// Replaces all entries (a rewrite after a split or reinsertion): the stored slots get
     /// the first entries (or are removed), the rest are appended.
     pub fn rewrite(&mut self, entries: Vec<Box<[u8]>>) {
-        self.scores.set(None);
         self.versions.clear();
         self.live_bytes = 0;
         self.removed_base = 0;
@@ -343,19 +335,6 @@ impl BufNode {
     /// The encoded entries of the node's live versions (for the area/overlap scores).
     pub fn live_versions(&self) -> impl Iterator<Item = &[u8]> {
         self.versions.values().filter_map(|v| v.as_deref())
-    }
-
-    /// The node's flushing scores (with the overlap if `overlap`), computed by `compute`
-    /// only if the versions changed since they were last computed.
-    pub fn scores(&self, overlap: bool, compute: impl FnOnce(&BufNode) -> Scores) -> Scores {
-        if let Some((with, s)) = self.scores.get() {
-            if with == overlap {
-                return s;
-            }
-        }
-        let s = compute(self);
-        self.scores.set(Some((overlap, s)));
-        s
     }
 }
 
