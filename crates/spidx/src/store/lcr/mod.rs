@@ -30,12 +30,14 @@
 //! Counters of its own: [`LcrStats`] (`store.lcr.*`).
 
 pub mod log_page;
+pub mod snapshot;
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use self::log_page::{DeltaView, NodeDelta};
+use self::log_page::{DeltaView, Encoded, NodeDelta};
+use self::snapshot::{EncodedRecords, EncodedTable};
 use super::buffered::node_cache::LazyNodeCache;
 use super::buffered::{
     BufferPolicy, BufferedStore, Core, NodeStatus, Record, RecordFormat, RecoveryReport, Unit,
@@ -47,6 +49,7 @@ use super::fast::buffer::{
 use super::fast::FastParams;
 use super::log::LogSync;
 use super::StoreReport;
+use crate::cache::KeyMap;
 use crate::node::PageId;
 use crate::{Error, Result};
 
@@ -122,13 +125,15 @@ pub struct LcrSettings {
     pub log_page_slots: u64,
 }
 
-/// A node as on the device: its page, and the page with its log page's delta applied
-/// (`None`: it has no log page).
+/// A node as on the device: its page, and the page with its log page's delta applied.
 struct DiskNode {
-    base: Arc<[u8]>,
-    /// Not shared, and not sealed: its header's fields are written but not its checksum
-    /// (the caller seals it once any buffered changes are applied too).
-    logged: Option<Arc<[u8]>>,
+    /// Its page as read, if the caller keeps it.
+    base: Option<Arc<[u8]>>,
+    /// Its page with its log page's delta applied (then `logged`: not shared, and not
+    /// sealed: its header's fields are written but not its checksum; the caller seals it
+    /// once any buffered changes are applied too), or its page itself (no log page).
+    now: Arc<[u8]>,
+    logged: bool,
 }
 
 /// A node's current content and its page on the device, when that was read.
@@ -149,6 +154,18 @@ pub struct LcrPolicy {
     /// Assembled nodes (CPU only: every read still reads its pages; see
     /// [`node_cache`](super::buffered::node_cache)).
     nodes: LazyNodeCache,
+    /// The mapping table's `LogPage` records, encoded (kept with
+    /// [`StoreHeader::log_pages`](crate::store::StoreHeader); see [`snapshot`]).
+    table: EncodedTable,
+    /// The mapping table hashed (kept with it): every node read looks its node up.
+    lps: KeyMap<PageId>,
+    /// The buffered nodes' records of the current flush-all's compactions (see
+    /// [`snapshot`]).
+    snap: EncodedRecords,
+    /// The pages of a flush batch, one after another (reused: CPU only).
+    scratch: Vec<u8>,
+    /// Page, level and offset in `scratch` of each page of a flush batch.
+    placed: Vec<(PageId, u32, usize)>,
 }
 
 impl LcrPolicy {
@@ -160,6 +177,11 @@ impl LcrPolicy {
             op: 0,
             stats: LcrStats::default(),
             nodes: LazyNodeCache::default(),
+            table: EncodedTable::default(),
+            lps: KeyMap::default(),
+            snap: EncodedRecords::default(),
+            scratch: Vec::new(),
+            placed: Vec::new(),
         }
     }
 
@@ -184,21 +206,28 @@ impl LcrPolicy {
         Ok(())
     }
 
-    /// Node `id` as on the device: its page and, if it has a log page, the page with its
-    /// delta applied (`None`: no log page), its checksum not yet computed (see
-    /// [`DiskNode::logged`]).
+    /// Node `id` as on the device: its page (kept if `keep_base`) and, if it has a log
+    /// page, the page with its delta applied, its checksum not yet computed (see
+    /// [`DiskNode::now`]). A page not kept, that nobody else holds (the page cache did not
+    /// keep it), is edited in place instead of copied.
     fn disk_node(
         stats: &mut LcrStats,
+        lps: &KeyMap<PageId>,
         core: &mut Core,
         id: PageId,
         level: u32,
+        keep_base: bool,
     ) -> Result<DiskNode> {
         let layout = core.layout;
-        let base = core
+        let mut base = core
             .cache
             .read_checked(id, level, |b| layout.verify(b, id))?;
-        let Some(lp) = core.header.log_pages.get(&id).copied() else {
-            return Ok(DiskNode { base, logged: None });
+        let Some(lp) = Self::log_page_of(lps, core, id) else {
+            return Ok(DiskNode {
+                base: keep_base.then(|| Arc::clone(&base)),
+                now: base,
+                logged: false,
+            });
         };
         let es = layout.entry_size();
         let raw = core
@@ -206,12 +235,19 @@ impl LcrPolicy {
             .read_checked_ref(lp, level, |b| NodeDelta::verify(b, lp, id, es))?;
         let delta = DeltaView::of_verified(raw, lp, id, es)?;
         stats.log_page_reads += 1;
-        let mut logged: Arc<[u8]> = Arc::from(&base[..]);
-        let page = Arc::get_mut(&mut logged).expect("a new copy is not shared");
+        let (base, mut now) = match keep_base || Arc::get_mut(&mut base).is_none() {
+            true => {
+                let copy: Arc<[u8]> = Arc::from(&base[..]);
+                (keep_base.then_some(base), copy)
+            }
+            false => (None, base),
+        };
+        let page = Arc::get_mut(&mut now).expect("a new copy or an unshared page");
         delta.apply_unsealed(&layout, id, level, page)?;
         Ok(DiskNode {
             base,
-            logged: Some(logged),
+            now,
+            logged: true,
         })
     }
 
@@ -244,18 +280,12 @@ impl LcrPolicy {
     ) -> Result<Current> {
         let layout = core.layout;
         let Some(n) = self.buf.get(id) else {
-            let DiskNode { base, logged } = Self::disk_node(&mut self.stats, core, id, level)?;
-            let now = match logged {
-                Some(mut page) => {
-                    layout.seal(Arc::get_mut(&mut page).expect("not shared"));
-                    page
-                }
-                None => Arc::clone(&base),
-            };
-            return Ok(Current {
-                base: Some(base),
-                now,
-            });
+            let d = Self::disk_node(&mut self.stats, &self.lps, core, id, level, need_base)?;
+            let mut now = d.now;
+            if d.logged {
+                layout.seal(Arc::get_mut(&mut now).expect("not shared"));
+            }
+            return Ok(Current { base: d.base, now });
         };
         if n.status == NodeStatus::Deleted {
             return Err(Error::corrupted(
@@ -279,10 +309,14 @@ impl LcrPolicy {
                 (base, entries.len() / layout.entry_size(), now)
             }
             None => {
-                let DiskNode { base, logged } = Self::disk_node(&mut self.stats, core, id, level)?;
-                let now = logged.unwrap_or_else(|| Arc::from(&base[..]));
+                let d = Self::disk_node(&mut self.stats, &self.lps, core, id, level, need_base)?;
+                let mut now = d.now;
+                if Arc::get_mut(&mut now).is_none() {
+                    // Its page, kept by the caller or the page cache: edit a copy.
+                    now = Arc::from(&now[..]);
+                }
                 let count = layout.entry_count(&now);
-                (Some(base), count, now)
+                (d.base, count, now)
             }
         };
         let page = Arc::get_mut(&mut now).expect("not shared");
@@ -322,7 +356,7 @@ impl LcrPolicy {
         let base = core
             .cache
             .read_checked(id, level, |b| layout.verify(b, id))?;
-        if let Some(lp) = core.header.log_pages.get(&id).copied() {
+        if let Some(lp) = Self::log_page_of(&self.lps, core, id) {
             let es = layout.entry_size();
             core.cache
                 .read_checked_ref(lp, level, |b| NodeDelta::verify(b, lp, id, es))?;
@@ -331,15 +365,58 @@ impl LcrPolicy {
         Ok(Some(base))
     }
 
+    /// Node `id`'s log page in the mapping table, if it has one (from the hashed copy,
+    /// checked against the table in debug builds).
+    #[inline]
+    fn log_page_of(lps: &KeyMap<PageId>, core: &Core, id: PageId) -> Option<PageId> {
+        let lp = lps.get(&id).copied();
+        debug_assert_eq!(lp, core.header.log_pages.get(&id).copied(), "node {id}");
+        lp
+    }
+
     /// Frees node `id`'s log page, if it has one (logged).
     fn drop_log_page(&mut self, core: &mut Core, id: PageId) -> Result<()> {
         if let Some(lp) = core.header.log_pages.remove(&id) {
+            self.table.set(id, None);
+            self.lps.remove(&id);
             core.append(&Record::LogPage { id, page: None })?;
             core.cache.invalidate(lp);
             core.header.free.push(lp);
             self.stats.log_pages_freed += 1;
         }
         Ok(())
+    }
+
+    /// Node `id`'s log page: the one it has, or one allocated now (logged).
+    fn log_page(&mut self, core: &mut Core, id: PageId) -> Result<PageId> {
+        if let Some(lp) = Self::log_page_of(&self.lps, core, id) {
+            return Ok(lp);
+        }
+        let lp = core.allocate()?;
+        core.header.log_pages.insert(id, lp);
+        self.lps.insert(id, lp);
+        let rec = Record::LogPage { id, page: Some(lp) };
+        core.append(&rec)?;
+        self.table.set(id, Some(rec.encode(core.format)?));
+        Ok(lp)
+    }
+
+    /// The encoded mapping table of `header.log_pages`: what [`Self::table`] holds.
+    fn encoded_table(core: &Core) -> Result<EncodedTable> {
+        let entries = core.header.log_pages.iter().map(|(&id, &lp)| {
+            let page = Some(lp);
+            (id, Record::LogPage { id, page })
+        });
+        EncodedTable::of(entries, core.format)
+    }
+
+    /// Adds a page of `ps` bytes to the flush batch: page `id` at `level` (its content
+    /// written by the caller into the returned bytes).
+    fn add_page(&mut self, id: PageId, level: u32, ps: usize) -> &mut [u8] {
+        let at = self.scratch.len();
+        self.scratch.resize(at + ps, 0);
+        self.placed.push((id, level, at));
+        &mut self.scratch[at..]
     }
 
     /// Flushes the whole buffer. See the module documentation. The nodes are written in
@@ -355,20 +432,24 @@ impl LcrPolicy {
             .collect();
         let cap = (self.params.write_buffer / 2).max(1);
         let ps = core.layout.page_size();
+        // The records of the nodes still buffered, encoded at the first compaction (see
+        // [`snapshot`]).
+        let mut snapped = false;
         let mut start = 0;
         while start < members.len() {
             let images_before = core.counts.image_bytes;
-            let mut pages: Vec<(PageId, u32, Vec<u8>)> = Vec::new();
+            self.scratch.clear();
+            self.placed.clear();
             let mut end = start;
             while end < members.len() && core.counts.image_bytes - images_before < cap {
                 let (id, status, level) = members[end];
-                self.flush_node(core, id, status, level, &mut pages)?;
+                self.flush_node(core, id, status, level)?;
                 end += 1;
             }
-            pages.sort_by_key(|p| p.0);
-            let mut unit = Unit::with_capacity(pages.len(), ps);
-            for (id, level, page) in &pages {
-                unit.push(*id, *level, page);
+            self.placed.sort_by_key(|p| p.0);
+            let mut unit = Unit::with_capacity(self.placed.len(), ps);
+            for &(id, level, at) in &self.placed {
+                unit.push(id, level, &self.scratch[at..at + ps]);
             }
             let batch: Vec<PageId> = members[start..end].iter().map(|m| m.0).collect();
             core.write_unit(&unit, UnitDurability::WrittenRecord { members: batch })?;
@@ -376,76 +457,106 @@ impl LcrPolicy {
                 self.buf.remove(*id);
             }
             if core.log.needs_compaction() {
-                self.compact_log(core)?;
+                if !snapped {
+                    self.snap.set(&self.buf.snapshot_records(), core.format)?;
+                    snapped = true;
+                }
+                // The nodes still buffered are those after this batch.
+                let first = members.get(end).map(|m| m.0);
+                self.check_snapshot(core, first);
+                let nodes = self.snap.from_node(first);
+                snapshot::compact(core, self.table.payloads(), nodes)?;
             }
             start = end;
         }
         Ok(())
     }
 
-    /// Adds what flushing node `id` writes to `pages`: a new node's page; a modified
-    /// node's log page with its delta, or its merged page (logging its image first).
+    /// Adds what flushing node `id` writes to the batch ([`Self::placed`]): a new node's
+    /// page; a modified node's log page with its delta, or its merged page (logging its
+    /// image first).
     fn flush_node(
         &mut self,
         core: &mut Core,
         id: PageId,
         status: NodeStatus,
         level: u32,
-        pages: &mut Vec<(PageId, u32, Vec<u8>)>,
     ) -> Result<()> {
         if status == NodeStatus::Deleted {
             return Ok(());
         }
         let layout = core.layout;
-        let (ps, es) = (layout.page_size(), layout.entry_size());
+        let ps = layout.page_size();
         let Current { base, now: cur } = self.current(core, id, level, true)?;
         let Some(base) = base.filter(|_| status == NodeStatus::Modified) else {
-            pages.push((id, level, cur.to_vec()));
+            self.add_page(id, level, ps).copy_from_slice(&cur);
             self.stats.node_page_writes += 1;
             return Ok(());
         };
         // Its page or log page is rewritten in place: log its content first.
         core.log_image(id, level, &cur)?;
-        let delta = NodeDelta::between(&layout, &base, &cur);
-        if delta.is_empty(layout.entry_count(&base)) {
-            self.drop_log_page(core, id)?;
-        } else if delta.fits(ps, es) {
-            let lp = match core.header.log_pages.get(&id).copied() {
-                Some(lp) => lp,
-                None => {
-                    let lp = core.allocate()?;
-                    core.header.log_pages.insert(id, lp);
-                    core.append(&Record::LogPage { id, page: Some(lp) })?;
-                    lp
-                }
-            };
-            let mut page = vec![0u8; ps];
-            delta.encode(id, level, &mut page);
-            pages.push((lp, level, page));
-            self.stats.log_page_writes += 1;
-        } else {
-            self.drop_log_page(core, id)?;
-            pages.push((id, level, cur.to_vec()));
-            self.stats.node_page_writes += 1;
-            self.stats.merges += 1;
+        // The delta is encoded where its log page goes in the batch (the page id is
+        // filled in once the delta is known to fit).
+        let page = self.add_page(id, level, ps);
+        match log_page::encode_between(&layout, &base, &cur, id, level, page) {
+            Encoded::Written => {
+                let lp = self.log_page(core, id)?;
+                self.placed.last_mut().expect("just added").0 = lp;
+                self.stats.log_page_writes += 1;
+            }
+            Encoded::Empty => {
+                self.drop_last_page();
+                self.drop_log_page(core, id)?;
+            }
+            Encoded::Overflows => {
+                // Merged: its page with the changes applied (Lv et al. 2011, section 3).
+                self.drop_last_page();
+                self.drop_log_page(core, id)?;
+                self.add_page(id, level, ps).copy_from_slice(&cur);
+                self.stats.node_page_writes += 1;
+                self.stats.merges += 1;
+            }
         }
         Ok(())
     }
 
+    /// Takes the last page added ([`Self::add_page`]) out of the batch.
+    fn drop_last_page(&mut self) {
+        if let Some((_, _, at)) = self.placed.pop() {
+            self.scratch.truncate(at);
+        }
+    }
+
+    /// Checks (in debug builds) that the snapshot a compaction writes from the encoded
+    /// table and the nodes' records from node `first` on is the one encoded from scratch:
+    /// the mapping table and the buffer's records.
+    fn check_snapshot(&self, core: &Core, first: Option<PageId>) {
+        if cfg!(debug_assertions) {
+            let mut records: Vec<Record> = core
+                .header
+                .log_pages
+                .iter()
+                .map(|(&id, &lp)| Record::LogPage { id, page: Some(lp) })
+                .collect();
+            records.extend(self.buf.snapshot_records());
+            let cached = self.table.payloads().chain(self.snap.from_node(first));
+            snapshot::assert_encodes(&records, core.format, cached);
+            let lps = core
+                .header
+                .log_pages
+                .iter()
+                .map(|(&k, &v)| (k, v))
+                .collect();
+            assert!(self.lps == lps, "the hashed mapping table went out of step");
+        }
+    }
+
     /// Rewrites the log as a snapshot: allocation and metadata, the mapping table, the
-    /// buffered nodes.
-    fn compact_log(&self, core: &mut Core) -> Result<()> {
-        let mut records: Vec<Record> = core
-            .header
-            .log_pages
-            .iter()
-            .map(|(id, lp)| Record::LogPage {
-                id: *id,
-                page: Some(*lp),
-            })
-            .collect();
-        records.extend(self.buf.snapshot_records());
-        core.compact_log(None, &records)
+    /// buffered nodes (as [`Core::compact_log`] would from those records).
+    fn compact_log(&mut self, core: &mut Core) -> Result<()> {
+        self.snap.set(&self.buf.snapshot_records(), core.format)?;
+        self.check_snapshot(core, Some(0));
+        snapshot::compact(core, self.table.payloads(), self.snap.from_node(Some(0)))
     }
 }
 
@@ -508,6 +619,13 @@ impl BufferPolicy for LcrPolicy {
             }
         }
         rep.buffered_nodes = self.buf.len() as u64;
+        self.table = Self::encoded_table(core)?;
+        self.lps = core
+            .header
+            .log_pages
+            .iter()
+            .map(|(&k, &v)| (k, v))
+            .collect();
         Ok(())
     }
 

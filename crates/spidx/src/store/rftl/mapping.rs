@@ -9,8 +9,7 @@
 //! [`LiveUnits::set`], the one way the table changes, live and in recovery alike (so both
 //! free pages in the same order).
 
-use std::collections::BTreeMap;
-
+use crate::cache::KeyMap;
 use crate::node::PageId;
 use crate::store::StoreHeader;
 use crate::{Error, Result};
@@ -18,7 +17,9 @@ use crate::{Error, Result};
 /// Live units per unit page. See the module documentation.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LiveUnits {
-    live: BTreeMap<PageId, u64>,
+    /// Hashed, not ordered: nothing iterates it in an order that matters (pages are freed
+    /// in the order of a node's old list).
+    live: KeyMap<u64>,
 }
 
 impl LiveUnits {

@@ -58,9 +58,11 @@ use super::fast::buffer::{
     apply_raw, flush_all_hooks, logged_write_buffer_hooks, page_from_entries_unsealed, WriteBuffer,
 };
 use super::fast::FastParams;
+use super::lcr::snapshot::{self, EncodedRecords, EncodedTable};
 use super::lcr::LcrParams;
 use super::log::LogSync;
 use super::StoreReport;
+use crate::cache::PageCache;
 use crate::node::PageId;
 use crate::{Error, Result};
 
@@ -181,6 +183,12 @@ pub struct RftlPolicy {
     /// Assembled nodes (CPU only: every read still reads its unit pages; see
     /// [`node_cache`](super::buffered::node_cache)).
     nodes: LazyNodeCache<Vec<(PageId, u32)>>,
+    /// The translation table's `UnitPages` records, encoded (kept with
+    /// [`StoreHeader::unit_pages`](crate::store::StoreHeader); see
+    /// [`snapshot`](super::lcr::snapshot)).
+    table: EncodedTable,
+    /// The buffered nodes' records of a compaction (reused: CPU only).
+    snap: EncodedRecords,
 }
 
 /// What one node's flush writes: its units, cut into page-sized chunks.
@@ -253,6 +261,8 @@ impl RftlPolicy {
             live: LiveUnits::default(),
             stats: RftlStats::default(),
             nodes: LazyNodeCache::default(),
+            table: EncodedTable::default(),
+            snap: EncodedRecords::default(),
         }
     }
 
@@ -353,13 +363,14 @@ impl RftlPolicy {
     /// The current content of node `id` as [`current`](Self::current) gives it, from the
     /// cache of assembled nodes when it holds the node and the translation table names the
     /// pages it was assembled from: then the unit page reads (and counts) of the assembly
-    /// are issued just the same ([`read_pages`](Self::read_pages)).
+    /// are issued just the same ([`read_listed`](Self::read_listed)).
     fn cached_current(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
         let table = core.header.unit_pages.get(&id);
         if let Some((page, from)) = self.nodes.of(core.layout).get_tagged(id) {
             // Only if the translation table still names the pages it was assembled from.
             if Some(from) == table || (from.is_empty() && table.is_none()) {
-                self.read_pages(core, id, level)?;
+                let stats = &mut self.stats;
+                Self::read_listed(stats, &self.buf, &mut core.cache, id, level, table)?;
                 return Ok(page);
             }
         }
@@ -373,9 +384,17 @@ impl RftlPolicy {
 
     /// The page reads (through the page cache, verified, counted) that assembling node
     /// `id` issues: none for a node buffered with its whole content, else each page of its
-    /// list in the translation table. A deleted node is an error, as for an assembly.
-    fn read_pages(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
-        if let Some(n) = self.buf.get(id) {
+    /// list in the translation table, `table` (its entry, looked up by the caller). A
+    /// deleted node is an error, as for an assembly.
+    fn read_listed(
+        stats: &mut RftlStats,
+        buf: &WriteBuffer,
+        cache: &mut PageCache,
+        id: PageId,
+        level: u32,
+        table: Option<&Vec<(PageId, u32)>>,
+    ) -> Result<()> {
+        if let Some(n) = buf.get(id) {
             if n.status == NodeStatus::Deleted {
                 return Err(Error::corrupted(
                     format!("node page {id}"),
@@ -386,18 +405,17 @@ impl RftlPolicy {
                 return Ok(());
             }
         }
-        let pages = core.header.unit_pages.get(&id).ok_or_else(|| {
+        let pages = table.ok_or_else(|| {
             Error::corrupted(
                 format!("RFTL node {id}"),
                 "the node translation table names no unit page for it",
             )
         })?;
         for &(p, _) in pages {
-            core.cache
-                .read_checked_ref(p, level, |b| unit_page::verify(b, p))?;
-            self.stats.unit_page_reads += 1;
+            cache.read_checked_ref(p, level, |b| unit_page::verify(b, p))?;
+            stats.unit_page_reads += 1;
         }
-        self.stats.nodes_assembled += 1;
+        stats.nodes_assembled += 1;
         Ok(())
     }
 
@@ -500,10 +518,6 @@ impl RftlPolicy {
                 _ => Vec::new(),
             };
             pages.extend(at.into_iter().map(|(i, n)| (ids[i], n)));
-            core.append(&Record::UnitPages {
-                id,
-                pages: pages.clone(),
-            })?;
             self.set_pages(core, id, pages)?;
         }
         let mut order: Vec<usize> = (0..ids.len()).collect();
@@ -528,8 +542,16 @@ impl RftlPolicy {
         Ok(())
     }
 
-    /// Sets node `id`'s unit pages in the table, freeing pages left without live units.
+    /// Sets node `id`'s unit pages in the table (logged: a `UnitPages` record), freeing
+    /// pages left without live units.
     fn set_pages(&mut self, core: &mut Core, id: PageId, pages: Vec<(PageId, u32)>) -> Result<()> {
+        let rec = Record::UnitPages { id, pages };
+        core.append(&rec)?;
+        let encoded = rec.encode(core.format)?;
+        let Record::UnitPages { pages, .. } = rec else {
+            unreachable!("just built")
+        };
+        self.table.set(id, (!pages.is_empty()).then_some(encoded));
         for p in self.live.set(&mut core.header, id, pages)? {
             core.cache.invalidate(p);
             self.stats.unit_pages_freed += 1;
@@ -537,20 +559,28 @@ impl RftlPolicy {
         Ok(())
     }
 
+    /// The translation table's records, one per node in page order.
+    fn table_records(core: &Core) -> impl Iterator<Item = (PageId, Record)> + '_ {
+        core.header.unit_pages.iter().map(|(&id, pages)| {
+            let pages = pages.clone();
+            (id, Record::UnitPages { id, pages })
+        })
+    }
+
     /// Rewrites the log as a snapshot: allocation and metadata, the translation table, the
-    /// buffered nodes.
-    fn compact_log(&self, core: &mut Core) -> Result<()> {
-        let mut records: Vec<Record> = core
-            .header
-            .unit_pages
-            .iter()
-            .map(|(id, pages)| Record::UnitPages {
-                id: *id,
-                pages: pages.clone(),
-            })
-            .collect();
-        records.extend(self.buf.snapshot_records());
-        core.compact_log(None, &records)
+    /// buffered nodes (as [`Core::compact_log`] would from those records; the table's
+    /// records are kept encoded, see [`snapshot`]).
+    fn compact_log(&mut self, core: &mut Core) -> Result<()> {
+        let buffered = self.buf.snapshot_records();
+        self.snap.set(&buffered, core.format)?;
+        if cfg!(debug_assertions) {
+            // The table kept encoded is the one encoded from scratch.
+            let mut records: Vec<Record> = Self::table_records(core).map(|r| r.1).collect();
+            records.extend(buffered);
+            let cached = self.table.payloads().chain(self.snap.from_node(Some(0)));
+            snapshot::assert_encodes(&records, core.format, cached);
+        }
+        snapshot::compact(core, self.table.payloads(), self.snap.from_node(Some(0)))
     }
 }
 
@@ -608,6 +638,7 @@ impl BufferPolicy for RftlPolicy {
             }
         }
         rep.buffered_nodes = self.buf.len() as u64;
+        self.table = EncodedTable::of(Self::table_records(core), core.format)?;
         Ok(())
     }
 
@@ -619,7 +650,6 @@ impl BufferPolicy for RftlPolicy {
         self.nodes.forget(id);
         // The node's units die at once (recovery frees pages in the order freed here).
         if core.header.unit_pages.contains_key(&id) {
-            core.append(&Record::UnitPages { id, pages: vec![] })?;
             self.set_pages(core, id, vec![])?;
         }
         self.buf.logged_delete(core, id, level, self.op)

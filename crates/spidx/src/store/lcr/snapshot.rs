@@ -1,0 +1,216 @@
+//! Log compaction without re-encoding what did not change (CPU only: the compacted log is
+//! byte for byte the one [`Core::compact_log`] writes, and every count is the same).
+//!
+//! The LCR-tree and RFTL compact their log into a snapshot: allocation and metadata, then
+//! their mapping table (the LCR-tree's node → log page table, Lv et al. 2011; RFTL's node
+//! translation table, Wu et al. 2003), then the records that rebuild the buffered nodes. A
+//! flush-all compacts several times while it writes its batches, and each time the table
+//! has some ten thousand entries of which a handful changed. So:
+//! * [`EncodedTable`] keeps every table entry's record encoded, by node; the store updates
+//!   it wherever it changes its table (and rebuilds it from the table after recovery);
+//! * [`EncodedRecords`] holds the buffered nodes' records encoded once per flush-all: the
+//!   nodes a flush-all has not yet written are always the last ones in page order, so every
+//!   later compaction of the same flush-all writes a suffix of them;
+//! * [`compact`] writes the snapshot as [`Core::compact_log`] does, from those payloads.
+
+use std::collections::BTreeMap;
+
+use crate::node::PageId;
+use crate::store::buffered::{Core, Record, RecordFormat};
+use crate::{Error, Result};
+
+/// Every entry of a store's mapping table as its encoded log record, by node (page order,
+/// the order of the table itself). See the module documentation.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct EncodedTable {
+    records: BTreeMap<PageId, Vec<u8>>,
+}
+
+impl EncodedTable {
+    /// Sets node `id`'s entry to the encoded record `payload` (`None`: the node left the
+    /// table).
+    pub fn set(&mut self, id: PageId, payload: Option<Vec<u8>>) {
+        match payload {
+            Some(p) => {
+                self.records.insert(id, p);
+            }
+            None => {
+                self.records.remove(&id);
+            }
+        }
+    }
+
+    /// The table of the records `entries` (node and record, any order) encoded in
+    /// `format`.
+    pub fn of(
+        entries: impl IntoIterator<Item = (PageId, Record)>,
+        format: RecordFormat,
+    ) -> Result<Self> {
+        let mut t = EncodedTable::default();
+        for (id, r) in entries {
+            t.records.insert(id, r.encode(format)?);
+        }
+        Ok(t)
+    }
+
+    /// Entries.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The encoded records in page order.
+    pub fn payloads(&self) -> impl Iterator<Item = &[u8]> {
+        self.records.values().map(Vec::as_slice)
+    }
+}
+
+/// Encoded log records of buffered nodes, concatenated, each with its node, in page order.
+/// See the module documentation.
+#[derive(Debug, Default)]
+pub struct EncodedRecords {
+    bytes: Vec<u8>,
+    /// Node and end offset of each record in `bytes`.
+    ends: Vec<(PageId, usize)>,
+}
+
+impl EncodedRecords {
+    /// Forgets every record (keeping the memory).
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
+    /// Replaces the records by `records` (records of buffered nodes, in page order, as
+    /// [`WriteBuffer::snapshot_records`](crate::store::fast::buffer::WriteBuffer::snapshot_records)
+    /// gives them) encoded in `format`.
+    pub fn set(&mut self, records: &[Record], format: RecordFormat) -> Result<()> {
+        self.clear();
+        for r in records {
+            let id = r.node().ok_or_else(|| {
+                Error::invalid(
+                    "log snapshot",
+                    format!("{r:?} is not a buffered node's record"),
+                )
+            })?;
+            if self.ends.last().is_some_and(|(last, _)| *last > id) {
+                return Err(Error::invalid(
+                    "log snapshot",
+                    format!("node {id}'s record follows a later node's"),
+                ));
+            }
+            self.bytes.extend_from_slice(&r.encode(format)?);
+            self.ends.push((id, self.bytes.len()));
+        }
+        Ok(())
+    }
+
+    /// The records of nodes `first` and later (`None`: none), in order.
+    pub fn from_node(&self, first: Option<PageId>) -> impl Iterator<Item = &[u8]> {
+        let skip = match first {
+            Some(f) => self.ends.partition_point(|(id, _)| *id < f),
+            None => self.ends.len(),
+        };
+        let start = match skip {
+            0 => 0,
+            k => self.ends[k - 1].1,
+        };
+        let mut at = start;
+        self.ends[skip..].iter().map(move |&(_, end)| {
+            let p = &self.bytes[at..end];
+            at = end;
+            p
+        })
+    }
+}
+
+/// Replaces `core`'s log by a snapshot, as [`Core::compact_log`] does (without a clock):
+/// allocation and metadata, then the payloads of `table`, then `nodes`.
+pub fn compact<'a>(
+    core: &mut Core,
+    table: impl Iterator<Item = &'a [u8]>,
+    nodes: impl Iterator<Item = &'a [u8]>,
+) -> Result<()> {
+    let snapshot = Record::Snapshot {
+        meta: core.header.meta,
+        next_page: core.header.next_page,
+        free: core.header.free.clone(),
+        clock: None,
+    }
+    .encode(core.format)?;
+    let rest = table.chain(nodes).map(|p| -> &[u8] { p });
+    core.log
+        .compact(std::iter::once(snapshot.as_slice()).chain(rest))
+}
+
+/// Panics unless `payloads` are `records` encoded in `format`, in order. Debug builds
+/// check every compaction with it against the records encoded from scratch (the
+/// straightforward computation the encoded table and records replace).
+pub fn assert_encodes<'a>(
+    records: &[Record],
+    format: RecordFormat,
+    payloads: impl Iterator<Item = &'a [u8]>,
+) {
+    let got: Vec<&[u8]> = payloads.collect();
+    assert_eq!(got.len(), records.len(), "records in the compacted log");
+    for (r, g) in records.iter().zip(got) {
+        let want = r.encode(format).expect("an encodable record");
+        assert!(
+            want == g,
+            "the compacted log holds another encoding of {r:?}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(id: PageId, n: u64) -> Record {
+        Record::Deleted {
+            id,
+            level: n as u32,
+        }
+    }
+
+    #[test]
+    fn a_suffix_of_the_records_is_those_of_the_later_nodes() {
+        let f = RecordFormat::Fixed;
+        let recs = vec![rec(2, 0), rec(2, 1), rec(5, 2), rec(9, 3)];
+        let mut e = EncodedRecords::default();
+        e.set(&recs, f).unwrap();
+        let enc =
+            |rs: &[Record]| -> Vec<Vec<u8>> { rs.iter().map(|r| r.encode(f).unwrap()).collect() };
+        let got = |first| -> Vec<Vec<u8>> { e.from_node(first).map(<[u8]>::to_vec).collect() };
+        assert_eq!(got(Some(0)), enc(&recs));
+        assert_eq!(got(Some(2)), enc(&recs));
+        assert_eq!(got(Some(3)), enc(&recs[2..]));
+        assert_eq!(got(Some(9)), enc(&recs[3..]));
+        assert!(got(Some(10)).is_empty());
+        assert!(got(None).is_empty());
+        // Out of page order, or not a node's record: refused.
+        assert!(e.set(&[rec(5, 0), rec(2, 0)], f).is_err());
+        assert!(e.set(&[Record::Free(3)], f).is_err());
+    }
+
+    #[test]
+    fn the_table_holds_the_latest_record_of_each_node_in_page_order() {
+        let f = RecordFormat::Fixed;
+        let lp = |id, page| Record::LogPage { id, page };
+        let mut t = EncodedTable::of([(7, lp(7, Some(70))), (3, lp(3, Some(30)))], f).unwrap();
+        t.set(7, Some(lp(7, Some(71)).encode(f).unwrap()));
+        t.set(4, Some(lp(4, Some(40)).encode(f).unwrap()));
+        t.set(3, None);
+        let want: Vec<Vec<u8>> = [lp(4, Some(40)), lp(7, Some(71))]
+            .iter()
+            .map(|r| r.encode(f).unwrap())
+            .collect();
+        let got: Vec<Vec<u8>> = t.payloads().map(<[u8]>::to_vec).collect();
+        assert_eq!(got, want);
+        assert_eq!(t.len(), 2);
+    }
+}
