@@ -373,10 +373,16 @@ impl PageCache {
             // Admitted: lend the cached copy, so that it stays unshared (later writes of
             // the page update it in place).
             drop(data);
-            self.lent = None;
+            if let Some(old) = self.lent.take() {
+                recycle(&mut self.spare, old);
+            }
             return Ok(self.buffer.peek(page).expect("resident"));
         }
-        Ok(self.lent.insert(data))
+        // The page lent before is free again (unless a caller kept it): reuse its buffer.
+        if let Some(old) = self.lent.replace(data) {
+            recycle(&mut self.spare, old);
+        }
+        Ok(self.lent.as_deref().expect("just lent"))
     }
 
     /// Reads `page` and writes it back changed by `edit`, with exactly the effects of

@@ -732,9 +732,12 @@ impl Log {
 }
 
 fn record_crc(prev: u32, head: &[u8], payload: &[u8]) -> u32 {
+    // The chained CRC and the 12 header bytes in one update (records are many and small).
+    let mut pre = [0u8; 16];
+    pre[..4].copy_from_slice(&prev.to_le_bytes());
+    pre[4..4 + head.len()].copy_from_slice(head);
     let mut h = crc32fast::Hasher::new();
-    h.update(&prev.to_le_bytes());
-    h.update(head);
+    h.update(&pre[..4 + head.len()]);
     h.update(payload);
     h.finalize()
 }

@@ -58,7 +58,7 @@ use crate::node::{Entry, NodeLayout, PageId};
 use crate::{Error, Result};
 pub use buffer::{BufferGauges, BufferedNode, NodeBuffer, NodeStatus};
 use placement::{LogDevices, LogPlacement};
-pub use record::{EncodeRecord, NodeRecord, Record, RecordFormat};
+pub use record::{EncodeRecord, Encoded, NodeRecord, Record, RecordFormat};
 pub use stats::{BufferSettings, BufferedStats};
 
 /// A change with its entry encoded as the node layout stores it in a page (what buffers

@@ -621,6 +621,18 @@ impl EncodeRecord for NodeRecord<'_> {
     }
 }
 
+/// A record already encoded (in the store's format): a store that keeps the payloads of
+/// its snapshot records reuses them at the next compaction.
+#[derive(Debug, Clone, Copy)]
+pub struct Encoded<'a>(pub &'a [u8]);
+
+impl EncodeRecord for Encoded<'_> {
+    fn encode_record(&self, _format: RecordFormat, out: &mut Vec<u8>) -> Result<()> {
+        out.extend_from_slice(self.0);
+        Ok(())
+    }
+}
+
 impl<T: EncodeRecord> EncodeRecord for &T {
     fn encode_record(&self, format: RecordFormat, out: &mut Vec<u8>) -> Result<()> {
         (**self).encode_record(format, out)

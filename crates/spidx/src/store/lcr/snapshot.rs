@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use crate::node::PageId;
-use crate::store::buffered::{Core, Record, RecordFormat};
+use crate::store::buffered::{Core, Encoded, Record, RecordFormat};
 use crate::{Error, Result};
 
 /// Every entry of a store's mapping table as its encoded log record, by node (page order,
@@ -128,23 +128,14 @@ impl EncodedRecords {
     }
 }
 
-/// Replaces `core`'s log by a snapshot, as [`Core::compact_log`] does (without a clock):
-/// allocation and metadata, then the payloads of `table`, then `nodes`.
+/// Replaces `core`'s log by a snapshot ([`Core::compact_log`], without a clock): allocation
+/// and metadata, then the payloads of `table`, then `nodes`, all already encoded.
 pub fn compact<'a>(
     core: &mut Core,
     table: impl Iterator<Item = &'a [u8]>,
     nodes: impl Iterator<Item = &'a [u8]>,
 ) -> Result<()> {
-    let snapshot = Record::Snapshot {
-        meta: core.header.meta,
-        next_page: core.header.next_page,
-        free: core.header.free.clone(),
-        clock: None,
-    }
-    .encode(core.format)?;
-    let rest = table.chain(nodes).map(|p| -> &[u8] { p });
-    core.log
-        .compact(std::iter::once(snapshot.as_slice()).chain(rest))
+    core.compact_log(None, table.chain(nodes).map(Encoded))
 }
 
 /// Panics unless `payloads` are `records` encoded in `format`, in order. Debug builds
