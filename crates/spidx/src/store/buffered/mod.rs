@@ -263,7 +263,7 @@ impl Core {
             if sync && !unit.ids.is_empty() {
                 self.cache.device_mut().sync()?;
             }
-            self.append(&Record::Written(members))?;
+            self.append(Record::Written(members))?;
             self.log.commit()?;
         }
         self.counts.flushes += 1;

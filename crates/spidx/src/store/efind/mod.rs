@@ -534,7 +534,7 @@ impl BufferPolicy for EfindPolicy {
         core.cache.invalidate(id);
         self.lengths.forget(id);
         let stamp = self.tick();
-        core.append(&Record::Alloc(id))?;
+        core.append(Record::Alloc(id))?;
         let enc = log_manager::split_entries(&entries, es)?;
         core.append(&Record::Create {
             id,
@@ -609,11 +609,11 @@ impl BufferPolicy for EfindPolicy {
         self.merged.forget(id);
         self.lengths.forget(id);
         self.read_fifo.retain(|p| *p != id);
-        core.append(&Record::Free(id))
+        core.append(Record::Free(id))
     }
 
     fn log_meta(&mut self, core: &mut Core, meta: TreeMeta) -> Result<()> {
-        core.append(&Record::Meta(meta))
+        core.append(Record::Meta(meta))
     }
 
     fn end_operation(&mut self, core: &mut Core) -> Result<()> {

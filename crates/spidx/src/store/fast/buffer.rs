@@ -315,7 +315,7 @@ impl WriteBuffer {
         level: u32,
         op: u64,
     ) -> Result<()> {
-        core.append(&Record::Free(id))?;
+        core.append(Record::Free(id))?;
         self.delete(id, level, op);
         Ok(())
     }
