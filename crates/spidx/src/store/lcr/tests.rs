@@ -23,12 +23,26 @@ fn params() -> LcrParams {
 }
 
 fn open(nodes: &SharedDevice, log: &SharedDevice, reopen: bool) -> LcrStore {
+    open_with(params(), nodes, log, reopen)
+}
+
+/// Creates (or reopens) an LCR store with options `p` on `nodes` and `log`.
+fn open_with(p: LcrParams, nodes: &SharedDevice, log: &SharedDevice, reopen: bool) -> LcrStore {
     let cfg = LogConfig::new(LogSync::EachOp);
-    let (c, l, p) = (CacheConfig::none(), layout(), LcrPolicy::new(params()));
+    let (c, l, p) = (CacheConfig::none(), layout(), LcrPolicy::new(p));
     if reopen {
         LcrStore::open(devs(nodes, log), &c, l, cfg, p, None).unwrap()
     } else {
         LcrStore::create(devs(nodes, log), &c, l, cfg, p, None).unwrap()
+    }
+}
+
+/// Options with a `write_buffer` and the smallest log they allow (compactions are frequent).
+fn smallest_log(write_buffer: u64) -> LcrParams {
+    LcrParams {
+        write_buffer,
+        log_size: FastParams::min_log_size(write_buffer, 1, PS),
+        log_sync: LogSync::EachOp,
     }
 }
 
@@ -293,22 +307,9 @@ fn invalid_options_are_refused_naming_the_key() {
 /// back changed, also after a reopen.
 #[test]
 fn a_flush_all_whose_images_outgrow_the_log_is_written_in_batches() {
-    let write_buffer = 64 << 10;
-    let p = LcrParams {
-        write_buffer,
-        log_size: FastParams::min_log_size(write_buffer, 1, PS),
-        log_sync: LogSync::EachOp,
-    };
+    let p = smallest_log(64 << 10);
     let (nodes, log) = (mem(8 << 20), mem(p.log_size + (64 << 10)));
-    let open = |reopen: bool| {
-        let cfg = LogConfig::new(LogSync::EachOp);
-        let (c, l, pol) = (CacheConfig::none(), layout(), LcrPolicy::new(p));
-        if reopen {
-            LcrStore::open(devs(&nodes, &log), &c, l, cfg, pol, None).unwrap()
-        } else {
-            LcrStore::create(devs(&nodes, &log), &c, l, cfg, pol, None).unwrap()
-        }
-    };
+    let open = |reopen: bool| open_with(p, &nodes, &log, reopen);
     let mut s = open(false);
     let fits = layout().fits() as u64;
     let n = 700u64;
@@ -362,22 +363,9 @@ proptest::proptest! {
     fn random_changes_read_back_and_recover_through_compactions(
         ops in proptest::collection::vec((0u8..7, 0u64..10, 0u64..1000), 1..300),
     ) {
-        let write_buffer = 1 << 10;
-        let p = LcrParams {
-            write_buffer,
-            log_size: FastParams::min_log_size(write_buffer, 1, PS),
-            log_sync: LogSync::EachOp,
-        };
+        let p = smallest_log(1 << 10);
         let (nodes, log) = (mem(4 << 20), mem(p.log_size + (64 << 10)));
-        let open = |reopen: bool| {
-            let cfg = LogConfig::new(LogSync::EachOp);
-            let (c, l, pol) = (CacheConfig::none(), layout(), LcrPolicy::new(p));
-            if reopen {
-                LcrStore::open(devs(&nodes, &log), &c, l, cfg, pol, None).unwrap()
-            } else {
-                LcrStore::create(devs(&nodes, &log), &c, l, cfg, pol, None).unwrap()
-            }
-        };
+        let open = |reopen: bool| open_with(p, &nodes, &log, reopen);
         let mut s = open(false);
         let mut model: Vec<Option<Vec<Entry<2>>>> = Vec::new();
         for i in 0..10u64 {
