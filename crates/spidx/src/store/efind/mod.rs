@@ -54,8 +54,8 @@ use write_buffer::{BufNode, Scores};
 
 use super::buffered::node_cache::LazyNodeCache;
 use super::buffered::{
-    BufferGauges, BufferPolicy, BufferSettings, BufferedStore, Core, NodeBuffer, NodeStatus,
-    RawChange, Record, RecordFormat, RecoveryReport, Unit, UnitDurability,
+    BufferGauges, BufferPolicy, BufferSettings, BufferedStore, Core, Encoded, NodeBuffer,
+    NodeStatus, RawChange, Record, RecordFormat, RecoveryReport, Unit, UnitDurability,
 };
 use super::log::LOG_FORMAT;
 use super::{StoreReport, TreeMeta};
@@ -106,10 +106,10 @@ pub struct EfindPolicy {
     standings: Standings,
     /// Scratch: the unit a flush writes.
     unit: Vec<PageId>,
-    /// The `State` records of the last log compaction, in page order: a node not put into
-    /// the write buffer since (not in `changed`) has the same state, so the next
-    /// compaction reuses its record instead of collecting the state again.
-    snapshot: Vec<Record>,
+    /// The encoded `State` records of the last log compaction, in page order: a node not
+    /// put into the write buffer since (not in `changed`) has the same state, so the next
+    /// compaction reuses its payload instead of collecting and encoding the state again.
+    snapshot: Vec<(PageId, Vec<u8>)>,
     /// Nodes put into the write buffer since the last compaction.
     changed: Bits,
     rb: Buffer<Arc<[u8]>>,
@@ -184,33 +184,41 @@ impl EfindPolicy {
     /// (The records of nodes unchanged since the last compaction are reused.)
     fn compact(&mut self, core: &mut Core) -> Result<()> {
         core.cache.sync()?;
+        let format = core.format;
         let mut last = std::mem::take(&mut self.snapshot).into_iter().peekable();
-        let mut states = Vec::with_capacity(self.wb.len());
+        let mut states: Vec<(PageId, Vec<u8>)> = Vec::with_capacity(self.wb.len());
         for (id, n) in self.wb.iter() {
-            while last
-                .peek()
-                .is_some_and(|r| r.node().is_some_and(|l| l < id))
-            {
+            while last.peek().is_some_and(|(l, _)| *l < id) {
                 last.next();
             }
-            let same = !self.changed.contains(id) && last.peek().and_then(Record::node) == Some(id);
+            let same = !self.changed.contains(id) && last.peek().map(|(l, _)| *l) == Some(id);
             match last.next_if(|_| same) {
-                Some(r) => {
+                Some(kept) => {
                     debug_assert!(
-                        matches!(&r, Record::State { state, .. } if *state == n.state()),
+                        Record::State {
+                            id,
+                            state: n.state()
+                        }
+                        .encode(format)
+                        .is_ok_and(|p| p == kept.1),
                         "node {id} changed since the last compaction"
                     );
-                    states.push(r);
+                    states.push(kept);
                 }
-                None => states.push(Record::State {
-                    id,
-                    state: n.state(),
-                }),
+                None => {
+                    let mut payload = Vec::new();
+                    Record::State {
+                        id,
+                        state: n.state(),
+                    }
+                    .encode_into(format, &mut payload)?;
+                    states.push((id, payload));
+                }
             }
         }
         drop(last);
         self.changed.clear();
-        let result = core.compact_log(Some(self.clock), &states);
+        let result = core.compact_log(Some(self.clock), states.iter().map(|(_, p)| Encoded(p)));
         self.snapshot = states;
         result
     }
