@@ -229,6 +229,45 @@ impl Record {
         }
     }
 
+    /// The record as a [`NodeRecord`] (borrowing its contents), for the kinds that have
+    /// one; they are encoded by it, so both encode alike.
+    pub fn as_node_record(&self) -> Option<NodeRecord<'_>> {
+        Some(match self {
+            Record::Create {
+                id,
+                level,
+                stamp,
+                entries,
+            } => NodeRecord::Create {
+                id: *id,
+                level: *level,
+                stamp: *stamp,
+                entries,
+            },
+            Record::Modify {
+                id,
+                level,
+                stamp,
+                changes,
+            } => NodeRecord::Modify {
+                id: *id,
+                level: *level,
+                stamp: *stamp,
+                changes,
+            },
+            Record::Image { id, level, entries } => NodeRecord::Image {
+                id: *id,
+                level: *level,
+                entries,
+            },
+            Record::Deleted { id, level } => NodeRecord::Deleted {
+                id: *id,
+                level: *level,
+            },
+            _ => return None,
+        })
+    }
+
     /// Encodes the record as a log payload in `format`.
     pub fn encode(&self, format: RecordFormat) -> Result<Vec<u8>> {
         let mut out = Vec::new();
@@ -240,22 +279,15 @@ impl Record {
     /// caller reuses: records are encoded at every change of a buffered store). On an
     /// error `out` may hold part of the record.
     pub fn encode_into(&self, format: RecordFormat, out: &mut Vec<u8>) -> Result<()> {
+        if let Some(r) = self.as_node_record() {
+            return r.encode_into(format, out);
+        }
         let mut w = Writer { b: out, format };
         match self {
-            Record::Create {
-                id,
-                level,
-                stamp,
-                entries,
-            } => {
-                return NodeRecord::Create {
-                    id: *id,
-                    level: *level,
-                    stamp: *stamp,
-                    entries,
-                }
-                .encode_into(format, w.b)
-            }
+            Record::Create { .. }
+            | Record::Modify { .. }
+            | Record::Image { .. }
+            | Record::Deleted { .. } => unreachable!("encoded as a node record above"),
             Record::Rewrite {
                 id,
                 level,
@@ -267,20 +299,6 @@ impl Record {
                 w.small(*level);
                 w.stamp(*stamp)?;
                 w.bytes(entries);
-            }
-            Record::Modify {
-                id,
-                level,
-                stamp,
-                changes,
-            } => {
-                return NodeRecord::Modify {
-                    id: *id,
-                    level: *level,
-                    stamp: *stamp,
-                    changes,
-                }
-                .encode_into(format, w.b)
             }
             Record::Change {
                 id,
@@ -294,14 +312,6 @@ impl Record {
                 w.stamp(*stamp)?;
                 w.change(change)?;
             }
-            Record::Image { id, level, entries } => {
-                return NodeRecord::Image {
-                    id: *id,
-                    level: *level,
-                    entries,
-                }
-                .encode_into(format, w.b)
-            }
             Record::Free(id) | Record::Alloc(id) => {
                 w.b.push(if matches!(self, Record::Free(_)) {
                     FREE
@@ -309,13 +319,6 @@ impl Record {
                     ALLOC
                 });
                 w.id(*id);
-            }
-            Record::Deleted { id, level } => {
-                return NodeRecord::Deleted {
-                    id: *id,
-                    level: *level,
-                }
-                .encode_into(format, w.b)
             }
             Record::Meta(m) => {
                 w.b.push(META);
