@@ -136,43 +136,57 @@ mod cache {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(150))]
 
-        /// `read_checked_ref` (lent pages) makes exactly the decisions, counts and device
-        /// requests of `read`, and returns the same contents.
+        /// `read_checked_ref` (lent pages) and `read_unused` (no bytes) make exactly the
+        /// decisions, counts and device requests of `read`; lent pages have its contents.
         #[test]
-        fn lent_reads_behave_like_shared_reads(spec in specs(), trace in ops()) {
+        fn lent_and_unused_reads_behave_like_shared_reads(spec in specs(), trace in ops()) {
             let mut shared = cache(&spec);
             let mut lent = cache(&spec);
+            let mut unused = cache(&spec);
             for op in &trace {
                 match *op {
                     Op::Read(p, l) => {
                         let a = shared.read(p, l).unwrap();
                         let b = lent.read_checked_ref(p, l, |_| Ok(())).unwrap();
                         prop_assert_eq!(&a[..], b, "page {} with {}", p, spec);
+                        unused.read_unused(p, l, |_| Ok(())).unwrap();
                     }
                     Op::Write(p, l, v) => {
-                        shared.write(p, &page(p, v), l).unwrap();
-                        lent.write(p, &page(p, v), l).unwrap();
+                        for c in [&mut shared, &mut lent, &mut unused] {
+                            c.write(p, &page(p, v), l).unwrap();
+                        }
                     }
                     Op::Run(p, n, v) => {
                         let data: Vec<u8> = (0..n as u64).flat_map(|i| page(p + i, v)).collect();
                         let levels: Vec<u32> = (0..n as u32).collect();
-                        shared.write_run(p, &data, &levels).unwrap();
-                        lent.write_run(p, &data, &levels).unwrap();
+                        for c in [&mut shared, &mut lent, &mut unused] {
+                            c.write_run(p, &data, &levels).unwrap();
+                        }
                     }
                     Op::Invalidate(p) => {
-                        prop_assert_eq!(shared.invalidate(p), lent.invalidate(p));
+                        let was = shared.invalidate(p);
+                        prop_assert_eq!(was, lent.invalidate(p));
+                        prop_assert_eq!(was, unused.invalidate(p));
                     }
                     Op::Clear => {
-                        shared.clear().unwrap();
-                        lent.clear().unwrap();
+                        for c in [&mut shared, &mut lent, &mut unused] {
+                            c.clear().unwrap();
+                        }
                     }
                     Op::Keep => {}
                 }
-                prop_assert_eq!(shared.stats(), lent.stats(), "after {:?} with {}", op, spec);
-                prop_assert_eq!(shared.device().stats(), lent.device().stats());
-                for p in 0..PAGES {
-                    prop_assert_eq!(shared.is_cached(p), lent.is_cached(p));
+                for c in [&lent, &unused] {
+                    prop_assert_eq!(shared.stats(), c.stats(), "after {:?} with {}", op, spec);
+                    prop_assert_eq!(shared.device().stats(), c.device().stats());
+                    for p in 0..PAGES {
+                        prop_assert_eq!(shared.is_cached(p), c.is_cached(p));
+                    }
                 }
+            }
+            // What `read_unused` left cached is what the device holds.
+            for p in 0..PAGES {
+                let l = 0;
+                prop_assert_eq!(&shared.read(p, l).unwrap()[..], &unused.read(p, l).unwrap()[..]);
             }
         }
     }

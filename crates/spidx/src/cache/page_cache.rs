@@ -385,6 +385,31 @@ impl PageCache {
         Ok(self.lent.as_deref().expect("just lent"))
     }
 
+    /// A read of `page` for a caller that does not use its bytes (a store that already
+    /// holds the node they encode, but whose model reads the page): exactly the policy
+    /// accesses, counters and device requests of [`read_checked_ref`](Self::read_checked_ref).
+    /// A cache that keeps no pages (`none`) asks the device for the page without its bytes
+    /// ([`Device::read_unused`]: a device in memory copies nothing) and so does not verify
+    /// them; any other reads and verifies it as `read_checked_ref` does, since its policy
+    /// may keep it.
+    pub fn read_unused(
+        &mut self,
+        page: u64,
+        level: u32,
+        verify: impl FnOnce(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        if self.buffer.capacity() != 0 {
+            return self.read_checked_ref(page, level, verify).map(|_| ());
+        }
+        if self.buffer.touch(page, level) {
+            return Ok(());
+        }
+        self.device.read_unused(page, 1)?;
+        // `none`: count the refusal without a page, as `store` does.
+        self.buffer.insert(page, level, Arc::from(&[][..]));
+        Ok(())
+    }
+
     /// Reads `page` and writes it back changed by `edit`, with exactly the effects of
     /// [`read_checked_ref`](Self::read_checked_ref) followed by [`write`](Self::write) of
     /// the edited bytes (the same counters, policy accesses and device requests), but

@@ -112,6 +112,11 @@ impl Device for CrashDevice {
         Ok(())
     }
 
+    /// The bytes are not used, so the volatile copies need not be laid over them.
+    fn read_unused(&mut self, page: u64, pages: u64) -> Result<()> {
+        self.inner.read_unused(page, pages)
+    }
+
     fn write(&mut self, page: u64, data: &[u8]) -> Result<()> {
         let ps = self.page_size();
         check_request(page, data.len(), ps, self.capacity_pages())?;

@@ -45,7 +45,7 @@ use serde::{Deserialize, Serialize};
 use self::geometry::{Geometry, Loc};
 use super::pages::{load_state, save_state};
 use super::stats::{DeviceStats, HddStats, HostCounters};
-use super::{check_request, validate_page_size, Device};
+use super::{check_request, request_len, validate_page_size, Device};
 use crate::{Error, Result};
 
 /// A fast multiplicative hasher for page numbers (the default SipHash is several times
@@ -552,6 +552,14 @@ impl Device for SimHdd {
                 None => chunk.fill(0),
             }
         }
+        self.mech.clock = self.time_read(page, n);
+        Ok(())
+    }
+
+    fn read_unused(&mut self, page: u64, pages: u64) -> Result<()> {
+        let ps = self.page_size;
+        let n = check_request(page, request_len(pages, ps)?, ps, self.capacity_pages)?;
+        self.host.record_read(page, n, ps);
         self.mech.clock = self.time_read(page, n);
         Ok(())
     }

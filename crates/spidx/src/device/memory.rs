@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::pages::{load_state, save_state, PageArray};
 use super::stats::{DeviceStats, HostCounters};
-use super::{check_request, validate_page_size, Device};
+use super::{check_request, request_len, validate_page_size, Device};
 use crate::Result;
 
 /// Parameters of the memory device.
@@ -83,6 +83,13 @@ impl Device for MemoryDevice {
         for (i, chunk) in buf.chunks_exact_mut(ps).enumerate() {
             self.pages.read(page + i as u64, chunk);
         }
+        Ok(())
+    }
+
+    fn read_unused(&mut self, page: u64, pages: u64) -> Result<()> {
+        let ps = self.page_size();
+        let n = check_request(page, request_len(pages, ps)?, ps, self.capacity_pages)?;
+        self.host.record_read(page, n, ps);
         Ok(())
     }
 

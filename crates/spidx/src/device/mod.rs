@@ -55,6 +55,18 @@ pub trait Device: Send {
     /// Writes consecutive pages starting at `page` from `data`.
     fn write(&mut self, page: u64, data: &[u8]) -> Result<()>;
 
+    /// Reads `pages` consecutive pages starting at `page` for a caller that does not use
+    /// their bytes (a store that already holds the node they encode but whose cost model
+    /// reads them): the same request as [`Device::read`] in every count, clock and trace.
+    /// A device keeping its pages in memory skips copying them out; the default reads them
+    /// into a scratch buffer (a file device really reads them).
+    fn read_unused(&mut self, page: u64, pages: u64) -> Result<()> {
+        let len = request_len(pages, self.page_size())?;
+        check_request(page, len, self.page_size(), self.capacity_pages())?;
+        let mut scratch = vec![0u8; len];
+        self.read(page, &mut scratch)
+    }
+
     /// Writes one page (`data`, a page long) of which only the byte ranges in `changed`
     /// differ from what the device holds: the caller knows the rest is unchanged (a page
     /// cache editing a resident copy of the page in place). It is one page write in every
@@ -116,6 +128,14 @@ pub trait Device: Send {
     fn read_time_ignores_contents(&self) -> bool {
         false
     }
+}
+
+/// Bytes of a request for `pages` pages of `page_size` bytes; an error if that overflows.
+pub fn request_len(pages: u64, page_size: usize) -> Result<usize> {
+    usize::try_from(pages)
+        .ok()
+        .and_then(|n| n.checked_mul(page_size))
+        .ok_or_else(|| Error::invalid("I/O request", format!("{pages} pages is too many")))
 }
 
 /// Checks that a page size is usable by every device: non-zero and a multiple of 512.

@@ -55,6 +55,11 @@ impl Device for ReadOnlyOverlay {
         Ok(())
     }
 
+    /// The bytes are not used, so the overlay's pages need not be laid over them.
+    fn read_unused(&mut self, page: u64, pages: u64) -> Result<()> {
+        self.inner.read_unused(page, pages)
+    }
+
     fn write(&mut self, page: u64, data: &[u8]) -> Result<()> {
         let ps = self.inner.page_size();
         let n = check_request(page, data.len(), ps, self.inner.capacity_pages())?;

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::stats::DeviceStats;
-use super::{check_request, Device};
+use super::{check_request, request_len, Device};
 use crate::{Error, Result};
 
 /// A range `[base, base + len)` of pages of a shared device, itself a [`Device`].
@@ -70,6 +70,17 @@ impl Device for Partition {
         check_request(page, buf.len(), self.page_size, self.len)?;
         let base = self.base;
         self.dev().read(base + page, buf)
+    }
+
+    fn read_unused(&mut self, page: u64, pages: u64) -> Result<()> {
+        check_request(
+            page,
+            request_len(pages, self.page_size)?,
+            self.page_size,
+            self.len,
+        )?;
+        let base = self.base;
+        self.dev().read_unused(base + page, pages)
     }
 
     fn write(&mut self, page: u64, data: &[u8]) -> Result<()> {

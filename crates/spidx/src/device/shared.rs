@@ -47,6 +47,10 @@ impl Device for SharedDevice {
         self.dev().read(page, buf)
     }
 
+    fn read_unused(&mut self, page: u64, pages: u64) -> Result<()> {
+        self.dev().read_unused(page, pages)
+    }
+
     fn write(&mut self, page: u64, data: &[u8]) -> Result<()> {
         self.dev().write(page, data)
     }

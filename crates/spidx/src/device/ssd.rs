@@ -85,7 +85,7 @@ use super::flash::simflash::{check_loaded_ftl, check_saved, host_geometry, trans
 use super::flash::FlashConfig;
 use super::pages::{load_state, save_state};
 use super::stats::{DeviceStats, HostCounters};
-use super::{check_request, Device};
+use super::{check_request, request_len, Device};
 use crate::{Error, Result};
 
 /// Parameters of the SSD model: a flash chip type plus the drive around it.
@@ -284,6 +284,33 @@ impl std::fmt::Debug for SimSsd {
 }
 
 impl SimSsd {
+    /// A host read of `len` bytes at `page`, its bytes copied into `buf` if given: the
+    /// timing is the same either way.
+    fn read_bytes(&mut self, page: u64, len: usize, buf: Option<&mut [u8]>) -> Result<()> {
+        let n = check_request(page, len, self.page_size, self.capacity_pages)?;
+        self.host.record_read(page, n, self.page_size);
+        let t0 = self.submit();
+        let t1 = self.command(t0);
+        self.ops.clear();
+        let timing = &self.timing;
+        let offset = page * self.page_size as u64;
+        let cached = |lpn| timing.is_cached(lpn, t1);
+        let res = match buf {
+            Some(buf) => self.ftl.read_with(offset, buf, &mut self.ops, cached),
+            None => self
+                .ftl
+                .read_unused_with(offset, len, &mut self.ops, cached),
+        };
+        let mut ready = t1;
+        for i in 0..self.ops.len() {
+            let die = self.ops[i].die as usize;
+            ready = ready.max(self.flash_read(die, t1));
+        }
+        let done = self.link(ready, len);
+        self.finish(done);
+        res
+    }
+
     /// Opens an SSD with `page_size`-byte host pages; with `state`, an existing state file
     /// saved by [`Device::persist`] is loaded (same configuration and page size required).
     pub fn open(config: &SsdConfig, page_size: usize, state: Option<&Path>) -> Result<SimSsd> {
@@ -450,24 +477,13 @@ impl Device for SimSsd {
     }
 
     fn read(&mut self, page: u64, buf: &mut [u8]) -> Result<()> {
-        let n = check_request(page, buf.len(), self.page_size, self.capacity_pages)?;
-        self.host.record_read(page, n, self.page_size);
-        let t0 = self.submit();
-        let t1 = self.command(t0);
-        self.ops.clear();
-        let timing = &self.timing;
-        let offset = page * self.page_size as u64;
-        let res = self
-            .ftl
-            .read_with(offset, buf, &mut self.ops, |lpn| timing.is_cached(lpn, t1));
-        let mut ready = t1;
-        for i in 0..self.ops.len() {
-            let die = self.ops[i].die as usize;
-            ready = ready.max(self.flash_read(die, t1));
-        }
-        let done = self.link(ready, buf.len());
-        self.finish(done);
-        res
+        let len = buf.len();
+        self.read_bytes(page, len, Some(buf))
+    }
+
+    fn read_unused(&mut self, page: u64, pages: u64) -> Result<()> {
+        let len = request_len(pages, self.page_size)?;
+        self.read_bytes(page, len, None)
     }
 
     fn write(&mut self, page: u64, data: &[u8]) -> Result<()> {

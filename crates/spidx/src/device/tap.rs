@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::{Device, DeviceStats};
+use super::{request_len, Device, DeviceStats};
 use crate::Result;
 
 /// One device request as the tap saw it.
@@ -97,6 +97,13 @@ impl Device for Tap {
         self.inner.read(page, buf)?;
         self.log
             .note(page, buf.len(), self.inner.page_size(), false);
+        Ok(())
+    }
+
+    fn read_unused(&mut self, page: u64, pages: u64) -> Result<()> {
+        self.inner.read_unused(page, pages)?;
+        let ps = self.inner.page_size();
+        self.log.note(page, request_len(pages, ps)?, ps, false);
         Ok(())
     }
 

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use super::pages::{load_state, save_state};
 use super::stats::{DeviceStats, ThrottleStats};
-use super::Device;
+use super::{request_len, Device};
 use crate::{Error, Result};
 
 /// Parameters of a throttled (cloud) disk.
@@ -268,6 +268,15 @@ impl Device for Throttled {
         self.inner.read(page, buf)?;
         let ns = self.inner.device_ns().saturating_sub(before);
         self.charge(ns, buf.len() as u64);
+        Ok(())
+    }
+
+    fn read_unused(&mut self, page: u64, pages: u64) -> Result<()> {
+        let len = request_len(pages, self.inner.page_size())?;
+        let before = self.inner.device_ns();
+        self.inner.read_unused(page, pages)?;
+        let ns = self.inner.device_ns().saturating_sub(before);
+        self.charge(ns, len as u64);
         Ok(())
     }
 

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::ftl::{FlashOp, Ftl, FtlGeometry, FtlParams, OpKind};
 use crate::device::pages::{load_state, save_state};
 use crate::device::stats::{DeviceStats, HostCounters};
-use crate::device::{check_request, validate_page_size, Device, SECTOR};
+use crate::device::{check_request, request_len, validate_page_size, Device, SECTOR};
 use crate::{Error, Result};
 
 /// Parameters of a simulated NAND flash chip and its FTL.
@@ -416,6 +416,19 @@ impl Device for SimFlash {
         self.ops.clear();
         let offset = page * self.page_size as u64;
         let res = self.ftl.read(offset, buf, &mut self.ops);
+        self.charge();
+        res
+    }
+
+    fn read_unused(&mut self, page: u64, pages: u64) -> Result<()> {
+        let len = request_len(pages, self.page_size)?;
+        let n = check_request(page, len, self.page_size, self.capacity_pages)?;
+        self.host.record_read(page, n, self.page_size);
+        self.ops.clear();
+        let offset = page * self.page_size as u64;
+        let res = self
+            .ftl
+            .read_unused_with(offset, len, &mut self.ops, |_| false);
         self.charge();
         res
     }

@@ -10,10 +10,16 @@
 //!
 //! **What it must not change**: every count. A store that serves a node from the cache
 //! still issues exactly the page reads the assembly would have issued (through the page
-//! cache, with the same verification of what comes from the device), and counts its own
-//! counters as before; the cache only saves the copies, the parsing, the applying and the
-//! checksum of the assembly. It is not a buffer of the modelled system: its memory is not
-//! counted against any buffer and it is not reported.
+//! cache, the same requests to the device, in every counter, clock and trace), and counts
+//! its own counters as before; the cache only saves the copies, the parsing, the applying
+//! and the checksum of the assembly. Since the bytes of those reads are not used, they are
+//! issued as [`PageCache::read_unused`](crate::cache::PageCache::read_unused): without a
+//! page cache, a device that keeps its pages in memory copies nothing and nothing is
+//! verified (a page the page cache may keep is read and verified as any other; a file
+//! device reads it). Every page is verified when a node is assembled from it, so a
+//! corrupted page is found at the latest when its node leaves this cache, and always after
+//! a reopen. It is not a buffer of the modelled system: its memory is not counted against
+//! any buffer and it is not reported.
 //!
 //! **Keeping it exact**: the store forgets a node whenever the tree creates, rewrites or
 //! deletes it, and passes every modification to [`NodeCache::modify`], which applies the

@@ -224,8 +224,9 @@ impl FastPolicy {
         }
         if let Some(page) = self.nodes.of(layout).get(id) {
             if n.image.is_none() {
+                // The read its assembly issues; its bytes are not used.
                 core.cache
-                    .read_checked_ref(id, level, |b| layout.verify(b, id))?;
+                    .read_unused(id, level, |b| layout.verify(b, id))?;
             }
             return Ok((page, false));
         }

@@ -151,7 +151,7 @@ pub struct LcrPolicy {
     buf: WriteBuffer,
     op: u64,
     stats: LcrStats,
-    /// Assembled nodes (CPU only: every read still reads its pages; see
+    /// Assembled nodes (CPU only: every read still reads its pages, unused; see
     /// [`node_cache`](super::buffered::node_cache)).
     nodes: LazyNodeCache,
     /// The mapping table's `LogPage` records, encoded (kept with
@@ -324,10 +324,12 @@ impl LcrPolicy {
         Ok(Current { base, now })
     }
 
-    /// The page reads (through the page cache, verified, counted) that [`Self::current`]
-    /// issues for node `id`, and the node's page when they read it: a node buffered with
+    /// The page reads (through the page cache, counted) that [`Self::current`] issues for
+    /// node `id`, and the node's page if `need_base` and they read it: a node buffered with
     /// its whole content reads its page only if `need_base` and it is modified, any other
-    /// its page and its log page if it has one. A deleted node is an error, as there.
+    /// its page and its log page if it has one. A deleted node is an error, as there. The
+    /// assembled node is cached, so the bytes of the pages not returned are not used: they
+    /// are read as [`PageCache::read_unused`](crate::cache::PageCache::read_unused) reads.
     fn read_pages(
         &mut self,
         core: &mut Core,
@@ -353,16 +355,21 @@ impl LcrPolicy {
                 return Ok(None);
             }
         }
-        let base = core
-            .cache
-            .read_checked(id, level, |b| layout.verify(b, id))?;
+        let verify = |b: &[u8]| layout.verify(b, id);
+        let base = match need_base {
+            true => Some(core.cache.read_checked(id, level, verify)?),
+            false => {
+                core.cache.read_unused(id, level, verify)?;
+                None
+            }
+        };
         if let Some(lp) = Self::log_page_of(&self.lps, core, id) {
             let es = layout.entry_size();
             core.cache
-                .read_checked_ref(lp, level, |b| NodeDelta::verify(b, lp, id, es))?;
+                .read_unused(lp, level, |b| NodeDelta::verify(b, lp, id, es))?;
             self.stats.log_page_reads += 1;
         }
-        Ok(Some(base))
+        Ok(base)
     }
 
     /// Node `id`'s log page in the mapping table, if it has one (from the hashed copy,

@@ -180,7 +180,7 @@ pub struct RftlPolicy {
     op: u64,
     live: LiveUnits,
     stats: RftlStats,
-    /// Assembled nodes (CPU only: every read still reads its unit pages; see
+    /// Assembled nodes (CPU only: every read still reads its unit pages, unused; see
     /// [`node_cache`](super::buffered::node_cache)).
     nodes: LazyNodeCache<Vec<(PageId, u32)>>,
     /// The translation table's `UnitPages` records, encoded (kept with
@@ -382,10 +382,11 @@ impl RftlPolicy {
         Ok(page)
     }
 
-    /// The page reads (through the page cache, verified, counted) that assembling node
-    /// `id` issues: none for a node buffered with its whole content, else each page of its
-    /// list in the translation table, `table` (its entry, looked up by the caller). A
-    /// deleted node is an error, as for an assembly.
+    /// The page reads (through the page cache, counted) that assembling node `id` issues,
+    /// for a node already assembled (so their bytes are not used: read as
+    /// [`PageCache::read_unused`] reads): none for a node buffered with its whole content,
+    /// else each page of its list in the translation table, `table` (its entry, looked up
+    /// by the caller). A deleted node is an error, as for an assembly.
     fn read_listed(
         stats: &mut RftlStats,
         buf: &WriteBuffer,
@@ -412,7 +413,7 @@ impl RftlPolicy {
             )
         })?;
         for &(p, _) in pages {
-            cache.read_checked_ref(p, level, |b| unit_page::verify(b, p))?;
+            cache.read_unused(p, level, |b| unit_page::verify(b, p))?;
             stats.unit_page_reads += 1;
         }
         stats.nodes_assembled += 1;
