@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use super::standings::UnitInfo;
 use super::FastPolicy;
 use crate::node::PageId;
-use crate::store::buffered::{Core, NodeStatus, Unit, UnitDurability};
+use crate::store::buffered::{Core, NodeStatus, UnitDurability};
 use crate::{Error, Result};
 
 /// How the flushing unit to write is chosen. See the module documentation.
@@ -145,7 +145,7 @@ impl FastPolicy {
             return Ok(());
         }
         // Materialize the live nodes; log images of those built on their old page.
-        let mut unit = Unit::with_capacity(members.len(), core.layout.page_size());
+        let mut unit = core.unit(members.len());
         for &(id, status, level, has_image) in &members {
             if status == NodeStatus::Deleted {
                 continue;
@@ -159,6 +159,7 @@ impl FastPolicy {
         let written = unit.ids().len() as u64;
         let all: Vec<PageId> = members.iter().map(|m| m.0).collect();
         core.write_unit(&unit, UnitDurability::WrittenRecord { members: all })?;
+        core.recycle_unit(unit);
         for &(id, status, _, _) in &members {
             self.buf.remove(id);
             // Read from its page from now on: the replayed copy is not needed any more.

@@ -40,7 +40,7 @@ use self::log_page::{DeltaView, Encoded, NodeDelta};
 use self::snapshot::{EncodedRecords, EncodedTable};
 use super::buffered::node_cache::LazyNodeCache;
 use super::buffered::{
-    BufferPolicy, BufferedStore, Core, NodeStatus, Record, RecordFormat, RecoveryReport, Unit,
+    BufferPolicy, BufferedStore, Core, NodeStatus, Record, RecordFormat, RecoveryReport,
     UnitDurability,
 };
 use super::fast::buffer::{
@@ -454,12 +454,13 @@ impl LcrPolicy {
                 end += 1;
             }
             self.placed.sort_by_key(|p| p.0);
-            let mut unit = Unit::with_capacity(self.placed.len(), ps);
+            let mut unit = core.unit(self.placed.len());
             for &(id, level, at) in &self.placed {
                 unit.push(id, level, &self.scratch[at..at + ps]);
             }
             let batch: Vec<PageId> = members[start..end].iter().map(|m| m.0).collect();
             core.write_unit(&unit, UnitDurability::WrittenRecord { members: batch })?;
+            core.recycle_unit(unit);
             for (id, _, _) in &members[start..end] {
                 self.buf.remove(*id);
             }

@@ -51,7 +51,7 @@ use self::mapping::LiveUnits;
 use self::unit_page::{IndexUnit, PageAssembly};
 use super::buffered::node_cache::LazyNodeCache;
 use super::buffered::{
-    BufferPolicy, BufferedStore, Core, NodeStatus, Record, RecordFormat, RecoveryReport, Unit,
+    BufferPolicy, BufferedStore, Core, NodeStatus, Record, RecordFormat, RecoveryReport,
     UnitDurability,
 };
 use super::fast::buffer::{
@@ -523,7 +523,7 @@ impl RftlPolicy {
         }
         let mut order: Vec<usize> = (0..ids.len()).collect();
         order.sort_by_key(|&i| ids[i]);
-        let mut unit = Unit::with_capacity(ids.len(), ps);
+        let mut unit = core.unit(ids.len());
         let mut page = vec![0u8; ps];
         for i in order {
             unit_page::encode(&packing.pages[i], &mut page);
@@ -537,6 +537,7 @@ impl RftlPolicy {
                 members: members.clone(),
             },
         )?;
+        core.recycle_unit(unit);
         for id in members {
             self.buf.remove(id);
         }
