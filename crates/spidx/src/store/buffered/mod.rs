@@ -142,6 +142,8 @@ pub struct Core {
     scratch: Vec<u8>,
     /// Encoded records of a log compaction (reused: compactions are frequent).
     payloads: Vec<u8>,
+    /// Where each of [`Core::payloads`]'s records ends (reused with it).
+    payload_ends: Vec<usize>,
     /// A written unit's buffers, for the next unit ([`Core::unit`], [`Core::recycle_unit`]).
     spare_unit: Option<Unit>,
 }
@@ -226,7 +228,8 @@ impl Core {
         // All payloads in one buffer, cut at `ends`.
         let mut buf = std::mem::take(&mut self.payloads);
         buf.clear();
-        let mut ends = Vec::new();
+        let mut ends = std::mem::take(&mut self.payload_ends);
+        ends.clear();
         let encoded = (|| {
             Record::Snapshot {
                 meta: self.header.meta,
@@ -248,6 +251,7 @@ impl Core {
             self.log.compact(payloads)
         });
         self.payloads = buf;
+        self.payload_ends = ends;
         done
     }
 
@@ -571,6 +575,7 @@ impl<P: BufferPolicy> BufferedStore<P> {
             core: Core {
                 scratch: vec![0u8; layout.page_size()],
                 payloads: Vec::new(),
+                payload_ends: Vec::new(),
                 spare_unit: None,
                 cache,
                 log,

@@ -466,7 +466,7 @@ impl LcrPolicy {
             }
             if core.log.needs_compaction() {
                 if !snapped {
-                    self.snap.set(&self.buf.snapshot_records(), core.format)?;
+                    self.snap.set(self.buf.snapshot(), core.format)?;
                     snapped = true;
                 }
                 // The nodes still buffered are those after this batch.
@@ -562,7 +562,7 @@ impl LcrPolicy {
     /// Rewrites the log as a snapshot: allocation and metadata, the mapping table, the
     /// buffered nodes (as [`Core::compact_log`] would from those records).
     fn compact_log(&mut self, core: &mut Core) -> Result<()> {
-        self.snap.set(&self.buf.snapshot_records(), core.format)?;
+        self.snap.set(self.buf.snapshot(), core.format)?;
         self.check_snapshot(core, Some(0));
         snapshot::compact(core, self.table.payloads(), self.snap.from_node(Some(0)))
     }

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use crate::node::PageId;
-use crate::store::buffered::{Core, Encoded, Record, RecordFormat};
+use crate::store::buffered::{Core, Encoded, NodeRecord, Record, RecordFormat};
 use crate::{Error, Result};
 
 /// Every entry of a store's mapping table as its encoded log record, by node (page order,
@@ -86,24 +86,23 @@ impl EncodedRecords {
     }
 
     /// Replaces the records by `records` (records of buffered nodes, in page order, as
-    /// [`WriteBuffer::snapshot_records`](crate::store::fast::buffer::WriteBuffer::snapshot_records)
-    /// gives them) encoded in `format`.
-    pub fn set(&mut self, records: &[Record], format: RecordFormat) -> Result<()> {
+    /// [`WriteBuffer::snapshot`](crate::store::fast::buffer::WriteBuffer::snapshot) lends
+    /// them) encoded in `format`.
+    pub fn set<'a>(
+        &mut self,
+        records: impl IntoIterator<Item = NodeRecord<'a>>,
+        format: RecordFormat,
+    ) -> Result<()> {
         self.clear();
         for r in records {
-            let id = r.node().ok_or_else(|| {
-                Error::invalid(
-                    "log snapshot",
-                    format!("{r:?} is not a buffered node's record"),
-                )
-            })?;
+            let id = r.node();
             if self.ends.last().is_some_and(|(last, _)| *last > id) {
                 return Err(Error::invalid(
                     "log snapshot",
                     format!("node {id}'s record follows a later node's"),
                 ));
             }
-            self.bytes.extend_from_slice(&r.encode(format)?);
+            r.encode_into(format, &mut self.bytes)?;
             self.ends.push((id, self.bytes.len()));
         }
         Ok(())
@@ -173,7 +172,10 @@ mod tests {
         let f = RecordFormat::Fixed;
         let recs = vec![rec(2, 0), rec(2, 1), rec(5, 2), rec(9, 3)];
         let mut e = EncodedRecords::default();
-        e.set(&recs, f).unwrap();
+        fn lend(rs: &[Record]) -> Vec<NodeRecord<'_>> {
+            rs.iter().map(|r| r.as_node_record().unwrap()).collect()
+        }
+        e.set(lend(&recs), f).unwrap();
         let enc =
             |rs: &[Record]| -> Vec<Vec<u8>> { rs.iter().map(|r| r.encode(f).unwrap()).collect() };
         let got = |first| -> Vec<Vec<u8>> { e.from_node(first).map(<[u8]>::to_vec).collect() };
@@ -183,9 +185,8 @@ mod tests {
         assert_eq!(got(Some(9)), enc(&recs[3..]));
         assert!(got(Some(10)).is_empty());
         assert!(got(None).is_empty());
-        // Out of page order, or not a node's record: refused.
-        assert!(e.set(&[rec(5, 0), rec(2, 0)], f).is_err());
-        assert!(e.set(&[Record::Free(3)], f).is_err());
+        // Out of page order: refused.
+        assert!(e.set(lend(&[rec(5, 0), rec(2, 0)]), f).is_err());
     }
 
     #[test]

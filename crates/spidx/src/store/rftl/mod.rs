@@ -573,12 +573,11 @@ impl RftlPolicy {
     /// buffered nodes (as [`Core::compact_log`] would from those records; the table's
     /// records are kept encoded, see [`snapshot`]).
     fn compact_log(&mut self, core: &mut Core) -> Result<()> {
-        let buffered = self.buf.snapshot_records();
-        self.snap.set(&buffered, core.format)?;
+        self.snap.set(self.buf.snapshot(), core.format)?;
         if cfg!(debug_assertions) {
             // The table kept encoded is the one encoded from scratch.
             let mut records: Vec<Record> = Self::table_records(core).map(|r| r.1).collect();
-            records.extend(buffered);
+            records.extend(self.buf.snapshot_records());
             let cached = self.table.payloads().chain(self.snap.from_node(Some(0)));
             snapshot::assert_encodes(&records, core.format, cached);
         }

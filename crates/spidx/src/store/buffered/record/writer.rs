@@ -55,6 +55,16 @@ pub enum NodeRecord<'a> {
 }
 
 impl NodeRecord<'_> {
+    /// The node the record is about.
+    pub fn node(&self) -> PageId {
+        match *self {
+            NodeRecord::Create { id, .. }
+            | NodeRecord::Modify { id, .. }
+            | NodeRecord::Image { id, .. }
+            | NodeRecord::Deleted { id, .. } => id,
+        }
+    }
+
     /// Encodes the record as a log payload in `format`, appended to `out`.
     pub fn encode_into(&self, format: RecordFormat, out: &mut Vec<u8>) -> Result<()> {
         let mut w = Writer { b: out, format };
