@@ -207,11 +207,15 @@ impl EfindPolicy {
                 }
                 None => {
                     let mut payload = Vec::new();
-                    Record::State {
-                        id,
-                        state: n.state(),
+                    if format == RecordFormat::Compact {
+                        n.encode_state(id, &mut payload);
+                    } else {
+                        Record::State {
+                            id,
+                            state: n.state(),
+                        }
+                        .encode_into(format, &mut payload)?;
                     }
-                    .encode_into(format, &mut payload)?;
                     states.push((id, payload));
                 }
             }
@@ -349,13 +353,16 @@ impl EfindPolicy {
     }
 
     /// Writes the buffered nodes `ids` (sorted) and takes them out of the write buffer.
+    ///
+    /// Each node's merged page is built once (or taken from the merged-page cache, which
+    /// it leaves) and that one copy is logged, added to the unit and, if the read buffer
+    /// takes it, shared with it: no page is copied besides into the log and the unit.
     fn write_unit(&mut self, core: &mut Core, ids: &[PageId]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
         let ps = core.layout.page_size();
         let mut unit = Unit::with_capacity(ids.len(), ps);
-        let mut out = vec![0u8; ps];
         for &id in ids {
             let node = self.unbuffer(id).ok_or_else(|| {
                 Error::invalid("eFIND flush", format!("node {id} is not buffered"))
@@ -364,21 +371,26 @@ impl EfindPolicy {
                 NodeStatus::Modified => Some(self.stored_page(core, id, node.level)?),
                 NodeStatus::New | NodeStatus::Deleted => None,
             };
-            match self.merged.of(core.layout).get(id) {
-                Some(page) => out.copy_from_slice(&page),
-                None => node.merge_into(&core.layout, base.as_deref(), &mut out)?,
-            }
+            let cached = self.merged.of(core.layout).get(id);
             self.merged.forget(id);
+            let page: Arc<[u8]> = match cached {
+                Some(page) => page,
+                None => {
+                    let mut out: Arc<[u8]> = std::iter::repeat_n(0u8, ps).collect();
+                    let buf = Arc::get_mut(&mut out).expect("a new page is not shared");
+                    node.merge_into(&core.layout, base.as_deref(), buf)?;
+                    out
+                }
+            };
             if node.status == NodeStatus::Modified {
                 // The log first: a torn in-place write must find the node's entries there.
-                core.log_image(id, node.level, &out)?;
+                core.log_image(id, node.level, &page)?;
             }
-            if base.as_deref() == Some(&*out) {
+            if base.as_deref() == Some(&*page) {
                 self.estats.unchanged_pages_written += 1;
             }
-            unit.push(id, node.level, &out);
+            unit.push(id, node.level, &page);
             self.lengths.remember(id, node.len() as u32);
-            let page: Arc<[u8]> = Arc::from(&*out);
             if self.rb.remove(id).is_some() {
                 // Replace the stored copy (never leave a stale one if re-admission fails).
                 let _ = self.rb.insert(id, node.level, page);

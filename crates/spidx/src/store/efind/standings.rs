@@ -45,18 +45,11 @@ struct Slot {
     level: u32,
     /// The area/overlap scores, once computed since the node last changed.
     scores: Option<Scores>,
-}
-
-/// A kept candidate as step 4 scores it.
-#[derive(Debug, Clone, Copy)]
-struct Kept {
-    id: PageId,
-    /// Modifications.
-    m: f64,
-    /// Level + 1.
-    h: f64,
-    area: Option<f64>,
-    overlap: Option<f64>,
+    /// The node's step-4 score, computed with the largest area and overlap of epoch
+    /// `epoch` (0: none; see `Standings::epoch`).
+    score: f64,
+    /// The epoch `score` belongs to.
+    epoch: u64,
 }
 
 /// The buffered nodes' standings. See the module documentation.
@@ -84,7 +77,12 @@ pub struct Standings {
     /// is rebuilt before the next choice.
     stale: bool,
     /// Scratch: the kept candidates, in page order.
-    kept: Vec<Kept>,
+    kept: Vec<PageId>,
+    /// The largest area and overlap (as bits) the cached scores of epoch `epoch` divide
+    /// by: a node's score only changes with them or with the node (which resets it).
+    maxes: (u64, u64),
+    /// The current epoch of cached scores (starts at 1 once a choice has been made).
+    epoch: u64,
     /// Scratch: the candidates dropped by the temporal control of writes, in page order.
     dropped: Vec<PageId>,
     /// Scratch: the reach of the recently flushed pages.
@@ -119,6 +117,8 @@ impl Standings {
             mods,
             level,
             scores: None,
+            score: 0.0,
+            epoch: 0,
         };
         self.buffered.insert(id);
         self.live += 1;
@@ -294,20 +294,31 @@ impl Standings {
                 counts.dropped += self.dropped.len() as u64;
             }
         }
-        // One pass over the kept candidates in page order: what step 4 scores of each (its
-        // area and overlap computed if it changed since), and the largest area and overlap
-        // its ratios divide by.
+        // Steps 3 and 4 in one pass over the kept candidates in page order: each one's
+        // area and overlap (computed if it changed since), the largest area and overlap its
+        // ratios divide by, its score and the sums of the units cut in page order (the
+        // first best one wins). A score is kept with the largest area and overlap it was
+        // computed with, which rarely change from one choice to the next: the pass
+        // assumes the last choice's and, if the largest values turn out different,
+        // scores the kept candidates again.
         let geometry = matches!(cfg.policy, FlushPolicy::Mtha | FlushPolicy::Mthao);
         let (mut max_area, mut max_overlap) = (0.0f64, 0.0f64);
+        if self.epoch == 0 {
+            self.epoch = 1;
+        }
+        let (assumed_area, assumed_overlap) =
+            (f64::from_bits(self.maxes.0), f64::from_bits(self.maxes.1));
+        let epoch = self.epoch;
         self.kept.clear();
         let (kept, slots) = (&mut self.kept, &mut self.slots);
+        let mut units = UnitSums::new(cfg.unit);
         let mut next_drop = self.dropped.iter().peekable();
         self.cand.each(|id| {
             if next_drop.next_if_eq(&&id).is_some() {
                 return;
             }
             let slot = &mut slots[id as usize];
-            let s = if geometry {
+            if geometry {
                 let s = *slot.scores.get_or_insert_with(|| score_of(id));
                 if let Some(a) = s.area {
                     max_area = max_area.max(a);
@@ -315,46 +326,108 @@ impl Standings {
                 if let Some(o) = s.overlap {
                     max_overlap = max_overlap.max(o);
                 }
-                s
-            } else {
-                Scores {
-                    area: None,
-                    overlap: None,
-                }
-            };
-            kept.push(Kept {
-                id,
-                m: slot.mods as f64,
-                h: f64::from(slot.level) + 1.0,
-                area: s.area,
-                overlap: s.overlap,
-            });
+            }
+            if slot.epoch != epoch {
+                slot.score = score(cfg.policy, slot, assumed_area, assumed_overlap);
+                slot.epoch = epoch;
+            }
+            kept.push(id);
+            units.add(slot.score);
         });
-        let ratio = |v: Option<f64>, max: f64| match v {
-            Some(v) if max > 0.0 => v / max,
-            _ => 1.0,
-        };
-        let score = |k: &Kept| -> f64 {
-            let (m, h) = (k.m, k.h);
-            match cfg.policy {
-                FlushPolicy::M | FlushPolicy::Mt => m,
-                FlushPolicy::Mth => m * h,
-                FlushPolicy::Mtha => m * h * ratio(k.area, max_area),
-                FlushPolicy::Mthao => {
-                    m * h * ratio(k.area, max_area) * ratio(k.overlap, max_overlap)
-                }
+        let mut best = units.finish();
+        let maxes = (max_area.to_bits(), max_overlap.to_bits());
+        if maxes != self.maxes {
+            // The assumed largest values were wrong: a new epoch, every kept score again.
+            self.maxes = maxes;
+            self.epoch += 1;
+            let epoch = self.epoch;
+            let mut units = UnitSums::new(cfg.unit);
+            for &id in &self.kept {
+                let slot = &mut self.slots[id as usize];
+                slot.score = score(cfg.policy, slot, max_area, max_overlap);
+                slot.epoch = epoch;
+                units.add(slot.score);
             }
-        };
-        // Steps 3 and 4: units cut in page order, the first best one wins.
-        let mut best: Option<(f64, &[Kept])> = None;
-        for unit in self.kept.chunks(cfg.unit) {
-            let s: f64 = unit.iter().map(score).sum();
-            if best.is_none_or(|(b, _)| s > b) {
-                best = Some((s, unit));
-            }
+            best = units.finish();
         }
-        if let Some((_, unit)) = best {
-            out.extend(unit.iter().map(|k| k.id));
+        if let Some(start) = best {
+            let end = (start + cfg.unit).min(self.kept.len());
+            out.extend_from_slice(&self.kept[start..end]);
         }
+    }
+}
+
+/// A kept candidate's step-4 score (its ratios dividing by `max_area` and `max_overlap`):
+/// the same floating-point operations, in the same order, as the reference scan.
+fn score(policy: FlushPolicy, slot: &Slot, max_area: f64, max_overlap: f64) -> f64 {
+    let ratio = |v: Option<f64>, max: f64| match v {
+        Some(v) if max > 0.0 => v / max,
+        _ => 1.0,
+    };
+    let m = slot.mods as f64;
+    let h = f64::from(slot.level) + 1.0;
+    let s = slot.scores.unwrap_or(Scores {
+        area: None,
+        overlap: None,
+    });
+    match policy {
+        FlushPolicy::M | FlushPolicy::Mt => m,
+        FlushPolicy::Mth => m * h,
+        FlushPolicy::Mtha => m * h * ratio(s.area, max_area),
+        FlushPolicy::Mthao => m * h * ratio(s.area, max_area) * ratio(s.overlap, max_overlap),
+    }
+}
+
+/// The sums of the scores of consecutive units of `unit` kept candidates (the last one
+/// possibly shorter), each summed in order as `Iterator::sum` does, and the first unit
+/// with the highest sum.
+struct UnitSums {
+    unit: usize,
+    /// Candidates added.
+    n: usize,
+    /// Candidates in the current unit so far.
+    filled: usize,
+    /// The sum of the current unit so far.
+    sum: f64,
+    /// The best complete unit so far: its sum and the position of its first candidate.
+    best: Option<(f64, usize)>,
+}
+
+impl UnitSums {
+    fn new(unit: usize) -> Self {
+        UnitSums {
+            unit,
+            n: 0,
+            filled: 0,
+            sum: -0.0,
+            best: None,
+        }
+    }
+
+    /// Adds the next candidate's score.
+    #[inline]
+    fn add(&mut self, score: f64) {
+        self.sum += score;
+        self.n += 1;
+        self.filled += 1;
+        if self.filled == self.unit {
+            self.close(self.n - self.unit);
+        }
+    }
+
+    fn close(&mut self, start: usize) {
+        if self.best.is_none_or(|(b, _)| self.sum > b) {
+            self.best = Some((self.sum, start));
+        }
+        self.sum = -0.0;
+        self.filled = 0;
+    }
+
+    /// The position of the best unit's first candidate (`None`: no candidate).
+    fn finish(mut self) -> Option<usize> {
+        if self.filled > 0 {
+            self.close(self.n - self.filled);
+        }
+        self.best.map(|(_, start)| start)
     }
 }
