@@ -127,6 +127,11 @@ impl<N: BufferedNode> DenseBuffer<N> {
         })
     }
 
+    /// The buffered pages, in order (reading none of their nodes).
+    pub fn ids_iter(&self) -> impl Iterator<Item = PageId> + '_ {
+        self.ids.iter()
+    }
+
     /// The buffered pages, in order.
     pub fn ids(&self) -> Vec<PageId> {
         let mut v = Vec::with_capacity(self.len);
@@ -200,6 +205,7 @@ mod tests {
             assert_eq!(dense.bytes(), map.bytes());
             if step % 500 == 0 {
                 assert_eq!(dense.ids(), map.ids());
+                assert_eq!(dense.ids_iter().collect::<Vec<_>>(), map.ids());
                 assert_eq!(dense.gauges(), map.gauges());
                 let mut all = Vec::new();
                 dense.each(|id, n| all.push((id, n.clone())));

@@ -190,7 +190,8 @@ impl EfindPolicy {
         let format = core.format;
         let mut last = std::mem::take(&mut self.snapshot).into_iter().peekable();
         let mut states: Vec<(PageId, Vec<u8>)> = Vec::with_capacity(self.wb.len());
-        for (id, n) in self.wb.iter() {
+        // (Only a node that changed is read: the others' payloads are kept.)
+        for id in self.wb.ids_iter() {
             while last.peek().is_some_and(|(l, _)| *l < id) {
                 last.next();
             }
@@ -200,7 +201,7 @@ impl EfindPolicy {
                     debug_assert!(
                         Record::State {
                             id,
-                            state: n.state()
+                            state: self.wb.get(id).expect("buffered").state()
                         }
                         .encode(format)
                         .is_ok_and(|p| p == kept.1),
@@ -209,6 +210,7 @@ impl EfindPolicy {
                     states.push(kept);
                 }
                 None => {
+                    let n = self.wb.get(id).expect("buffered");
                     let mut payload = Vec::new();
                     if format == RecordFormat::Compact {
                         n.encode_state(id, &mut payload);

@@ -20,6 +20,11 @@
 //! computed over the kept candidates in page order exactly as the reference scan does (same
 //! floating-point operations in the same order), so the choice (and its tie-breaking, the
 //! lowest page ids) is the scan's; `tests` compares the two after random change sequences.
+//! What that pass reads of a candidate is kept apart (32 bytes a node): its area/overlap
+//! scores and its step-4 score as last computed, with the *epoch* of the largest area and
+//! overlap it divided by. The largest values rarely change from one choice to the next, so
+//! a candidate's score is computed again only when it changed or they did (a second pass
+//! when a choice finds them changed); the unit sums are added up in the same pass.
 //!
 //! Nothing here is logged: recovery rebuilds the write buffer and then the standings from
 //! it.
@@ -43,13 +48,49 @@ struct Slot {
     mods: u64,
     /// Level (0 = leaf).
     level: u32,
-    /// The area/overlap scores, once computed since the node last changed.
-    scores: Option<Scores>,
+}
+
+/// What the pass over the candidates of a flushing choice reads of a node, apart from the
+/// rest of its [`Slot`] so that the pass reads little memory per candidate.
+#[derive(Debug, Clone, Copy, Default)]
+struct Hot {
+    /// The area score (if `flags` has `AREA`).
+    area: f64,
+    /// The overlap score (if `flags` has `OVERLAP`).
+    overlap: f64,
     /// The node's step-4 score, computed with the largest area and overlap of epoch
     /// `epoch` (0: none; see `Standings::epoch`).
     score: f64,
     /// The epoch `score` belongs to.
-    epoch: u64,
+    epoch: u32,
+    /// `SCORED` (the area/overlap scores were computed since the node last changed),
+    /// `AREA`, `OVERLAP` (they are `Some`).
+    flags: u8,
+}
+
+const SCORED: u8 = 1;
+const AREA: u8 = 2;
+const OVERLAP: u8 = 4;
+
+impl Hot {
+    fn set_scores(&mut self, s: Scores) {
+        self.flags = SCORED;
+        if let Some(a) = s.area {
+            self.area = a;
+            self.flags |= AREA;
+        }
+        if let Some(o) = s.overlap {
+            self.overlap = o;
+            self.flags |= OVERLAP;
+        }
+    }
+
+    fn scores(&self) -> Scores {
+        Scores {
+            area: (self.flags & AREA != 0).then_some(self.area),
+            overlap: (self.flags & OVERLAP != 0).then_some(self.overlap),
+        }
+    }
 }
 
 /// The buffered nodes' standings. See the module documentation.
@@ -57,6 +98,8 @@ struct Slot {
 pub struct Standings {
     /// By page id (dense); meaningful for buffered pages only.
     slots: Vec<Slot>,
+    /// By page id, beside `slots`.
+    hot: Vec<Hot>,
     /// Buffered pages.
     buffered: Bits,
     /// Buffered pages before the age boundary: the candidates.
@@ -82,11 +125,13 @@ pub struct Standings {
     /// by: a node's score only changes with them or with the node (which resets it).
     maxes: (u64, u64),
     /// The current epoch of cached scores (starts at 1 once a choice has been made).
-    epoch: u64,
+    epoch: u32,
     /// Scratch: the candidates dropped by the temporal control of writes, in page order.
     dropped: Vec<PageId>,
     /// Scratch: the reach of the recently flushed pages.
     zones: Vec<(PageId, PageId)>,
+    /// Scratch: the recently flushed pages, sorted.
+    sorted: Vec<PageId>,
 }
 
 impl Standings {
@@ -109,6 +154,7 @@ impl Standings {
         let i = usize::try_from(id).expect("page ids fit in memory");
         if i >= self.slots.len() {
             self.slots.resize(i + 1, Slot::default());
+            self.hot.resize(i + 1, Hot::default());
         }
         let key = (stamp, id);
         self.slots[i] = Slot {
@@ -116,10 +162,8 @@ impl Standings {
             stamp,
             mods,
             level,
-            scores: None,
-            score: 0.0,
-            epoch: 0,
         };
+        self.hot[i] = Hot::default();
         self.buffered.insert(id);
         self.live += 1;
         if self.stale {
@@ -256,6 +300,9 @@ impl Standings {
         if cfg.tc.writes() && !recent.is_empty() {
             let reach = cfg.min_distance.max(cfg.stride.saturating_sub(1));
             self.zones.clear();
+            self.sorted.clear();
+            self.sorted.extend(recent.iter().copied());
+            self.sorted.sort_unstable();
             for &f in recent {
                 let (lo, hi) = (f.saturating_sub(reach), f.saturating_add(reach));
                 self.zones.push((lo, hi));
@@ -270,10 +317,21 @@ impl Standings {
                 if lo > hi {
                     continue;
                 }
-                let dropped = &mut self.dropped;
+                let (dropped, sorted) = (&mut self.dropped, &self.sorted);
                 self.cand.each_in(lo, hi, |p| {
-                    let nearest = recent.iter().map(|&f| f.abs_diff(p)).min();
-                    let nearest = nearest.unwrap_or(u64::MAX);
+                    // The nearest recent flush: the closest below or above `p`.
+                    let i = sorted.partition_point(|&f| f < p);
+                    let below = i.checked_sub(1).map(|j| p - sorted[j]);
+                    let above = sorted.get(i).map(|&f| f - p);
+                    let nearest = match (below, above) {
+                        (Some(b), Some(a)) => b.min(a),
+                        (b, a) => b.or(a).unwrap_or(u64::MAX),
+                    };
+                    debug_assert_eq!(
+                        Some(nearest),
+                        recent.iter().map(|&f| f.abs_diff(p)).min(),
+                        "nearest recent flush of page {p}"
+                    );
                     if nearest <= cfg.min_distance {
                         seq += 1;
                     } else if nearest < cfg.stride {
@@ -303,36 +361,46 @@ impl Standings {
         // scores the kept candidates again.
         let geometry = matches!(cfg.policy, FlushPolicy::Mtha | FlushPolicy::Mthao);
         let (mut max_area, mut max_overlap) = (0.0f64, 0.0f64);
-        if self.epoch == 0 {
+        if self.epoch == 0 || self.epoch == u32::MAX {
+            // (Epochs start again before they wrap: no cached score is of epoch 0.)
+            self.hot.iter_mut().for_each(|h| h.epoch = 0);
             self.epoch = 1;
         }
         let (assumed_area, assumed_overlap) =
             (f64::from_bits(self.maxes.0), f64::from_bits(self.maxes.1));
         let epoch = self.epoch;
         self.kept.clear();
-        let (kept, slots) = (&mut self.kept, &mut self.slots);
+        let (kept, slots, hot) = (&mut self.kept, &self.slots, &mut self.hot);
         let mut units = UnitSums::new(cfg.unit);
         let mut next_drop = self.dropped.iter().peekable();
         self.cand.each(|id| {
             if next_drop.next_if_eq(&&id).is_some() {
                 return;
             }
-            let slot = &mut slots[id as usize];
+            let h = &mut hot[id as usize];
             if geometry {
-                let s = *slot.scores.get_or_insert_with(|| score_of(id));
-                if let Some(a) = s.area {
-                    max_area = max_area.max(a);
+                if h.flags & SCORED == 0 {
+                    h.set_scores(score_of(id));
                 }
-                if let Some(o) = s.overlap {
-                    max_overlap = max_overlap.max(o);
+                if h.flags & AREA != 0 {
+                    max_area = max_area.max(h.area);
+                }
+                if h.flags & OVERLAP != 0 {
+                    max_overlap = max_overlap.max(h.overlap);
                 }
             }
-            if slot.epoch != epoch {
-                slot.score = score(cfg.policy, slot, assumed_area, assumed_overlap);
-                slot.epoch = epoch;
+            if h.epoch != epoch {
+                h.score = score(
+                    cfg.policy,
+                    &slots[id as usize],
+                    h,
+                    assumed_area,
+                    assumed_overlap,
+                );
+                h.epoch = epoch;
             }
             kept.push(id);
-            units.add(slot.score);
+            units.add(h.score);
         });
         let mut best = units.finish();
         let maxes = (max_area.to_bits(), max_overlap.to_bits());
@@ -343,10 +411,16 @@ impl Standings {
             let epoch = self.epoch;
             let mut units = UnitSums::new(cfg.unit);
             for &id in &self.kept {
-                let slot = &mut self.slots[id as usize];
-                slot.score = score(cfg.policy, slot, max_area, max_overlap);
-                slot.epoch = epoch;
-                units.add(slot.score);
+                let h = &mut self.hot[id as usize];
+                h.score = score(
+                    cfg.policy,
+                    &self.slots[id as usize],
+                    h,
+                    max_area,
+                    max_overlap,
+                );
+                h.epoch = epoch;
+                units.add(h.score);
             }
             best = units.finish();
         }
@@ -359,17 +433,14 @@ impl Standings {
 
 /// A kept candidate's step-4 score (its ratios dividing by `max_area` and `max_overlap`):
 /// the same floating-point operations, in the same order, as the reference scan.
-fn score(policy: FlushPolicy, slot: &Slot, max_area: f64, max_overlap: f64) -> f64 {
+fn score(policy: FlushPolicy, slot: &Slot, hot: &Hot, max_area: f64, max_overlap: f64) -> f64 {
     let ratio = |v: Option<f64>, max: f64| match v {
         Some(v) if max > 0.0 => v / max,
         _ => 1.0,
     };
     let m = slot.mods as f64;
     let h = f64::from(slot.level) + 1.0;
-    let s = slot.scores.unwrap_or(Scores {
-        area: None,
-        overlap: None,
-    });
+    let s = hot.scores();
     match policy {
         FlushPolicy::M | FlushPolicy::Mt => m,
         FlushPolicy::Mth => m * h,
