@@ -67,6 +67,21 @@ impl Bits {
         }
     }
 
+    /// The members, in order.
+    pub fn iter(&self) -> impl Iterator<Item = PageId> + '_ {
+        self.0.iter().enumerate().flat_map(|(w, &x)| {
+            let mut x = x;
+            std::iter::from_fn(move || {
+                if x == 0 {
+                    return None;
+                }
+                let id = w as u64 * 64 + u64::from(x.trailing_zeros());
+                x &= x - 1;
+                Some(id)
+            })
+        })
+    }
+
     /// Calls `f` with every member, in order.
     pub fn each(&self, f: impl FnMut(PageId)) {
         self.each_in(0, PageId::MAX, f);

@@ -24,13 +24,15 @@
 //! Layers: eFIND is a policy over the buffered-store skeleton ([`crate::store::buffered`]):
 //! the tree calls the skeleton, which hands eFIND's hooks the encoded changes; pages are
 //! read and written through a page cache (normally `none`, eFIND having its own read
-//! buffer) over the device. The skeleton holds its write buffer (a
-//! [`NodeBuffer`](super::buffered::NodeBuffer) of [`BufNode`]s), writes its flushing units
-//! ([`UnitDurability::Images`]) and reports the statistics every buffered store shares
+//! buffer) over the device. eFIND holds its write buffer (a [`DenseBuffer`] of
+//! [`BufNode`]s, by page id, counted as the skeleton's
+//! [`NodeBuffer`](super::buffered::NodeBuffer) counts); the skeleton writes its flushing
+//! units ([`UnitDurability::Images`]) and reports the statistics every buffered store shares
 //! (`store.buffered.*`); [`EfindStats`] are eFIND's own.
 
 mod bits;
 pub mod config;
+pub mod dense;
 pub mod flushing;
 pub mod lengths;
 pub mod log_manager;
@@ -47,6 +49,7 @@ use serde::{Deserialize, Serialize};
 use bits::Bits;
 use config::Resolved;
 pub use config::{EfindConfig, FlushPolicy, Size, TemporalControl};
+use dense::DenseBuffer;
 use flushing::WriteTcCounts;
 use lengths::Lengths;
 use standings::Standings;
@@ -54,8 +57,8 @@ use write_buffer::{BufNode, Scores};
 
 use super::buffered::node_cache::LazyNodeCache;
 use super::buffered::{
-    BufferGauges, BufferPolicy, BufferSettings, BufferedStore, Core, Encoded, NodeBuffer,
-    NodeStatus, RawChange, Record, RecordFormat, RecoveryReport, Unit, UnitDurability,
+    BufferGauges, BufferPolicy, BufferSettings, BufferedStore, Core, Encoded, NodeStatus,
+    RawChange, Record, RecordFormat, RecoveryReport, Unit, UnitDurability,
 };
 use super::log::LOG_FORMAT;
 use super::{StoreReport, TreeMeta};
@@ -99,7 +102,7 @@ pub type EfindStore = BufferedStore<EfindPolicy>;
 pub struct EfindPolicy {
     config: EfindConfig,
     cfg: Resolved,
-    wb: NodeBuffer<BufNode>,
+    wb: DenseBuffer<BufNode>,
     /// What the flushing policies score of the write buffer's nodes, kept in step with
     /// `wb` (every node entering, changing or leaving it goes through
     /// [`buffer`](Self::buffer) or [`unbuffer`](Self::unbuffer)).
@@ -139,7 +142,7 @@ impl EfindPolicy {
         Ok(EfindPolicy {
             config: config.clone(),
             cfg,
-            wb: NodeBuffer::default(),
+            wb: DenseBuffer::default(),
             standings: Standings::default(),
             unit: Vec::new(),
             snapshot: Vec::new(),
@@ -187,7 +190,8 @@ impl EfindPolicy {
         let format = core.format;
         let mut last = std::mem::take(&mut self.snapshot).into_iter().peekable();
         let mut states: Vec<(PageId, Vec<u8>)> = Vec::with_capacity(self.wb.len());
-        for (id, n) in self.wb.iter() {
+        // (Only a node that changed is read: the others' payloads are kept.)
+        for id in self.wb.ids_iter() {
             while last.peek().is_some_and(|(l, _)| *l < id) {
                 last.next();
             }
@@ -197,7 +201,7 @@ impl EfindPolicy {
                     debug_assert!(
                         Record::State {
                             id,
-                            state: n.state()
+                            state: self.wb.get(id).expect("buffered").state()
                         }
                         .encode(format)
                         .is_ok_and(|p| p == kept.1),
@@ -206,12 +210,17 @@ impl EfindPolicy {
                     states.push(kept);
                 }
                 None => {
+                    let n = self.wb.get(id).expect("buffered");
                     let mut payload = Vec::new();
-                    Record::State {
-                        id,
-                        state: n.state(),
+                    if format == RecordFormat::Compact {
+                        n.encode_state(id, &mut payload);
+                    } else {
+                        Record::State {
+                            id,
+                            state: n.state(),
+                        }
+                        .encode_into(format, &mut payload)?;
                     }
-                    .encode_into(format, &mut payload)?;
                     states.push((id, payload));
                 }
             }
@@ -349,13 +358,16 @@ impl EfindPolicy {
     }
 
     /// Writes the buffered nodes `ids` (sorted) and takes them out of the write buffer.
+    ///
+    /// Each node's merged page is built once (or taken from the merged-page cache, which
+    /// it leaves) and that one copy is logged, added to the unit and, if the read buffer
+    /// takes it, shared with it: no page is copied besides into the log and the unit.
     fn write_unit(&mut self, core: &mut Core, ids: &[PageId]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
         let ps = core.layout.page_size();
         let mut unit = Unit::with_capacity(ids.len(), ps);
-        let mut out = vec![0u8; ps];
         for &id in ids {
             let node = self.unbuffer(id).ok_or_else(|| {
                 Error::invalid("eFIND flush", format!("node {id} is not buffered"))
@@ -364,21 +376,26 @@ impl EfindPolicy {
                 NodeStatus::Modified => Some(self.stored_page(core, id, node.level)?),
                 NodeStatus::New | NodeStatus::Deleted => None,
             };
-            match self.merged.of(core.layout).get(id) {
-                Some(page) => out.copy_from_slice(&page),
-                None => node.merge_into(&core.layout, base.as_deref(), &mut out)?,
-            }
+            let cached = self.merged.of(core.layout).get(id);
             self.merged.forget(id);
+            let page: Arc<[u8]> = match cached {
+                Some(page) => page,
+                None => {
+                    let mut out: Arc<[u8]> = std::iter::repeat_n(0u8, ps).collect();
+                    let buf = Arc::get_mut(&mut out).expect("a new page is not shared");
+                    node.merge_into(&core.layout, base.as_deref(), buf)?;
+                    out
+                }
+            };
             if node.status == NodeStatus::Modified {
                 // The log first: a torn in-place write must find the node's entries there.
-                core.log_image(id, node.level, &out)?;
+                core.log_image(id, node.level, &page)?;
             }
-            if base.as_deref() == Some(&*out) {
+            if base.as_deref() == Some(&*page) {
                 self.estats.unchanged_pages_written += 1;
             }
-            unit.push(id, node.level, &out);
+            unit.push(id, node.level, &page);
             self.lengths.remember(id, node.len() as u32);
-            let page: Arc<[u8]> = Arc::from(&*out);
             if self.rb.remove(id).is_some() {
                 // Replace the stored copy (never leave a stale one if re-admission fails).
                 let _ = self.rb.insert(id, node.level, page);

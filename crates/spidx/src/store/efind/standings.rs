@@ -20,6 +20,11 @@
 //! computed over the kept candidates in page order exactly as the reference scan does (same
 //! floating-point operations in the same order), so the choice (and its tie-breaking, the
 //! lowest page ids) is the scan's; `tests` compares the two after random change sequences.
+//! What that pass reads of a candidate is kept apart (32 bytes a node): its area/overlap
+//! scores and its step-4 score as last computed, with the *epoch* of the largest area and
+//! overlap it divided by. The largest values rarely change from one choice to the next, so
+//! a candidate's score is computed again only when it changed or they did (a second pass
+//! when a choice finds them changed); the unit sums are added up in the same pass.
 //!
 //! Nothing here is logged: recovery rebuilds the write buffer and then the standings from
 //! it.
@@ -43,20 +48,49 @@ struct Slot {
     mods: u64,
     /// Level (0 = leaf).
     level: u32,
-    /// The area/overlap scores, once computed since the node last changed.
-    scores: Option<Scores>,
 }
 
-/// A kept candidate as step 4 scores it.
-#[derive(Debug, Clone, Copy)]
-struct Kept {
-    id: PageId,
-    /// Modifications.
-    m: f64,
-    /// Level + 1.
-    h: f64,
-    area: Option<f64>,
-    overlap: Option<f64>,
+/// What the pass over the candidates of a flushing choice reads of a node, apart from the
+/// rest of its [`Slot`] so that the pass reads little memory per candidate.
+#[derive(Debug, Clone, Copy, Default)]
+struct Hot {
+    /// The area score (if `flags` has `AREA`).
+    area: f64,
+    /// The overlap score (if `flags` has `OVERLAP`).
+    overlap: f64,
+    /// The node's step-4 score, computed with the largest area and overlap of epoch
+    /// `epoch` (0: none; see `Standings::epoch`).
+    score: f64,
+    /// The epoch `score` belongs to.
+    epoch: u32,
+    /// `SCORED` (the area/overlap scores were computed since the node last changed),
+    /// `AREA`, `OVERLAP` (they are `Some`).
+    flags: u8,
+}
+
+const SCORED: u8 = 1;
+const AREA: u8 = 2;
+const OVERLAP: u8 = 4;
+
+impl Hot {
+    fn set_scores(&mut self, s: Scores) {
+        self.flags = SCORED;
+        if let Some(a) = s.area {
+            self.area = a;
+            self.flags |= AREA;
+        }
+        if let Some(o) = s.overlap {
+            self.overlap = o;
+            self.flags |= OVERLAP;
+        }
+    }
+
+    fn scores(&self) -> Scores {
+        Scores {
+            area: (self.flags & AREA != 0).then_some(self.area),
+            overlap: (self.flags & OVERLAP != 0).then_some(self.overlap),
+        }
+    }
 }
 
 /// The buffered nodes' standings. See the module documentation.
@@ -64,6 +98,8 @@ struct Kept {
 pub struct Standings {
     /// By page id (dense); meaningful for buffered pages only.
     slots: Vec<Slot>,
+    /// By page id, beside `slots`.
+    hot: Vec<Hot>,
     /// Buffered pages.
     buffered: Bits,
     /// Buffered pages before the age boundary: the candidates.
@@ -84,11 +120,18 @@ pub struct Standings {
     /// is rebuilt before the next choice.
     stale: bool,
     /// Scratch: the kept candidates, in page order.
-    kept: Vec<Kept>,
+    kept: Vec<PageId>,
+    /// The largest area and overlap (as bits) the cached scores of epoch `epoch` divide
+    /// by: a node's score only changes with them or with the node (which resets it).
+    maxes: (u64, u64),
+    /// The current epoch of cached scores (starts at 1 once a choice has been made).
+    epoch: u32,
     /// Scratch: the candidates dropped by the temporal control of writes, in page order.
     dropped: Vec<PageId>,
     /// Scratch: the reach of the recently flushed pages.
     zones: Vec<(PageId, PageId)>,
+    /// Scratch: the recently flushed pages, sorted.
+    sorted: Vec<PageId>,
 }
 
 impl Standings {
@@ -111,6 +154,7 @@ impl Standings {
         let i = usize::try_from(id).expect("page ids fit in memory");
         if i >= self.slots.len() {
             self.slots.resize(i + 1, Slot::default());
+            self.hot.resize(i + 1, Hot::default());
         }
         let key = (stamp, id);
         self.slots[i] = Slot {
@@ -118,8 +162,8 @@ impl Standings {
             stamp,
             mods,
             level,
-            scores: None,
         };
+        self.hot[i] = Hot::default();
         self.buffered.insert(id);
         self.live += 1;
         if self.stale {
@@ -256,6 +300,9 @@ impl Standings {
         if cfg.tc.writes() && !recent.is_empty() {
             let reach = cfg.min_distance.max(cfg.stride.saturating_sub(1));
             self.zones.clear();
+            self.sorted.clear();
+            self.sorted.extend(recent.iter().copied());
+            self.sorted.sort_unstable();
             for &f in recent {
                 let (lo, hi) = (f.saturating_sub(reach), f.saturating_add(reach));
                 self.zones.push((lo, hi));
@@ -270,10 +317,21 @@ impl Standings {
                 if lo > hi {
                     continue;
                 }
-                let dropped = &mut self.dropped;
+                let (dropped, sorted) = (&mut self.dropped, &self.sorted);
                 self.cand.each_in(lo, hi, |p| {
-                    let nearest = recent.iter().map(|&f| f.abs_diff(p)).min();
-                    let nearest = nearest.unwrap_or(u64::MAX);
+                    // The nearest recent flush: the closest below or above `p`.
+                    let i = sorted.partition_point(|&f| f < p);
+                    let below = i.checked_sub(1).map(|j| p - sorted[j]);
+                    let above = sorted.get(i).map(|&f| f - p);
+                    let nearest = match (below, above) {
+                        (Some(b), Some(a)) => b.min(a),
+                        (b, a) => b.or(a).unwrap_or(u64::MAX),
+                    };
+                    debug_assert_eq!(
+                        Some(nearest),
+                        recent.iter().map(|&f| f.abs_diff(p)).min(),
+                        "nearest recent flush of page {p}"
+                    );
                     if nearest <= cfg.min_distance {
                         seq += 1;
                     } else if nearest < cfg.stride {
@@ -294,67 +352,153 @@ impl Standings {
                 counts.dropped += self.dropped.len() as u64;
             }
         }
-        // One pass over the kept candidates in page order: what step 4 scores of each (its
-        // area and overlap computed if it changed since), and the largest area and overlap
-        // its ratios divide by.
+        // Steps 3 and 4 in one pass over the kept candidates in page order: each one's
+        // area and overlap (computed if it changed since), the largest area and overlap its
+        // ratios divide by, its score and the sums of the units cut in page order (the
+        // first best one wins). A score is kept with the largest area and overlap it was
+        // computed with, which rarely change from one choice to the next: the pass
+        // assumes the last choice's and, if the largest values turn out different,
+        // scores the kept candidates again.
         let geometry = matches!(cfg.policy, FlushPolicy::Mtha | FlushPolicy::Mthao);
         let (mut max_area, mut max_overlap) = (0.0f64, 0.0f64);
+        if self.epoch == 0 || self.epoch == u32::MAX {
+            // (Epochs start again before they wrap: no cached score is of epoch 0.)
+            self.hot.iter_mut().for_each(|h| h.epoch = 0);
+            self.epoch = 1;
+        }
+        let (assumed_area, assumed_overlap) =
+            (f64::from_bits(self.maxes.0), f64::from_bits(self.maxes.1));
+        let epoch = self.epoch;
         self.kept.clear();
-        let (kept, slots) = (&mut self.kept, &mut self.slots);
+        let (kept, slots, hot) = (&mut self.kept, &self.slots, &mut self.hot);
+        let mut units = UnitSums::new(cfg.unit);
         let mut next_drop = self.dropped.iter().peekable();
         self.cand.each(|id| {
             if next_drop.next_if_eq(&&id).is_some() {
                 return;
             }
-            let slot = &mut slots[id as usize];
-            let s = if geometry {
-                let s = *slot.scores.get_or_insert_with(|| score_of(id));
-                if let Some(a) = s.area {
-                    max_area = max_area.max(a);
+            let h = &mut hot[id as usize];
+            if geometry {
+                if h.flags & SCORED == 0 {
+                    h.set_scores(score_of(id));
                 }
-                if let Some(o) = s.overlap {
-                    max_overlap = max_overlap.max(o);
+                if h.flags & AREA != 0 {
+                    max_area = max_area.max(h.area);
                 }
-                s
-            } else {
-                Scores {
-                    area: None,
-                    overlap: None,
+                if h.flags & OVERLAP != 0 {
+                    max_overlap = max_overlap.max(h.overlap);
                 }
-            };
-            kept.push(Kept {
-                id,
-                m: slot.mods as f64,
-                h: f64::from(slot.level) + 1.0,
-                area: s.area,
-                overlap: s.overlap,
-            });
+            }
+            if h.epoch != epoch {
+                h.score = score(
+                    cfg.policy,
+                    &slots[id as usize],
+                    h,
+                    assumed_area,
+                    assumed_overlap,
+                );
+                h.epoch = epoch;
+            }
+            kept.push(id);
+            units.add(h.score);
         });
-        let ratio = |v: Option<f64>, max: f64| match v {
-            Some(v) if max > 0.0 => v / max,
-            _ => 1.0,
-        };
-        let score = |k: &Kept| -> f64 {
-            let (m, h) = (k.m, k.h);
-            match cfg.policy {
-                FlushPolicy::M | FlushPolicy::Mt => m,
-                FlushPolicy::Mth => m * h,
-                FlushPolicy::Mtha => m * h * ratio(k.area, max_area),
-                FlushPolicy::Mthao => {
-                    m * h * ratio(k.area, max_area) * ratio(k.overlap, max_overlap)
-                }
+        let mut best = units.finish();
+        let maxes = (max_area.to_bits(), max_overlap.to_bits());
+        if maxes != self.maxes {
+            // The assumed largest values were wrong: a new epoch, every kept score again.
+            self.maxes = maxes;
+            self.epoch += 1;
+            let epoch = self.epoch;
+            let mut units = UnitSums::new(cfg.unit);
+            for &id in &self.kept {
+                let h = &mut self.hot[id as usize];
+                h.score = score(
+                    cfg.policy,
+                    &self.slots[id as usize],
+                    h,
+                    max_area,
+                    max_overlap,
+                );
+                h.epoch = epoch;
+                units.add(h.score);
             }
-        };
-        // Steps 3 and 4: units cut in page order, the first best one wins.
-        let mut best: Option<(f64, &[Kept])> = None;
-        for unit in self.kept.chunks(cfg.unit) {
-            let s: f64 = unit.iter().map(score).sum();
-            if best.is_none_or(|(b, _)| s > b) {
-                best = Some((s, unit));
-            }
+            best = units.finish();
         }
-        if let Some((_, unit)) = best {
-            out.extend(unit.iter().map(|k| k.id));
+        if let Some(start) = best {
+            let end = (start + cfg.unit).min(self.kept.len());
+            out.extend_from_slice(&self.kept[start..end]);
         }
+    }
+}
+
+/// A kept candidate's step-4 score (its ratios dividing by `max_area` and `max_overlap`):
+/// the same floating-point operations, in the same order, as the reference scan.
+fn score(policy: FlushPolicy, slot: &Slot, hot: &Hot, max_area: f64, max_overlap: f64) -> f64 {
+    let ratio = |v: Option<f64>, max: f64| match v {
+        Some(v) if max > 0.0 => v / max,
+        _ => 1.0,
+    };
+    let m = slot.mods as f64;
+    let h = f64::from(slot.level) + 1.0;
+    let s = hot.scores();
+    match policy {
+        FlushPolicy::M | FlushPolicy::Mt => m,
+        FlushPolicy::Mth => m * h,
+        FlushPolicy::Mtha => m * h * ratio(s.area, max_area),
+        FlushPolicy::Mthao => m * h * ratio(s.area, max_area) * ratio(s.overlap, max_overlap),
+    }
+}
+
+/// The sums of the scores of consecutive units of `unit` kept candidates (the last one
+/// possibly shorter), each summed in order as `Iterator::sum` does, and the first unit
+/// with the highest sum.
+struct UnitSums {
+    unit: usize,
+    /// Candidates added.
+    n: usize,
+    /// Candidates in the current unit so far.
+    filled: usize,
+    /// The sum of the current unit so far.
+    sum: f64,
+    /// The best complete unit so far: its sum and the position of its first candidate.
+    best: Option<(f64, usize)>,
+}
+
+impl UnitSums {
+    fn new(unit: usize) -> Self {
+        UnitSums {
+            unit,
+            n: 0,
+            filled: 0,
+            sum: -0.0,
+            best: None,
+        }
+    }
+
+    /// Adds the next candidate's score.
+    #[inline]
+    fn add(&mut self, score: f64) {
+        self.sum += score;
+        self.n += 1;
+        self.filled += 1;
+        if self.filled == self.unit {
+            self.close(self.n - self.unit);
+        }
+    }
+
+    fn close(&mut self, start: usize) {
+        if self.best.is_none_or(|(b, _)| self.sum > b) {
+            self.best = Some((self.sum, start));
+        }
+        self.sum = -0.0;
+        self.filled = 0;
+    }
+
+    /// The position of the best unit's first candidate (`None`: no candidate).
+    fn finish(mut self) -> Option<usize> {
+        if self.filled > 0 {
+            self.close(self.n - self.filled);
+        }
+        self.best.map(|(_, start)| start)
     }
 }

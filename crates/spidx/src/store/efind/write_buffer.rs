@@ -18,8 +18,9 @@
 //!
 //! Entries are kept as their encoded bytes (the node layout's entry format), so the buffer is
 //! independent of the number of dimensions and merging a node is a sequence of copies. The
-//! nodes live in the skeleton's [`NodeBuffer`](crate::store::buffered::NodeBuffer), which
-//! counts their bytes ([`BufferedNode`]).
+//! nodes live in a [`DenseBuffer`](super::dense::DenseBuffer) (by page id), which counts
+//! their bytes ([`BufferedNode`]) as the skeleton's
+//! [`NodeBuffer`](crate::store::buffered::NodeBuffer) does.
 
 use std::collections::BTreeMap;
 
@@ -35,6 +36,10 @@ pub const NEW_KEY: u64 = 1 << 32;
 /// Bytes a buffered node costs besides its entry versions (id, status, count, height,
 /// time, stored length, map header), as counted against the write-buffer capacity.
 pub const NODE_BYTES: usize = 48;
+
+/// The tag of a `State` record in the shared record codec
+/// ([`Record`](crate::store::buffered::Record)); [`BufNode::encode_state`] writes it.
+const STATE_TAG: u8 = 12;
 
 /// Bytes an entry version costs besides the entry itself (its key and map bookkeeping).
 pub const VERSION_BYTES: usize = 16;
@@ -315,6 +320,53 @@ impl BufNode {
                 .iter()
                 .map(|(k, v)| (*k, v.as_deref().map(<[u8]>::to_vec)))
                 .collect(),
+        }
+    }
+
+    /// Appends the node's compacted-log record (`Record::State { id, state: self.state() }`
+    /// in the compact record format, eFIND's) to `out`, encoded straight from the versions
+    /// with no [`NodeState`] copy of them. Debug builds check it against the shared codec.
+    pub fn encode_state(&self, id: PageId, out: &mut Vec<u8>) {
+        #[cfg(debug_assertions)]
+        let from = out.len();
+        let varint = |out: &mut Vec<u8>, mut v: u64| {
+            while v >= 0x80 {
+                out.push((v as u8) | 0x80);
+                v >>= 7;
+            }
+            out.push(v as u8);
+        };
+        out.reserve(32 + self.versions.len() * 12 + self.live_bytes);
+        out.push(STATE_TAG);
+        varint(out, id);
+        out.push(u8::from(self.status == NodeStatus::New));
+        varint(out, self.mods);
+        varint(out, u64::from(self.level));
+        varint(out, self.stamp);
+        varint(out, u64::from(self.base_len));
+        varint(out, self.next_new);
+        varint(out, self.versions.len() as u64);
+        for (&key, v) in &self.versions {
+            varint(out, key);
+            match v {
+                Some(e) => {
+                    out.push(1);
+                    varint(out, e.len() as u64);
+                    out.extend_from_slice(e);
+                }
+                None => out.push(0),
+            }
+        }
+        #[cfg(debug_assertions)]
+        {
+            let mut want = Vec::new();
+            crate::store::buffered::Record::State {
+                id,
+                state: self.state(),
+            }
+            .encode_into(crate::store::buffered::RecordFormat::Compact, &mut want)
+            .expect("a state encodes");
+            assert_eq!(out[from..], want[..], "node {id}: state encoding");
         }
     }
 
