@@ -58,7 +58,7 @@ use write_buffer::{BufNode, Scores};
 use super::buffered::node_cache::LazyNodeCache;
 use super::buffered::{
     BufferGauges, BufferPolicy, BufferSettings, BufferedStore, Core, Encoded, NodeStatus,
-    RawChange, Record, RecordFormat, RecoveryReport, Unit, UnitDurability,
+    RawChange, Record, RecordFormat, RecoveryReport, UnitDurability,
 };
 use super::log::LOG_FORMAT;
 use super::{StoreReport, TreeMeta};
@@ -367,7 +367,7 @@ impl EfindPolicy {
             return Ok(());
         }
         let ps = core.layout.page_size();
-        let mut unit = Unit::with_capacity(ids.len(), ps);
+        let mut unit = core.unit(ids.len());
         for &id in ids {
             let node = self.unbuffer(id).ok_or_else(|| {
                 Error::invalid("eFIND flush", format!("node {id} is not buffered"))
@@ -407,6 +407,7 @@ impl EfindPolicy {
             }
         }
         core.write_unit(&unit, UnitDurability::Images)?;
+        core.recycle_unit(unit);
         if self.cfg.tc.writes() {
             for &id in ids {
                 if self.write_fifo.len() == self.cfg.write_tc_size {
