@@ -33,6 +33,7 @@
 //! (eFIND, Carniel et al. 2017/2019), [`crate::store::lcr`] (the LCR-tree, Lv et al. 2011)
 //! and [`crate::store::rftl`] (RFTL, Wu, Chang, Kuo 2003).
 
+pub mod bits;
 pub mod buffer;
 pub mod node_cache;
 pub mod placement;

@@ -24,15 +24,13 @@
 //! Layers: eFIND is a policy over the buffered-store skeleton ([`crate::store::buffered`]):
 //! the tree calls the skeleton, which hands eFIND's hooks the encoded changes; pages are
 //! read and written through a page cache (normally `none`, eFIND having its own read
-//! buffer) over the device. eFIND holds its write buffer (a [`DenseBuffer`] of
-//! [`BufNode`]s, by page id, counted as the skeleton's
-//! [`NodeBuffer`](super::buffered::NodeBuffer) counts); the skeleton writes its flushing
+//! buffer) over the device. eFIND holds its write buffer (the skeleton's
+//! [`NodeBuffer`](super::buffered::NodeBuffer) of [`BufNode`]s, by page id); the skeleton
+//! writes its flushing
 //! units ([`UnitDurability::Images`]) and reports the statistics every buffered store shares
 //! (`store.buffered.*`); [`EfindStats`] are eFIND's own.
 
-mod bits;
 pub mod config;
-pub mod dense;
 pub mod flushing;
 pub mod lengths;
 pub mod log_manager;
@@ -46,10 +44,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use bits::Bits;
+use super::buffered::bits::Bits;
 use config::Resolved;
 pub use config::{EfindConfig, FlushPolicy, Size, TemporalControl};
-use dense::DenseBuffer;
 use flushing::WriteTcCounts;
 use lengths::Lengths;
 use standings::Standings;
@@ -57,8 +54,8 @@ use write_buffer::{BufNode, Scores};
 
 use super::buffered::node_cache::LazyNodeCache;
 use super::buffered::{
-    BufferGauges, BufferPolicy, BufferSettings, BufferedStore, Core, Encoded, NodeStatus,
-    RawChange, Record, RecordFormat, RecoveryReport, UnitDurability,
+    BufferGauges, BufferPolicy, BufferSettings, BufferedStore, Core, Encoded, NodeBuffer,
+    NodeStatus, RawChange, Record, RecordFormat, RecoveryReport, UnitDurability,
 };
 use super::log::LOG_FORMAT;
 use super::{StoreReport, TreeMeta};
@@ -102,7 +99,7 @@ pub type EfindStore = BufferedStore<EfindPolicy>;
 pub struct EfindPolicy {
     config: EfindConfig,
     cfg: Resolved,
-    wb: DenseBuffer<BufNode>,
+    wb: NodeBuffer<BufNode>,
     /// What the flushing policies score of the write buffer's nodes, kept in step with
     /// `wb` (every node entering, changing or leaving it goes through
     /// [`buffer`](Self::buffer) or [`unbuffer`](Self::unbuffer)).
@@ -142,7 +139,7 @@ impl EfindPolicy {
         Ok(EfindPolicy {
             config: config.clone(),
             cfg,
-            wb: DenseBuffer::default(),
+            wb: NodeBuffer::default(),
             standings: Standings::default(),
             unit: Vec::new(),
             snapshot: Vec::new(),

@@ -31,11 +31,11 @@
 
 use std::collections::VecDeque;
 
-use super::bits::Bits;
 use super::config::{FlushPolicy, Resolved};
 use super::flushing::WriteTcCounts;
 use super::write_buffer::Scores;
 use crate::node::PageId;
+use crate::store::buffered::bits::Bits;
 
 /// What the flushing policies score of one buffered node.
 #[derive(Debug, Clone, Copy, Default)]

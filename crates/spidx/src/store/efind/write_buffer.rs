@@ -18,9 +18,8 @@
 //!
 //! Entries are kept as their encoded bytes (the node layout's entry format), so the buffer is
 //! independent of the number of dimensions and merging a node is a sequence of copies. The
-//! nodes live in a [`DenseBuffer`](super::dense::DenseBuffer) (by page id), which counts
-//! their bytes ([`BufferedNode`]) as the skeleton's
-//! [`NodeBuffer`](crate::store::buffered::NodeBuffer) does.
+//! nodes live in the skeleton's [`NodeBuffer`](crate::store::buffered::NodeBuffer) (by page
+//! id), which counts their bytes ([`BufferedNode`]).
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,7 @@
-//! A set of page ids as bits, for eFIND's bookkeeping of its write buffer
-//! ([`standings`](super::standings), the compacted log's reusable node states): page ids
-//! are dense (allocated from 0 upwards), so the words are few, membership is one bit test
-//! and members come out in page order.
+//! A set of page ids as bits: the buffered pages of the write buffer
+//! ([`NodeBuffer`](super::NodeBuffer)) and eFIND's bookkeeping of them (its standings, the
+//! compacted log's reusable node states). Page ids are dense (allocated from 0 upwards), so
+//! the words are few, membership is one bit test and members come out in page order.
 
 use crate::node::PageId;
 
@@ -69,8 +69,19 @@ impl Bits {
 
     /// The members, in order.
     pub fn iter(&self) -> impl Iterator<Item = PageId> + '_ {
-        self.0.iter().enumerate().flat_map(|(w, &x)| {
-            let mut x = x;
+        self.iter_from(0)
+    }
+
+    /// The members from `lo` on, in order.
+    pub fn iter_from(&self, lo: PageId) -> impl Iterator<Item = PageId> + '_ {
+        let first = usize::try_from(lo / 64).unwrap_or(usize::MAX);
+        let words = self.0.get(first..).unwrap_or(&[]);
+        words.iter().enumerate().flat_map(move |(i, &x)| {
+            let w = first + i;
+            let mut x = match i {
+                0 => x & (u64::MAX << (lo % 64)),
+                _ => x,
+            };
             std::iter::from_fn(move || {
                 if x == 0 {
                     return None;
