@@ -203,7 +203,8 @@ const SNAPSHOT: u8 = 8;
 const ALLOC: u8 = 9;
 const CHANGE: u8 = 10;
 const REWRITE: u8 = 11;
-const STATE: u8 = 12;
+/// The tag of a `State` record (eFIND encodes its states straight from its write buffer).
+pub(crate) const STATE: u8 = 12;
 const LOG_PAGE: u8 = 13;
 const UNIT_PAGES: u8 = 14;
 

@@ -36,9 +36,9 @@ pub const NEW_KEY: u64 = 1 << 32;
 /// time, stored length, map header), as counted against the write-buffer capacity.
 pub const NODE_BYTES: usize = 48;
 
-/// The tag of a `State` record in the shared record codec
-/// ([`Record`](crate::store::buffered::Record)); [`BufNode::encode_state`] writes it.
-const STATE_TAG: u8 = 12;
+// The tag of a `State` record in the shared record codec (`buffered::Record`);
+// `BufNode::encode_state` writes it.
+use crate::store::buffered::record::STATE as STATE_TAG;
 
 /// Bytes an entry version costs besides the entry itself (its key and map bookkeeping).
 pub const VERSION_BYTES: usize = 16;
