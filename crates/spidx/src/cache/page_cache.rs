@@ -226,6 +226,9 @@ pub struct PageCache {
     spare: Vec<Arc<[u8]>>,
     /// The last page [`read_checked_ref`](Self::read_checked_ref) read from the device.
     lent: Option<Arc<[u8]>>,
+    /// An empty page offered to a `none` policy, which refuses it: the refusal is counted
+    /// without a page copied or allocated.
+    no_page: Arc<[u8]>,
     write_requests: u64,
     pages_written: u64,
     /// Write-back: the resident pages the device does not hold yet.
@@ -258,6 +261,7 @@ impl PageCache {
             buffer: Buffer::new(policy),
             spare: Vec::new(),
             lent: None,
+            no_page: Arc::from(&[][..]),
             write_requests: 0,
             pages_written: 0,
             dirty: KeyMap::default(),
@@ -406,7 +410,7 @@ impl PageCache {
         }
         self.device.read_unused(page, 1)?;
         // `none`: count the refusal without a page, as `store` does.
-        self.buffer.insert(page, level, Arc::from(&[][..]));
+        self.buffer.insert(page, level, Arc::clone(&self.no_page));
         Ok(())
     }
 
@@ -673,7 +677,7 @@ impl PageCache {
         }
         if self.buffer.capacity() == 0 {
             // `none`: count the refusal without copying the page.
-            self.buffer.insert(page, level, Arc::from(&[][..]));
+            self.buffer.insert(page, level, Arc::clone(&self.no_page));
             return false;
         }
         let mut copy = self.fresh_page();

@@ -269,23 +269,22 @@ mod tests {
     /// same nodes: contents, page order, ranges, bytes, peak and gauges.
     #[test]
     fn the_buffer_equals_an_ordered_map_of_its_nodes() {
+        use rand::{Rng, SeedableRng};
+        use rand_chacha::ChaCha8Rng;
         use std::collections::BTreeMap;
         let mut b: NodeBuffer<N> = NodeBuffer::default();
         let mut model: BTreeMap<PageId, (NodeStatus, usize)> = BTreeMap::new();
         let mut peak = 0;
-        let mut seed = 99u64;
+        let mut rng = ChaCha8Rng::seed_from_u64(99);
         for step in 0..20_000u64 {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let id = (seed >> 33) % 300;
-            let status = match (seed >> 24) % 3 {
+            let id = rng.gen_range(0..300);
+            let status = match rng.gen_range(0..3) {
                 0 => NodeStatus::New,
                 1 => NodeStatus::Modified,
                 _ => NodeStatus::Deleted,
             };
-            let bytes = ((seed >> 40) % 500) as usize;
-            match (seed >> 20) % 4 {
+            let bytes = rng.gen_range(0..500);
+            match rng.gen_range(0..4) {
                 0 => {
                     let got = b.remove(id).map(|n| (n.0, n.1));
                     assert_eq!(got, model.remove(&id), "step {step}");

@@ -66,19 +66,18 @@ impl Lengths {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
 
     /// The memo behaves as the FIFO of `(page, count)` pairs it replaces.
     #[test]
     fn lengths_equal_a_scanned_fifo() {
         let mut memo = Lengths::default();
         let mut fifo: VecDeque<(PageId, u32)> = VecDeque::new();
-        let mut seed = 7u64;
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
         for step in 0..20_000u32 {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let id = (seed >> 33) % 400;
-            match (seed >> 20) % 10 {
+            let id = rng.gen_range(0..400);
+            match rng.gen_range(0..10) {
                 0 => {
                     memo.forget(id);
                     fifo.retain(|(p, _)| *p != id);
