@@ -697,8 +697,9 @@ impl PageCache {
         }
     }
 
-    /// A page buffer nobody else holds: a recycled one or a new one.
-    fn fresh_page(&mut self) -> Arc<[u8]> {
+    /// A page buffer nobody else holds, for a caller that fills every byte of it: a
+    /// recycled one (its old contents left as they were) or a new one.
+    pub fn fresh_page(&mut self) -> Arc<[u8]> {
         self.spare
             .pop()
             .unwrap_or_else(|| std::iter::repeat_n(0u8, self.page_size).collect())
@@ -706,6 +707,15 @@ impl PageCache {
 
     fn recycle(&mut self, page: Arc<[u8]>) {
         recycle(&mut self.spare, page);
+    }
+
+    /// Takes back a page buffer this cache handed out and the caller no longer needs (a
+    /// store's own read buffer evicted it), so that a later read fills it instead of
+    /// allocating and zeroing a new one. Kept only if nobody else holds it.
+    pub fn reuse(&mut self, page: Arc<[u8]>) {
+        if page.len() == self.page_size {
+            self.recycle(page);
+        }
     }
 }
 

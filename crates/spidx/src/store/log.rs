@@ -242,6 +242,9 @@ pub struct Log {
     /// Committed operations not yet synced.
     unsynced: u64,
     stats: LogStats,
+    /// The tail buffer a compaction last replaced, kept for the next one (compactions are
+    /// frequent; a failed one gives the old tail back).
+    spare_buf: Vec<u8>,
 }
 
 impl Log {
@@ -352,6 +355,7 @@ impl Log {
             prev_crc: 0,
             unsynced: 0,
             stats: LogStats::default(),
+            spare_buf: Vec::new(),
         })
     }
 
@@ -478,18 +482,42 @@ impl Log {
     /// operation) in the other region with the next generation. Atomic: a crash leaves the
     /// old log or the new one. Records of an unfinished operation are discarded.
     pub fn compact<'a>(&mut self, payloads: impl IntoIterator<Item = &'a [u8]>) -> Result<()> {
-        let old = (self.region, self.generation);
+        self.compact_with(payloads, |p, b| {
+            b.extend_from_slice(p);
+            Ok(())
+        })
+    }
+
+    /// Like [`compact`](Self::compact), with each record's payload appended by `encode`
+    /// straight into the log's tail (no copy through a caller's buffer). A record that
+    /// fails to encode fails the compaction as a full region does: the old log stays.
+    pub fn compact_with<T>(
+        &mut self,
+        records: impl IntoIterator<Item = T>,
+        mut encode: impl FnMut(T, &mut Vec<u8>) -> Result<()>,
+    ) -> Result<()> {
+        // The tail as it was, given back if the compaction fails.
+        let mut spare = std::mem::take(&mut self.spare_buf);
+        spare.clear();
+        let old_buf = std::mem::replace(&mut self.buf, spare);
+        let old = (
+            self.region,
+            self.generation,
+            self.buf_page,
+            self.used,
+            self.open_records,
+            self.prev_crc,
+        );
         self.region = 1 - self.region;
         self.generation += 1;
         self.prev_crc = self.seed();
-        self.buf.clear();
         self.buf_page = 0;
         self.used = 0;
         self.open_records = 0;
         let result = (|| {
             let mut any = false;
-            for p in payloads {
-                self.push(KIND_DATA, p)?;
+            for r in records {
+                self.push_with(KIND_DATA, |b| encode(r, b))?;
                 any = true;
             }
             if any {
@@ -503,10 +531,21 @@ impl Log {
             self.dev.sync()
         })();
         if let Err(e) = result {
-            // The old region is still the live log on the device; the caller decides.
-            (self.region, self.generation) = (old.0, old.1);
+            // The old region is still the live log on the device, and the log goes on
+            // appending to it where it was (the new region's pages written so far are
+            // never read: the header still names the old region).
+            self.spare_buf = std::mem::replace(&mut self.buf, old_buf);
+            (
+                self.region,
+                self.generation,
+                self.buf_page,
+                self.used,
+                self.open_records,
+                self.prev_crc,
+            ) = old;
             return Err(e);
         }
+        self.spare_buf = old_buf;
         self.stats.compactions += 1;
         self.unsynced = 0;
         Ok(())

@@ -376,3 +376,35 @@ fn log_formats_are_checked_on_open() {
         .to_string();
     assert!(err.contains("unknown"), "{err}");
 }
+
+#[test]
+fn a_failed_compaction_leaves_the_log_as_it_was() {
+    let m = medium(40); // two regions of 19 pages
+    let mut log = Log::create(Box::new(m.clone()), cfg(LogSync::EachOp)).unwrap();
+    run_ops(&mut log, 0..10);
+    let used = log.used_bytes();
+    // A record that fails to encode, after some that were written out.
+    let big = vec![7u8; 3 * PS];
+    let err = log
+        .compact_with(0..5, |i, b| match i {
+            3 => Err(Error::invalid("test record", "cannot encode")),
+            _ => {
+                b.extend_from_slice(&big);
+                Ok(())
+            }
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("cannot encode"), "{err}");
+    // A snapshot larger than a region.
+    let err = log.compact((0..8).map(|_| &big[..])).unwrap_err();
+    assert!(err.to_string().contains("larger log size"), "{err}");
+    assert_eq!(log.used_bytes(), used);
+    assert_eq!(log.stats().compactions, 0);
+    // The log goes on where it was: nothing committed before is lost.
+    run_ops(&mut log, 10..15);
+    drop(log);
+    let (_, rec) = Log::open(Box::new(m), cfg(LogSync::EachOp)).unwrap();
+    let want: Vec<Vec<Vec<u8>>> = (0..15).map(op).collect();
+    assert_eq!(rec.operations, want);
+    assert_eq!(rec.end, ScanEnd::End);
+}

@@ -141,10 +141,6 @@ pub struct Core {
     unit_images: u64,
     header_path: Option<PathBuf>,
     scratch: Vec<u8>,
-    /// Encoded records of a log compaction (reused: compactions are frequent).
-    payloads: Vec<u8>,
-    /// Where each of [`Core::payloads`]'s records ends (reused with it).
-    payload_ends: Vec<usize>,
     /// A written unit's buffers, for the next unit ([`Core::unit`], [`Core::recycle_unit`]).
     spare_unit: Option<Unit>,
 }
@@ -226,34 +222,20 @@ impl Core {
         clock: Option<u64>,
         nodes: impl IntoIterator<Item = R>,
     ) -> Result<()> {
-        // All payloads in one buffer, cut at `ends`.
-        let mut buf = std::mem::take(&mut self.payloads);
-        buf.clear();
-        let mut ends = std::mem::take(&mut self.payload_ends);
-        ends.clear();
-        let encoded = (|| {
-            Record::Snapshot {
-                meta: self.header.meta,
-                next_page: self.header.next_page,
-                free: self.header.free.clone(),
-                clock,
-            }
-            .encode_into(self.format, &mut buf)?;
-            ends.push(buf.len());
-            for r in nodes {
-                r.encode_record(self.format, &mut buf)?;
-                ends.push(buf.len());
-            }
-            Ok::<_, crate::Error>(())
-        })();
-        let done = encoded.and_then(|()| {
-            let starts = std::iter::once(0).chain(ends.iter().copied());
-            let payloads = starts.zip(ends.iter().copied()).map(|(a, b)| &buf[a..b]);
-            self.log.compact(payloads)
-        });
-        self.payloads = buf;
-        self.payload_ends = ends;
-        done
+        // Each record is encoded straight into the log's tail: the snapshot first, then
+        // the nodes.
+        let snapshot = Record::Snapshot {
+            meta: self.header.meta,
+            next_page: self.header.next_page,
+            free: self.header.free.clone(),
+            clock,
+        };
+        let format = self.format;
+        let records = std::iter::once(None).chain(nodes.into_iter().map(Some));
+        self.log.compact_with(records, |r, out| match r {
+            None => snapshot.encode_into(format, out),
+            Some(r) => r.encode_record(format, out),
+        })
     }
 
     /// Logs the full content of node `id` (its `page`) before the page is written in
@@ -575,8 +557,6 @@ impl<P: BufferPolicy> BufferedStore<P> {
         BufferedStore {
             core: Core {
                 scratch: vec![0u8; layout.page_size()],
-                payloads: Vec::new(),
-                payload_ends: Vec::new(),
                 spare_unit: None,
                 cache,
                 log,

@@ -261,7 +261,10 @@ impl EfindPolicy {
             .read_checked(id, level, |bytes| layout.verify(bytes, id))?;
         let len = layout.entry_count(&page) as u32;
         self.lengths.remember(id, len);
-        let _ = self.rb.insert(id, level, page.clone());
+        let cache = &mut core.cache;
+        let _ = self
+            .rb
+            .insert_with(id, level, page.clone(), |_, old| cache.reuse(old));
         Ok(page)
     }
 
@@ -363,7 +366,6 @@ impl EfindPolicy {
         if ids.is_empty() {
             return Ok(());
         }
-        let ps = core.layout.page_size();
         let mut unit = core.unit(ids.len());
         for &id in ids {
             let node = self.unbuffer(id).ok_or_else(|| {
@@ -378,8 +380,9 @@ impl EfindPolicy {
             let page: Arc<[u8]> = match cached {
                 Some(page) => page,
                 None => {
-                    let mut out: Arc<[u8]> = std::iter::repeat_n(0u8, ps).collect();
-                    let buf = Arc::get_mut(&mut out).expect("a new page is not shared");
+                    // (`merge_into` writes every byte: a recycled buffer will do.)
+                    let mut out = core.cache.fresh_page();
+                    let buf = Arc::get_mut(&mut out).expect("a fresh page is not shared");
                     node.merge_into(&core.layout, base.as_deref(), buf)?;
                     out
                 }
@@ -542,8 +545,8 @@ impl BufferPolicy for EfindPolicy {
             return Ok(page);
         }
         let node = self.wb.get(id).expect("buffered");
-        let mut out: Arc<[u8]> = std::iter::repeat_n(0u8, core.layout.page_size()).collect();
-        let page = Arc::get_mut(&mut out).expect("a new page is not shared");
+        let mut out = core.cache.fresh_page();
+        let page = Arc::get_mut(&mut out).expect("a fresh page is not shared");
         node.merge_into(&core.layout, base.as_deref(), page)?;
         self.merged.of(core.layout).put(id, Arc::clone(&out));
         Ok(out)
