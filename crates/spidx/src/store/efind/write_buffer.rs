@@ -21,8 +21,6 @@
 //! nodes live in the skeleton's [`NodeBuffer`](crate::store::buffered::NodeBuffer) (by page
 //! id), which counts their bytes ([`BufferedNode`]).
 
-use std::collections::BTreeMap;
-
 use crate::node::{NodeLayout, PageId};
 pub use crate::store::buffered::record::NodeState;
 use crate::store::buffered::{BufferedNode, NodeStatus, RawChange};
@@ -58,7 +56,7 @@ pub struct BufNode {
     /// Entries on the stored page (0 for a new node).
     pub base_len: u32,
     /// Entry versions by key: `Some(bytes)` the newest version, `None` a removed stored entry.
-    pub versions: BTreeMap<u64, Option<Box<[u8]>>>,
+    versions: Versions,
     next_new: u64,
     removed_base: u32,
     live_bytes: usize,
@@ -74,6 +72,58 @@ pub struct Scores {
     pub area: Option<f64>,
     /// Sum of the pairwise overlaps of the boxes.
     pub overlap: Option<f64>,
+}
+
+/// A buffered node's entry versions, ordered by key (stored slots, then appended entries):
+/// a sorted vector, since a node holds few versions and they are read in order far more
+/// often than changed.
+#[derive(Debug, Clone, Default)]
+struct Versions(Vec<(u64, Option<Box<[u8]>>)>);
+
+impl Versions {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Sets the version of `key`; returns the one it replaced.
+    fn insert(&mut self, key: u64, value: Option<Box<[u8]>>) -> Option<Option<Box<[u8]>>> {
+        // Appended keys grow: the common case is a push at the end.
+        if self.0.last().is_none_or(|(k, _)| *k < key) {
+            self.0.push((key, value));
+            return None;
+        }
+        match self.0.binary_search_by_key(&key, |(k, _)| *k) {
+            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, value)),
+            Err(i) => {
+                self.0.insert(i, (key, value));
+                None
+            }
+        }
+    }
+
+    /// Removes the version of `key`; returns it.
+    fn remove(&mut self, key: u64) -> Option<Option<Box<[u8]>>> {
+        let i = self.0.binary_search_by_key(&key, |(k, _)| *k).ok()?;
+        Some(self.0.remove(i).1)
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    fn split(&self) -> usize {
+        self.0.partition_point(|(k, _)| *k < NEW_KEY)
+    }
+
+    /// The versions of stored slots, by slot.
+    fn stored(&self) -> &[(u64, Option<Box<[u8]>>)] {
+        &self.0[..self.split()]
+    }
+
+    /// The versions of appended entries, in the order they were appended.
+    fn appended(&self) -> &[(u64, Option<Box<[u8]>>)] {
+        &self.0[self.split()..]
+    }
 }
 
 impl BufferedNode for BufNode {
@@ -108,7 +158,7 @@ impl BufNode {
             level,
             stamp,
             base_len,
-            versions: BTreeMap::new(),
+            versions: Versions::default(),
             next_new: 0,
             removed_base: 0,
             live_bytes: 0,
@@ -132,14 +182,15 @@ impl BufNode {
         if pos >= survivors {
             return self
                 .versions
-                .range(NEW_KEY..)
-                .nth(pos - survivors)
+                .appended()
+                .get(pos - survivors)
                 .map(|(k, _)| *k);
         }
         // Walk the stored slots, skipping removed ones.
         let mut removed = self
             .versions
-            .range(..NEW_KEY)
+            .stored()
+            .iter()
             .filter(|(_, v)| v.is_none())
             .map(|(k, _)| *k)
             .peekable();
@@ -219,7 +270,7 @@ impl BufNode {
             Change::Remove { pos } => {
                 let key = self.key_at(pos).ok_or_else(|| missing(pos, self.len()))?;
                 if key >= NEW_KEY {
-                    if let Some(old) = self.versions.remove(&key).flatten() {
+                    if let Some(old) = self.versions.remove(key).flatten() {
                         self.live_bytes -= old.len();
                     }
                     self.appended -= 1;
@@ -271,11 +322,11 @@ impl BufNode {
             let base = base.ok_or_else(|| {
                 Error::invalid("eFIND merge", "a modified node needs its stored page")
             })?;
-            let mut versions = self.versions.range(..NEW_KEY).peekable();
+            let mut versions = self.versions.stored().iter().peekable();
             for slot in 0..self.base_len as usize {
                 let o = layout.entry_offset(slot);
                 match versions.peek() {
-                    Some((&k, v)) if k == slot as u64 => {
+                    Some((k, v)) if *k == slot as u64 => {
                         if let Some(b) = v {
                             put(b, &mut count);
                         }
@@ -287,7 +338,8 @@ impl BufNode {
         }
         for b in self
             .versions
-            .range(NEW_KEY..)
+            .appended()
+            .iter()
             .filter_map(|(_, v)| v.as_deref())
         {
             put(b, &mut count);
@@ -316,6 +368,7 @@ impl BufNode {
             next_new: self.next_new,
             versions: self
                 .versions
+                .0
                 .iter()
                 .map(|(k, v)| (*k, v.as_deref().map(<[u8]>::to_vec)))
                 .collect(),
@@ -345,7 +398,8 @@ impl BufNode {
         varint(out, u64::from(self.base_len));
         varint(out, self.next_new);
         varint(out, self.versions.len() as u64);
-        for (&key, v) in &self.versions {
+        for (key, v) in &self.versions.0 {
+            let key = *key;
             varint(out, key);
             match v {
                 Some(e) => {
@@ -385,7 +439,7 @@ impl BufNode {
 
     /// The encoded entries of the node's live versions (for the area/overlap scores).
     pub fn live_versions(&self) -> impl Iterator<Item = &[u8]> {
-        self.versions.values().filter_map(|v| v.as_deref())
+        self.versions.0.iter().filter_map(|(_, v)| v.as_deref())
     }
 }
 
