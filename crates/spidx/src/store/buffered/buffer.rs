@@ -106,6 +106,11 @@ impl<N: BufferedNode> NodeBuffer<N> {
     /// The buffered node `id`.
     #[inline]
     pub fn get(&self, id: PageId) -> Option<&N> {
+        // The bit set first: it is small and most nodes asked for are not buffered, while
+        // the table's slots are large and far apart.
+        if !self.ids.contains(id) {
+            return None;
+        }
         match self.slots.get(usize::try_from(id).ok()?) {
             Some(Some(s)) => Some(&s.node),
             _ => None,
