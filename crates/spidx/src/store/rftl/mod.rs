@@ -191,6 +191,15 @@ pub struct RftlPolicy {
     snap: EncodedRecords,
 }
 
+/// Whether a cached node page assembled from the pages `from` (empty: from the buffer
+/// alone) may serve a read while the translation table's entry for the node is `table`.
+fn tag_fits(from: &[(PageId, u32)], table: Option<&Vec<(PageId, u32)>>) -> bool {
+    match table {
+        Some(t) => from == t.as_slice(),
+        None => from.is_empty(),
+    }
+}
+
 /// What one node's flush writes: its units, cut into page-sized chunks.
 struct Batch {
     id: PageId,
@@ -368,7 +377,7 @@ impl RftlPolicy {
         let table = core.header.unit_pages.get(&id);
         if let Some((page, from)) = self.nodes.of(core.layout).get_tagged(id) {
             // Only if the translation table still names the pages it was assembled from.
-            if Some(from) == table || (from.is_empty() && table.is_none()) {
+            if tag_fits(from, table) {
                 let stats = &mut self.stats;
                 Self::read_listed(stats, &self.buf, &mut core.cache, id, level, table)?;
                 return Ok(page);
@@ -380,6 +389,24 @@ impl RftlPolicy {
             .of(core.layout)
             .put_tagged(id, Arc::clone(&page), from);
         Ok(page)
+    }
+
+    /// Node `id`'s cached page if the cache may serve it: its tag names the pages the
+    /// translation table names now (none for a node only buffered).
+    fn cached_from_table(&mut self, core: &Core, id: PageId) -> Option<Arc<[u8]>> {
+        let table = core.header.unit_pages.get(&id);
+        let (page, from) = self.nodes.of(core.layout).get_tagged(id)?;
+        tag_fits(from, table).then_some(page)
+    }
+
+    /// Tags node `id`'s cached `page` (one [`cached_from_table`](Self::cached_from_table)
+    /// gave before the table changed) with the pages the table names now. A flush moves a
+    /// node's content to new pages without changing it, so the page is still the node's
+    /// current content and later reads need not assemble it again; they still read (and
+    /// count) the pages of its new list, and a table changed otherwise still fails the tag.
+    fn retag(&mut self, core: &Core, id: PageId, page: Arc<[u8]>) {
+        let now = core.header.unit_pages.get(&id).cloned().unwrap_or_default();
+        self.nodes.of(core.layout).put_tagged(id, page, now);
     }
 
     /// The page reads (through the page cache, counted) that assembling node `id` issues,
@@ -519,7 +546,11 @@ impl RftlPolicy {
                 _ => Vec::new(),
             };
             pages.extend(at.into_iter().map(|(i, n)| (ids[i], n)));
+            let keep = self.cached_from_table(core, id);
             self.set_pages(core, id, pages)?;
+            if let Some(page) = keep {
+                self.retag(core, id, page);
+            }
         }
         let mut order: Vec<usize> = (0..ids.len()).collect();
         order.sort_by_key(|&i| ids[i]);
