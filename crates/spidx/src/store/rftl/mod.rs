@@ -181,23 +181,17 @@ pub struct RftlPolicy {
     live: LiveUnits,
     stats: RftlStats,
     /// Assembled nodes (CPU only: every read still reads its unit pages, unused; see
-    /// [`node_cache`](super::buffered::node_cache)).
-    nodes: LazyNodeCache<Vec<(PageId, u32)>>,
+    /// [`node_cache`](super::buffered::node_cache)). A node's content changes only through
+    /// the tree (create, modify, rewrite, delete: each keeps the cache exact); flushes and
+    /// compactions move it to other unit pages without changing it, so a cached node stays
+    /// valid across them (its reads follow the table's list of the time).
+    nodes: LazyNodeCache,
     /// The translation table's `UnitPages` records, encoded (kept with
     /// [`StoreHeader::unit_pages`](crate::store::StoreHeader); see
     /// [`snapshot`](super::lcr::snapshot)).
     table: EncodedTable,
     /// The buffered nodes' records of a compaction (reused: CPU only).
     snap: EncodedRecords,
-}
-
-/// Whether a cached node page assembled from the pages `from` (empty: from the buffer
-/// alone) may serve a read while the translation table's entry for the node is `table`.
-fn tag_fits(from: &[(PageId, u32)], table: Option<&Vec<(PageId, u32)>>) -> bool {
-    match table {
-        Some(t) => from == t.as_slice(),
-        None => from.is_empty(),
-    }
 }
 
 /// What one node's flush writes: its units, cut into page-sized chunks.
@@ -306,6 +300,7 @@ impl RftlPolicy {
     /// `page` (a node page's worth of bytes), sealed.
     fn disk_node(
         stats: &mut RftlStats,
+        live: &LiveUnits,
         core: &mut Core,
         id: PageId,
         level: u32,
@@ -313,7 +308,7 @@ impl RftlPolicy {
     ) -> Result<()> {
         let layout = core.layout;
         let es = layout.entry_size();
-        let pages = core.header.unit_pages.get(&id).ok_or_else(|| {
+        let pages = live.pages_of(id).ok_or_else(|| {
             Error::corrupted(
                 format!("RFTL node {id}"),
                 "the node translation table names no unit page for it",
@@ -351,7 +346,7 @@ impl RftlPolicy {
         let mut now: Arc<[u8]> = std::iter::repeat_n(0u8, layout.page_size()).collect();
         let page = Arc::get_mut(&mut now).expect("a new page is not shared");
         let Some(n) = self.buf.get(id) else {
-            Self::disk_node(&mut self.stats, core, id, level, page)?;
+            Self::disk_node(&mut self.stats, &self.live, core, id, level, page)?;
             return Ok(now);
         };
         if n.status == NodeStatus::Deleted {
@@ -362,7 +357,7 @@ impl RftlPolicy {
         }
         match &n.image {
             Some(entries) => page_from_entries_unsealed(&layout, id, n.level, entries, page)?,
-            None => Self::disk_node(&mut self.stats, core, id, level, page)?,
+            None => Self::disk_node(&mut self.stats, &self.live, core, id, level, page)?,
         }
         let count = layout.entry_count(page);
         apply_raw(&layout, id, page, n.level, count, &n.changes)?;
@@ -370,43 +365,24 @@ impl RftlPolicy {
     }
 
     /// The current content of node `id` as [`current`](Self::current) gives it, from the
-    /// cache of assembled nodes when it holds the node and the translation table names the
-    /// pages it was assembled from: then the unit page reads (and counts) of the assembly
-    /// are issued just the same ([`read_listed`](Self::read_listed)).
+    /// cache of assembled nodes when it holds the node: then the unit page reads (and
+    /// counts) of the assembly are issued just the same ([`read_listed`](Self::read_listed)).
     fn cached_current(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        let table = core.header.unit_pages.get(&id);
-        if let Some((page, from)) = self.nodes.of(core.layout).get_tagged(id) {
-            // Only if the translation table still names the pages it was assembled from.
-            if tag_fits(from, table) {
-                let stats = &mut self.stats;
-                Self::read_listed(stats, &self.buf, &mut core.cache, id, level, table)?;
-                return Ok(page);
-            }
+        if let Some(page) = self.nodes.of(core.layout).get(id) {
+            let table = self.live.pages_of(id);
+            Self::read_listed(
+                &mut self.stats,
+                &self.buf,
+                &mut core.cache,
+                id,
+                level,
+                table,
+            )?;
+            return Ok(page);
         }
         let page = self.current(core, id, level)?;
-        let from = core.header.unit_pages.get(&id).cloned().unwrap_or_default();
-        self.nodes
-            .of(core.layout)
-            .put_tagged(id, Arc::clone(&page), from);
+        self.nodes.of(core.layout).put(id, Arc::clone(&page));
         Ok(page)
-    }
-
-    /// Node `id`'s cached page if the cache may serve it: its tag names the pages the
-    /// translation table names now (none for a node only buffered).
-    fn cached_from_table(&mut self, core: &Core, id: PageId) -> Option<Arc<[u8]>> {
-        let table = core.header.unit_pages.get(&id);
-        let (page, from) = self.nodes.of(core.layout).get_tagged(id)?;
-        tag_fits(from, table).then_some(page)
-    }
-
-    /// Tags node `id`'s cached `page` (one [`cached_from_table`](Self::cached_from_table)
-    /// gave before the table changed) with the pages the table names now. A flush moves a
-    /// node's content to new pages without changing it, so the page is still the node's
-    /// current content and later reads need not assemble it again; they still read (and
-    /// count) the pages of its new list, and a table changed otherwise still fails the tag.
-    fn retag(&mut self, core: &Core, id: PageId, page: Arc<[u8]>) {
-        let now = core.header.unit_pages.get(&id).cloned().unwrap_or_default();
-        self.nodes.of(core.layout).put_tagged(id, page, now);
     }
 
     /// The page reads (through the page cache, counted) that assembling node `id` issues,
@@ -474,7 +450,7 @@ impl RftlPolicy {
         // Pages the node keeps: none if its units start with its whole content.
         let kept = match replace {
             true => 0,
-            false => core.header.unit_pages.get(&id).map_or(0, Vec::len),
+            false => self.live.pages_of(id).map_or(0, Vec::len),
         };
         if only_content || kept + chunks.len() <= self.params.max_pages as usize {
             return Ok(Some(Batch {
@@ -541,16 +517,12 @@ impl RftlPolicy {
             .map(|_| core.allocate())
             .collect::<Result<Vec<PageId>>>()?;
         for Placed { id, replace, at } in placed {
-            let mut pages = match (replace, core.header.unit_pages.get(&id)) {
+            let mut pages = match (replace, self.live.pages_of(id)) {
                 (false, Some(old)) => old.clone(),
                 _ => Vec::new(),
             };
             pages.extend(at.into_iter().map(|(i, n)| (ids[i], n)));
-            let keep = self.cached_from_table(core, id);
             self.set_pages(core, id, pages)?;
-            if let Some(page) = keep {
-                self.retag(core, id, page);
-            }
         }
         let mut order: Vec<usize> = (0..ids.len()).collect();
         order.sort_by_key(|&i| ids[i]);
@@ -606,6 +578,11 @@ impl RftlPolicy {
     fn compact_log(&mut self, core: &mut Core) -> Result<()> {
         self.snap.set(self.buf.snapshot(), core.format)?;
         if cfg!(debug_assertions) {
+            // The hashed table and live units are the ones derived from the header's table.
+            assert!(
+                self.live == LiveUnits::of(&core.header),
+                "the hashed translation table went out of step"
+            );
             // The table kept encoded is the one encoded from scratch.
             let mut records: Vec<Record> = Self::table_records(core).map(|r| r.1).collect();
             records.extend(self.buf.snapshot_records());
@@ -681,7 +658,7 @@ impl BufferPolicy for RftlPolicy {
     fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
         self.nodes.forget(id);
         // The node's units die at once (recovery frees pages in the order freed here).
-        if core.header.unit_pages.contains_key(&id) {
+        if self.live.pages_of(id).is_some() {
             self.set_pages(core, id, vec![])?;
         }
         self.buf.logged_delete(core, id, level, self.op)
