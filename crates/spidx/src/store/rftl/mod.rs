@@ -51,7 +51,7 @@ use self::mapping::LiveUnits;
 use self::unit_page::{IndexUnit, PageAssembly};
 use super::buffered::node_cache::LazyNodeCache;
 use super::buffered::{
-    BufferPolicy, BufferedStore, Core, NodeStatus, Record, RecordFormat, RecoveryReport,
+    BufferPolicy, BufferedStore, Core, Encoded, NodeStatus, Record, RecordFormat, RecoveryReport,
     UnitDurability,
 };
 use super::fast::buffer::{
@@ -192,6 +192,9 @@ pub struct RftlPolicy {
     table: EncodedTable,
     /// The buffered nodes' records of a compaction (reused: CPU only).
     snap: EncodedRecords,
+    /// The unit pages of a flush (reused: CPU only; fresh memory per flush was
+    /// page-faulted in each time).
+    packing: Packing,
 }
 
 /// What one node's flush writes: its units, cut into page-sized chunks.
@@ -214,7 +217,8 @@ struct Placed {
 /// Unit pages being filled by a flush.
 #[derive(Default)]
 struct Packing {
-    /// Units of each page, with their nodes.
+    /// Units of each page, with their nodes (the first [`len`](Self::len) in use; the
+    /// rest are empty, kept for their memory).
     pages: Vec<Vec<(PageId, IndexUnit)>>,
     /// Bytes left on each page.
     left: Vec<usize>,
@@ -223,6 +227,20 @@ struct Packing {
 }
 
 impl Packing {
+    /// Pages in use.
+    fn len(&self) -> usize {
+        self.left.len()
+    }
+
+    /// No pages in use (their vectors kept, emptied).
+    fn clear(&mut self) {
+        for p in &mut self.pages {
+            p.clear();
+        }
+        self.left.clear();
+        self.levels.clear();
+    }
+
     /// Places `chunk` of node `id` at `level` on a page: the first one with room if
     /// `first_fit`, else a new one; returns the page's index.
     fn place(
@@ -241,10 +259,13 @@ impl Packing {
         let at = match fit {
             Some(i) => i,
             None => {
-                self.pages.push(Vec::new());
+                let i = self.len();
+                if i == self.pages.len() {
+                    self.pages.push(Vec::new());
+                }
                 self.left.push(room);
                 self.levels.push(level);
-                self.pages.len() - 1
+                i
             }
         };
         self.left[at] -= size;
@@ -266,6 +287,7 @@ impl RftlPolicy {
             nodes: LazyNodeCache::default(),
             table: EncodedTable::default(),
             snap: EncodedRecords::default(),
+            packing: Packing::default(),
         }
     }
 
@@ -490,7 +512,8 @@ impl RftlPolicy {
         let members: Vec<(PageId, u32)> = self.buf.iter().map(|(id, n)| (id, n.level)).collect();
         let ps = core.layout.page_size();
         let room = unit_page::capacity(ps);
-        let mut packing = Packing::default();
+        let mut packing = std::mem::take(&mut self.packing);
+        packing.clear();
         let mut placed: Vec<Placed> = Vec::new();
         for &(id, level) in &members {
             let Some(b) = self.batch(core, id, level)? else {
@@ -513,7 +536,7 @@ impl RftlPolicy {
         }
         // Every page is allocated before any is freed below, so no page this flush writes
         // was named by the table a crash would recover.
-        let ids = (0..packing.pages.len())
+        let ids = (0..packing.len())
             .map(|_| core.allocate())
             .collect::<Result<Vec<PageId>>>()?;
         for Placed { id, replace, at } in placed {
@@ -544,6 +567,8 @@ impl RftlPolicy {
         for id in members {
             self.buf.remove(id);
         }
+        packing.clear();
+        self.packing = packing;
         Ok(())
     }
 
@@ -551,8 +576,9 @@ impl RftlPolicy {
     /// pages left without live units.
     fn set_pages(&mut self, core: &mut Core, id: PageId, pages: Vec<(PageId, u32)>) -> Result<()> {
         let rec = Record::UnitPages { id, pages };
-        core.append(&rec)?;
+        // Encoded once, for the log and the kept table.
         let encoded = rec.encode(core.format)?;
+        core.append(Encoded(&encoded))?;
         let Record::UnitPages { pages, .. } = rec else {
             unreachable!("just built")
         };
