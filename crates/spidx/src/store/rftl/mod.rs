@@ -195,6 +195,8 @@ pub struct RftlPolicy {
     /// The unit pages of a flush (reused: CPU only; fresh memory per flush was
     /// page-faulted in each time).
     packing: Packing,
+    /// Where a flush put each node's units (reused, as `packing`).
+    placed: Vec<Placed>,
 }
 
 /// What one node's flush writes: its units, cut into page-sized chunks.
@@ -288,6 +290,7 @@ impl RftlPolicy {
             table: EncodedTable::default(),
             snap: EncodedRecords::default(),
             packing: Packing::default(),
+            placed: Vec::new(),
         }
     }
 
@@ -514,7 +517,8 @@ impl RftlPolicy {
         let room = unit_page::capacity(ps);
         let mut packing = std::mem::take(&mut self.packing);
         packing.clear();
-        let mut placed: Vec<Placed> = Vec::new();
+        let mut placed = std::mem::take(&mut self.placed);
+        placed.clear();
         for &(id, level) in &members {
             let Some(b) = self.batch(core, id, level)? else {
                 continue;
@@ -539,7 +543,7 @@ impl RftlPolicy {
         let ids = (0..packing.len())
             .map(|_| core.allocate())
             .collect::<Result<Vec<PageId>>>()?;
-        for Placed { id, replace, at } in placed {
+        for Placed { id, replace, at } in placed.drain(..) {
             let mut pages = match (replace, self.live.pages_of(id)) {
                 (false, Some(old)) => old.clone(),
                 _ => Vec::new(),
@@ -569,6 +573,7 @@ impl RftlPolicy {
         }
         packing.clear();
         self.packing = packing;
+        self.placed = placed;
         Ok(())
     }
 
