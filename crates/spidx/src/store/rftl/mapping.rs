@@ -7,29 +7,35 @@
 //! is freed only when no node's entry names it any more: [`LiveUnits`] counts the live
 //! units of every page, derived from the table (rebuilt when a store opens) and updated by
 //! [`LiveUnits::set`], the one way the table changes, live and in recovery alike (so both
-//! free pages in the same order).
+//! free pages in the same order). [`LiveUnits`] also keeps a hashed copy of the table,
+//! which node reads look their lists up in ([`LiveUnits::pages_of`]: the header's table is
+//! ordered, for saving and compacting in page order, and an ordered lookup per read cost
+//! more CPU than the rest of a cached read).
 
 use crate::cache::KeyMap;
 use crate::node::PageId;
 use crate::store::StoreHeader;
 use crate::{Error, Result};
 
-/// Live units per unit page. See the module documentation.
+/// Live units per unit page, and the table's lists by node. See the module documentation.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LiveUnits {
     /// Hashed, not ordered: nothing iterates it in an order that matters (pages are freed
     /// in the order of a node's old list).
     live: KeyMap<u64>,
+    /// The header's table, hashed (the same lists; nodes without pages absent).
+    lists: KeyMap<Vec<(PageId, u32)>>,
 }
 
 impl LiveUnits {
     /// The live units of the table `header.unit_pages`.
     pub fn of(header: &StoreHeader) -> Self {
         let mut l = LiveUnits::default();
-        for pages in header.unit_pages.values() {
+        for (id, pages) in &header.unit_pages {
             for (p, n) in pages {
                 *l.live.entry(*p).or_default() += u64::from(*n);
             }
+            l.lists.insert(*id, pages.clone());
         }
         l
     }
@@ -37,6 +43,14 @@ impl LiveUnits {
     /// Forgets every page (a compacted log's snapshot restarts the table).
     pub fn clear(&mut self) {
         self.live.clear();
+        self.lists.clear();
+    }
+
+    /// Node `id`'s unit pages and its units on each, in the order written (as
+    /// `header.unit_pages` names them; `None`: the node has none).
+    #[inline]
+    pub fn pages_of(&self, id: PageId) -> Option<&Vec<(PageId, u32)>> {
+        self.lists.get(&id)
     }
 
     /// Sets node `id`'s unit pages to `pages` (empty: the node has none) in `header`'s
@@ -52,8 +66,10 @@ impl LiveUnits {
             *self.live.entry(*p).or_default() += u64::from(*n);
         }
         let old = if pages.is_empty() {
+            self.lists.remove(&id);
             header.unit_pages.remove(&id)
         } else {
+            self.lists.insert(id, pages.clone());
             header.unit_pages.insert(id, pages)
         };
         let mut freed = Vec::new();
@@ -113,6 +129,8 @@ mod tests {
         assert_eq!(h.free, vec![51, 50]);
         assert_eq!(h.unit_pages.len(), 1);
         assert_eq!(LiveUnits::of(&h), l);
+        assert_eq!(l.pages_of(1), Some(&vec![(52, 1)]));
+        assert_eq!(l.pages_of(2), None);
         // A table naming more units than a page holds is damage, not a panic.
         h.unit_pages.insert(3, vec![(52, 9)]);
         let e = l.set(&mut h, 3, vec![]).unwrap_err().to_string();

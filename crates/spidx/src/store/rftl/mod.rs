@@ -51,7 +51,7 @@ use self::mapping::LiveUnits;
 use self::unit_page::{IndexUnit, PageAssembly};
 use super::buffered::node_cache::LazyNodeCache;
 use super::buffered::{
-    BufferPolicy, BufferedStore, Core, NodeStatus, Record, RecordFormat, RecoveryReport,
+    BufferPolicy, BufferedStore, Core, Encoded, NodeStatus, Record, RecordFormat, RecoveryReport,
     UnitDurability,
 };
 use super::fast::buffer::{
@@ -181,14 +181,22 @@ pub struct RftlPolicy {
     live: LiveUnits,
     stats: RftlStats,
     /// Assembled nodes (CPU only: every read still reads its unit pages, unused; see
-    /// [`node_cache`](super::buffered::node_cache)).
-    nodes: LazyNodeCache<Vec<(PageId, u32)>>,
+    /// [`node_cache`](super::buffered::node_cache)). A node's content changes only through
+    /// the tree (create, modify, rewrite, delete: each keeps the cache exact); flushes and
+    /// compactions move it to other unit pages without changing it, so a cached node stays
+    /// valid across them (its reads follow the table's list of the time).
+    nodes: LazyNodeCache,
     /// The translation table's `UnitPages` records, encoded (kept with
     /// [`StoreHeader::unit_pages`](crate::store::StoreHeader); see
     /// [`snapshot`](super::lcr::snapshot)).
     table: EncodedTable,
     /// The buffered nodes' records of a compaction (reused: CPU only).
     snap: EncodedRecords,
+    /// The unit pages of a flush (reused: CPU only; fresh memory per flush was
+    /// page-faulted in each time).
+    packing: Packing,
+    /// Where a flush put each node's units (reused, as `packing`).
+    placed: Vec<Placed>,
 }
 
 /// What one node's flush writes: its units, cut into page-sized chunks.
@@ -211,7 +219,8 @@ struct Placed {
 /// Unit pages being filled by a flush.
 #[derive(Default)]
 struct Packing {
-    /// Units of each page, with their nodes.
+    /// Units of each page, with their nodes (the first [`len`](Self::len) in use; the
+    /// rest are empty, kept for their memory).
     pages: Vec<Vec<(PageId, IndexUnit)>>,
     /// Bytes left on each page.
     left: Vec<usize>,
@@ -220,6 +229,20 @@ struct Packing {
 }
 
 impl Packing {
+    /// Pages in use.
+    fn len(&self) -> usize {
+        self.left.len()
+    }
+
+    /// No pages in use (their vectors kept, emptied).
+    fn clear(&mut self) {
+        for p in &mut self.pages {
+            p.clear();
+        }
+        self.left.clear();
+        self.levels.clear();
+    }
+
     /// Places `chunk` of node `id` at `level` on a page: the first one with room if
     /// `first_fit`, else a new one; returns the page's index.
     fn place(
@@ -238,10 +261,13 @@ impl Packing {
         let at = match fit {
             Some(i) => i,
             None => {
-                self.pages.push(Vec::new());
+                let i = self.len();
+                if i == self.pages.len() {
+                    self.pages.push(Vec::new());
+                }
                 self.left.push(room);
                 self.levels.push(level);
-                self.pages.len() - 1
+                i
             }
         };
         self.left[at] -= size;
@@ -263,6 +289,8 @@ impl RftlPolicy {
             nodes: LazyNodeCache::default(),
             table: EncodedTable::default(),
             snap: EncodedRecords::default(),
+            packing: Packing::default(),
+            placed: Vec::new(),
         }
     }
 
@@ -297,6 +325,7 @@ impl RftlPolicy {
     /// `page` (a node page's worth of bytes), sealed.
     fn disk_node(
         stats: &mut RftlStats,
+        live: &LiveUnits,
         core: &mut Core,
         id: PageId,
         level: u32,
@@ -304,7 +333,7 @@ impl RftlPolicy {
     ) -> Result<()> {
         let layout = core.layout;
         let es = layout.entry_size();
-        let pages = core.header.unit_pages.get(&id).ok_or_else(|| {
+        let pages = live.pages_of(id).ok_or_else(|| {
             Error::corrupted(
                 format!("RFTL node {id}"),
                 "the node translation table names no unit page for it",
@@ -342,7 +371,7 @@ impl RftlPolicy {
         let mut now: Arc<[u8]> = std::iter::repeat_n(0u8, layout.page_size()).collect();
         let page = Arc::get_mut(&mut now).expect("a new page is not shared");
         let Some(n) = self.buf.get(id) else {
-            Self::disk_node(&mut self.stats, core, id, level, page)?;
+            Self::disk_node(&mut self.stats, &self.live, core, id, level, page)?;
             return Ok(now);
         };
         if n.status == NodeStatus::Deleted {
@@ -353,7 +382,7 @@ impl RftlPolicy {
         }
         match &n.image {
             Some(entries) => page_from_entries_unsealed(&layout, id, n.level, entries, page)?,
-            None => Self::disk_node(&mut self.stats, core, id, level, page)?,
+            None => Self::disk_node(&mut self.stats, &self.live, core, id, level, page)?,
         }
         let count = layout.entry_count(page);
         apply_raw(&layout, id, page, n.level, count, &n.changes)?;
@@ -361,24 +390,23 @@ impl RftlPolicy {
     }
 
     /// The current content of node `id` as [`current`](Self::current) gives it, from the
-    /// cache of assembled nodes when it holds the node and the translation table names the
-    /// pages it was assembled from: then the unit page reads (and counts) of the assembly
-    /// are issued just the same ([`read_listed`](Self::read_listed)).
+    /// cache of assembled nodes when it holds the node: then the unit page reads (and
+    /// counts) of the assembly are issued just the same ([`read_listed`](Self::read_listed)).
     fn cached_current(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        let table = core.header.unit_pages.get(&id);
-        if let Some((page, from)) = self.nodes.of(core.layout).get_tagged(id) {
-            // Only if the translation table still names the pages it was assembled from.
-            if Some(from) == table || (from.is_empty() && table.is_none()) {
-                let stats = &mut self.stats;
-                Self::read_listed(stats, &self.buf, &mut core.cache, id, level, table)?;
-                return Ok(page);
-            }
+        if let Some(page) = self.nodes.of(core.layout).get(id) {
+            let table = self.live.pages_of(id);
+            Self::read_listed(
+                &mut self.stats,
+                &self.buf,
+                &mut core.cache,
+                id,
+                level,
+                table,
+            )?;
+            return Ok(page);
         }
         let page = self.current(core, id, level)?;
-        let from = core.header.unit_pages.get(&id).cloned().unwrap_or_default();
-        self.nodes
-            .of(core.layout)
-            .put_tagged(id, Arc::clone(&page), from);
+        self.nodes.of(core.layout).put(id, Arc::clone(&page));
         Ok(page)
     }
 
@@ -447,7 +475,7 @@ impl RftlPolicy {
         // Pages the node keeps: none if its units start with its whole content.
         let kept = match replace {
             true => 0,
-            false => core.header.unit_pages.get(&id).map_or(0, Vec::len),
+            false => self.live.pages_of(id).map_or(0, Vec::len),
         };
         if only_content || kept + chunks.len() <= self.params.max_pages as usize {
             return Ok(Some(Batch {
@@ -487,8 +515,10 @@ impl RftlPolicy {
         let members: Vec<(PageId, u32)> = self.buf.iter().map(|(id, n)| (id, n.level)).collect();
         let ps = core.layout.page_size();
         let room = unit_page::capacity(ps);
-        let mut packing = Packing::default();
-        let mut placed: Vec<Placed> = Vec::new();
+        let mut packing = std::mem::take(&mut self.packing);
+        packing.clear();
+        let mut placed = std::mem::take(&mut self.placed);
+        placed.clear();
         for &(id, level) in &members {
             let Some(b) = self.batch(core, id, level)? else {
                 continue;
@@ -510,11 +540,11 @@ impl RftlPolicy {
         }
         // Every page is allocated before any is freed below, so no page this flush writes
         // was named by the table a crash would recover.
-        let ids = (0..packing.pages.len())
+        let ids = (0..packing.len())
             .map(|_| core.allocate())
             .collect::<Result<Vec<PageId>>>()?;
-        for Placed { id, replace, at } in placed {
-            let mut pages = match (replace, core.header.unit_pages.get(&id)) {
+        for Placed { id, replace, at } in placed.drain(..) {
+            let mut pages = match (replace, self.live.pages_of(id)) {
                 (false, Some(old)) => old.clone(),
                 _ => Vec::new(),
             };
@@ -541,6 +571,9 @@ impl RftlPolicy {
         for id in members {
             self.buf.remove(id);
         }
+        packing.clear();
+        self.packing = packing;
+        self.placed = placed;
         Ok(())
     }
 
@@ -548,8 +581,9 @@ impl RftlPolicy {
     /// pages left without live units.
     fn set_pages(&mut self, core: &mut Core, id: PageId, pages: Vec<(PageId, u32)>) -> Result<()> {
         let rec = Record::UnitPages { id, pages };
-        core.append(&rec)?;
+        // Encoded once, for the log and the kept table.
         let encoded = rec.encode(core.format)?;
+        core.append(Encoded(&encoded))?;
         let Record::UnitPages { pages, .. } = rec else {
             unreachable!("just built")
         };
@@ -575,6 +609,11 @@ impl RftlPolicy {
     fn compact_log(&mut self, core: &mut Core) -> Result<()> {
         self.snap.set(self.buf.snapshot(), core.format)?;
         if cfg!(debug_assertions) {
+            // The hashed table and live units are the ones derived from the header's table.
+            assert!(
+                self.live == LiveUnits::of(&core.header),
+                "the hashed translation table went out of step"
+            );
             // The table kept encoded is the one encoded from scratch.
             let mut records: Vec<Record> = Self::table_records(core).map(|r| r.1).collect();
             records.extend(self.buf.snapshot_records());
@@ -650,7 +689,7 @@ impl BufferPolicy for RftlPolicy {
     fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
         self.nodes.forget(id);
         // The node's units die at once (recovery frees pages in the order freed here).
-        if core.header.unit_pages.contains_key(&id) {
+        if self.live.pages_of(id).is_some() {
             self.set_pages(core, id, vec![])?;
         }
         self.buf.logged_delete(core, id, level, self.op)

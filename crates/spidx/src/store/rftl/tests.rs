@@ -356,16 +356,18 @@ fn a_damaged_unit_page_or_table_is_refused_naming_it() {
     );
     d.write(p, &good).unwrap();
     assert_eq!(entries(&mut s, id), vec![entry(1)]);
-    // A table that does not match its pages.
-    let (_, core) = s.parts_mut();
-    core.header.unit_pages.insert(id, vec![(p, 3)]);
+    // A table that does not match its pages (found when the node is assembled: a node
+    // served from the assembled-node cache reads its list's pages unused).
+    let (policy, core) = s.parts_mut();
+    policy.live.set(&mut core.header, id, vec![(p, 3)]).unwrap();
+    policy.nodes.clear();
     let e = NodeStore::<2>::read(&mut s, id, 0)
         .err()
         .unwrap()
         .to_string();
     assert!(e.contains("the table says 3"), "{e}");
-    let (_, core) = s.parts_mut();
-    core.header.unit_pages.remove(&id);
+    let (policy, core) = s.parts_mut();
+    policy.live.set(&mut core.header, id, vec![]).unwrap();
     let e = NodeStore::<2>::read(&mut s, id, 0)
         .err()
         .unwrap()
