@@ -45,17 +45,15 @@ use super::RawChange;
 /// Memory a [`NodeCache`] may hold, in bytes of pages.
 pub const NODE_CACHE_BYTES: usize = 64 << 20;
 
-/// Assembled node pages by node id, each with a tag of the store's choice (what the page
-/// was assembled from, checked by the store before it trusts the page; `()` for none).
-/// See the module documentation.
-pub struct NodeCache<T = ()> {
-    pages: KeyMap<(Arc<[u8]>, T)>,
+/// Assembled node pages by node id. See the module documentation.
+pub struct NodeCache {
+    pages: KeyMap<Arc<[u8]>>,
     capacity: usize,
     layout: NodeLayout,
     resealer: Option<Resealer>,
 }
 
-impl<T> NodeCache<T> {
+impl NodeCache {
     /// An empty cache for pages of `layout`.
     pub fn new(layout: NodeLayout) -> Self {
         let capacity = (NODE_CACHE_BYTES / layout.page_size()).max(16);
@@ -70,21 +68,15 @@ impl<T> NodeCache<T> {
     /// The cached page of node `id`, if any.
     #[inline]
     pub fn get(&mut self, id: PageId) -> Option<Arc<[u8]>> {
-        self.pages.get(&id).map(|(p, _)| Arc::clone(p))
+        self.pages.get(&id).map(Arc::clone)
     }
 
-    /// The cached page of node `id` with its tag, if any.
-    #[inline]
-    pub fn get_tagged(&mut self, id: PageId) -> Option<(Arc<[u8]>, &T)> {
-        self.pages.get(&id).map(|(p, t)| (Arc::clone(p), t))
-    }
-
-    /// Keeps `page`, the current (sealed) content of node `id`, with `tag`.
-    pub fn put_tagged(&mut self, id: PageId, page: Arc<[u8]>, tag: T) {
+    /// Keeps `page`, the current (sealed) content of node `id`.
+    pub fn put(&mut self, id: PageId, page: Arc<[u8]>) {
         if self.pages.len() >= self.capacity && !self.pages.contains_key(&id) {
             self.pages.clear();
         }
-        self.pages.insert(id, (page, tag));
+        self.pages.insert(id, page);
     }
 
     /// Forgets node `id` (its content was replaced, or it is gone).
@@ -114,7 +106,7 @@ impl<T> NodeCache<T> {
     /// reports the error).
     pub fn modify(&mut self, id: PageId, level: u32, changes: &[RawChange]) {
         let layout = self.layout;
-        let Some((slot, _)) = self.pages.get_mut(&id) else {
+        let Some(slot) = self.pages.get_mut(&id) else {
             return;
         };
         if Arc::get_mut(slot).is_none() {
@@ -140,28 +132,21 @@ impl<T> NodeCache<T> {
     }
 }
 
-impl NodeCache {
-    /// Keeps `page`, the current (sealed) content of node `id`.
-    pub fn put(&mut self, id: PageId, page: Arc<[u8]>) {
-        self.put_tagged(id, page, ());
-    }
-}
-
 /// A [`NodeCache`] made at its first use, when the store's layout is known (a policy is
 /// built before its store). Forgetting, modifying and clearing a cache not made yet do
 /// nothing.
-pub struct LazyNodeCache<T = ()>(Option<NodeCache<T>>);
+pub struct LazyNodeCache(Option<NodeCache>);
 
-impl<T> Default for LazyNodeCache<T> {
+impl Default for LazyNodeCache {
     fn default() -> Self {
         LazyNodeCache(None)
     }
 }
 
-impl<T> LazyNodeCache<T> {
+impl LazyNodeCache {
     /// The cache, made for `layout` if it was not yet.
     #[inline]
-    pub fn of(&mut self, layout: NodeLayout) -> &mut NodeCache<T> {
+    pub fn of(&mut self, layout: NodeLayout) -> &mut NodeCache {
         self.0.get_or_insert_with(|| NodeCache::new(layout))
     }
 
