@@ -135,13 +135,8 @@ impl NodeCache {
 /// A [`NodeCache`] made at its first use, when the store's layout is known (a policy is
 /// built before its store). Forgetting, modifying and clearing a cache not made yet do
 /// nothing.
+#[derive(Default)]
 pub struct LazyNodeCache(Option<NodeCache>);
-
-impl Default for LazyNodeCache {
-    fn default() -> Self {
-        LazyNodeCache(None)
-    }
-}
 
 impl LazyNodeCache {
     /// The cache, made for `layout` if it was not yet.
