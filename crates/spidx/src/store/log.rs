@@ -225,26 +225,36 @@ pub struct Log {
     config: LogConfig,
     page_size: usize,
     region_pages: u64,
-    region: u64,
-    generation: u64,
-    /// Bytes of the record stream from page `buf_page` (region-relative) on that may not
+    /// Where the record stream is and ends (saved and given back by a failed compaction).
+    at: Tail,
+    /// Bytes of the record stream from page `at.buf_page` (region-relative) on that may not
     /// be on the device yet (at most one partial page once written out).
     buf: Vec<u8>,
-    buf_page: u64,
-    /// Length of the record stream.
-    used: u64,
-    /// Data records appended since the last commit.
-    open_records: u64,
     /// Chosen at creation, kept by compactions: part of the CRC seed.
     nonce: u64,
-    /// CRC of the last record appended (the chain).
-    prev_crc: u32,
     /// Committed operations not yet synced.
     unsynced: u64,
     stats: LogStats,
     /// The tail buffer a compaction last replaced, kept for the next one (compactions are
     /// frequent; a failed one gives the old tail back).
     spare_buf: Vec<u8>,
+}
+
+/// Where a log's record stream is and ends: the live region and its generation, the first
+/// page of the in-memory tail, the stream's length, the records of the open operation and
+/// the CRC chain.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tail {
+    region: u64,
+    generation: u64,
+    /// First page (region-relative) of the in-memory tail.
+    buf_page: u64,
+    /// Length of the record stream.
+    used: u64,
+    /// Data records appended since the last commit.
+    open_records: u64,
+    /// CRC of the last record appended (the chain).
+    prev_crc: u32,
 }
 
 impl Log {
@@ -261,14 +271,14 @@ impl Log {
         }
         let zero = vec![0u8; log.page_size];
         log.dev.write(1, &zero)?;
-        log.region = 0;
-        log.generation = generation;
+        log.at.region = 0;
+        log.at.generation = generation;
         log.nonce = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0)
             ^ generation.rotate_left(32);
-        log.prev_crc = log.seed();
+        log.at.prev_crc = log.seed();
         log.write_header()?;
         log.stats.syncs += 1;
         log.dev.sync()?;
@@ -317,8 +327,8 @@ impl Log {
         if !bad.is_empty() {
             ignored = Some(bad.join("; "));
         }
-        log.region = region;
-        log.generation = generation;
+        log.at.region = region;
+        log.at.generation = generation;
         log.nonce = nonce;
         let mut rec = log.scan()?;
         rec.ignored_header = ignored;
@@ -345,14 +355,9 @@ impl Log {
             config,
             page_size,
             region_pages: (pages - 2) / 2,
-            region: 0,
-            generation: 0,
+            at: Tail::default(),
             buf: Vec::new(),
-            buf_page: 0,
-            used: 0,
-            open_records: 0,
             nonce: 0,
-            prev_crc: 0,
             unsynced: 0,
             stats: LogStats::default(),
             spare_buf: Vec::new(),
@@ -366,12 +371,12 @@ impl Log {
 
     /// The current generation (incremented by every compaction).
     pub fn generation(&self) -> u64 {
-        self.generation
+        self.at.generation
     }
 
     /// Bytes of records in the live region.
     pub fn used_bytes(&self) -> u64 {
-        self.used
+        self.at.used
     }
 
     /// Bytes one region can hold.
@@ -382,7 +387,7 @@ impl Log {
     /// Whether the live region is more than half full: the store should compact it at its
     /// next operation boundary.
     pub fn needs_compaction(&self) -> bool {
-        self.used * 2 > self.capacity_bytes()
+        self.at.used * 2 > self.capacity_bytes()
     }
 
     /// The log's counters and gauges.
@@ -390,7 +395,7 @@ impl Log {
         LogStats {
             gauges: LogGauges {
                 unsynced_commits: self.unsynced,
-                used_bytes: self.used,
+                used_bytes: self.at.used,
             },
             ..self.stats
         }
@@ -423,7 +428,7 @@ impl Log {
     /// in-memory tail (stores encode a record at every change: no intermediate copy).
     pub fn append_with(&mut self, encode: impl FnOnce(&mut Vec<u8>) -> Result<()>) -> Result<()> {
         self.push_with(KIND_DATA, encode)?;
-        self.open_records += 1;
+        self.at.open_records += 1;
         self.stats.records += 1;
         Ok(())
     }
@@ -431,11 +436,11 @@ impl Log {
     /// Ends the current operation (a commit marker), making it durable per [`LogSync`].
     /// An operation that appended nothing commits nothing.
     pub fn commit(&mut self) -> Result<()> {
-        if self.open_records == 0 {
+        if self.at.open_records == 0 {
             return Ok(());
         }
         self.push(KIND_COMMIT, &[])?;
-        self.open_records = 0;
+        self.at.open_records = 0;
         self.stats.commits += 1;
         self.unsynced += 1;
         match self.config.sync {
@@ -465,11 +470,11 @@ impl Log {
         let pages = self.buf.len().div_ceil(ps);
         let mut out = std::mem::take(&mut self.buf);
         out.resize(pages * ps, 0);
-        self.write_region_pages(self.buf_page, &out)?;
+        self.write_region_pages(self.at.buf_page, &out)?;
         // Keep the partial last page: later records extend it and rewrite it.
-        let full = (self.used as usize - self.buf_page as usize * ps) / ps;
-        let keep = self.used as usize - (self.buf_page as usize + full) * ps;
-        self.buf_page += full as u64;
+        let full = (self.at.used as usize - self.at.buf_page as usize * ps) / ps;
+        let keep = self.at.used as usize - (self.at.buf_page as usize + full) * ps;
+        self.at.buf_page += full as u64;
         // Move the kept bytes to the front: the buffer keeps its capacity for the records
         // to come (no reallocation per write).
         out.copy_within(full * ps..full * ps + keep, 0);
@@ -500,20 +505,13 @@ impl Log {
         let mut spare = std::mem::take(&mut self.spare_buf);
         spare.clear();
         let old_buf = std::mem::replace(&mut self.buf, spare);
-        let old = (
-            self.region,
-            self.generation,
-            self.buf_page,
-            self.used,
-            self.open_records,
-            self.prev_crc,
-        );
-        self.region = 1 - self.region;
-        self.generation += 1;
-        self.prev_crc = self.seed();
-        self.buf_page = 0;
-        self.used = 0;
-        self.open_records = 0;
+        let old = self.at;
+        self.at.region = 1 - self.at.region;
+        self.at.generation += 1;
+        self.at.prev_crc = self.seed();
+        self.at.buf_page = 0;
+        self.at.used = 0;
+        self.at.open_records = 0;
         let result = (|| {
             let mut any = false;
             for r in records {
@@ -535,14 +533,7 @@ impl Log {
             // appending to it where it was (the new region's pages written so far are
             // never read: the header still names the old region).
             self.spare_buf = std::mem::replace(&mut self.buf, old_buf);
-            (
-                self.region,
-                self.generation,
-                self.buf_page,
-                self.used,
-                self.open_records,
-                self.prev_crc,
-            ) = old;
+            self.at = old;
             return Err(e);
         }
         self.spare_buf = old_buf;
@@ -574,13 +565,13 @@ impl Log {
         }
         let plen = self.buf.len() - start - RECORD_HEADER;
         let len = RECORD_HEADER + plen;
-        if self.used + len as u64 > self.capacity_bytes() {
+        if self.at.used + len as u64 > self.capacity_bytes() {
             self.buf.truncate(start);
             return Err(Error::DeviceFull(format!(
                 "the log region holds {} bytes and {} are used; a {}-byte record does not fit \
                  (give the store a larger log size)",
                 self.capacity_bytes(),
-                self.used,
+                self.at.used,
                 len
             )));
         }
@@ -588,15 +579,15 @@ impl Log {
             self.buf.truncate(start);
             return Err(Error::invalid("log record", "payload larger than 4 GB"));
         };
-        let gen = self.generation as u32;
+        let gen = self.at.generation as u32;
         let rec = &mut self.buf[start..];
         rec[0..4].copy_from_slice(&plen.to_le_bytes());
         rec[4..8].copy_from_slice(&gen.to_le_bytes());
         rec[8..12].copy_from_slice(&kind.to_le_bytes());
-        let crc = record_crc(self.prev_crc, &rec[0..12], &rec[RECORD_HEADER..]);
-        self.prev_crc = crc;
+        let crc = record_crc(self.at.prev_crc, &rec[0..12], &rec[RECORD_HEADER..]);
+        self.at.prev_crc = crc;
         rec[12..16].copy_from_slice(&crc.to_le_bytes());
-        self.used += len as u64;
+        self.at.used += len as u64;
         self.stats.bytes += len as u64;
         Ok(())
     }
@@ -611,16 +602,16 @@ impl Log {
         // Written from the buffer, whose tail then moves to its front: it keeps its
         // capacity (no allocation per page written).
         let mut out = std::mem::take(&mut self.buf);
-        let written = self.write_region_pages(self.buf_page, &out[..full * ps]);
+        let written = self.write_region_pages(self.at.buf_page, &out[..full * ps]);
         out.drain(..full * ps);
         self.buf = out;
         written?;
-        self.buf_page += full as u64;
+        self.at.buf_page += full as u64;
         Ok(())
     }
 
     fn write_region_pages(&mut self, first: u64, data: &[u8]) -> Result<()> {
-        let page = 2 + self.region * self.region_pages + first;
+        let page = 2 + self.at.region * self.region_pages + first;
         self.stats.write_requests += 1;
         self.stats.pages_written += (data.len() / self.page_size) as u64;
         self.dev.write(page, data)
@@ -630,8 +621,8 @@ impl Log {
         let mut page = vec![0u8; self.page_size];
         page[0..8].copy_from_slice(MAGIC);
         page[8..12].copy_from_slice(&LOG_FORMAT.to_le_bytes());
-        page[12..20].copy_from_slice(&self.region.to_le_bytes());
-        page[20..28].copy_from_slice(&self.generation.to_le_bytes());
+        page[12..20].copy_from_slice(&self.at.region.to_le_bytes());
+        page[20..28].copy_from_slice(&self.at.generation.to_le_bytes());
         page[28..32].copy_from_slice(&(self.page_size as u32).to_le_bytes());
         page[32..40].copy_from_slice(&self.region_pages.to_le_bytes());
         page[40..48].copy_from_slice(&self.nonce.to_le_bytes());
@@ -639,7 +630,7 @@ impl Log {
         page[48..52].copy_from_slice(&crc.to_le_bytes());
         self.stats.write_requests += 1;
         self.stats.pages_written += 1;
-        self.dev.write(self.region, &page)
+        self.dev.write(self.at.region, &page)
     }
 
     fn read_header(&mut self, region: u64) -> Result<HeaderState> {
@@ -683,8 +674,8 @@ impl Log {
     /// The CRC chain's start for the live region.
     fn seed(&self) -> u32 {
         let mut h = crc32fast::Hasher::new();
-        h.update(&self.generation.to_le_bytes());
-        h.update(&self.region.to_le_bytes());
+        h.update(&self.at.generation.to_le_bytes());
+        h.update(&self.at.region.to_le_bytes());
         h.update(&self.nonce.to_le_bytes());
         h.finalize()
     }
@@ -693,7 +684,7 @@ impl Log {
     fn scan(&mut self) -> Result<Recovered> {
         let ps = self.page_size;
         let cap = self.capacity_bytes();
-        let base = 2 + self.region * self.region_pages;
+        let base = 2 + self.at.region * self.region_pages;
         let region_pages = self.region_pages;
         let chunk_pages = 64u64.min(region_pages);
         let mut data: Vec<u8> = Vec::new();
@@ -712,7 +703,7 @@ impl Log {
             }
             Ok(true)
         };
-        let gen = self.generation as u32;
+        let gen = self.at.generation as u32;
         let mut prev = self.seed();
         let mut pos = 0u64;
         let mut committed_end = 0u64;
@@ -756,14 +747,14 @@ impl Log {
             }
             pos = end;
         };
-        self.used = committed_end;
-        self.prev_crc = committed_crc;
+        self.at.used = committed_end;
+        self.at.prev_crc = committed_crc;
         Ok(Recovered {
             operations: ops,
             dropped_records: current.len() as u64,
             dropped_bytes: pos - committed_end,
             end,
-            generation: self.generation,
+            generation: self.at.generation,
             format: LOG_FORMAT,
             ignored_header: None,
         })
