@@ -20,11 +20,13 @@
 //! computed over the kept candidates in page order exactly as the reference scan does (same
 //! floating-point operations in the same order), so the choice (and its tie-breaking, the
 //! lowest page ids) is the scan's; `tests` compares the two after random change sequences.
-//! What that pass reads of a candidate is kept apart (32 bytes a node): its area/overlap
+//! What those passes read of a candidate is kept apart (32 bytes a node): its area/overlap
 //! scores and its step-4 score as last computed, with the *epoch* of the largest area and
-//! overlap it divided by. The largest values rarely change from one choice to the next, so
-//! a candidate's score is computed again only when it changed or they did (a second pass
-//! when a choice finds them changed); the unit sums are added up in the same pass.
+//! overlap it divided by. A first, light pass finds the largest values; the second scores
+//! the candidates and adds up the unit sums. Under `m`, `mt` and `mth` (no largest values)
+//! a candidate's score is computed again only when it changed; under `mtha` and `mthao`
+//! also when the largest values changed, which at 1 M objects is nearly every choice (the
+//! best units hold the largest nodes, and they are the ones flushed).
 //!
 //! Nothing here is logged: recovery rebuilds the write buffer and then the standings from
 //! it.
@@ -352,13 +354,12 @@ impl Standings {
                 counts.dropped += self.dropped.len() as u64;
             }
         }
-        // Steps 3 and 4 in one pass over the kept candidates in page order: each one's
-        // area and overlap (computed if it changed since), the largest area and overlap its
-        // ratios divide by, its score and the sums of the units cut in page order (the
-        // first best one wins). A score is kept with the largest area and overlap it was
-        // computed with, which rarely change from one choice to the next: the pass
-        // assumes the last choice's and, if the largest values turn out different,
-        // scores the kept candidates again.
+        // Steps 3 and 4 in two passes over the kept candidates in page order. The first
+        // collects them, computes the area and overlap of those that changed since and finds
+        // the largest area and overlap the ratios divide by. The second scores them and sums
+        // the units cut in page order (the first best one wins). A score is kept with the
+        // largest area and overlap it was computed with (its epoch): if this choice's are
+        // the last one's, only the candidates that changed since are scored again.
         let geometry = matches!(cfg.policy, FlushPolicy::Mtha | FlushPolicy::Mthao);
         let (mut max_area, mut max_overlap) = (0.0f64, 0.0f64);
         if self.epoch == 0 || self.epoch == u32::MAX {
@@ -366,19 +367,16 @@ impl Standings {
             self.hot.iter_mut().for_each(|h| h.epoch = 0);
             self.epoch = 1;
         }
-        let (assumed_area, assumed_overlap) =
-            (f64::from_bits(self.maxes.0), f64::from_bits(self.maxes.1));
-        let epoch = self.epoch;
         self.kept.clear();
-        let (kept, slots, hot) = (&mut self.kept, &self.slots, &mut self.hot);
-        let mut units = UnitSums::new(cfg.unit);
+        let (kept, hot) = (&mut self.kept, &mut self.hot);
         let mut next_drop = self.dropped.iter().peekable();
         self.cand.each(|id| {
             if next_drop.next_if_eq(&&id).is_some() {
                 return;
             }
-            let h = &mut hot[id as usize];
+            kept.push(id);
             if geometry {
+                let h = &mut hot[id as usize];
                 if h.flags & SCORED == 0 {
                     h.set_scores(score_of(id));
                 }
@@ -389,29 +387,18 @@ impl Standings {
                     max_overlap = max_overlap.max(h.overlap);
                 }
             }
-            if h.epoch != epoch {
-                h.score = score(
-                    cfg.policy,
-                    &slots[id as usize],
-                    h,
-                    assumed_area,
-                    assumed_overlap,
-                );
-                h.epoch = epoch;
-            }
-            kept.push(id);
-            units.add(h.score);
         });
-        let mut best = units.finish();
         let maxes = (max_area.to_bits(), max_overlap.to_bits());
         if maxes != self.maxes {
-            // The assumed largest values were wrong: a new epoch, every kept score again.
+            // Other largest values: a new epoch, every kept candidate is scored again.
             self.maxes = maxes;
             self.epoch += 1;
-            let epoch = self.epoch;
-            let mut units = UnitSums::new(cfg.unit);
-            for &id in &self.kept {
-                let h = &mut self.hot[id as usize];
+        }
+        let epoch = self.epoch;
+        let mut units = UnitSums::new(cfg.unit);
+        for &id in &self.kept {
+            let h = &mut self.hot[id as usize];
+            if h.epoch != epoch {
                 h.score = score(
                     cfg.policy,
                     &self.slots[id as usize],
@@ -420,10 +407,10 @@ impl Standings {
                     max_overlap,
                 );
                 h.epoch = epoch;
-                units.add(h.score);
             }
-            best = units.finish();
+            units.add(h.score);
         }
+        let best = units.finish();
         if let Some(start) = best {
             let end = (start + cfg.unit).min(self.kept.len());
             out.extend_from_slice(&self.kept[start..end]);
