@@ -170,11 +170,17 @@ fn reduce(text: &str, r: Reduce) -> String {
                         .get("flushing_unit")
                         .and_then(toml::Value::as_integer)
                         .unwrap_or(1) as u64;
+                    let efind = t.get("kind").and_then(toml::Value::as_str) == Some("efind");
+                    // eFIND's read buffer (20 % by default) must hold a page too.
                     let read_perc = t
                         .get("read_buffer_perc")
                         .and_then(toml::Value::as_integer)
-                        .unwrap_or(0) as u64;
+                        .map_or(if efind { 20 } else { 0 }, |p| p as u64);
                     let floor = (unit * max_page * 100).div_ceil(100 - read_perc.min(90));
+                    let floor = match read_perc {
+                        0 => floor,
+                        p => floor.max((max_page * 100).div_ceil(p)),
+                    };
                     // FAST's default log (16 × the buffer) must hold its minimum
                     // (2 × (4 × buffer + 2 × unit × page + 16 × page) + 2 × page).
                     let log_floor = ((4 * unit + 34) * max_page).div_ceil(8);
@@ -460,6 +466,7 @@ const SPECS: &[&str] = &[
     "examples/large.toml",
     "examples/write_back_buffer.toml",
     "examples/python/small_matrix.toml",
+    "examples/defaults/stores.toml",
     "examples/hdd_cache_sensitivity/n30k.toml",
     "examples/hdd_cache_sensitivity/n100k.toml",
     "examples/hdd_cache_sensitivity/n300k.toml",
@@ -616,6 +623,7 @@ golden! {
     large => "examples/large.toml",
     write_back_buffer => "examples/write_back_buffer.toml",
     python_small_matrix => "examples/python/small_matrix.toml",
+    defaults_stores => "examples/defaults/stores.toml",
     hdd_cache_n30k => "examples/hdd_cache_sensitivity/n30k.toml",
     hdd_cache_n100k => "examples/hdd_cache_sensitivity/n100k.toml",
     hdd_cache_n300k => "examples/hdd_cache_sensitivity/n300k.toml",
