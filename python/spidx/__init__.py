@@ -18,7 +18,17 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _spidx
 
-__all__ = ["Index", "create", "open", "run", "results", "results_table", "version"]
+__all__ = [
+    "Index",
+    "create",
+    "open",
+    "run",
+    "results",
+    "results_schema",
+    "results_table",
+    "version",
+    "git_commit",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 Box = Tuple[Sequence[float], Sequence[float]]
@@ -27,6 +37,12 @@ Box = Tuple[Sequence[float], Sequence[float]]
 def version() -> str:
     """The version of the spidx library this package was built from."""
     return _spidx.version()
+
+
+def git_commit() -> str:
+    """The git commit this package was built from (``unknown`` outside a git checkout);
+    recorded with every run (``git_commit`` column of the results)."""
+    return _spidx.git_commit()
 
 
 class Index:
@@ -156,23 +172,45 @@ def run(
     return json.loads(_spidx.run(os.fspath(spec), target, resume))
 
 
+def results_schema() -> List[Tuple[str, str]]:
+    """The declared columns of the results export, as ``(name, type)`` pairs with type
+    ``int64``, ``float64``, ``string`` or ``timestamp`` (UTC): the same in every export
+    (CSV, JSON, Parquet, here), whatever the values (``docs/results.md``)."""
+    return [tuple(c) for c in json.loads(_spidx.results_schema_json())]
+
+
 def results_table(
-    path: PathLike, experiment: Optional[str] = None, latest: bool = False
+    path: PathLike, experiment: Optional[str] = None, latest: bool = True
 ) -> Tuple[List[str], List[List[Any]]]:
     """The results of ``path`` (an SQLite file or a ``postgres://`` URL) as
-    ``(columns, rows)``: one row per finished run and
-    workload, the same table as ``spidx results export`` (no pandas needed)."""
+    ``(columns, rows)``: one row per finished run and workload, exactly the table
+    ``spidx results export`` writes (the declared columns; no pandas needed). By default
+    the newest run of each configuration, as the CLI; ``latest=False`` is its ``--all``.
+    Timestamps are ISO 8601 text here."""
     t = json.loads(_spidx.results_json(os.fspath(path), experiment, latest))
     return t["columns"], t["rows"]
 
 
-def results(path: PathLike, experiment: Optional[str] = None, latest: bool = False) -> "Any":
-    """The results of ``path`` as a pandas DataFrame: one row per finished run and
-    workload (columns as in ``docs/results.md``). ``experiment`` keeps one experiment;
-    ``latest`` keeps each experiment's newest spec only. Needs pandas."""
+#: pandas dtypes of the declared column types: nullable integers stay integers.
+_PANDAS_DTYPES = {"int64": "Int64", "float64": "float64", "string": "string"}
+
+
+def results(path: PathLike, experiment: Optional[str] = None, latest: bool = True) -> "Any":
+    """The results of ``path`` as a typed pandas DataFrame: exactly the table of
+    ``spidx results export`` (one row per finished run and workload, the declared columns
+    of ``docs/results.md``): counts as nullable ``Int64``, times and ratios ``float64``,
+    text ``string``, ``started_at``/``finished_at`` as UTC timestamps. ``experiment``
+    keeps one experiment; by default only the newest run of each configuration is kept, as
+    by the CLI (``latest=False``: every finished run, the CLI's ``--all``). Needs pandas."""
     try:
         import pandas as pd
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError("spidx.results needs pandas: pip install pandas") from e
-    columns, rows = results_table(path, experiment, latest)
-    return pd.DataFrame(rows, columns=columns)
+    t = json.loads(_spidx.results_json(os.fspath(path), experiment, latest))
+    df = pd.DataFrame(t["rows"], columns=t["columns"], dtype=object)
+    for name, kind in zip(t["columns"], t["types"]):
+        if kind == "timestamp":
+            df[name] = pd.to_datetime(df[name], utc=True)
+        else:
+            df[name] = df[name].astype(_PANDAS_DTYPES[kind])
+    return df
