@@ -45,6 +45,21 @@ def git_commit() -> str:
     return _spidx.git_commit()
 
 
+def _object_id(id: Any) -> int:
+    """``id`` checked as an object id: an integer in 0 .. 2**64 - 1, else ``ValueError``
+    (the native module would raise ``OverflowError`` or ``TypeError``)."""
+    if isinstance(id, bool) or not isinstance(id, int):
+        try:
+            import operator
+
+            id = operator.index(id)  # numpy integers
+        except TypeError:
+            raise ValueError(f"object id {id!r} is not an integer") from None
+    if not 0 <= id < 2**64:
+        raise ValueError(f"object id {id} is out of range: ids are integers from 0 to 2**64 - 1")
+    return int(id)
+
+
 class Index:
     """An open index directory. Use :func:`create` or :func:`open` to get one; close it
     with :meth:`close` or a ``with`` block (closing flushes it and releases its locks).
@@ -62,19 +77,20 @@ class Index:
         return self._native.dims
 
     def insert(self, id: int, lo: Sequence[float], hi: Sequence[float]) -> None:
-        """Inserts the box ``lo``..``hi`` with object id ``id``."""
-        self._native.insert(id, list(lo), list(hi))
+        """Inserts the box ``lo``..``hi`` with object id ``id`` (an integer from 0 to
+        2**64 - 1; anything else raises ``ValueError``)."""
+        self._native.insert(_object_id(id), list(lo), list(hi))
 
     def insert_many(self, items: Sequence[Tuple[int, Sequence[float], Sequence[float]]]) -> None:
         """Inserts ``(id, lo, hi)`` triples one by one, in order (one call into the library)."""
-        ids = [i for i, _, _ in items]
+        ids = [_object_id(i) for i, _, _ in items]
         los = [list(lo) for _, lo, _ in items]
         his = [list(hi) for _, _, hi in items]
         self._native.insert_many(ids, los, his)
 
     def delete(self, id: int, lo: Sequence[float], hi: Sequence[float]) -> bool:
         """Deletes the entry ``id`` with box ``lo``..``hi``; False if there is none."""
-        return self._native.delete(id, list(lo), list(hi))
+        return self._native.delete(_object_id(id), list(lo), list(hi))
 
     def query(
         self, lo: Sequence[float], hi: Sequence[float], predicate: str = "intersects"
