@@ -129,7 +129,7 @@ mod tests {
                     "{} {:?} {:?}",
                     c.name(),
                     c.physical_type(),
-                    c.logical_type()
+                    c.logical_type_ref()
                 )
             })
             .collect()

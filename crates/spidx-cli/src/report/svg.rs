@@ -149,7 +149,7 @@ impl Axis {
         }
         let label = |v: f64| {
             let u = TimeUnit::for_max(v * 1.000_001);
-            (v, format!("{} {}", sig3(v / u.scale()), u.symbol()))
+            (v, format!("{:.0} {}", v / u.scale(), u.symbol()))
         };
         let decades: Vec<f64> = all
             .iter()
