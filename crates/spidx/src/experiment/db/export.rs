@@ -223,8 +223,8 @@ pub fn results_table(db: &ResultsDb, experiment: Option<&str>, latest: bool) -> 
     let mut rows = Vec::with_capacity(raw.rows.len());
     for r in &raw.rows {
         let run = run_col.and_then(|i| r[i].as_i64()).unwrap_or(-1);
-        if !runs.contains_key(&run) {
-            runs.insert(run, provenance(db, run)?);
+        if let std::collections::btree_map::Entry::Vacant(slot) = runs.entry(run) {
+            slot.insert(provenance(db, run)?);
         }
         let p = &runs[&run];
         let get = |name: &str| at(name).map(|i| r[i].clone()).unwrap_or(Value::Null);
