@@ -18,7 +18,17 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _spidx
 
-__all__ = ["Index", "create", "open", "run", "results", "results_table", "version"]
+__all__ = [
+    "Index",
+    "create",
+    "open",
+    "run",
+    "results",
+    "results_schema",
+    "results_table",
+    "version",
+    "git_commit",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 Box = Tuple[Sequence[float], Sequence[float]]
@@ -27,6 +37,27 @@ Box = Tuple[Sequence[float], Sequence[float]]
 def version() -> str:
     """The version of the spidx library this package was built from."""
     return _spidx.version()
+
+
+def git_commit() -> str:
+    """The git commit this package was built from (``unknown`` outside a git checkout);
+    recorded with every run (``git_commit`` column of the results)."""
+    return _spidx.git_commit()
+
+
+def _object_id(id: Any) -> int:
+    """``id`` checked as an object id: an integer in 0 .. 2**64 - 1, else ``ValueError``
+    (the native module would raise ``OverflowError`` or ``TypeError``)."""
+    if isinstance(id, bool) or not isinstance(id, int):
+        try:
+            import operator
+
+            id = operator.index(id)  # numpy integers
+        except TypeError:
+            raise ValueError(f"object id {id!r} is not an integer") from None
+    if not 0 <= id < 2**64:
+        raise ValueError(f"object id {id} is out of range: ids are integers from 0 to 2**64 - 1")
+    return int(id)
 
 
 class Index:
@@ -46,19 +77,20 @@ class Index:
         return self._native.dims
 
     def insert(self, id: int, lo: Sequence[float], hi: Sequence[float]) -> None:
-        """Inserts the box ``lo``..``hi`` with object id ``id``."""
-        self._native.insert(id, list(lo), list(hi))
+        """Inserts the box ``lo``..``hi`` with object id ``id`` (an integer from 0 to
+        2**64 - 1; anything else raises ``ValueError``)."""
+        self._native.insert(_object_id(id), list(lo), list(hi))
 
     def insert_many(self, items: Sequence[Tuple[int, Sequence[float], Sequence[float]]]) -> None:
         """Inserts ``(id, lo, hi)`` triples one by one, in order (one call into the library)."""
-        ids = [i for i, _, _ in items]
+        ids = [_object_id(i) for i, _, _ in items]
         los = [list(lo) for _, lo, _ in items]
         his = [list(hi) for _, _, hi in items]
         self._native.insert_many(ids, los, his)
 
     def delete(self, id: int, lo: Sequence[float], hi: Sequence[float]) -> bool:
         """Deletes the entry ``id`` with box ``lo``..``hi``; False if there is none."""
-        return self._native.delete(id, list(lo), list(hi))
+        return self._native.delete(_object_id(id), list(lo), list(hi))
 
     def query(
         self, lo: Sequence[float], hi: Sequence[float], predicate: str = "intersects"
@@ -156,23 +188,45 @@ def run(
     return json.loads(_spidx.run(os.fspath(spec), target, resume))
 
 
+def results_schema() -> List[Tuple[str, str]]:
+    """The declared columns of the results export, as ``(name, type)`` pairs with type
+    ``int64``, ``float64``, ``string`` or ``timestamp`` (UTC): the same in every export
+    (CSV, JSON, Parquet, here), whatever the values (``docs/results.md``)."""
+    return [tuple(c) for c in json.loads(_spidx.results_schema_json())]
+
+
 def results_table(
-    path: PathLike, experiment: Optional[str] = None, latest: bool = False
+    path: PathLike, experiment: Optional[str] = None, latest: bool = True
 ) -> Tuple[List[str], List[List[Any]]]:
     """The results of ``path`` (an SQLite file or a ``postgres://`` URL) as
-    ``(columns, rows)``: one row per finished run and
-    workload, the same table as ``spidx results export`` (no pandas needed)."""
+    ``(columns, rows)``: one row per finished run and workload, exactly the table
+    ``spidx results export`` writes (the declared columns; no pandas needed). By default
+    the newest run of each configuration, as the CLI; ``latest=False`` is its ``--all``.
+    Timestamps are ISO 8601 text here."""
     t = json.loads(_spidx.results_json(os.fspath(path), experiment, latest))
     return t["columns"], t["rows"]
 
 
-def results(path: PathLike, experiment: Optional[str] = None, latest: bool = False) -> "Any":
-    """The results of ``path`` as a pandas DataFrame: one row per finished run and
-    workload (columns as in ``docs/results.md``). ``experiment`` keeps one experiment;
-    ``latest`` keeps each experiment's newest spec only. Needs pandas."""
+#: pandas dtypes of the declared column types: nullable integers stay integers.
+_PANDAS_DTYPES = {"int64": "Int64", "float64": "float64", "string": "string"}
+
+
+def results(path: PathLike, experiment: Optional[str] = None, latest: bool = True) -> "Any":
+    """The results of ``path`` as a typed pandas DataFrame: exactly the table of
+    ``spidx results export`` (one row per finished run and workload, the declared columns
+    of ``docs/results.md``): counts as nullable ``Int64``, times and ratios ``float64``,
+    text ``string``, ``started_at``/``finished_at`` as UTC timestamps. ``experiment``
+    keeps one experiment; by default only the newest run of each configuration is kept, as
+    by the CLI (``latest=False``: every finished run, the CLI's ``--all``). Needs pandas."""
     try:
         import pandas as pd
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError("spidx.results needs pandas: pip install pandas") from e
-    columns, rows = results_table(path, experiment, latest)
-    return pd.DataFrame(rows, columns=columns)
+    t = json.loads(_spidx.results_json(os.fspath(path), experiment, latest))
+    df = pd.DataFrame(t["rows"], columns=t["columns"], dtype=object)
+    for name, kind in zip(t["columns"], t["types"]):
+        if kind == "timestamp":
+            df[name] = pd.to_datetime(df[name], utc=True)
+        else:
+            df[name] = df[name].astype(_PANDAS_DTYPES[kind])
+    return df

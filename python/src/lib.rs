@@ -11,7 +11,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use spidx::cache::CacheConfig;
 use spidx::device::DeviceSpec;
-use spidx::experiment::db::Location;
+use spidx::experiment::db::{export, Location};
 use spidx::experiment::session::{self, Event};
 use spidx::experiment::{Experiment, ResultsDb};
 use spidx::geom::Rect;
@@ -318,14 +318,34 @@ fn run(py: Python<'_>, spec: PathBuf, results: Option<PathBuf>, resume: bool) ->
 }
 
 /// One row per finished run and workload of the results database `path` (the table
-/// `spidx results export` writes), as JSON `{columns, rows}`.
+/// `spidx results export` writes: the declared columns of `spidx::experiment::db::export`),
+/// as JSON `{columns, types, rows}`.
 #[pyfunction]
 #[pyo3(signature = (path, experiment=None, latest=false))]
 fn results_json(path: PathBuf, experiment: Option<String>, latest: bool) -> PyResult<String> {
     let db = ResultsDb::open_existing(&path).map_err(py_err)?;
-    let t = db.results(experiment.as_deref(), latest).map_err(py_err)?;
-    serde_json::to_string(&serde_json::json!({"columns": t.columns, "rows": t.rows}))
-        .map_err(json_err)
+    let t = export::results_table(&db, experiment.as_deref(), latest).map_err(py_err)?;
+    let types: Vec<&str> = export::COLUMNS.iter().map(|c| c.ty.name()).collect();
+    serde_json::to_string(
+        &serde_json::json!({"columns": t.columns, "types": types, "rows": t.rows}),
+    )
+    .map_err(json_err)
+}
+
+/// The declared columns of the results export as JSON `[[name, type], ...]`.
+#[pyfunction]
+fn results_schema_json() -> PyResult<String> {
+    let cols: Vec<(&str, &str)> = export::COLUMNS
+        .iter()
+        .map(|c| (c.name, c.ty.name()))
+        .collect();
+    serde_json::to_string(&cols).map_err(json_err)
+}
+
+/// The git commit this module was built from (`unknown` outside a git checkout).
+#[pyfunction]
+fn git_commit() -> &'static str {
+    env!("SPIDX_GIT_COMMIT")
 }
 
 /// The spidx version this module was built from.
@@ -340,5 +360,8 @@ fn _spidx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(results_json, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(git_commit, m)?)?;
+    m.add_function(wrap_pyfunction!(results_schema_json, m)?)?;
+    export::set_git_commit(env!("SPIDX_GIT_COMMIT"));
     Ok(())
 }

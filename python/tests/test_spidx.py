@@ -1,5 +1,7 @@
 """Tests of the Python package against brute force and the library's own checks."""
 
+import json
+import os
 import random
 import sqlite3
 import textwrap
@@ -162,6 +164,16 @@ def test_run_a_spec_and_load_results(tmp_path):
     df = spidx.results(db, experiment="py-small")
     assert isinstance(df, pd.DataFrame)
     assert list(df.columns) == columns and len(df) == 8
+    # Typed as declared: nullable integers stay integers, timestamps are timestamps.
+    schema = dict(spidx.results_schema())
+    assert list(schema) == columns
+    assert str(df["reads"].dtype) == "Int64" and str(df["run_id"].dtype) == "Int64"
+    assert str(df["erases"].dtype) == "Int64"  # null on an SSD model without erases counted
+    assert str(df["elapsed_s"].dtype) == "float64"
+    assert str(df["occupancy_leaf_max"].dtype) == "float64"
+    assert str(df["started_at"].dtype).startswith("datetime64") and "UTC" in str(df["started_at"].dtype)
+    assert set(df["time_basis"]) == {"modelled"}
+    assert set(df["git_commit"]) == {spidx.git_commit()}
     # Resume skips what finished.
     again = spidx.run(spec, db, resume=True)
     assert again["skipped"] == 4 and again["runs"] == []
@@ -188,3 +200,85 @@ def test_run_writes_where_the_spec_says_unless_told_otherwise(tmp_path):
     assert spidx.run(spec, other)["results"] == str(other)
     assert len(spidx.results_table(other)[1]) == 8
     assert len(spidx.results_table(tmp_path / "keyed.db")[1]) == 8
+
+
+def test_bad_ids_raise_value_error(tmp_path):
+    with spidx.create(tmp_path / "ids", index="rtree", device="memory") as idx:
+        for bad in [-1, 2**64, 1.5, "7", True]:
+            with pytest.raises(ValueError, match="id"):
+                idx.insert(bad, [0, 0], [1, 1])
+        with pytest.raises(ValueError, match="id"):
+            idx.insert_many([(0, [0, 0], [1, 1]), (-3, [0, 0], [1, 1])])
+        with pytest.raises(ValueError, match="id"):
+            idx.delete(-1, [0, 0], [1, 1])
+        idx.insert(2**64 - 1, [0, 0], [1, 1])
+        assert idx.query([0, 0], [1, 1]) == [2**64 - 1]
+
+
+def _cli():
+    """The `spidx` command line built from this checkout (SPIDX_CLI, else target/)."""
+    import pathlib
+    import shutil
+
+    named = os.environ.get("SPIDX_CLI")
+    if named:
+        return named
+    root = pathlib.Path(__file__).resolve().parents[2]
+    for profile in ("release", "debug"):
+        p = root / "target" / profile / "spidx"
+        if p.is_file():
+            return str(p)
+    return shutil.which("spidx")
+
+
+def test_results_equal_the_cli_export_and_parquet_exports_concatenate(tmp_path):
+    import subprocess
+
+    pd = pytest.importorskip("pandas")
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    cli = _cli()
+    if cli is None:
+        pytest.skip("no spidx command line found (set SPIDX_CLI)")
+    # Two specs whose values differ in kind: occupancy 1 vs 0.9, counts present vs null.
+    a = tmp_path / "a.toml"
+    a.write_text(textwrap.dedent(SPEC))
+    b = tmp_path / "b.toml"
+    b.write_text(
+        textwrap.dedent(SPEC)
+        .replace('name = "py-small"', 'name = "py-other"', 1)
+        .replace('device = ["ssd-v300"]', 'device = ["memory"]\noccupancy = [{ max_fill = "90%" }]', 1)
+    )
+    exports = []
+    for spec in (a, b):
+        db = tmp_path / (spec.stem + ".db")
+        assert all(r["status"] == "finished" for r in spidx.run(spec, db)["runs"])
+        out = tmp_path / (spec.stem + ".parquet")
+        subprocess.run([cli, "results", "export", "--format", "parquet", "--results", str(db), "--out", str(out)], check=True)
+        js = subprocess.run(
+            [cli, "results", "export", "--format", "json", "--results", str(db)], check=True, capture_output=True, text=True
+        ).stdout
+        exports.append(out)
+        # spidx.results() is the CLI's export: same columns, same values.
+        df = spidx.results(db)
+        cli_rows = json.loads(js)
+        assert list(df.columns) == list(cli_rows[0].keys())
+        assert len(df) == len(cli_rows)
+        columns, rows = spidx.results_table(db)
+        assert [dict(zip(columns, r)) for r in rows] == cli_rows
+        # And the Parquet file read by pandas holds the same table.
+        back = pq.read_table(out)
+        assert back.column_names == list(df.columns)
+        assert back.column("reads").to_pylist() == [None if pd.isna(x) else int(x) for x in df["reads"]]
+    ta, tb = (pq.read_table(p) for p in exports)
+    assert ta.schema.equals(tb.schema), (ta.schema, tb.schema)
+    both = pa.concat_tables([ta, tb])  # no cast, no schema promotion
+    assert both.num_rows == ta.num_rows + tb.num_rows
+    assert both.schema.field("occupancy_internal_max").type == pa.float64()
+    assert both.schema.field("erases").type == pa.int64()
+    assert both.schema.field("started_at").type == pa.timestamp("ms", tz="UTC")
+    assert sorted(set(both.column("occupancy_leaf_max").to_pylist())) == [0.9, 1.0]
+    # pyarrow.dataset reads the two files as one.
+    import pyarrow.dataset as ds
+
+    assert ds.dataset([str(p) for p in exports], format="parquet").to_table().num_rows == both.num_rows

@@ -81,20 +81,23 @@ pub enum DatasetCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Import a GeoJSON, WKT, WKB, Shapefile, FlatGeobuf, OSM PBF or NPY file.
+    /// Import a GeoJSON, GeoJSON text sequence, WKT, WKB, Shapefile, FlatGeobuf, OSM PBF or
+    /// NPY file.
     ///
     /// Bad records are repaired (unclosed rings closed, repeated points removed, bad holes or
     /// parts dropped) or skipped (NaN/infinite coordinates, empty geometries, rings with
     /// fewer than 4 points), and every repair and skip is counted by reason in the summary.
     /// OSM PBF: closed ways tagged building and building multipolygon relations.
+    /// GeoJSON text sequences (.geojsonl, .geojsons, .ndjson, .jsonl): one Feature per line,
+    /// or RFC 8142 records led by an RS byte; read as a stream.
     Import {
         /// The file to import (format from its extension, or --format).
         src: PathBuf,
         /// Output file; its extension selects the format (.fgb is the canonical one).
         #[arg(long)]
         out: PathBuf,
-        /// Input format if the extension does not tell: flatgeobuf, geojson, wkt, wkb,
-        /// shapefile, osm-pbf, npy.
+        /// Input format if the extension does not tell: flatgeobuf, geojson, geojsonseq,
+        /// wkt, wkb, shapefile, osm-pbf, npy.
         #[arg(long)]
         format: Option<String>,
         /// Keep (with a warning) or skip self-intersecting polygons and misplaced holes.
@@ -106,6 +109,12 @@ pub enum DatasetCmd {
         /// Give the records new ids 0, 1, 2, ... (unique even if the source's are not).
         #[arg(long)]
         renumber: bool,
+        /// Index each part of a multi-part geometry (MultiPolygon, MultiLineString,
+        /// MultiPoint, and every member of a GeometryCollection) as an object of its own.
+        /// Ids: 0, 1, 2, ... in kept order, the parts of one record consecutive in their
+        /// order within it.
+        #[arg(long)]
+        explode: bool,
         /// Print the import report as JSON.
         #[arg(long)]
         json: bool,
@@ -236,6 +245,7 @@ pub fn run(cmd: DatasetCmd) -> Result<()> {
             invalid,
             polygons_only,
             renumber,
+            explode,
             json,
         } => {
             let out_format = Format::for_output(&out)?;
@@ -253,6 +263,7 @@ pub fn run(cmd: DatasetCmd) -> Result<()> {
                 },
                 renumber,
                 allow_duplicate_ids: false,
+                explode,
             };
             let t0 = Instant::now();
             let loaded = data::read(&src, &opts)?;

@@ -15,16 +15,23 @@ pub struct DevicesArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Every column (also each preset's source), unwrapped; by default the table fits
+    /// [`TABLE_WIDTH`] columns.
+    #[arg(long)]
+    wide: bool,
 }
+
+/// Width the preset table fits unless `--wide` is given.
+pub const TABLE_WIDTH: u16 = 100;
 
 pub fn run(args: DevicesArgs) -> Result<()> {
     match args.name {
         Some(name) => show(&name, args.json),
-        None => list(args.json),
+        None => list(args.json, args.wide),
     }
 }
 
-fn list(as_json: bool) -> Result<()> {
+fn list(as_json: bool, wide: bool) -> Result<()> {
     let presets = preset::presets();
     if as_json {
         let items: Vec<_> = presets.iter().map(preset_json).collect();
@@ -32,14 +39,27 @@ fn list(as_json: bool) -> Result<()> {
         return Ok(());
     }
     let mut table = Table::new();
-    table
-        .load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(["preset", "kind", "models", "source"]);
-    for p in &presets {
-        table.add_row([p.name, p.config.kind(), p.summary, p.source]);
+    table.load_preset(UTF8_FULL_CONDENSED);
+    if wide {
+        table
+            .set_content_arrangement(ContentArrangement::Disabled)
+            .set_header(["preset", "kind", "models", "source"]);
+        for p in &presets {
+            table.add_row([p.name, p.config.kind(), p.summary, p.source]);
+        }
+    } else {
+        table
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(TABLE_WIDTH)
+            .set_header(["preset", "kind", "models"]);
+        for p in &presets {
+            table.add_row([p.name, p.config.kind(), p.summary]);
+        }
     }
     println!("{table}");
+    if !wide {
+        println!("Where each preset's figures come from: `spidx devices --wide`.");
+    }
     println!("Show one preset's parameters with `spidx devices NAME`; override any of them with");
     println!("`--device-param key=value`, or describe your own device in a TOML file (see docs/devices.md).");
     Ok(())

@@ -1,223 +1,64 @@
-//! Plain typed columns for `spidx results export` (CSV, JSON, Parquet): the options the
-//! database keeps as JSON text (`store`, `occupancy`, `layout`) become one column per
-//! option (`store_kind`, `store_write_buffer`, `occupancy_min_fill`, ...; a JSON string
-//! becomes plain text), and columns of counts hold integers, not `4512.0`. Times (`*_s`)
-//! and ratios stay floating point.
+//! The tables `spidx results export` writes (CSV, JSON, Parquet), with declared column
+//! types: the results table is the library's declared export schema
+//! ([`spidx::experiment::db::export`], shared with Python's `spidx.results()`), the metrics
+//! table (long format) is declared here.
 
-use std::collections::BTreeMap;
+use anyhow::Result;
+use spidx::experiment::db::export::{self, ColumnType};
+use spidx::experiment::db::{ResultsDb, Table as Rows};
 
-use serde_json::{Map, Value};
-use spidx::experiment::db::Table as Rows;
+pub use spidx::experiment::db::export::{cell_text as csv_cell, option_text};
 
-/// Columns of `run_results` that hold JSON text.
-const JSON_COLUMNS: [&str; 3] = ["store", "occupancy", "layout"];
+/// The columns of `spidx results export --metrics`, with their types.
+pub const METRIC_COLUMNS: [(&str, ColumnType); 7] = [
+    ("experiment", ColumnType::Text),
+    ("run_id", ColumnType::Int),
+    ("run", ColumnType::Text),
+    ("workload", ColumnType::Text),
+    ("name", ColumnType::Text),
+    ("kind", ColumnType::Text),
+    ("value", ColumnType::Real),
+];
 
-/// Columns that stay floating point even when every value happens to be integral.
-fn is_real(column: &str) -> bool {
-    column.ends_with("_s") || column == "write_amplification" || column == "value"
+/// A table to export with the declared type of each column.
+pub struct Export {
+    /// Column names and types.
+    pub columns: Vec<(String, ColumnType)>,
+    /// The rows, each value of its column's type or null.
+    pub rows: Rows,
 }
 
-/// `rows` with JSON option columns expanded and count columns as integers.
-pub fn typed(rows: &Rows) -> Rows {
-    let mut columns = Vec::new();
-    // For each output column: where its value comes from.
-    enum Source {
-        Plain(usize),
-        Option(usize, String),
-    }
-    let mut sources = Vec::new();
-    for (i, c) in rows.columns.iter().enumerate() {
-        if JSON_COLUMNS.contains(&c.as_str()) {
-            let mut keys: Vec<String> = Vec::new();
-            let mut plain = false;
-            for r in &rows.rows {
-                match parse(&r[i]) {
-                    Value::Object(m) => {
-                        for k in flatten(&m).into_keys() {
-                            if !keys.contains(&k) {
-                                keys.push(k);
-                            }
-                        }
-                    }
-                    Value::Null => {}
-                    _ => plain = true,
-                }
-            }
-            if plain || keys.is_empty() {
-                columns.push(c.clone());
-                sources.push(Source::Option(i, String::new()));
-            }
-            for k in keys {
-                columns.push(format!("{c}_{k}"));
-                sources.push(Source::Option(i, k));
-            }
-        } else {
-            columns.push(c.clone());
-            sources.push(Source::Plain(i));
+/// One row per run and workload (see [`export::COLUMNS`]).
+pub fn results(db: &ResultsDb, experiment: Option<&str>, latest: bool) -> Result<Export> {
+    let rows = export::results_table(db, experiment, latest)?;
+    Ok(Export {
+        columns: export::COLUMNS
+            .iter()
+            .map(|c| (c.name.to_string(), c.ty))
+            .collect(),
+        rows,
+    })
+}
+
+/// Every metric in long format (see [`METRIC_COLUMNS`]).
+pub fn metrics(db: &ResultsDb, experiment: Option<&str>) -> Result<Export> {
+    let mut rows = db.metrics(experiment, None)?;
+    let names: Vec<&str> = METRIC_COLUMNS.iter().map(|c| c.0).collect();
+    anyhow::ensure!(
+        rows.columns == names,
+        "the metrics table has columns {:?}, expected {names:?}",
+        rows.columns
+    );
+    for r in &mut rows.rows {
+        for (v, (_, ty)) in r.iter_mut().zip(METRIC_COLUMNS) {
+            *v = export::typed(std::mem::take(v), ty);
         }
     }
-    let mut out: Vec<Vec<Value>> = rows
-        .rows
-        .iter()
-        .map(|r| {
-            sources
-                .iter()
-                .map(|s| match s {
-                    Source::Plain(i) => r[*i].clone(),
-                    Source::Option(i, k) => match parse(&r[*i]) {
-                        Value::Object(m) if !k.is_empty() => {
-                            flatten(&m).remove(k).unwrap_or(Value::Null)
-                        }
-                        Value::Object(_) => Value::Null,
-                        other if k.is_empty() => other,
-                        _ => Value::Null,
-                    },
-                })
-                .collect()
-        })
-        .collect();
-    for (c, name) in columns.iter().enumerate() {
-        if is_real(name) {
-            continue;
-        }
-        let integral = out.iter().all(|r| match &r[c] {
-            Value::Null => true,
-            Value::Number(n) => n
-                .as_f64()
-                .is_some_and(|f| f.fract() == 0.0 && f.abs() < 9e15),
-            _ => false,
-        });
-        if integral {
-            for r in out.iter_mut() {
-                if let Some(f) = r[c].as_f64() {
-                    r[c] = Value::from(f as i64);
-                }
-            }
-        }
-    }
-    Rows { columns, rows: out }
-}
-
-/// A JSON text cell parsed (a plain string when it is not JSON).
-fn parse(v: &Value) -> Value {
-    match v {
-        Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| v.clone()),
-        other => other.clone(),
-    }
-}
-
-/// Nested keys joined with `_`; arrays as JSON text.
-fn flatten(m: &Map<String, Value>) -> BTreeMap<String, Value> {
-    let mut out = BTreeMap::new();
-    for (k, v) in m {
-        match v {
-            Value::Object(inner) => {
-                for (k2, v2) in flatten(inner) {
-                    out.insert(format!("{k}_{k2}"), v2);
-                }
-            }
-            Value::Array(_) => {
-                out.insert(k.clone(), Value::String(v.to_string()));
-            }
-            other => {
-                out.insert(k.clone(), other.clone());
-            }
-        }
-    }
-    out
-}
-
-/// A cell as CSV text: numbers without a trailing `.0` when integral, strings unquoted,
-/// nulls empty.
-pub fn csv_cell(v: &Value) -> String {
-    match v {
-        Value::Null => String::new(),
-        Value::String(s) => s.clone(),
-        Value::Number(n) => match n.as_f64() {
-            Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 9e15 => {
-                format!("{}", f as i64)
-            }
-            _ => n.to_string(),
-        },
-        other => other.to_string(),
-    }
-}
-
-/// An option cell (JSON text) for people: `direct`, `kind=fast write_buffer=524288`.
-pub fn option_text(v: &Value) -> String {
-    match parse(v) {
-        Value::Object(m) => flatten(&m)
-            .into_iter()
-            .filter(|(_, v)| !v.is_null())
-            .map(|(k, v)| format!("{k}={}", csv_cell(&v)))
-            .collect::<Vec<_>>()
-            .join(" "),
-        Value::Null => String::new(),
-        other => csv_cell(&other),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn options_become_columns_and_counts_integers() {
-        let rows = Rows {
-            columns: vec![
-                "store".into(),
-                "layout".into(),
-                "reads".into(),
-                "elapsed_s".into(),
-            ],
-            rows: vec![
-                vec![
-                    json!(r#"{"kind":"direct"}"#),
-                    json!(r#""checked""#),
-                    json!(4512.0),
-                    json!(2.0),
-                ],
-                vec![
-                    json!(r#"{"kind":"fast","write_buffer":524288,"policy":{"name":"fast-star"}}"#),
-                    json!(r#""seed""#),
-                    json!(7.0),
-                    json!(0.5),
-                ],
-            ],
-        };
-        let t = typed(&rows);
-        assert_eq!(
-            t.columns,
-            [
-                "store_kind",
-                "store_policy_name",
-                "store_write_buffer",
-                "layout",
-                "reads",
-                "elapsed_s"
-            ]
-        );
-        assert_eq!(
-            t.rows[0],
-            vec![
-                json!("direct"),
-                Value::Null,
-                Value::Null,
-                json!("checked"),
-                json!(4512),
-                json!(2.0)
-            ]
-        );
-        assert_eq!(t.rows[1][1], json!("fast-star"));
-        assert_eq!(t.rows[1][2], json!(524288));
-        assert!(t.rows[0][4].is_i64());
-        assert!(t.rows[0][5].is_f64(), "times stay floats");
-        assert_eq!(csv_cell(&json!(4512.0)), "4512");
-        assert_eq!(csv_cell(&json!(0.869)), "0.869");
-        assert_eq!(
-            option_text(&json!(r#"{"kind":"fast","write_buffer":524288}"#)),
-            "kind=fast write_buffer=524288"
-        );
-    }
+    Ok(Export {
+        columns: METRIC_COLUMNS
+            .iter()
+            .map(|(n, t)| (n.to_string(), *t))
+            .collect(),
+        rows,
+    })
 }

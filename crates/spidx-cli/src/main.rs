@@ -31,7 +31,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// spidx: spatial indices on real and simulated storage devices.
 #[derive(Parser)]
-#[command(name = "spidx", version, about, long_about = None)]
+#[command(name = "spidx", version = VERSION, about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -65,7 +65,16 @@ enum Command {
     Reproduce(reproduce::ReproduceArgs),
 }
 
+/// `spidx --version`: the crate version and the git commit it was built from.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("SPIDX_GIT_COMMIT"),
+    ")"
+);
+
 fn main() -> ExitCode {
+    spidx::experiment::db::export::set_git_commit(env!("SPIDX_GIT_COMMIT"));
     // Die quietly on a closed pipe (`spidx ... | head`) instead of panicking on a write.
     // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
     unsafe {

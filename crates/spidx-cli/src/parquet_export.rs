@@ -1,40 +1,22 @@
 //! `spidx results export --format parquet`: writes a results table as one Parquet file
-//! (uncompressed, one row group) for pandas, polars, DuckDB or Spark. Each column gets the
-//! narrowest type holding all its values: INT64 when every value is an integer, DOUBLE when
-//! every value is a number, UTF-8 strings otherwise; missing values are nulls.
+//! (uncompressed, one row group) for pandas, polars, DuckDB or Spark. Every column has its
+//! declared type ([`ColumnType`]), whatever the values: INT64 for integers, DOUBLE for
+//! reals, UTF-8 strings for text, INT64 TIMESTAMP(MILLIS, UTC) for timestamps; missing
+//! values are nulls. So two exports of different experiments have the same schema and
+//! can be read together (`pyarrow.dataset`, `pd.concat`) without a cast.
 
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
-use parquet::basic::{LogicalType, Repetition, Type as PhysicalType};
+use anyhow::{bail, Context, Result};
+use parquet::basic::{LogicalType, Repetition, TimeUnit, Type as PhysicalType};
 use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::Type;
 use serde_json::Value;
-
-/// The Parquet type chosen for a column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Int,
-    Double,
-    Text,
-}
-
-fn kind_of(rows: &[Vec<Value>], col: usize) -> Kind {
-    let mut kind = Kind::Int;
-    for v in rows.iter().map(|r| &r[col]) {
-        match v {
-            Value::Null => {}
-            Value::Number(n) if n.is_i64() => {}
-            Value::Number(_) => kind = Kind::Double,
-            _ => return Kind::Text,
-        }
-    }
-    kind
-}
+use spidx::experiment::db::export::ColumnType;
 
 fn text(v: &Value) -> String {
     match v {
@@ -43,16 +25,25 @@ fn text(v: &Value) -> String {
     }
 }
 
-/// Writes `columns` × `rows` to a new Parquet file at `path`.
-pub fn write(path: &Path, columns: &[String], rows: &[Vec<Value>]) -> Result<()> {
-    let kinds: Vec<Kind> = (0..columns.len()).map(|c| kind_of(rows, c)).collect();
+/// Milliseconds since the Unix epoch of an ISO 8601 / RFC 3339 instant.
+fn millis(column: &str, v: &Value) -> Result<i64> {
+    let s = text(v);
+    let t = chrono::DateTime::parse_from_rfc3339(&s)
+        .with_context(|| format!("column {column}: '{s}' is not an RFC 3339 timestamp"))?;
+    Ok(t.timestamp_millis())
+}
+
+/// Writes `columns` (names and declared types) × `rows` to a new Parquet file at `path`.
+pub fn write(path: &Path, columns: &[(String, ColumnType)], rows: &[Vec<Value>]) -> Result<()> {
     let mut fields = Vec::with_capacity(columns.len());
-    for (name, kind) in columns.iter().zip(&kinds) {
+    for (name, kind) in columns {
         let builder = match kind {
-            Kind::Int => Type::primitive_type_builder(name, PhysicalType::INT64),
-            Kind::Double => Type::primitive_type_builder(name, PhysicalType::DOUBLE),
-            Kind::Text => Type::primitive_type_builder(name, PhysicalType::BYTE_ARRAY)
+            ColumnType::Int => Type::primitive_type_builder(name, PhysicalType::INT64),
+            ColumnType::Real => Type::primitive_type_builder(name, PhysicalType::DOUBLE),
+            ColumnType::Text => Type::primitive_type_builder(name, PhysicalType::BYTE_ARRAY)
                 .with_logical_type(Some(LogicalType::String)),
+            ColumnType::Timestamp => Type::primitive_type_builder(name, PhysicalType::INT64)
+                .with_logical_type(Some(LogicalType::timestamp(true, TimeUnit::MILLIS))),
         };
         fields.push(Arc::new(
             builder.with_repetition(Repetition::OPTIONAL).build()?,
@@ -69,23 +60,46 @@ pub fn write(path: &Path, columns: &[String], rows: &[Vec<Value>]) -> Result<()>
     let mut group = writer.next_row_group()?;
     let mut col = 0;
     while let Some(mut cw) = group.next_column()? {
+        let (name, kind) = &columns[col];
         let values = rows.iter().map(|r| &r[col]);
         let defs: Vec<i16> = values.clone().map(|v| i16::from(!v.is_null())).collect();
-        let present = values.filter(|v| !v.is_null());
-        match kinds[col] {
-            Kind::Int => {
-                let data: Vec<i64> = present.filter_map(Value::as_i64).collect();
+        let present: Vec<&Value> = values.filter(|v| !v.is_null()).collect();
+        match kind {
+            ColumnType::Int => {
+                let data = present
+                    .iter()
+                    .map(|v| match v.as_i64() {
+                        Some(i) => Ok(i),
+                        None => bail!("column {name}: {v} is not an integer"),
+                    })
+                    .collect::<Result<Vec<i64>>>()?;
                 cw.typed::<Int64Type>()
                     .write_batch(&data, Some(&defs), None)?;
             }
-            Kind::Double => {
-                let data: Vec<f64> = present.filter_map(Value::as_f64).collect();
+            ColumnType::Timestamp => {
+                let data = present
+                    .iter()
+                    .map(|v| millis(name, v))
+                    .collect::<Result<Vec<i64>>>()?;
+                cw.typed::<Int64Type>()
+                    .write_batch(&data, Some(&defs), None)?;
+            }
+            ColumnType::Real => {
+                let data = present
+                    .iter()
+                    .map(|v| match v.as_f64() {
+                        Some(f) => Ok(f),
+                        None => bail!("column {name}: {v} is not a number"),
+                    })
+                    .collect::<Result<Vec<f64>>>()?;
                 cw.typed::<DoubleType>()
                     .write_batch(&data, Some(&defs), None)?;
             }
-            Kind::Text => {
-                let data: Vec<ByteArray> =
-                    present.map(|v| ByteArray::from(text(v).as_str())).collect();
+            ColumnType::Text => {
+                let data: Vec<ByteArray> = present
+                    .iter()
+                    .map(|v| ByteArray::from(text(v).as_str()))
+                    .collect();
                 cw.typed::<ByteArrayType>()
                     .write_batch(&data, Some(&defs), None)?;
             }
@@ -104,24 +118,62 @@ mod tests {
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use serde_json::json;
 
+    fn schema_of(path: &Path) -> Vec<String> {
+        let reader = SerializedFileReader::new(File::open(path).unwrap()).unwrap();
+        let schema = reader.metadata().file_metadata().schema_descr_ptr();
+        schema
+            .columns()
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {:?} {:?}",
+                    c.name(),
+                    c.physical_type(),
+                    c.logical_type_ref()
+                )
+            })
+            .collect()
+    }
+
     #[test]
-    fn round_trip_keeps_types_values_and_nulls() {
+    fn declared_types_whatever_the_values() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.parquet");
-        let columns = vec!["run_id".to_string(), "elapsed_s".into(), "run".into()];
-        let rows = vec![
-            vec![json!(1), json!(0.5), json!("R-tree · 4KB")],
-            vec![json!(2), Value::Null, json!("R*-tree · 4KB")],
-            vec![Value::Null, json!(2), Value::Null],
+        let columns = vec![
+            ("run_id".to_string(), ColumnType::Int),
+            ("occupancy".into(), ColumnType::Real),
+            ("run".into(), ColumnType::Text),
+            ("started_at".into(), ColumnType::Timestamp),
         ];
-        write(&path, &columns, &rows).unwrap();
-        let reader = SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
-        let meta = reader.metadata();
-        assert_eq!(meta.file_metadata().num_rows(), 3);
-        let schema = meta.file_metadata().schema_descr();
-        assert_eq!(schema.column(0).physical_type(), PhysicalType::INT64);
-        assert_eq!(schema.column(1).physical_type(), PhysicalType::DOUBLE);
-        assert_eq!(schema.column(2).physical_type(), PhysicalType::BYTE_ARRAY);
+        let a = dir.path().join("a.parquet");
+        let b = dir.path().join("b.parquet");
+        write(
+            &a,
+            &columns,
+            &[
+                vec![
+                    json!(1),
+                    json!(1.0),
+                    json!("R-tree · 4KB"),
+                    json!("2026-11-23T09:50:49.098Z"),
+                ],
+                vec![Value::Null, Value::Null, Value::Null, Value::Null],
+            ],
+        )
+        .unwrap();
+        // Other values (a fraction, no text at all): the same schema.
+        write(
+            &b,
+            &columns,
+            &[vec![
+                json!(2),
+                json!(0.9),
+                Value::Null,
+                json!("2026-11-24T00:00:00.000Z"),
+            ]],
+        )
+        .unwrap();
+        assert_eq!(schema_of(&a), schema_of(&b));
+        let reader = SerializedFileReader::new(File::open(&a).unwrap()).unwrap();
         let got: Vec<String> = reader
             .get_row_iter(None)
             .unwrap()
@@ -130,10 +182,12 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                "{run_id: 1, elapsed_s: 0.5, run: \"R-tree · 4KB\"}",
-                "{run_id: 2, elapsed_s: null, run: \"R*-tree · 4KB\"}",
-                "{run_id: null, elapsed_s: 2.0, run: null}",
+                "{run_id: 1, occupancy: 1.0, run: \"R-tree · 4KB\", started_at: 2026-11-23 09:50:49.098 +00:00}",
+                "{run_id: null, occupancy: null, run: null, started_at: null}",
             ]
         );
+        // A value that is not of its column's type is an error, not a silent change.
+        let e = write(&a, &columns[..1], &[vec![json!(0.5)]]).unwrap_err();
+        assert!(e.to_string().contains("run_id"), "{e}");
     }
 }

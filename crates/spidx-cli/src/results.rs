@@ -1,6 +1,6 @@
 //! `spidx results list|show|export|merge`: reading the results database that `spidx run` writes,
 //! as tables (at most 120 columns wide unless `--wide`), JSON, or CSV/Parquet with plain
-//! typed columns for analysis elsewhere (see `export_table`).
+//! columns of declared types for analysis elsewhere (see `export_table`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -13,7 +13,7 @@ use spidx::experiment::db::{ResultsDb, Table as Rows};
 use spidx::experiment::protocol::MetricKind;
 use spidx::spatial::IndexOptions;
 
-use crate::export_table::{csv_cell, option_text, typed};
+use crate::export_table::{self, csv_cell, option_text};
 use crate::numfmt::{count, secs};
 use crate::results_path::{check_experiment, resolve};
 
@@ -90,7 +90,8 @@ pub enum Format {
     Csv,
     /// A JSON array of objects.
     Json,
-    /// A Parquet file (needs --out): typed columns, nulls for missing values.
+    /// A Parquet file (needs --out): the declared column types (docs/results.md), nulls
+    /// for missing values.
     Parquet,
 }
 
@@ -533,17 +534,18 @@ fn export(a: ExportArgs) -> Result<()> {
     if let Some(e) = &a.experiment {
         check_experiment(&db, &path, e)?;
     }
-    let rows = if a.metrics {
-        db.metrics(a.experiment.as_deref(), None)?
+    let export = if a.metrics {
+        export_table::metrics(&db, a.experiment.as_deref())?
     } else {
-        typed(&db.results(a.experiment.as_deref(), !a.all)?)
+        export_table::results(&db, a.experiment.as_deref(), !a.all)?
     };
     if a.format == Format::Parquet {
         let Some(out) = &a.out else {
             bail!("--format parquet writes a binary file: give it with --out FILE");
         };
-        return crate::parquet_export::write(out, &rows.columns, &rows.rows);
+        return crate::parquet_export::write(out, &export.columns, &export.rows.rows);
     }
+    let rows = export.rows;
     let mut out: Box<dyn Write> = match &a.out {
         Some(p) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
@@ -558,8 +560,14 @@ fn export(a: ExportArgs) -> Result<()> {
         Format::Csv => {
             let mut w = csv::Writer::from_writer(&mut out);
             w.write_record(&rows.columns)?;
+            // Floats keep their decimal point (`2.0`), so a reader infers the same type
+            // for a column whatever its values.
+            let cell = |v: &Value| match v {
+                Value::Number(n) if n.is_f64() => n.to_string(),
+                other => csv_cell(other),
+            };
             for r in &rows.rows {
-                w.write_record(r.iter().map(csv_cell))?;
+                w.write_record(r.iter().map(cell))?;
             }
             w.flush()?;
         }

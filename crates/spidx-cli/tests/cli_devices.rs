@@ -13,6 +13,21 @@ fn devices_lists_presets_as_table_and_json() {
         .assert()
         .success()
         .stdout(contains("memory"));
+    // The table fits 100 columns; --wide adds the sources, unwrapped.
+    let out = spidx().arg("devices").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 100,
+            "{} wide: {line}",
+            line.chars().count()
+        );
+    }
+    assert!(!text.contains("source"), "{text}");
+    let wide = spidx().args(["devices", "--wide"]).output().unwrap();
+    let wide = String::from_utf8(wide.stdout).unwrap();
+    assert!(wide.contains("source"), "{wide}");
+    assert!(wide.lines().map(|l| l.chars().count()).max() > Some(100));
     let v = json_of(&["devices", "--json"]);
     let names: Vec<&str> = v
         .as_array()

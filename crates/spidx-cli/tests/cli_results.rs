@@ -139,12 +139,27 @@ fn results_commands_find_filter_label_and_fit() {
     ] {
         assert!(header.contains(&col.to_string()), "{col} not in {header:?}");
     }
-    assert!(!header.contains(&"store".to_string()), "{header:?}");
+    // The declared schema: the same columns whatever the database holds.
+    let declared: Vec<&str> = spidx::experiment::db::export::COLUMNS
+        .iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(header, declared);
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
     let records: Vec<csv::StringRecord> = rdr.records().map(Result::unwrap).collect();
     assert_eq!(records.len(), 8);
     for r in &records {
         assert_eq!(&r[col("store_kind")], "direct");
+        assert_eq!(&r[col("store")], "kind=direct");
+        assert_eq!(&r[col("time_basis")], "modelled");
+        let commit = &r[col("git_commit")];
+        assert!(
+            commit == "unknown"
+                || (commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit())),
+            "the build's commit: {commit}"
+        );
+        // Reals keep a decimal point, so a reader infers float whatever the value.
+        assert!(r[col("occupancy_leaf_max")].contains('.'), "{:?}", r);
         assert_eq!(&r[col("layout")], "checked");
         for c in ["reads", "writes", "page_size", "run_id"] {
             r[col(c)]

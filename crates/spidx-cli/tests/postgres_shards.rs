@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{json_of, spidx};
-use spidx::experiment::db::pg_server::TempPostgres;
+use spidx::experiment::db::pg_server::{self, TempPostgres};
 
 const SPEC: &str = r#"
 name = "sharded-pg"
@@ -103,7 +103,7 @@ fn metric_rows(results: &str) -> Vec<String> {
 #[test]
 fn shard_processes_into_one_postgres_database_equal_the_whole_run() {
     let Some(pg) = TempPostgres::start().unwrap() else {
-        eprintln!("SKIPPED: no PostgreSQL server binary (initdb) found and SPIDX_REQUIRE_POSTGRES is unset");
+        pg_server::skip(pg_server::NO_SERVER);
         return;
     };
     let url = pg.create_database("shards").unwrap();
@@ -183,7 +183,7 @@ fn shard_processes_into_one_postgres_database_equal_the_whole_run() {
 #[test]
 fn a_spec_names_its_postgres_database_and_the_password_comes_from_pgpassword() {
     let Some(pg) = TempPostgres::start().unwrap() else {
-        eprintln!("SKIPPED: no PostgreSQL server binary (initdb) found and SPIDX_REQUIRE_POSTGRES is unset");
+        pg_server::skip(pg_server::NO_SERVER);
         return;
     };
     pg.create_database("keyed").unwrap();

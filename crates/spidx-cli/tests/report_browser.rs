@@ -78,7 +78,9 @@ fn check(browser: &Path, dir: &Path, name: &str, html: &str) -> (u64, Vec<String
 fn the_report_renders_without_overlapping_labels_or_empty_charts() {
     let Some(browser) = browser() else {
         if std::env::var_os("SPIDX_SKIP_BROWSER_TEST").is_some() {
-            eprintln!("no browser: skipped (SPIDX_SKIP_BROWSER_TEST is set)");
+            spidx::experiment::db::pg_server::skip(
+                "no browser (Chromium) found and SPIDX_SKIP_BROWSER_TEST is set",
+            );
             return;
         }
         panic!(

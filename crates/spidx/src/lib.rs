@@ -38,3 +38,6 @@ pub mod store;
 pub mod units;
 
 pub use error::{Error, Result};
+
+/// This build's spidx version (the crate's).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

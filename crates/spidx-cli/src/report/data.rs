@@ -11,6 +11,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde_json::{Map, Value};
 use spidx::cache::CacheConfig;
+use spidx::experiment::db::export::split_version;
 use spidx::experiment::ResultsDb;
 use spidx::spatial::IndexOptions;
 use spidx::store::StoreConfig;
@@ -87,7 +88,8 @@ pub struct Context {
     pub protocol: Map<String, Value>,
     /// Machines (host, CPU, CPUs, memory, kernel) the runs ran on.
     pub machines: BTreeSet<String>,
-    /// spidx versions that made the runs.
+    /// spidx versions that made the runs, each with the git commit it was built from
+    /// (`0.1.0 (commit 1a2b...)`; `unknown` for runs that recorded none).
     pub versions: BTreeSet<String>,
     /// First start and last finish of the reported runs.
     pub started: String,
@@ -318,7 +320,10 @@ fn run_rows(db: &ResultsDb, ids: &BTreeSet<i64>) -> Result<BTreeMap<i64, RunInfo
             durability,
             dataset: text(&r, "dataset_json"),
             objects: int(&r, "objects"),
-            version: text(&r, "spidx_version"),
+            version: {
+                let (v, commit) = split_version(&text(&r, "spidx_version"));
+                format!("{v} (commit {commit})")
+            },
             machine: machine_text(&text(&r, "machine_json")),
             started: text(&r, "started_at"),
             finished: text(&r, "finished_at"),

@@ -18,6 +18,8 @@ h2{border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:2em}\
 table{border-collapse:collapse;margin:0.8em 0;font-size:13px}\
 td,th{border:1px solid #bbb;padding:3px 7px;text-align:right;white-space:nowrap}\
 td:first-child,th:first-child,td.l,th.l{text-align:left}th{background:#f2f2f2}\
+th{white-space:normal;vertical-align:bottom;min-width:4em}\
+td.l{white-space:normal;min-width:7em;max-width:24em}\
 .charts{display:flex;flex-wrap:wrap;gap:10px}.charts svg{border:1px solid #e5e5e5}\
 .tag{font-size:12px;font-weight:normal;padding:1px 6px;border-radius:3px;background:#eef}\
 .note{background:#fff8e1;border-left:4px solid #E69F00;padding:6px 10px;margin:6px 0}\
@@ -155,11 +157,53 @@ impl Page {
         let corr = super::correlation::section(data, &w.workloads, &w.devices);
         w.html.push_str(&corr);
         w.html.push_str("</body></html>\n");
+        let nav = navigation(&w.html);
+        w.html = w.html.replacen(SECTIONS_MARK, &nav, 1);
         Page {
             html: w.html,
             charts: w.charts,
         }
     }
+}
+
+/// Where the context section lists the sections, until they are all written.
+const SECTIONS_MARK: &str = "<!--sections-->";
+
+/// "Sections: A · B · ...": a link to every section of `html` after the context, named by
+/// its heading, in page order (so a section that only some experiments get is listed when
+/// it is there, and never when it is not).
+fn navigation(html: &str) -> String {
+    let mut links = Vec::new();
+    let mut rest = html;
+    while let Some(i) = rest.find("<section id=\"") {
+        rest = &rest[i + "<section id=\"".len()..];
+        let Some(end) = rest.find('"') else { break };
+        let id = &rest[..end];
+        let Some(h) = rest.find("<h2>") else { break };
+        let Some(h_end) = rest[h..].find("</h2>") else {
+            break;
+        };
+        if id != "context" {
+            let heading = strip_tags(&rest[h + 4..h + h_end]);
+            links.push(format!("<a href=\"#{id}\">{heading}</a>"));
+        }
+    }
+    format!("<p class=\"sections\">Sections: {}</p>", links.join(" · "))
+}
+
+/// `html` without its tags (headings are escaped text with at most a few inline tags).
+fn strip_tags(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
 }
 
 impl<'a> Writer<'a> {
@@ -294,19 +338,9 @@ impl<'a> Writer<'a> {
             "<section id=\"context\"><h2>Context</h2><dl>{dl}</dl><details><summary>The spec as written</summary><pre>{}</pre></details>",
             esc(&c.spec_text)
         );
-        let _ = write!(self.html, "<p>Sections: ");
-        for (i, wl) in self.workloads.iter().enumerate() {
-            let _ = write!(
-                self.html,
-                "{}<a href=\"#{}\">{}</a>",
-                if i > 0 { " · " } else { "" },
-                slug(&["w", wl]),
-                esc(wl)
-            );
-        }
-        self.html.push_str(
-            " · <a href=\"#shape\">tree shape</a> · <a href=\"#best\">best configurations</a> · <a href=\"#gains\">gains</a></p></section>",
-        );
+        // Filled in once every section is written (see `navigation`).
+        self.html.push_str(SECTIONS_MARK);
+        self.html.push_str("</section>");
     }
 
     fn devices_where(&self, simulated: bool) -> Vec<&str> {

@@ -97,22 +97,73 @@ impl Axis {
         }
     }
 
-    /// A logarithmic time axis over whole decades covering `min`..`max` (both > 0), one
-    /// tick per decade labelled with its own unit (`100 µs`, `1 ms`, `10 ms`).
+    /// A logarithmic time axis covering `min`..`max` (both > 0), from the 1-2-5 value at or
+    /// below `min` to the one at or above `max`. Ticks at every 1-2-5 value in that range
+    /// (`200 µs`, `500 µs`, `1 ms`, `2 ms`, ...) when there are at most eight of them, so an
+    /// axis within one decade still has at least three labels; over a wider range one tick
+    /// per decade. Each label has its own unit.
     pub(super) fn log_time(min: f64, max: f64, what: &str) -> Axis {
-        let lo = 10f64.powf(min.log10().floor());
-        let hi = 10f64.powf(max.log10().ceil()).max(lo * 10.0);
-        let decades = (hi / lo).log10().round() as i32;
-        let ticks = (0..=decades)
-            .map(|i| {
-                let v = lo * 10f64.powi(i);
-                let u = TimeUnit::for_max(v * 1.000_001);
-                (v, format!("{:.0} {}", v / u.scale(), u.symbol()))
-            })
+        let steps = |v: f64| {
+            let d = 10f64.powf(v.log10().floor());
+            [d, 2.0 * d, 5.0 * d, 10.0 * d]
+        };
+        // Tolerate rounding: 0.001 must stay 1 ms, not fall to the step below.
+        let lo = steps(min)
+            .into_iter()
+            .rev()
+            .find(|s| *s <= min * (1.0 + 1e-9))
+            .unwrap_or(min);
+        let next = |v: f64| {
+            steps(v * 1.000_001)
+                .into_iter()
+                .find(|s| *s > v * 1.000_001)
+                .unwrap_or(v * 2.0)
+        };
+        let mut hi = steps(max)
+            .into_iter()
+            .find(|s| *s >= max * (1.0 - 1e-9))
+            .unwrap_or(max);
+        if hi <= lo * (1.0 + 1e-9) {
+            hi = next(lo);
+        }
+        // The 1-2-5 values within lo..=hi.
+        let values = |lo: f64, hi: f64| {
+            let mut all = Vec::new();
+            let mut d = 10f64.powf(lo.log10().floor());
+            while d <= hi * 1.000_001 {
+                for m in [1.0, 2.0, 5.0] {
+                    let v = m * d;
+                    if v >= lo * 0.999_999 && v <= hi * 1.000_001 {
+                        all.push(v);
+                    }
+                }
+                d *= 10.0;
+            }
+            all
+        };
+        let mut all = values(lo, hi);
+        // Fewer than three labels cannot show a scale: widen the axis upwards.
+        while all.len() < 3 {
+            hi = next(hi);
+            all = values(lo, hi);
+        }
+        let label = |v: f64| {
+            let u = TimeUnit::for_max(v * 1.000_001);
+            (v, format!("{:.0} {}", v / u.scale(), u.symbol()))
+        };
+        let decades: Vec<f64> = all
+            .iter()
+            .copied()
+            .filter(|v| (v.log10() - v.log10().round()).abs() < 1e-9)
             .collect();
+        let ticks = if all.len() <= 8 || decades.len() < 3 {
+            all
+        } else {
+            decades
+        };
         Axis {
             end: hi,
-            ticks,
+            ticks: ticks.into_iter().map(label).collect(),
             title: format!("{what} (log scale)"),
             unit: None,
             log: Some((lo, hi)),
@@ -338,18 +389,34 @@ impl Grouped<'_> {
             for (s, v) in self.values[g].iter().enumerate() {
                 let Some(v) = v else { continue };
                 let x = x0 + s as f64 * bw;
-                let _ = write!(
-                    svg,
-                    r#"<rect class="bar" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{}, {}: {}</title></rect>"#,
-                    x + 0.5,
-                    y(*v),
-                    (bw - 1.0).max(1.0),
-                    (bottom - y(*v)).max(0.0),
-                    PALETTE[s % PALETTE.len()],
-                    esc(&self.series[s]),
-                    esc(name),
-                    axis.value(*v)
-                );
+                if axis.log.is_some() {
+                    // On a log axis a bar's height would depend on where the axis happens
+                    // to start: a dot marks the value instead.
+                    let _ = write!(
+                        svg,
+                        r#"<circle class="point" cx="{:.1}" cy="{:.1}" r="{:.1}" fill="{}" stroke="black" stroke-width="0.5"><title>{}, {}: {}</title></circle>"#,
+                        x + bw / 2.0,
+                        y(*v),
+                        (bw * 0.3).clamp(2.5, 5.0),
+                        PALETTE[s % PALETTE.len()],
+                        esc(&self.series[s]),
+                        esc(name),
+                        axis.value(*v)
+                    );
+                } else {
+                    let _ = write!(
+                        svg,
+                        r#"<rect class="bar" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{}, {}: {}</title></rect>"#,
+                        x + 0.5,
+                        y(*v),
+                        (bw - 1.0).max(1.0),
+                        (bottom - y(*v)).max(0.0),
+                        PALETTE[s % PALETTE.len()],
+                        esc(&self.series[s]),
+                        esc(name),
+                        axis.value(*v)
+                    );
+                }
                 if let Some(w) = self.whiskers.and_then(|w| w[g][s]) {
                     let cx = x + bw / 2.0;
                     let cap = (bw * 0.25).max(2.0);
@@ -604,12 +671,49 @@ mod tests {
     }
 
     #[test]
-    fn a_log_axis_has_one_tick_per_decade() {
+    fn a_log_axis_has_one_tick_per_decade_over_many() {
         let axis = Axis::log_time(0.000_3, 4.7, "per query");
         let labels: Vec<&str> = axis.ticks.iter().map(|t| t.1.as_str()).collect();
-        assert_eq!(labels, ["100 µs", "1 ms", "10 ms", "100 ms", "1 s", "10 s"]);
-        assert!((axis.frac(0.001) - 0.2).abs() < 1e-9);
+        assert_eq!(labels, ["1 ms", "10 ms", "100 ms", "1 s"]);
+        // From 200 µs to 5 s.
+        assert!((axis.frac(0.000_2)).abs() < 1e-9);
+        assert!((axis.frac(5.0) - 1.0).abs() < 1e-9);
         assert_eq!(axis.frac(1e-9), 0.0);
+    }
+
+    #[test]
+    fn a_log_axis_within_one_decade_has_at_least_three_labels() {
+        // 1.5 and 1.9 ms: 1-2 ms would have two labels, so the axis goes on to 5 ms.
+        let axis = Axis::log_time(0.001_5, 0.001_9, "per query");
+        let labels: Vec<&str> = axis.ticks.iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(labels, ["1 ms", "2 ms", "5 ms"]);
+        let axis = Axis::log_time(0.001_2, 0.004, "per query");
+        let labels: Vec<&str> = axis.ticks.iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(labels, ["1 ms", "2 ms", "5 ms"]);
+        for (min, max) in [(0.001_5, 0.001_9), (3e-5, 4e-5), (0.9, 1.1), (1e-4, 1e-4)] {
+            let a = Axis::log_time(min, max, "q");
+            assert!(a.ticks.len() >= 3, "{min}..{max}: {:?}", a.ticks);
+            assert!(a.frac(min) >= 0.0 && a.frac(max) <= 1.0);
+        }
+    }
+
+    #[test]
+    fn a_log_chart_draws_dots_not_bars() {
+        let values = vec![vec![Some(0.001_9), Some(0.001_5)]];
+        let svg = Grouped {
+            title: "t",
+            y_label: "per query",
+            x_label: "x",
+            quantity: Quantity::Time,
+            groups: &names(&["a"]),
+            series: &names(&["s1", "s2"]),
+            values: &values,
+            whiskers: None,
+            log: true,
+        }
+        .svg();
+        assert_eq!(svg.matches("class=\"point\"").count(), 2);
+        assert_eq!(svg.matches("class=\"bar\"").count(), 0);
     }
 
     #[test]

@@ -315,6 +315,9 @@ pub struct ReadOptions {
     /// (for inspection: `dataset info`, query windows). Otherwise such a file is an error
     /// (see [`read`]), since an index keeps one geometry per id.
     pub allow_duplicate_ids: bool,
+    /// Make every part of a multi-part geometry an object of its own (see [`explode`]);
+    /// the objects get new ids 0, 1, 2, ... in kept order, as with `renumber`.
+    pub explode: bool,
 }
 
 /// A dataset read from a file together with the report of what the reader did.
@@ -334,7 +337,8 @@ pub fn open(path: impl AsRef<Path>) -> Result<Dataset> {
     Ok(read(path.as_ref(), &ReadOptions::default())?.dataset)
 }
 
-/// Reads any importable file (GeoJSON, WKT, WKB, Shapefile, FlatGeobuf, OSM PBF, NPY).
+/// Reads any importable file (GeoJSON, GeoJSON text sequences, WKT, WKB, Shapefile,
+/// FlatGeobuf, OSM PBF, NPY).
 ///
 /// Bad records are repaired or skipped and counted in the report (never an error); a file
 /// that cannot be read at all (missing, truncated, not of its format) is an error naming the
@@ -350,6 +354,9 @@ pub fn open(path: impl AsRef<Path>) -> Result<Dataset> {
 /// replace the first one's geometry. Set [`ReadOptions::renumber`] to give every record a
 /// new dense id (0, 1, 2, ... in kept order), or [`ReadOptions::allow_duplicate_ids`] to
 /// keep them with a warning (inspection only).
+///
+/// With [`ReadOptions::explode`] every part of a multi-part geometry becomes an object (see
+/// [`explode`] for the parts and the id scheme).
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<Loaded> {
     let format = match opts.format {
         Some(f) => f,
@@ -370,6 +377,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Loaded> {
     match format {
         Format::FlatGeobuf => formats::fgb::read(path, &mut sink)?,
         Format::GeoJson => formats::geojson::read(path, &mut sink)?,
+        Format::GeoJsonSeq => formats::geojsonseq::read(path, &mut sink)?,
         Format::Wkt => formats::text::read_wkt(path, &mut sink)?,
         Format::Wkb => formats::text::read_wkb(path, &mut sink)?,
         Format::Shapefile => formats::shp::read(path, &mut sink)?,
@@ -388,7 +396,8 @@ pub fn write(path: &Path, dataset: &Dataset) -> Result<Format> {
 
 /// Writes `dataset` to `path` in `format`.
 ///
-/// Geometries can be written as FlatGeobuf, GeoJSON, WKT or hex WKB; vectors only as NPY.
+/// Geometries can be written as FlatGeobuf, GeoJSON, a GeoJSON text sequence, WKT or hex
+/// WKB; vectors only as NPY.
 pub fn write_as(path: &Path, dataset: &Dataset, format: Format) -> Result<()> {
     match (dataset, format) {
         (Dataset::Vectors(v), Format::Npy) => formats::npy::write(path, v),
@@ -403,16 +412,43 @@ pub fn write_as(path: &Path, dataset: &Dataset, format: Format) -> Result<()> {
         )),
         (Dataset::Geo(r), Format::FlatGeobuf) => formats::fgb::write(path, r),
         (Dataset::Geo(r), Format::GeoJson) => formats::geojson::write(path, r),
+        (Dataset::Geo(r), Format::GeoJsonSeq) => formats::geojsonseq::write(path, r),
         (Dataset::Geo(r), Format::Wkt) => formats::text::write_wkt(path, r),
         (Dataset::Geo(r), Format::Wkb) => formats::text::write_wkb(path, r),
         (Dataset::Geo(_), f) => Err(Error::invalid(
             "output format",
             format!(
-                "geometries cannot be written as {} ({}); use .fgb, .geojson, .wkt or .wkb",
+                "geometries cannot be written as {} ({}); use .fgb, .geojson, .geojsonl, .wkt or .wkb",
                 f.name(),
                 path.display()
             ),
         )),
+    }
+}
+
+/// The parts of `g`, each an object of its own for [`ReadOptions::explode`].
+///
+/// A MultiPoint gives its points, a MultiLineString its lines, a MultiPolygon its polygons,
+/// and a GeometryCollection the parts of each member in turn (nested collections are
+/// flattened); any other geometry is its own single part. Parts come in the order they have
+/// in the geometry.
+///
+/// The id scheme of an exploded read: objects are numbered 0, 1, 2, ... in the order they
+/// are kept, the parts of one source record consecutive in their order within it. So the
+/// objects of a file of one MultiPolygon of n parts have ids 0..n, part i having id i.
+pub fn explode(g: Geometry<f64>) -> Vec<Geometry<f64>> {
+    let mut out = Vec::new();
+    explode_into(g, &mut out);
+    out
+}
+
+fn explode_into(g: Geometry<f64>, out: &mut Vec<Geometry<f64>>) {
+    match g {
+        Geometry::MultiPoint(m) => out.extend(m.0.into_iter().map(Geometry::Point)),
+        Geometry::MultiLineString(m) => out.extend(m.0.into_iter().map(Geometry::LineString)),
+        Geometry::MultiPolygon(m) => out.extend(m.0.into_iter().map(Geometry::Polygon)),
+        Geometry::GeometryCollection(c) => c.0.into_iter().for_each(|g| explode_into(g, out)),
+        other => out.push(other),
     }
 }
 
@@ -470,10 +506,32 @@ impl<'a> GeoSink<'a> {
                 return;
             }
         };
+        if self.opts.explode {
+            // Judged per part below: a land mask of many small parts is not one huge object.
+            self.notes.retain(|n| n.0 != Issue::ManyVertices);
+        }
         self.notes.sort_by_key(|n| n.0);
         self.notes.dedup_by_key(|n| n.0);
         for (issue, detail) in &self.notes {
             self.report.note(*issue, loc, detail);
+        }
+        if self.opts.explode {
+            let parts = explode(geometry);
+            if parts.len() > 1 {
+                self.report.exploded += 1;
+            }
+            for part in parts {
+                let n = vertex_count(&part);
+                if n > report::MANY_VERTICES {
+                    self.report
+                        .note(Issue::ManyVertices, loc, &format!("a part of {n} vertices"));
+                }
+                if let Some(rec) = GeoRecord::new(0, part) {
+                    self.report.kept(kind_name(&rec.geometry));
+                    self.records.push(rec);
+                }
+            }
+            return;
         }
         let id = id.unwrap_or(ordinal);
         if !self.opts.renumber {
@@ -523,7 +581,7 @@ impl<'a> GeoSink<'a> {
             ));
         }
         let mut recs = std::mem::take(&mut self.records);
-        if self.opts.renumber {
+        if self.opts.renumber || self.opts.explode {
             for (i, r) in recs.iter_mut().enumerate() {
                 r.id = i as u64;
             }

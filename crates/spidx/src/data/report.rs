@@ -217,6 +217,9 @@ pub struct ImportReport {
     pub warnings: BTreeMap<String, u64>,
     /// Kept records by geometry kind (`polygon`, `multipolygon`, `point`, ..., or `vector`).
     pub kinds: BTreeMap<String, u64>,
+    /// Records split into several objects by `explode` (each part one object; the parts are
+    /// in `records_kept` and `kinds`).
+    pub exploded: u64,
     /// The first few problems, each naming the record (`line 12: ring too short: ...`).
     pub examples: Vec<String>,
     #[serde(skip)]
@@ -300,6 +303,13 @@ impl fmt::Display for ImportReport {
             self.records_kept,
             self.skipped_total()
         )?;
+        if self.exploded > 0 {
+            writeln!(
+                f,
+                "  {} multi-part records exploded into their parts (each part one object)",
+                self.exploded
+            )?;
+        }
         write_counts(f, "kept by kind", &self.kinds)?;
         write_counts(f, "skipped", &self.skipped)?;
         write_counts(f, "repaired (kept)", &self.repaired)?;

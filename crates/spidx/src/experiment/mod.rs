@@ -182,6 +182,7 @@ fn load_stored(d: &DatasetSpec) -> Result<Dataset> {
             path,
             skip_invalid,
             renumber,
+            explode,
             ..
         } => {
             let opts = ReadOptions {
@@ -190,6 +191,7 @@ fn load_stored(d: &DatasetSpec) -> Result<Dataset> {
                     polygons_only: false,
                 },
                 renumber: *renumber,
+                explode: *explode,
                 ..ReadOptions::default()
             };
             let loaded = data::read(path, &opts)?;

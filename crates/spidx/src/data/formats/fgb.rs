@@ -1,8 +1,16 @@
 //! FlatGeobuf: the canonical file format for 2-D geometries.
 //!
-//! Written with one non-nullable `id` column (ulong) and *without* the optional packed
+//! Written with one non-nullable `id` column and *without* the optional packed
 //! Hilbert R-tree: the index would reorder the features by Hilbert value, and the order of
-//! objects is an experiment variable (one-by-one insertion). Files written by other tools
+//! objects is an experiment variable (one-by-one insertion).
+//!
+//! The `id` column is a signed 64-bit integer (`long`) whenever every id fits one (below
+//! 2^63; OSM relation ids with their flag, 2^62 + n, do): GDAL reads a `long` column as an
+//! Integer64 field, exactly, while it reads an unsigned `ulong` column as a Real (float64),
+//! which loses the low bits of ids beyond 2^53. Only a dataset with an id of 2^63 or more
+//! is written with a `ulong` column (which spidx reads back exactly; GDAL would not).
+//!
+//! Files written by other tools
 //! (with an index, other columns) read fine; the id comes from a column named `id` (or
 //! `fid`) of any integer type, else the feature's ordinal.
 //!
@@ -61,11 +69,21 @@ pub fn write(path: &Path, records: &[GeoRecord]) -> Result<()> {
         ..Default::default()
     };
     let mut fgb = FgbWriter::create_with_options("spidx", kind, options).map_err(fgb_err)?;
-    fgb.add_column("id", ColumnType::ULong, |_, col| col.nullable = false);
+    let signed = records.iter().all(|r| i64::try_from(r.id).is_ok());
+    let id_type = if signed {
+        ColumnType::Long
+    } else {
+        ColumnType::ULong
+    };
+    fgb.add_column("id", id_type, |_, col| col.nullable = false);
     for r in records {
         fgb.add_feature_geom(GeomRef(&r.geometry), |feat| {
+            let value = match i64::try_from(r.id) {
+                Ok(id) if signed => ColumnValue::Long(id),
+                _ => ColumnValue::ULong(r.id),
+            };
             // Cannot fail for a declared column of the value's type.
-            let _ = feat.property(0, "id", &ColumnValue::ULong(r.id));
+            let _ = feat.property(0, "id", &value);
         })
         .map_err(gz)?;
     }

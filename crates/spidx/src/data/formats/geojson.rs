@@ -45,7 +45,7 @@ pub(crate) fn read(path: &Path, sink: &mut GeoSink) -> Result<()> {
         Some("Feature") => {
             let mut obj = rest;
             obj.insert("type".into(), Value::String("Feature".into()));
-            feature(sink, Value::Object(obj), 0);
+            feature(sink, Value::Object(obj), Loc::Feature(0));
             Ok(())
         }
         Some(
@@ -154,7 +154,7 @@ impl<'de> Visitor<'de> for Features<'_, '_, '_> {
         while let Some(v) = seq.next_element::<Value>()? {
             let n = self.0.features;
             self.0.features += 1;
-            feature(self.0.sink, v, n);
+            feature(self.0.sink, v, Loc::Feature(n));
         }
         Ok(())
     }
@@ -173,8 +173,8 @@ fn id_of(v: &Value) -> Option<u64> {
     }
 }
 
-fn feature(sink: &mut GeoSink, v: Value, n: u64) {
-    let loc = Loc::Feature(n);
+/// Decodes one Feature object into `sink` (a malformed one is counted and skipped).
+pub(crate) fn feature(sink: &mut GeoSink, v: Value, loc: Loc) {
     let Value::Object(mut obj) = v else {
         sink.reject(loc, Issue::Unparsable, "a feature must be a JSON object");
         return;
@@ -202,10 +202,10 @@ fn feature(sink: &mut GeoSink, v: Value, n: u64) {
     }
 }
 
-type Bad = (Issue, String);
+pub(crate) type Bad = (Issue, String);
 
 /// Decodes a geometry object with the `geojson` crate and turns it into a raw geometry.
-fn geometry(v: Value) -> Result<RawGeom, Bad> {
+pub(crate) fn geometry(v: Value) -> Result<RawGeom, Bad> {
     let g: geojson::Geometry = serde_json::from_value(v)
         .map_err(|e| (Issue::Unparsable, format!("invalid GeoJSON geometry: {e}")))?;
     convert(g.value)
@@ -264,21 +264,27 @@ pub fn write(path: &Path, records: &[GeoRecord]) -> Result<()> {
         if i > 0 {
             buf.push_str(",\n");
         }
-        let id = r.id;
-        buf.push_str(&format!(
-            "{{\"type\":\"Feature\",\"id\":{id},\"properties\":{{\"id\":{id}}},\"geometry\":"
-        ));
-        geometry_json(&r.geometry, &mut buf).map_err(|msg| {
-            Error::invalid(
-                "geometry",
-                format!("record id {id}: {msg}; cannot write GeoJSON"),
-            )
-        })?;
-        buf.push('}');
+        feature_json(r, &mut buf)?;
         out.write_all(buf.as_bytes()).map_err(io)?;
     }
     out.write_all(b"\n]}\n").map_err(io)?;
     out.flush().map_err(io)
+}
+
+/// Appends record `r` as one GeoJSON Feature (its id both as `id` and `properties.id`).
+pub(crate) fn feature_json(r: &GeoRecord, buf: &mut String) -> Result<()> {
+    let id = r.id;
+    buf.push_str(&format!(
+        "{{\"type\":\"Feature\",\"id\":{id},\"properties\":{{\"id\":{id}}},\"geometry\":"
+    ));
+    geometry_json(&r.geometry, buf).map_err(|msg| {
+        Error::invalid(
+            "geometry",
+            format!("record id {id}: {msg}; cannot write GeoJSON"),
+        )
+    })?;
+    buf.push('}');
+    Ok(())
 }
 
 fn num(v: f64, buf: &mut String) -> std::result::Result<(), String> {

@@ -6,6 +6,7 @@
 //! |---|---|---|---|---|
 //! | FlatGeobuf | `.fgb` | yes | yes | canonical for geometries; `id` column (ulong); no spatial index, so source order is kept |
 //! | GeoJSON | `.geojson`, `.json` | yes | yes | FeatureCollection (streamed), Feature or bare Geometry |
+//! | GeoJSON text sequence | `.geojsonl`, `.geojsons`, `.ndjson`, `.jsonl` | yes | yes | one Feature (or Geometry) per line, or RFC 8142 records each led by an RS (0x1E) byte; streamed |
 //! | WKT | `.wkt` | yes | yes | one geometry per line; blank lines and `#` comments ignored |
 //! | WKB | `.wkb` | yes | yes (hex) | hex (E)WKB one per line *or* binary WKB geometries back to back, detected from the first byte |
 //! | Shapefile | `.shp` (+ `.dbf`, `.shx`) | yes | no | ids from a numeric `id` field of the `.dbf` when present |
@@ -14,6 +15,7 @@
 
 pub mod fgb;
 pub mod geojson;
+pub mod geojsonseq;
 pub mod npy;
 pub mod osm;
 pub mod shp;
@@ -45,6 +47,9 @@ pub enum Format {
     FlatGeobuf,
     /// GeoJSON (RFC 7946).
     GeoJson,
+    /// GeoJSON text sequences: newline-delimited GeoJSON (GeoJSONSeq, `ndjson`) and
+    /// RFC 8142 record-separated sequences.
+    GeoJsonSeq,
     /// Well-known text, one geometry per line.
     Wkt,
     /// Well-known binary: hex lines or concatenated binary.
@@ -59,9 +64,10 @@ pub enum Format {
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::FlatGeobuf,
         Format::GeoJson,
+        Format::GeoJsonSeq,
         Format::Wkt,
         Format::Wkb,
         Format::Shapefile,
@@ -74,6 +80,7 @@ impl Format {
         match self {
             Format::FlatGeobuf => "flatgeobuf",
             Format::GeoJson => "geojson",
+            Format::GeoJsonSeq => "geojsonseq",
             Format::Wkt => "wkt",
             Format::Wkb => "wkb",
             Format::Shapefile => "shapefile",
@@ -87,6 +94,7 @@ impl Format {
         match self {
             Format::FlatGeobuf => &[".fgb"],
             Format::GeoJson => &[".geojson", ".json"],
+            Format::GeoJsonSeq => &[".geojsonl", ".geojsons", ".ndjson", ".jsonl"],
             Format::Wkt => &[".wkt"],
             Format::Wkb => &[".wkb"],
             Format::Shapefile => &[".shp"],
@@ -228,6 +236,12 @@ mod tests {
         assert_eq!(f("a/b.FGB"), Format::FlatGeobuf);
         assert_eq!(f("x.osm.pbf"), Format::OsmPbf);
         assert_eq!(f("x.geojson"), Format::GeoJson);
+        assert_eq!(f("x.json"), Format::GeoJson);
+        for e in ["x.geojsonl", "x.GEOJSONS", "x.ndjson", "x.jsonl"] {
+            assert_eq!(f(e), Format::GeoJsonSeq, "{e}");
+        }
+        assert_eq!(Format::from_name("geojsonseq").unwrap(), Format::GeoJsonSeq);
+        assert_eq!(Format::from_name("ndjson").unwrap(), Format::GeoJsonSeq);
         assert_eq!(f("x.shp"), Format::Shapefile);
         assert_eq!(f("x.npy"), Format::Npy);
         let e = Format::from_path(Path::new("x.gpkg"))

@@ -5,6 +5,7 @@ mod import;
 mod limits;
 mod messy;
 mod roundtrip;
+mod seq_explode;
 
 use super::*;
 use geo_types::{coord, Geometry, LineString, MultiPolygon, Point, Polygon};

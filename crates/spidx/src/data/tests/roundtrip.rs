@@ -4,7 +4,7 @@ use super::*;
 use crate::data::generate::{generate, Distribution, GenerateOptions};
 use proptest::prelude::*;
 
-const GEO_FORMATS: [&str; 4] = ["fgb", "geojson", "wkt", "wkb"];
+const GEO_FORMATS: [&str; 6] = ["fgb", "geojson", "geojsonl", "geojsons", "wkt", "wkb"];
 
 fn roundtrip(recs: &[GeoRecord], ext: &str) -> (Vec<GeoRecord>, ImportReport) {
     let dir = tmp();

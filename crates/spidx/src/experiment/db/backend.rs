@@ -213,7 +213,18 @@ impl From<postgres::Error> for DbError {
         // The server's message (`db error: ERROR: ...` says little without it).
         match e.as_db_error() {
             Some(d) => DbError(format!("{}: {}", d.severity(), d.message())),
-            None => DbError(e.to_string()),
+            // The client's text names the kind only ("error connecting to server"); its
+            // causes say what happened ("Connection refused (os error 111)").
+            None => {
+                let mut text = e.to_string();
+                let mut source = std::error::Error::source(&e);
+                while let Some(s) = source {
+                    text.push_str(": ");
+                    text.push_str(&s.to_string());
+                    source = s.source();
+                }
+                DbError(text)
+            }
         }
     }
 }

@@ -15,6 +15,7 @@
 
 pub mod backend;
 mod claim;
+pub mod export;
 pub mod merge;
 pub mod pg_server;
 #[cfg(test)]
@@ -130,6 +131,20 @@ pub(crate) fn db_err(path: &Path, e: impl std::fmt::Display) -> Error {
 pub(crate) fn connect(path: &Path) -> Result<Conn> {
     match Location::of(path) {
         Location::File(p) => {
+            // SQLite's own message for a missing directory is "unable to open database
+            // file"; name the directory instead.
+            if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+                if !dir.is_dir() {
+                    return Err(db_err(
+                        path,
+                        format!(
+                            "cannot be created: directory {} does not exist (create it first, e.g. `mkdir -p {}`, or give another --results path)",
+                            dir.display(),
+                            dir.display()
+                        ),
+                    ));
+                }
+            }
             let c = Connection::open(&p).map_err(|e| db_err(path, e))?;
             c.busy_timeout(BUSY_TIMEOUT).map_err(|e| db_err(path, e))?;
             Ok(Conn::Sqlite(c))
@@ -137,10 +152,49 @@ pub(crate) fn connect(path: &Path) -> Result<Conn> {
         Location::Postgres(url) => Conn::postgres(&url).map_err(|e| {
             db_err(
                 path,
-                format!("cannot connect to the PostgreSQL server: {e}"),
+                format!(
+                    "cannot connect to the PostgreSQL server: {e}{}",
+                    refused_hint(&url, &e.to_string())
+                ),
             )
         }),
     }
+}
+
+/// When `message` tells of a refused connection: which server was tried and that nothing
+/// listens there (the client's own message, "error connecting to server: Connection
+/// refused", names neither).
+fn refused_hint(url: &str, message: &str) -> String {
+    let refused = message.to_ascii_lowercase().contains("connection refused");
+    if !refused {
+        return String::new();
+    }
+    let Ok(config) = url.parse::<postgres::Config>() else {
+        return String::new();
+    };
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .map(|h| match h {
+            postgres::config::Host::Tcp(name) => name.clone(),
+            postgres::config::Host::Unix(p) => p.display().to_string(),
+        })
+        .collect();
+    let ports = config.get_ports();
+    let servers: Vec<String> = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            format!("{h}:{port}")
+        })
+        .collect();
+    let at = if servers.is_empty() {
+        "localhost:5432".to_string()
+    } else {
+        servers.join(", ")
+    };
+    format!(" (connection refused: nothing listens at {at}; start the server there or give the URL of a running one)")
 }
 
 impl ResultsDb {
@@ -505,7 +559,7 @@ fn insert_run(c: &mut Conn, exp: i64, run: &RunConfig, inv: &Invocation) -> DbRe
             json(o),
             dataset_json.as_str().into(),
             (inv.objects as i64).into(),
-            env!("CARGO_PKG_VERSION").into(),
+            export::recorded_version().into(),
             inv.machine_json.as_str().into(),
             claim::lease_end().into(),
             inv.owner.as_str().into(),

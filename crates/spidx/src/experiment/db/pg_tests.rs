@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::claim::Owner;
-use super::pg_server::TempPostgres;
+use super::pg_server::{self, TempPostgres};
 use super::*;
 use crate::experiment::protocol::Metrics;
 use crate::experiment::runner::WorkloadResult;
@@ -16,7 +16,7 @@ use crate::experiment::{matrix, spec};
 fn server() -> Option<TempPostgres> {
     let s = TempPostgres::start().expect("temporary PostgreSQL server");
     if s.is_none() {
-        eprintln!("SKIPPED: no PostgreSQL server binary (initdb) found and SPIDX_REQUIRE_POSTGRES is unset");
+        pg_server::skip(pg_server::NO_SERVER);
     }
     s
 }

@@ -66,6 +66,10 @@ pub enum DatasetSpec {
         /// otherwise). Left out of the spec's fingerprint when false.
         #[serde(skip_serializing_if = "is_false")]
         renumber: bool,
+        /// Make every part of a multi-part geometry an object of its own, with ids 0, 1, 2,
+        /// ... (see [`crate::data::explode`]). Left out of the fingerprint when false.
+        #[serde(skip_serializing_if = "is_false")]
+        explode: bool,
         /// Insertion order. Left out of the fingerprint when `as-stored`.
         #[serde(skip_serializing_if = "InsertionOrder::is_as_stored")]
         order: InsertionOrder,
@@ -543,6 +547,7 @@ fn dataset(src: &Src, raw: &Spanned<RawDataset>) -> Result<DatasetSpec> {
                 path,
                 skip_invalid: d.skip_invalid.as_ref().is_some_and(|s| *s.get_ref()),
                 renumber: d.renumber.as_ref().is_some_and(|s| *s.get_ref()),
+                explode: d.explode.as_ref().is_some_and(|s| *s.get_ref()),
                 order,
             })
         }
@@ -555,6 +560,13 @@ fn dataset(src: &Src, raw: &Spanned<RawDataset>) -> Result<DatasetSpec> {
                     s,
                     "dataset.renumber",
                     "applies to dataset files only (generated objects have ids 0, 1, 2, ...)",
+                ));
+            }
+            if let Some(s) = &d.explode {
+                return Err(src.at(
+                    s,
+                    "dataset.explode",
+                    "applies to dataset files only (generated objects are single-part)",
                 ));
             }
             let r = g.get_ref();

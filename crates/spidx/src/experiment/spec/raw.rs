@@ -87,6 +87,7 @@ pub(super) struct RawDataset {
     pub(super) file: Opt<String>,
     pub(super) skip_invalid: Opt<bool>,
     pub(super) renumber: Opt<bool>,
+    pub(super) explode: Opt<bool>,
     pub(super) order: Opt<String>,
     pub(super) generate: Opt<RawGenerate>,
 }
