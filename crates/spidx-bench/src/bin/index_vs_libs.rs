@@ -324,6 +324,25 @@ struct Group {
     matches: Vec<(String, bool)>,
 }
 
+/// The brute-force answers over `rects` (kNN with `k` neighbours, none for 0).
+fn references<'a>(
+    rects: &'a [Rect<2>],
+    windows: &[Rect<2>],
+    points: &'a [[f64; 2]],
+    k: usize,
+) -> Reference<'a> {
+    Reference {
+        windows: brute_force(rects, windows),
+        knn: if k > 0 {
+            brute_force_knn(rects, points, k)
+        } else {
+            Vec::new()
+        },
+        rects,
+        points,
+    }
+}
+
 /// The reference answers of a workload.
 struct Reference<'a> {
     windows: Vec<Vec<u64>>,
@@ -663,20 +682,8 @@ fn parent(args: &Args) -> Result<ExitCode> {
         matches: vec![],
     };
     let points = files.points.clone();
-    let reference_of = |rects: &'_ [Rect<2>]| -> Reference<'_> {
-        Reference {
-            windows: brute_force(rects, &windows),
-            knn: if args.k > 0 {
-                brute_force_knn(rects, &points, args.k)
-            } else {
-                Vec::new()
-            },
-            rects,
-            points: &points,
-        }
-    };
     let rects = files.rects.clone();
-    let reference = reference_of(&rects);
+    let reference = references(&rects, &windows, &points, args.k);
     if let Some(dir) = &args.workload_dir {
         if !dir.join("workload.json").exists() {
             files.write(dir)?;
@@ -720,7 +727,7 @@ fn parent(args: &Args) -> Result<ExitCode> {
             let sim_reference = if sim_n == args.n {
                 reference
             } else {
-                reference_of(&sim_rects)
+                references(&sim_rects, &windows, &points, args.k)
             };
             sim = run_group(&sim_names, &sp, args.rounds, &dir, &sim_reference, &mut out)?;
         }
