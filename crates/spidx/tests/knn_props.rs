@@ -213,3 +213,48 @@ fn distances_beyond_1e154_are_finite_and_ordered() {
         assert!((d / (2f64.sqrt() * 1e300) - 1.0).abs() < 1e-15, "{d}");
     }
 }
+
+/// `Rect::min_dist` is `min_dist2(p).sqrt()` where that is exact enough, and keeps its
+/// value and order where the squares overflow or underflow.
+#[test]
+fn distances_keep_value_and_order_across_the_range() {
+    let r = Rect::new([0.0, 0.0], [2.0, 1.0]).unwrap();
+    for p in [
+        [3.0, 5.0],
+        [1.0, 0.5],
+        [-1.5, 0.25],
+        [0.1, -7.0],
+        [2.0, 1.0],
+    ] {
+        assert_eq!(r.min_dist(&p).get(), r.min_dist2(&p).sqrt(), "{p:?}");
+    }
+    assert_eq!(r.min_dist(&[1.0, 1.0]), Distance::ZERO);
+    let o = Rect::point([0.0, 0.0]);
+    let d = o.min_dist(&[3e200, 4e200]).get();
+    assert!((d / 5e200 - 1.0).abs() < 1e-15, "{d}");
+    assert!(o.min_dist(&[3e200, 4e200]) < o.min_dist(&[3e200, 4.000001e200]));
+    // Beyond f64::MAX: the value is +inf, the order still right.
+    let a = Rect::point([-1.7e308, -1.7e308]);
+    let (x, y) = (
+        a.min_dist(&[1.7e308, 1.0e308]),
+        a.min_dist(&[1.7e308, 1.1e308]),
+    );
+    assert!(x < y && x.get() == f64::INFINITY);
+    assert!(o.min_dist(&[1e300, 1e300]) < x);
+    // Tiny: the squares of 3e-170 underflow to zero.
+    let t = o.min_dist(&[3e-170, 4e-170]);
+    assert!((t.get() / 5e-170 - 1.0).abs() < 1e-15, "{}", t.get());
+    assert!(o.min_dist(&[3e-170, 3e-170]) < t);
+    assert!(Distance::ZERO < o.min_dist(&[5e-324, 0.0]));
+    assert!(t < o.min_dist(&[1e-100, 0.0]));
+    for w in [0.0, 1e-320, 1e-200, 1.0, 1e200, f64::MAX, f64::INFINITY].windows(2) {
+        assert!(Distance::from_f64(w[0]) < Distance::from_f64(w[1]), "{w:?}");
+    }
+    assert_eq!(Distance::from_f64(-0.0), Distance::ZERO);
+    // A distance measured on inputs scaled down by 2^-1000, beyond f64::MAX unscaled.
+    let s = 2f64.powi(-1000);
+    assert!(Distance::from_scaled(1e10 * s * 1e300, s) > Distance::from_f64(f64::MAX));
+    assert!(
+        Distance::from_scaled(1e10 * s * 1e300, s) < Distance::from_scaled(2e10 * s * 1e300, s)
+    );
+}
