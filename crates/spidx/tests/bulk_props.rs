@@ -61,7 +61,7 @@ fn answers(t: &mut T) -> Vec<Vec<u64>> {
             .nearest([x, y], 7)
             .unwrap()
             .iter()
-            .map(|n| n.dist2.to_bits())
+            .map(|n| n.dist.bits())
             .collect();
         out.push(knn);
     }
@@ -86,10 +86,10 @@ fn brute(live: &BTreeMap<u64, Rect<2>>) -> Vec<Vec<u64>> {
                 .map(|(id, _)| *id)
                 .collect(),
         );
-        let mut d: Vec<f64> = live.values().map(|r| r.min_dist2(&[x, y])).collect();
-        d.sort_by(f64::total_cmp);
+        let mut d: Vec<u64> = live.values().map(|r| r.min_dist(&[x, y]).bits()).collect();
+        d.sort();
         d.truncate(7);
-        out.push(d.iter().map(|v| v.to_bits()).collect());
+        out.push(d);
     }
     out
 }

@@ -34,7 +34,7 @@ use spidx_bench::data;
 use spidx_bench::runs::{self, RunParams, RunResult};
 use spidx_bench::sys::Machine;
 
-#[derive(Parser, Debug)]
+#[derive(Parser, Debug, Clone)]
 #[command(about = "spidx vs rstar vs SQLite R*Tree: insertion and window-query throughput")]
 struct Args {
     /// Rectangles inserted (memory runs).
@@ -60,6 +60,32 @@ struct Args {
     /// Page buffer of spidx on simulated devices.
     #[arg(long, default_value = "lru:512KB")]
     sim_cache: String,
+    /// Neighbours per kNN query (0: no kNN phase).
+    #[arg(long, default_value_t = 10)]
+    k: usize,
+    /// kNN query points per repetition.
+    #[arg(long, default_value_t = 1000)]
+    knn_queries: usize,
+    /// Workload directory (see `spidx_bench::data::Files`): read the rectangles, windows
+    /// and kNN points from it if it holds a workload (`--n`, `--queries`, `--knn-queries`,
+    /// `--seed` are then taken from it), else generate them and write them there, with
+    /// the brute-force answers, for other implementations to run.
+    #[arg(long)]
+    workload_dir: Option<PathBuf>,
+    /// Check another implementation's window answers (a file of id lists, the format of
+    /// `answers.windows`) against brute force over `--workload-dir`, then exit.
+    #[arg(long, requires = "workload_dir")]
+    check_windows: Option<PathBuf>,
+    /// Check another implementation's kNN answers (id lists, nearest first) against brute
+    /// force over `--workload-dir`, then exit.
+    #[arg(long, requires = "workload_dir")]
+    check_knn: Option<PathBuf>,
+    /// Directory of the file-device runs' files (default: the temporary directory).
+    #[arg(long)]
+    file_dir: Option<PathBuf>,
+    /// Skip the file-device runs.
+    #[arg(long)]
+    no_file: bool,
     /// Skip the simulated-device runs.
     #[arg(long)]
     no_sim: bool,
@@ -120,6 +146,10 @@ fn params(args: &Args, n: usize) -> RunParams {
         reps: args.reps,
         sim_cache: args.sim_cache.clone(),
         page_size: args.page_size,
+        k: args.k,
+        knn_queries: args.knn_queries,
+        file_dir: args.file_dir.clone(),
+        workload_dir: args.workload_dir.clone(),
     }
 }
 
@@ -130,7 +160,13 @@ fn child(args: &Args, name: &str) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn spawn(name: &str, p: &RunParams, dir: &Path) -> Result<(RunResult, Vec<Vec<u64>>)> {
+/// A child's answers: one id list per window, and per kNN point (empty without kNN).
+struct Answers {
+    windows: Vec<Vec<u64>>,
+    knn: Vec<Vec<u64>>,
+}
+
+fn spawn(name: &str, p: &RunParams, dir: &Path) -> Result<(RunResult, Answers)> {
     let ids = dir.join(format!("{}.ids", name.replace(['@', '/'], "_")));
     let exe = std::env::current_exe()?;
     let out = Command::new(exe)
@@ -142,6 +178,18 @@ fn spawn(name: &str, p: &RunParams, dir: &Path) -> Result<(RunResult, Vec<Vec<u6
         .args(["--reps", &p.reps.to_string()])
         .args(["--sim-cache", &p.sim_cache])
         .args(["--page-size", &p.page_size.to_string()])
+        .args(["--k", &p.k.to_string()])
+        .args(["--knn-queries", &p.knn_queries.to_string()])
+        .args(
+            p.file_dir
+                .iter()
+                .flat_map(|d| [std::ffi::OsStr::new("--file-dir"), d.as_os_str()]),
+        )
+        .args(
+            p.workload_dir
+                .iter()
+                .flat_map(|d| [std::ffi::OsStr::new("--workload-dir"), d.as_os_str()]),
+        )
         .stderr(std::process::Stdio::inherit())
         .output()
         .with_context(|| format!("running the child for {name}"))?;
@@ -150,9 +198,90 @@ fn spawn(name: &str, p: &RunParams, dir: &Path) -> Result<(RunResult, Vec<Vec<u6
     }
     let res: RunResult = serde_json::from_slice(&out.stdout)
         .with_context(|| format!("parsing the result of {name}"))?;
-    let lists = runs::read_ids(&ids)?;
+    let windows = runs::read_ids(&ids)?;
     let _ = std::fs::remove_file(&ids);
-    Ok((res, lists))
+    let knn_path = runs::knn_ids_path(&ids);
+    let knn = if res.knn_queries > 0 {
+        let l = runs::read_ids(&knn_path)?;
+        let _ = std::fs::remove_file(&knn_path);
+        l
+    } else {
+        Vec::new()
+    };
+    Ok((res, Answers { windows, knn }))
+}
+
+/// The squared distances of the `k` boxes nearest to each point, by brute force (the
+/// ids are ambiguous where distances tie; the distances are not).
+fn brute_force_knn(rects: &[Rect<2>], points: &[[f64; 2]], k: usize) -> Vec<Vec<f64>> {
+    points
+        .iter()
+        .map(|p| {
+            let mut best: std::collections::BinaryHeap<Dist> = Default::default();
+            for r in rects {
+                let d = Dist(r.min_dist2(p));
+                if best.len() < k {
+                    best.push(d);
+                } else if d < *best.peek().expect("k > 0") {
+                    best.pop();
+                    best.push(d);
+                }
+            }
+            best.into_sorted_vec().into_iter().map(|d| d.0).collect()
+        })
+        .collect()
+}
+
+/// A squared distance ordered by `total_cmp`.
+#[derive(Clone, Copy, PartialEq)]
+struct Dist(f64);
+impl Eq for Dist {}
+impl PartialOrd for Dist {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Dist {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&o.0)
+    }
+}
+
+/// Checks kNN answers (ids, nearest first) against brute force's distances: the same
+/// distances in the same order, no id twice; returns the first difference.
+fn compare_knn(
+    got: &[Vec<u64>],
+    want: &[Vec<f64>],
+    rects: &[Rect<2>],
+    points: &[[f64; 2]],
+) -> Option<String> {
+    if got.len() != want.len() {
+        return Some(format!(
+            "{} kNN answers, expected {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let mut seen = std::collections::HashSet::new();
+        if let Some(dup) = g.iter().find(|id| !seen.insert(**id)) {
+            return Some(format!("kNN point {i}: id {dup} twice"));
+        }
+        let d: Vec<f64> = g
+            .iter()
+            .map(|&id| {
+                rects
+                    .get(id as usize)
+                    .map_or(f64::NAN, |r| r.min_dist2(&points[i]))
+            })
+            .collect();
+        if d.len() != w.len() || d.iter().zip(w).any(|(a, b)| a.to_bits() != b.to_bits()) {
+            return Some(format!(
+                "kNN point {i}: squared distances {d:?}, expected {w:?}"
+            ));
+        }
+    }
+    None
 }
 
 /// The answers of a brute-force scan.
@@ -195,12 +324,39 @@ struct Group {
     matches: Vec<(String, bool)>,
 }
 
+/// The brute-force answers over `rects` (kNN with `k` neighbours, none for 0).
+fn references<'a>(
+    rects: &'a [Rect<2>],
+    windows: &[Rect<2>],
+    points: &'a [[f64; 2]],
+    k: usize,
+) -> Reference<'a> {
+    Reference {
+        windows: brute_force(rects, windows),
+        knn: if k > 0 {
+            brute_force_knn(rects, points, k)
+        } else {
+            Vec::new()
+        },
+        rects,
+        points,
+    }
+}
+
+/// The reference answers of a workload.
+struct Reference<'a> {
+    windows: Vec<Vec<u64>>,
+    knn: Vec<Vec<f64>>,
+    rects: &'a [Rect<2>],
+    points: &'a [[f64; 2]],
+}
+
 fn run_group(
     names: &[String],
     p: &RunParams,
     rounds: usize,
     dir: &Path,
-    reference: &[Vec<u64>],
+    reference: &Reference<'_>,
     log: &mut dyn Write,
 ) -> Result<Group> {
     let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); names.len()];
@@ -213,16 +369,29 @@ fn run_group(
                 p.n,
                 round + 1
             )?;
-            let (res, lists) = spawn(name, p, dir)?;
-            if let Some(d) = compare(&lists, reference) {
+            let (res, answers) = spawn(name, p, dir)?;
+            if let Some(d) = compare(&answers.windows, &reference.windows) {
                 writeln!(log, "  MISMATCH {name}: {d}")?;
                 ok[k] = false;
             }
+            if res.knn_queries > 0 {
+                if let Some(d) = compare_knn(
+                    &answers.knn,
+                    &reference.knn,
+                    reference.rects,
+                    reference.points,
+                ) {
+                    writeln!(log, "  MISMATCH {name}: {d}")?;
+                    ok[k] = false;
+                }
+            }
             writeln!(
                 log,
-                "    build {:.2} s, queries {:.4} s (median), peak RSS {} MiB",
+                "    build {:.2} s ({:.2} s CPU), queries {:.4} s CPU (median), kNN {:.4} s CPU (median), peak RSS {} MiB",
                 res.insert_wall_s,
-                res.query_wall_median(),
+                res.insert_cpu_s,
+                res.query_cpu_median(),
+                res.knn_cpu_median(),
                 res.peak_rss_kb / 1024
             )?;
             runs[k].push(res);
@@ -262,9 +431,12 @@ fn main_table(results: &[RunResult], matches: &[(String, bool)]) -> Table {
         "inserts/s",
         "vs rstar",
         "build CPU s",
+        "vs rstar (CPU)",
         "queries/s (median)",
         "vs rstar",
         "queries/s (best)",
+        "vs rstar",
+        "kNN/s (CPU, median)",
         "vs rstar",
         "results",
         "peak RSS MiB",
@@ -274,8 +446,11 @@ fn main_table(results: &[RunResult], matches: &[(String, bool)]) -> Table {
     ]);
     for r in results {
         // Bulk loads are compared with rstar's bulk load, the others with its inserts.
+        // The file-device rows with SQLite's database file.
         let rstar = if runs::BULK_VARIANTS.contains(&r.name.as_str()) {
             by_name("rstar-bulk")
+        } else if runs::FILE_VARIANTS.contains(&r.name.as_str()) {
+            by_name("sqlite-file")
         } else {
             by_name("rstar")
         };
@@ -301,6 +476,10 @@ fn main_table(results: &[RunResult], matches: &[(String, bool)]) -> Table {
             right(fmt_rate(r.insert_rate())),
             right(ratio(r.insert_rate(), rstar.map(|x| x.insert_rate()))),
             right(format!("{:.2}", r.insert_cpu_s)),
+            right(ratio(
+                r.insert_cpu_rate(),
+                rstar.map(|x| x.insert_cpu_rate()),
+            )),
             right(fmt_rate(r.query_rate())),
             right(ratio(r.query_rate(), rstar.map(|x| x.query_rate()))),
             right(fmt_rate(r.query_rate_best())),
@@ -308,6 +487,19 @@ fn main_table(results: &[RunResult], matches: &[(String, bool)]) -> Table {
                 r.query_rate_best(),
                 rstar.map(|x| x.query_rate_best()),
             )),
+            right(if r.knn_queries > 0 {
+                fmt_rate(r.knn_rate())
+            } else {
+                "-".into()
+            }),
+            right(if r.knn_queries > 0 {
+                ratio(
+                    r.knn_rate(),
+                    rstar.filter(|x| x.knn_queries > 0).map(|x| x.knn_rate()),
+                )
+            } else {
+                "-".into()
+            }),
             right(r.results),
             right(mib(r.peak_rss_kb)),
             right(mib(r.peak_rss_kb.saturating_sub(r.rss_base_kb))),
@@ -380,6 +572,48 @@ fn sim_table(results: &[RunResult], matches: &[(String, bool)]) -> Table {
     t
 }
 
+/// Checks another implementation's answer files against the reference (`--check-windows`,
+/// `--check-knn`).
+fn check_peer(args: &Args, reference: &Reference<'_>, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut ok = true;
+    if let Some(f) = &args.check_windows {
+        let got = runs::read_ids(f)?;
+        match compare(&got, &reference.windows) {
+            Some(d) => {
+                ok = false;
+                writeln!(out, "{}: MISMATCH: {d}", f.display())?;
+            }
+            None => writeln!(
+                out,
+                "{}: every window's answer equals brute force's ({} windows)",
+                f.display(),
+                got.len()
+            )?,
+        }
+    }
+    if let Some(f) = &args.check_knn {
+        let got = runs::read_ids(f)?;
+        match compare_knn(&got, &reference.knn, reference.rects, reference.points) {
+            Some(d) => {
+                ok = false;
+                writeln!(out, "{}: MISMATCH: {d}", f.display())?;
+            }
+            None => writeln!(
+                out,
+                "{}: every kNN answer has brute force's distances ({} points, k = {})",
+                f.display(),
+                got.len(),
+                args.k
+            )?,
+        }
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
 fn parent(args: &Args) -> Result<ExitCode> {
     let machine = Machine::detect();
     let command = std::env::args().collect::<Vec<_>>().join(" ");
@@ -410,18 +644,62 @@ fn parent(args: &Args) -> Result<ExitCode> {
     std::fs::create_dir_all(&dir)?;
     let mut notes = Vec::new();
 
-    let windows = data::windows(args.queries, args.seed);
+    // The workload: from the files of --workload-dir, or generated (and then written
+    // there for other implementations).
+    let (files, args) = match &args.workload_dir {
+        Some(dir) if dir.join("workload.json").exists() => {
+            let f = data::Files::read(dir)?;
+            let m = &f.manifest;
+            writeln!(out, "workload read from {}", dir.display())?;
+            let args = Args {
+                n: m.n,
+                queries: m.queries,
+                knn_queries: m.knn_queries,
+                seed: m.seed,
+                k: if args.k == 0 { 0 } else { m.k },
+                ..args.clone()
+            };
+            (f, args)
+        }
+        _ => (
+            data::Files::generate(args.n, args.queries, args.knn_queries, args.k, args.seed),
+            args.clone(),
+        ),
+    };
+    let args = &args;
+    let windows = files.windows.clone();
     let p = params(args, args.n);
     let sim_n = args.sim_n.unwrap_or(args.n);
     let mut names: Vec<String> = runs::SPIDX_VARIANTS.iter().map(|s| s.to_string()).collect();
     names.extend(["rstar".to_string(), "sqlite".to_string()]);
     names.extend(runs::BULK_VARIANTS.iter().map(|s| s.to_string()));
+    if !args.no_file {
+        names.extend(runs::FILE_VARIANTS.iter().map(|s| s.to_string()));
+    }
     names.retain(|n| keep(n));
     let mut main = Group {
         results: vec![],
         matches: vec![],
     };
-    let reference = brute_force(&data::rects(args.n, args.seed), &windows);
+    let points = files.points.clone();
+    let rects = files.rects.clone();
+    let reference = references(&rects, &windows, &points, args.k);
+    if let Some(dir) = &args.workload_dir {
+        if !dir.join("workload.json").exists() {
+            files.write(dir)?;
+            writeln!(out, "workload written to {}", dir.display())?;
+        }
+        data::write_lists(&dir.join("answers.windows"), &reference.windows)?;
+        let knn: Vec<Vec<u64>> = reference
+            .knn
+            .iter()
+            .map(|l| l.iter().map(|d| d.to_bits()).collect())
+            .collect();
+        data::write_lists(&dir.join("answers.knn"), &knn)?;
+    }
+    if args.check_windows.is_some() || args.check_knn.is_some() {
+        return check_peer(args, &reference, &mut out);
+    }
     if !names.is_empty() {
         main = run_group(&names, &p, args.rounds, &dir, &reference, &mut out)?;
     }
@@ -445,10 +723,11 @@ fn parent(args: &Args) -> Result<ExitCode> {
         }
         if !sim_names.is_empty() {
             let sp = params(args, sim_n);
+            let sim_rects = data::rects(sim_n, args.seed);
             let sim_reference = if sim_n == args.n {
                 reference
             } else {
-                brute_force(&data::rects(sim_n, args.seed), &windows)
+                references(&sim_rects, &windows, &points, args.k)
             };
             sim = run_group(&sim_names, &sp, args.rounds, &dir, &sim_reference, &mut out)?;
         }
@@ -469,6 +748,10 @@ fn parent(args: &Args) -> Result<ExitCode> {
             args.n
         )?;
         writeln!(out, "{}", main_table(&main.results, &main.matches))?;
+        writeln!(
+            out,
+            "(\"vs rstar\": one-by-one rows over rstar, bulk rows over rstar-bulk, file-device rows over sqlite-file; build and kNN ratios by CPU where named)"
+        )?;
     }
     if !sim.results.is_empty() {
         writeln!(

@@ -1,7 +1,7 @@
 //! The sequential-scan baseline of Emrich et al. (2010, §3.2.3 and §5.4): the objects'
 //! boxes (or vectors) stored contiguously on a device of the same model as the index's,
 //! read front to back in large sequential requests, every record tested with the very
-//! distance the index uses ([`Rect::min_dist2`]), so its kNN answers equal the index's.
+//! distance the index uses ([`Rect::min_dist`]), so its kNN answers equal the index's.
 //!
 //! It sits beside the index layer in the experiment runner: it talks to a [`Device`]
 //! directly (no node store, no page cache: a scan reads every page once) and measures
@@ -17,7 +17,7 @@ use std::collections::BinaryHeap;
 use super::workload::object_box;
 use crate::data::Dataset;
 use crate::device::Device;
-use crate::geom::Rect;
+use crate::geom::{Distance, Rect};
 use crate::spatial::query::QueryReport;
 use crate::spatial::PhaseClock;
 use crate::{Error, Result};
@@ -190,9 +190,9 @@ impl<const D: usize> ScanTable<D> {
         }
         let clock = PhaseClock::start(self.device.as_ref(), self.simulated);
         // Max-heap of the best k so far by (distance, id).
-        let mut best: BinaryHeap<(Dist, u64)> = BinaryHeap::with_capacity(k + 1);
+        let mut best: BinaryHeap<(Distance, u64)> = BinaryHeap::with_capacity(k + 1);
         self.for_each(|id, r| {
-            let d = Dist(r.min_dist2(&point).sqrt());
+            let d = r.min_dist(&point);
             if best.len() < k {
                 best.push((d, id));
             } else if (d, id) < *best.peek().expect("k > 0") {
@@ -206,26 +206,10 @@ impl<const D: usize> ScanTable<D> {
             candidates: self.records,
             results: found.len() as u64,
             ids: found.iter().map(|c| c.1).collect(),
-            distances: found.iter().map(|c| c.0 .0).collect(),
+            distances: found.iter().map(|c| c.0.get()).collect(),
             filter,
             ..Default::default()
         })
-    }
-}
-
-/// A distance ordered by `total_cmp` (scan distances are never NaN: boxes are validated).
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Dist(f64);
-
-impl Eq for Dist {}
-impl PartialOrd for Dist {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Dist {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&o.0)
     }
 }
 

@@ -162,21 +162,32 @@ impl VariantState for ForTree {
 
 /// The entries page `q` of a node stores: its slice of `entries` (`m` per page), each slot
 /// naming the page `qm + j + 1` of `ids` (page id + 1; 0 for none).
+#[cfg(test)]
 fn page_entries<const D: usize>(
     entries: &[Entry<D>],
     ids: &[PageId],
     m: usize,
     q: usize,
 ) -> Vec<Entry<D>> {
+    let mut out = Vec::new();
+    page_entries_into(entries, ids, m, q, &mut out);
+    out
+}
+
+/// [`page_entries`] into `out` (cleared first), so that one buffer serves every page.
+fn page_entries_into<const D: usize>(
+    entries: &[Entry<D>],
+    ids: &[PageId],
+    m: usize,
+    q: usize,
+    out: &mut Vec<Entry<D>>,
+) {
+    out.clear();
     let end = ((q + 1) * m).min(entries.len());
-    entries[q * m..end]
-        .iter()
-        .enumerate()
-        .map(|(j, e)| Entry {
-            aux: ids.get(q * m + j + 1).map_or(0, |p| p + 1),
-            ..*e
-        })
-        .collect()
+    out.extend(entries[q * m..end].iter().enumerate().map(|(j, e)| Entry {
+        aux: ids.get(q * m + j + 1).map_or(0, |p| p + 1),
+        ..*e
+    }));
 }
 
 /// The fewest entry-level changes turning page contents `old` into `new`: `None` if a
@@ -273,10 +284,16 @@ impl<const D: usize> NodePages<D> for ForTree {
     }
 
     fn entry(&self, v: NodeView<'_, D>, i: usize) -> Entry<D> {
-        Entry {
-            aux: 0,
-            ..v.entry(i)
-        }
+        Entry::new(v.mbr(i), v.ptr(i))
+    }
+
+    fn extend_entries(&self, v: NodeView<'_, D>, out: &mut Vec<Entry<D>>) {
+        // The boxes read in one pass, without the slots (they name pages).
+        out.extend(
+            v.mbrs()
+                .enumerate()
+                .map(|(i, mbr)| Entry::new(mbr, v.ptr(i))),
+        );
     }
 
     fn visited(&self, id: PageId, _level: u32, pages: usize, insert: bool) {
@@ -305,23 +322,29 @@ impl<const D: usize> NodePages<D> for ForTree {
         }
         let mut ids: Vec<PageId> = old_ids.iter().copied().take(need).collect();
         ids.resize(need, 0);
+        // One buffer for the new contents of every page, one for the old.
+        let (mut new, mut old) = (Vec::with_capacity(m), Vec::with_capacity(m));
         // New O-nodes from the last: each names only pages after it, already created.
         for q in (old_ids.len()..need).rev() {
-            ids[q] = tree.create(level, &page_entries(entries, &ids, m, q))?;
+            page_entries_into(entries, &ids, m, q, &mut new);
+            ids[q] = tree.create(level, &new)?;
         }
         for &p in old_ids.iter().skip(need) {
             tree.delete(p, level)?;
         }
         for q in 0..need.min(old_ids.len()) {
-            let new = page_entries(entries, &ids, m, q);
-            let old = stored.map(|s| page_entries(&s.entries, &old_ids, m, q));
-            match old
-                .as_deref()
-                .map(|old| (old == new.as_slice(), page_changes(old, &new)))
-            {
-                Some((true, _)) => {}
-                Some((false, Some(changes))) => tree.modify(ids[q], level, &changes)?,
-                _ => tree.rewrite(ids[q], level, &new)?,
+            page_entries_into(entries, &ids, m, q, &mut new);
+            let Some(s) = stored else {
+                tree.rewrite(ids[q], level, &new)?;
+                continue;
+            };
+            page_entries_into(&s.entries, &old_ids, m, q, &mut old);
+            if old == new {
+                continue;
+            }
+            match page_changes(&old, &new) {
+                Some(changes) => tree.modify(ids[q], level, &changes)?,
+                None => tree.rewrite(ids[q], level, &new)?,
             }
         }
         if need == 1 {

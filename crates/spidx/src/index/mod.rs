@@ -179,6 +179,10 @@ pub(crate) fn check_named<const D: usize>(
     })
 }
 
+/// Chains of pages of a node up to this length are checked for loops by a scan, longer
+/// ones with a set (see [`Tree::read_spanned`]).
+const SHORT_CHAIN: usize = 32;
+
 /// Counters the tree keeps about its own work.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TreeStats {
@@ -217,6 +221,8 @@ pub struct Tree<S, const D: usize> {
     strategy: Strategy<D>,
     /// The traversal stack of [`Tree::search`], kept between calls to save allocations.
     search_stack: Vec<(PageId, u32)>,
+    /// The queue of the last nearest-neighbour traversal, kept for the next one.
+    nearest_spare: search::NearestSpare<D>,
 }
 
 impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
@@ -245,6 +251,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             stats,
             strategy: kind.strategy(),
             search_stack: Vec::new(),
+            nearest_spare: Default::default(),
         })
     }
 
@@ -268,6 +275,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             stats: TreeStats::default(),
             strategy,
             search_stack: Vec::new(),
+            nearest_spare: Default::default(),
         })
     }
 
@@ -447,17 +455,31 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         };
         let mut pages = Vec::new();
         let mut entries = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        seen.insert(id);
+        // Pages already read, for the loop check: the chain itself while it is short
+        // (a scan of a few ids), a set beyond.
+        let mut seen: Option<std::collections::HashSet<PageId>> = None;
         let mut next = 0;
         let mut current = id;
         loop {
-            let page = self.read(current, level)?;
-            let v = page.view::<D>();
-            entries.extend((0..v.len()).map(|i| np.entry(v, i)));
-            np.further_pages(v, &mut pages);
+            // Lent, not shared: no page reference or copy per page (the same reads).
+            self.with_node(current, level, |v| {
+                np.extend_entries(v, &mut entries);
+                np.further_pages(v, &mut pages);
+            })?;
             let Some(&p) = pages.get(next) else { break };
-            if !seen.insert(p) {
+            let looped = match &mut seen {
+                Some(set) => !set.insert(p),
+                None if next < SHORT_CHAIN => p == id || pages[..next].contains(&p),
+                None => {
+                    let mut set: std::collections::HashSet<PageId> =
+                        pages[..next].iter().copied().collect();
+                    set.insert(id);
+                    let looped = !set.insert(p);
+                    seen = Some(set);
+                    looped
+                }
+            };
+            if looped {
                 return Err(Error::corrupted(
                     format!("node page {id}"),
                     format!("its pages name page {p} twice (the chain of pages of a node must not loop)"),

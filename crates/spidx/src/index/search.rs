@@ -9,8 +9,8 @@ use std::collections::BinaryHeap;
 use serde::{Deserialize, Serialize};
 
 use super::Tree;
-use crate::geom::Rect;
-use crate::node::{Entry, PageId};
+use crate::geom::{Distance, Rect};
+use crate::node::{Entry, NodeView, PageId};
 use crate::store::NodeStore;
 use crate::{Error, Result};
 
@@ -56,49 +56,153 @@ impl MbrPredicate {
     }
 }
 
-/// A neighbour found by [`Tree::nearest`]: squared MBR distance and the leaf entry.
+/// A neighbour found by [`Tree::nearest`]: MBR distance and the leaf entry.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Neighbour<const D: usize> {
-    /// Squared distance from the query point to the entry's MBR.
-    pub dist2: f64,
+    /// Distance from the query point to the entry's MBR ([`Rect::min_dist`]).
+    pub dist: Distance,
     /// The leaf entry.
     pub entry: Entry<D>,
 }
 
-struct Item<const D: usize> {
-    dist2: f64,
-    // A node (page, level) or a leaf entry (level = u32::MAX marks an entry).
-    ptr: PageId,
+/// An item of the best-first queue: a node (`level` its level) or a leaf entry
+/// (`level == ENTRY`, its MBR at `slot` of [`NearestIter::boxes`]). 24 bytes in every
+/// dimension: the boxes stay out of the heap, so sifting moves little.
+#[derive(Clone, Copy)]
+struct Item {
+    key: u64,
     level: u32,
-    mbr: Rect<D>,
+    slot: u32,
+    ptr: PageId,
 }
 
-impl<const D: usize> PartialEq for Item<D> {
+/// The level that marks a leaf entry in the queue.
+const ENTRY: u32 = u32::MAX;
+
+impl PartialEq for Item {
     fn eq(&self, o: &Self) -> bool {
         self.cmp(o) == Ordering::Equal
     }
 }
-impl<const D: usize> Eq for Item<D> {}
-impl<const D: usize> PartialOrd for Item<D> {
+impl Eq for Item {}
+impl PartialOrd for Item {
     fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
         Some(self.cmp(o))
     }
 }
-impl<const D: usize> Ord for Item<D> {
-    // Min-heap on distance; entries before nodes at equal distance; then by pointer for
-    // determinism.
+impl Ord for Item {
+    // Min-heap on distance; entries before nodes at equal distance (and higher nodes
+    // before lower ones); then by pointer for determinism.
+    #[inline]
     fn cmp(&self, o: &Self) -> Ordering {
-        o.dist2
-            .total_cmp(&self.dist2)
+        o.key
+            .cmp(&self.key)
             .then_with(|| self.level.cmp(&o.level))
             .then_with(|| o.ptr.cmp(&self.ptr))
     }
 }
 
-/// Incremental best-first traversal state, yielding leaf entries by increasing distance.
+/// Incremental best-first traversal state, yielding leaf entries by increasing distance
+/// (Hjaltason and Samet): one queue of nodes and leaf entries keyed by their MBR's
+/// distance, each node read once, when it comes first. Give it back with
+/// [`Tree::nearest_done`] so that the next traversal reuses its memory.
 pub struct NearestIter<const D: usize> {
     point: [f64; D],
-    heap: BinaryHeap<Item<D>>,
+    heap: BinaryHeap<Item>,
+    /// MBRs of the leaf entries in the queue (an entry's item names its slot).
+    boxes: Vec<Rect<D>>,
+    /// For a caller that takes at most the first `first` entries (and those tied with
+    /// the last of them): the keys of the `first` nearest entries queued so far (a
+    /// max-heap). Nothing farther than the largest of them, once there are `first`, can
+    /// be among the entries taken, so it is not queued.
+    first: usize,
+    nearest: BinaryHeap<u64>,
+}
+
+/// The memory of a finished traversal, kept by the tree for the next one.
+pub(crate) struct NearestSpare<const D: usize> {
+    heap: BinaryHeap<Item>,
+    boxes: Vec<Rect<D>>,
+    nearest: BinaryHeap<u64>,
+}
+
+impl<const D: usize> Default for NearestSpare<D> {
+    fn default() -> Self {
+        NearestSpare {
+            heap: BinaryHeap::new(),
+            boxes: Vec::new(),
+            nearest: BinaryHeap::new(),
+        }
+    }
+}
+
+impl<const D: usize> NearestIter<D> {
+    /// The largest key that can still be among the entries taken (`u64::MAX` without a
+    /// limit or before `first` entries were queued).
+    #[inline]
+    fn bound(&self) -> u64 {
+        if self.nearest.len() < self.first {
+            u64::MAX
+        } else {
+            self.nearest.peek().copied().unwrap_or(u64::MAX)
+        }
+    }
+
+    /// Queues the entries of a node at `level` (read as `v`).
+    #[inline]
+    fn push_view(&mut self, v: NodeView<'_, D>, level: u32) {
+        if level == 0 {
+            for (i, m) in v.mbrs().enumerate() {
+                self.push_entry(m, v.ptr(i));
+            }
+        } else {
+            for (i, m) in v.mbrs().enumerate() {
+                self.push_node(&m, v.ptr(i), level - 1);
+            }
+        }
+    }
+
+    /// Queues child `ptr` (at `level`) whose MBR is `m`.
+    #[inline]
+    fn push_node(&mut self, m: &Rect<D>, ptr: PageId, level: u32) {
+        let key = m.min_dist(&self.point).bits();
+        if key <= self.bound() {
+            self.heap.push(Item {
+                key,
+                level,
+                slot: 0,
+                ptr,
+            });
+        }
+    }
+
+    /// Queues leaf entry `ptr` whose MBR is `m`.
+    #[inline]
+    fn push_entry(&mut self, m: Rect<D>, ptr: PageId) {
+        let key = m.min_dist(&self.point).bits();
+        if self.first != usize::MAX {
+            if self.nearest.len() < self.first {
+                self.nearest.push(key);
+            } else {
+                let worst = *self.nearest.peek().expect("first >= 1");
+                if key > worst {
+                    return;
+                }
+                if key < worst {
+                    self.nearest.pop();
+                    self.nearest.push(key);
+                }
+            }
+        }
+        let slot = self.boxes.len() as u32;
+        self.boxes.push(m);
+        self.heap.push(Item {
+            key,
+            level: ENTRY,
+            slot,
+            ptr,
+        });
+    }
 }
 
 impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
@@ -196,66 +300,90 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     }
 
     /// Starts a best-first nearest-neighbour traversal from `point`.
-    pub fn nearest_iter(&self, point: [f64; D]) -> Result<NearestIter<D>> {
+    pub fn nearest_iter(&mut self, point: [f64; D]) -> Result<NearestIter<D>> {
+        self.nearest_iter_first(point, usize::MAX)
+    }
+
+    /// Starts a best-first nearest-neighbour traversal from `point` for a caller that
+    /// takes at most the first `first` entries, and those at the same distance as the
+    /// last of them (as ties broken by id need): the same entries in the same order as
+    /// [`Self::nearest_iter`] up to there, but nothing that cannot be among them is
+    /// queued (no node is read for them either).
+    pub fn nearest_iter_first(&mut self, point: [f64; D], first: usize) -> Result<NearestIter<D>> {
         if let Some((d, c)) = point.iter().enumerate().find(|(_, c)| !c.is_finite()) {
             return Err(Error::invalid(
                 "query point",
                 format!("coordinate {d} is {c}; every coordinate must be a finite number"),
             ));
         }
-        let mut heap = BinaryHeap::new();
+        if first == 0 {
+            return Err(Error::invalid("k", "must be at least 1"));
+        }
+        let NearestSpare {
+            mut heap,
+            mut boxes,
+            mut nearest,
+        } = std::mem::take(&mut self.nearest_spare);
+        heap.clear();
+        boxes.clear();
+        nearest.clear();
         heap.push(Item {
-            dist2: 0.0,
-            ptr: self.meta.root,
+            key: Distance::ZERO.bits(),
             level: self.root_level(),
-            mbr: Rect::point(point),
+            slot: 0,
+            ptr: self.meta.root,
         });
-        Ok(NearestIter { point, heap })
+        Ok(NearestIter {
+            point,
+            heap,
+            boxes,
+            first,
+            nearest,
+        })
     }
 
-    /// The next leaf entry of a nearest-neighbour traversal (by increasing MBR distance).
+    /// Ends a traversal, keeping its memory for the next one.
+    pub fn nearest_done(&mut self, it: NearestIter<D>) {
+        self.nearest_spare = NearestSpare {
+            heap: it.heap,
+            boxes: it.boxes,
+            nearest: it.nearest,
+        };
+    }
+
+    /// The next leaf entry of a nearest-neighbour traversal (by increasing MBR distance,
+    /// ties by id).
     pub fn nearest_next(&mut self, it: &mut NearestIter<D>) -> Result<Option<Neighbour<D>>> {
         while let Some(item) = it.heap.pop() {
-            if item.level == u32::MAX {
+            if item.level == ENTRY {
                 return Ok(Some(Neighbour {
-                    dist2: item.dist2,
-                    entry: Entry::new(item.mbr, item.ptr),
+                    dist: Distance::from_bits(item.key),
+                    entry: Entry::new(it.boxes[item.slot as usize], item.ptr),
                 }));
             }
-            let level = if item.level == 0 {
-                u32::MAX
-            } else {
-                item.level - 1
-            };
+            if item.key > it.bound() {
+                // Farther than the entries the caller will take: never read.
+                continue;
+            }
             if self.strategy.pages.is_some() {
-                for e in self.read_visited(item.ptr, item.level)?.entries {
-                    it.heap.push(Item {
-                        dist2: e.mbr.min_dist2(&it.point),
-                        ptr: e.ptr,
-                        level,
-                        mbr: e.mbr,
-                    });
+                let node = self.read_visited(item.ptr, item.level)?;
+                for e in node.entries {
+                    if item.level == 0 {
+                        it.push_entry(e.mbr, e.ptr);
+                    } else {
+                        it.push_node(&e.mbr, e.ptr, item.level - 1);
+                    }
                 }
                 continue;
             }
-            let page = self.read(item.ptr, item.level)?;
-            let v = page.view::<D>();
-            for i in 0..v.len() {
-                let m = v.mbr(i);
-                it.heap.push(Item {
-                    dist2: m.min_dist2(&it.point),
-                    ptr: v.ptr(i),
-                    level,
-                    mbr: m,
-                });
-            }
+            self.with_node(item.ptr, item.level, |v| it.push_view(v, item.level))?;
         }
         Ok(None)
     }
 
     /// The `k` leaf entries nearest to `point` by MBR distance (ties in id order).
     pub fn nearest(&mut self, point: [f64; D], k: usize) -> Result<Vec<Neighbour<D>>> {
-        let mut it = self.nearest_iter(point)?;
+        let mut it = self.nearest_iter_first(point, k.max(1))?;
         let mut out = Vec::with_capacity(k);
         while out.len() < k {
             match self.nearest_next(&mut it)? {
@@ -263,6 +391,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 None => break,
             }
         }
+        self.nearest_done(it);
         Ok(out)
     }
 }

@@ -172,6 +172,12 @@ pub trait NodePages<const D: usize>: Send + Sync {
     /// the page for itself, e.g. page links in auxiliary slots).
     fn entry(&self, v: NodeView<'_, D>, i: usize) -> Entry<D>;
 
+    /// Appends every entry of page `v` as [`Self::entry`] gives it (variants may read a
+    /// whole page faster).
+    fn extend_entries(&self, v: NodeView<'_, D>, out: &mut Vec<Entry<D>>) {
+        out.extend((0..v.len()).map(|i| self.entry(v, i)));
+    }
+
     /// A traversal read node `id` spanning `pages` pages (1 for a one-page node).
     /// `insert` tells an insertion's descent from other reads (searches, deletes).
     fn visited(&self, id: PageId, level: u32, pages: usize, insert: bool);

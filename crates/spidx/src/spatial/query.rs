@@ -6,12 +6,12 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use geo::{BoundingRect, Distance, Euclidean, Geometry, Point};
+use geo::{BoundingRect, Distance as _, Euclidean, Geometry, MapCoords, Point};
 use geozero::{wkb::Wkb, CoordDimensions, ToGeo, ToWkb};
 use serde::{Deserialize, Serialize};
 
 use super::{PhaseReport, SpatialIndex};
-use crate::geom::Rect;
+use crate::geom::{Distance, Rect};
 use crate::query::Predicate;
 use crate::{Error, Result};
 
@@ -148,19 +148,25 @@ impl<const D: usize> SpatialIndex<D> {
         let reads0 = self.tree.stats().reads_per_level.clone();
         let exact = refine && self.objects.is_some() && D == 2;
         let clock = self.phase();
-        let mut it = self.tree.nearest_iter(point)?;
+        // By MBR distance the caller takes the first k entries (and ties): the traversal
+        // need not queue what cannot be among them. Exact distances may reorder them.
+        let mut it = if exact {
+            self.tree.nearest_iter(point)?
+        } else {
+            self.tree.nearest_iter_first(point, k)?
+        };
         // Max-heap of the best k so far: (distance, id).
         let mut best: BinaryHeap<Cand> = BinaryHeap::new();
         let mut candidates = 0u64;
         let mut refine_clock: Option<PhaseReport> = None;
         let qpoint = Geometry::Point(Point::new(point[0], point.get(1).copied().unwrap_or(0.0)));
-        while let Some(n) = self.tree.nearest_next(&mut it)? {
-            let mbr_dist = n.dist2.sqrt();
-            if best.len() == k && mbr_dist > best.peek().expect("k > 0").dist {
+        let mut next = self.tree.nearest_next(&mut it);
+        while let Ok(Some(n)) = next {
+            if best.len() == k && n.dist > best.peek().expect("k > 0").key {
                 break;
             }
             candidates += 1;
-            let dist = if exact {
+            let key = if exact {
                 let c = self.phase();
                 let store = self.objects.as_mut().expect("exact implies objects");
                 let bytes = store.get(n.entry.ptr)?.ok_or_else(|| {
@@ -170,23 +176,26 @@ impl<const D: usize> SpatialIndex<D> {
                     )
                 })?;
                 let g = decode(n.entry.ptr, bytes)?;
-                let d = Euclidean.distance(&qpoint, &g);
+                let d = exact_distance(&qpoint, &g);
                 let r = self.stop_phase(c);
                 refine_clock
                     .get_or_insert_with(PhaseReport::default)
                     .add(&r);
                 d
             } else {
-                mbr_dist
+                n.dist
             };
             best.push(Cand {
-                dist,
+                key,
                 id: n.entry.ptr,
             });
             if best.len() > k {
                 best.pop();
             }
+            next = self.tree.nearest_next(&mut it);
         }
+        next?;
+        self.tree.nearest_done(it);
         let mut filter = self.stop_phase(clock);
         let refinement = refine_clock.unwrap_or_default();
         // The refinement time was measured inside the traversal: take it out of the filter.
@@ -198,7 +207,7 @@ impl<const D: usize> SpatialIndex<D> {
             candidates,
             results: found.len() as u64,
             ids: found.iter().map(|c| c.id).collect(),
-            distances: found.iter().map(|c| c.dist).collect(),
+            distances: found.iter().map(|c| c.key.get()).collect(),
             filter,
             refinement,
             node_reads_per_level: reads_since(&reads0, &self.tree.stats().reads_per_level),
@@ -206,9 +215,28 @@ impl<const D: usize> SpatialIndex<D> {
     }
 }
 
+/// The exact distance from a point to a geometry, for any finite coordinates: beyond
+/// about ±1e154 (or below ±1e-154) the `geo` crate's distance overflows (underflows), so
+/// both are scaled by a power of two first, as the predicates are
+/// ([`crate::query::predicate::exact_scale`]).
+fn exact_distance(point: &Geometry<f64>, g: &Geometry<f64>) -> Distance {
+    match crate::query::predicate::exact_scale(point, g) {
+        None => Distance::from_f64(Euclidean.distance(point, g)),
+        Some(f) => {
+            let scale = |g: &Geometry<f64>| {
+                g.map_coords(|c| geo::Coord {
+                    x: c.x * f,
+                    y: c.y * f,
+                })
+            };
+            Distance::from_scaled(Euclidean.distance(&scale(point), &scale(g)), f)
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Cand {
-    dist: f64,
+    key: Distance,
     id: u64,
 }
 
@@ -225,6 +253,6 @@ impl PartialOrd for Cand {
 }
 impl Ord for Cand {
     fn cmp(&self, o: &Self) -> Ordering {
-        self.dist.total_cmp(&o.dist).then(self.id.cmp(&o.id))
+        self.key.cmp(&o.key).then(self.id.cmp(&o.id))
     }
 }

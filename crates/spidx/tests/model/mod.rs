@@ -12,7 +12,7 @@ use std::path::Path;
 use proptest::prelude::*;
 use spidx::cache::CacheConfig;
 use spidx::device::memory::{MemoryConfig, MemoryDevice};
-use spidx::geom::Rect;
+use spidx::geom::{Distance, Rect};
 use spidx::index::{IndexKind, MbrPredicate, Tree};
 use spidx::node::{Capacity, LayoutKind, Occupancy};
 use spidx::store::{AnyStore, NodeStore, StoreConfig};
@@ -142,9 +142,18 @@ pub fn check_knn<S: NodeStore<D>, const D: usize>(
     p: [f64; D],
     k: usize,
 ) {
-    let got: Vec<f64> = t.nearest(p, k).unwrap().iter().map(|n| n.dist2).collect();
-    let mut all: Vec<f64> = live.values().map(|r| r.min_dist2(&p)).collect();
-    all.sort_by(f64::total_cmp);
+    let found = t.nearest(p, k).unwrap();
+    for n in &found {
+        assert_eq!(
+            Some(n.entry.mbr),
+            live.get(&n.entry.ptr).copied(),
+            "kNN from {p:?} found {n:?}, not a live object"
+        );
+        assert_eq!(n.dist, n.entry.mbr.min_dist(&p), "{n:?}");
+    }
+    let got: Vec<Distance> = found.iter().map(|n| n.dist).collect();
+    let mut all: Vec<Distance> = live.values().map(|r| r.min_dist(&p)).collect();
+    all.sort();
     all.truncate(k);
     assert_eq!(got, all, "kNN distances from {p:?}");
 }
