@@ -43,7 +43,9 @@ fn small_run_matches_and_reports_json() {
             "spidx-bulk-hilbert",
             "spidx-bulk-omt",
             "spidx-hilbert-bulk",
-            "rstar-bulk"
+            "rstar-bulk",
+            "spidx-rstar30@file",
+            "sqlite-file"
         ]
     );
     let results: Vec<u64> = report["results"]

@@ -230,7 +230,9 @@ fn a_small_experiment_fills_the_database_and_the_report() {
     for s in &svgs {
         let svg = std::fs::read_to_string(rep.join(s)).unwrap();
         assert!(
-            svg.starts_with("<svg") && svg.contains(r#"class="bar""#),
+            // Bars, or dots with whiskers where a per-query spread is drawn on a log axis.
+            svg.starts_with("<svg")
+                && (svg.contains(r#"class="bar""#) || svg.contains(r#"class="point""#)),
             "{s}"
         );
         assert!(html.contains(&svg), "{s} not inline in the page");

@@ -156,6 +156,8 @@ fn configs() -> Vec<EfindConfig> {
         c.temporal_control = [TemporalControl::Both, TemporalControl::Reads][i % 2];
         // A small log, so compactions happen during the run.
         c.log_size = Some(spidx::store::efind::Size(160 << 10));
+        // Every operation acknowledged when it returns (the default is the checkpoint).
+        c.log_sync = LogSync::EachOp;
         out.push(c);
     }
     out

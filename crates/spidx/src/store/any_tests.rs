@@ -20,7 +20,7 @@ fn fast_configs_read_from_spec_files_with_size_strings() {
             flushing_unit: 5,
             flush_policy: FlushPolicy::FastStar,
             log_size: None,
-            log_sync: LogSync::EachOp,
+            log_sync: LogSync::None,
             log_device: Default::default(),
         }
     );

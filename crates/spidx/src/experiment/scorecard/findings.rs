@@ -152,9 +152,9 @@ fn default_tolerance() -> f64 {
     0.05
 }
 
-/// One measurable claim of a paper.
+/// One measurable claim of a paper. (Unknown keys are refused by the test's table, into
+/// which every key that is not the finding's own is flattened.)
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Finding {
     /// A short unique id, e.g. `flashsim-1`.
     pub id: String,
