@@ -48,7 +48,9 @@ def git_commit() -> str:
 def _object_id(id: Any) -> int:
     """``id`` checked as an object id: an integer in 0 .. 2**64 - 1, else ``ValueError``
     (the native module would raise ``OverflowError`` or ``TypeError``)."""
-    if isinstance(id, bool) or not isinstance(id, int):
+    if isinstance(id, bool):
+        raise ValueError(f"object id {id!r} is a bool, not an integer")
+    if not isinstance(id, int):
         try:
             import operator
 
