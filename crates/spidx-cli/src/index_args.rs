@@ -98,7 +98,7 @@ pub struct IndexArgs {
     /// FAST, eFIND: nodes per flushing unit (consecutive pages written together), e.g. 5.
     #[arg(long)]
     pub flushing_unit: Option<u32>,
-    /// FAST: flushing policy: flush-all, random, fast or fast-star; eFIND: m, mt, mth, mtha or
+    /// FAST: flushing policy: flush-all, random, fast, fast-star or fast-star-festival; eFIND: m, mt, mth, mtha or
     /// mthao (default mthao).
     #[arg(long)]
     pub flush_policy: Option<String>,
@@ -106,7 +106,8 @@ pub struct IndexArgs {
     /// the write buffer, >= 1MB; LCR-tree, RFTL: >= 4MB; eFIND: see docs/efind.md).
     #[arg(long)]
     pub log_size: Option<String>,
-    /// FAST, eFIND, LCR-tree, RFTL: log durability: each-op (default), group:N or none.
+    /// FAST, eFIND, LCR-tree, RFTL: log durability: none (default: durable at checkpoints,
+    /// like the direct store), group:N or each-op.
     #[arg(long)]
     pub log_sync: Option<String>,
     /// FAST, eFIND, LCR-tree, RFTL: where the log is written: same (default: the end of the device, counted,
@@ -206,7 +207,7 @@ impl IndexArgs {
                         .transpose()?,
                     log_sync: match &self.log_sync {
                         Some(s) => s.parse()?,
-                        None => LogSync::EachOp,
+                        None => LogSync::default(),
                     },
                     log_device: match &self.log_device {
                         Some(s) => s.parse()?,

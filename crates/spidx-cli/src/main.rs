@@ -13,6 +13,7 @@ mod parquet_export;
 mod query;
 mod recover;
 mod report;
+mod reproduce;
 mod results;
 mod results_path;
 mod run;
@@ -60,6 +61,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Reopen an index after a crash: replay its store's log, check it, report.
     Recover(recover::RecoverArgs),
+    /// The reproduction scorecard: each finding of the seeds decided from a results database.
+    Reproduce(reproduce::ReproduceArgs),
 }
 
 fn main() -> ExitCode {
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
         Command::Results(c) => results::run(c),
         Command::Report(a) => report::run(a),
         Command::Recover(a) => recover::run(a),
+        Command::Reproduce(a) => reproduce::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -142,7 +142,7 @@ fn flush_all_flags(shared: &Shared<'_>, store: &str, who: &str) -> Result<FlushA
             .transpose()?,
         log_sync: match shared.log_sync {
             Some(s) => s.parse()?,
-            None => LogSync::EachOp,
+            None => LogSync::default(),
         },
         log_device: match shared.log_device {
             Some(s) => s.parse()?,

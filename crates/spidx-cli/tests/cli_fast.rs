@@ -92,7 +92,7 @@ fn bad_fast_options_are_clear_errors() {
         (&fast_with("--flushing-unit", "0"), "at least 1 node"),
         (
             &fast_with("--flush-policy", "lru"),
-            "choose flush-all, random, fast or fast-star",
+            "choose flush-all, random, fast, fast-star or fast-star-festival",
         ),
         (
             &[&FAST[..], &["--log-sync", "group:0"]].concat(),

@@ -41,7 +41,7 @@ fn lcr_builds_report_log_pages_and_answer_like_the_direct_store() {
     assert!(j["store"]["settings"]["durability"]
         .as_str()
         .unwrap()
-        .contains("each operation"));
+        .contains("checkpoint"));
     assert_eq!(j["objects"], direct["objects"]);
     for dir in ["direct", "lcr"] {
         spidx().args(["check", &out(dir)]).assert().success();

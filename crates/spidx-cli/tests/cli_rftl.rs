@@ -53,7 +53,7 @@ fn rftl_builds_report_unit_pages_and_answer_like_the_direct_store() {
     assert!(j["store"]["settings"]["durability"]
         .as_str()
         .unwrap()
-        .contains("each operation"));
+        .contains("checkpoint"));
     assert_eq!(j["objects"], direct["objects"]);
     for dir in ["direct", "rftl"] {
         spidx().args(["check", &out(dir)]).assert().success();

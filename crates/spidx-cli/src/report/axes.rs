@@ -208,6 +208,7 @@ mod tests {
             figures: BTreeMap::new(),
             direct: true,
             plain_key: String::new(),
+            durability: String::new(),
             dims: None,
         }
     }

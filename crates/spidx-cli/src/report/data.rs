@@ -47,6 +47,9 @@ pub struct Row {
     /// it are the same tree, page size and device under different stores (to pair a
     /// flash-aware store with its plain tree, as the seeds' gain figures do).
     pub plain_key: String,
+    /// The store's unit of durability and where its log goes (`checkpoint; log: same
+    /// device`): configurations compared side by side should share it.
+    pub durability: String,
     /// The dimensionality of the run's generated dataset (`generate.dims` of its dataset
     /// description; one value per run under a `matrix.dims` axis), when recorded.
     pub dims: Option<usize>,
@@ -205,6 +208,10 @@ pub fn load(path: &Path, experiment: &str) -> Result<Data> {
                     .get(&run_id)
                     .map(|r| r.plain_key.clone())
                     .unwrap_or_default(),
+                durability: runs
+                    .get(&run_id)
+                    .map(|r| r.durability.clone())
+                    .unwrap_or_default(),
                 dims: runs.get(&run_id).and_then(|r| dataset_dims(&r.dataset)),
             }
         })
@@ -266,6 +273,7 @@ struct RunInfo {
     simulated: bool,
     direct: bool,
     plain_key: String,
+    durability: String,
     dataset: String,
     objects: i64,
     version: String,
@@ -285,6 +293,16 @@ fn run_rows(db: &ResultsDb, ids: &BTreeSet<i64>) -> Result<BTreeMap<i64, RunInfo
         let direct = options
             .as_ref()
             .is_none_or(|o| matches!(o.store, StoreConfig::Direct { .. }));
+        let durability = options
+            .as_ref()
+            .map(|o| {
+                format!(
+                    "{}; log: {}",
+                    o.store.durability_unit(),
+                    o.store.log_placement_name()
+                )
+            })
+            .unwrap_or_default();
         let plain_key = match options {
             Some(mut o) => {
                 o.store = StoreConfig::direct();
@@ -297,6 +315,7 @@ fn run_rows(db: &ResultsDb, ids: &BTreeSet<i64>) -> Result<BTreeMap<i64, RunInfo
             simulated,
             direct,
             plain_key,
+            durability,
             dataset: text(&r, "dataset_json"),
             objects: int(&r, "objects"),
             version: text(&r, "spidx_version"),
@@ -404,6 +423,7 @@ mod tests {
             figures: BTreeMap::new(),
             direct: true,
             plain_key: String::new(),
+            durability: String::new(),
             dims: None,
         }
     }

@@ -448,6 +448,7 @@ mod tests {
             ]),
             direct: true,
             plain_key: String::new(),
+            durability: String::new(),
             dims: Some(dims),
         }
     }

@@ -22,6 +22,9 @@ pub fn notes(data: &Data, rows: &[&Row], all: &[&Row]) -> Vec<String> {
     let Some(first) = rows.first() else {
         return out;
     };
+    if let Some(note) = mixed_durability(rows) {
+        out.push(note);
+    }
     let (w, d) = (&first.workload, &first.device);
     let reads: f64 = rows.iter().map(|r| r.val("reads")).sum();
     for (metric, what) in DEVICE_CACHES {
@@ -94,6 +97,40 @@ pub fn notes(data: &Data, rows: &[&Row], all: &[&Row]) -> Vec<String> {
 
 /// "on X for k of n configurations" when `rows` (one device) beat another device's rows of
 /// the same configurations.
+/// A warning when the runs shown differ in their unit of durability or log placement: a
+/// store synced at every operation, or whose log is not counted, does not pay for what the
+/// others pay for, so their writes and times do not compare like with like.
+/// (A store without a log and one whose log is counted on the device under test compare
+/// alike: both pay for all their I/O there.)
+pub fn mixed_durability(rows: &[&Row]) -> Option<String> {
+    let class = |d: &str| d.replace("log: no log", "log: same device");
+    let mut kinds: Vec<(String, Vec<&str>)> = Vec::new();
+    for r in rows.iter().filter(|r| !r.durability.is_empty()) {
+        let key = class(&r.durability);
+        match kinds.iter_mut().find(|(d, _)| *d == key) {
+            Some((_, configs)) => {
+                if !configs.contains(&r.config.as_str()) {
+                    configs.push(&r.config);
+                }
+            }
+            None => kinds.push((key, vec![&r.config])),
+        }
+    }
+    if kinds.len() < 2 {
+        return None;
+    }
+    let list = kinds
+        .iter()
+        .map(|(d, configs)| format!("{d} ({})", configs.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some(format!(
+        "Compare with care: these runs differ in their unit of durability or in where their \
+         log goes — {list}. A store that syncs at every operation pays for a guarantee the \
+         others do not give, and an uncounted log costs nothing here."
+    ))
+}
+
 fn faster_than_others(rows: &[&Row], all: &[&Row]) -> Option<String> {
     let d = &rows.first()?.device;
     let mut others: Vec<&String> = all.iter().map(|r| &r.device).filter(|o| *o != d).collect();
@@ -118,4 +155,50 @@ fn faster_than_others(rows: &[&Row], all: &[&Row]) -> Option<String> {
         }
     }
     (!parts.is_empty()).then(|| parts.join(" and "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(config: &str, durability: &str) -> Row {
+        Row {
+            run_id: 0,
+            ordinal: 0,
+            config: config.into(),
+            page: "4KB".into(),
+            page_size: 4096,
+            simulated: true,
+            device: "seed-table2".into(),
+            workload: "construction".into(),
+            kind: "construction".into(),
+            workload_ordinal: 0,
+            figures: Default::default(),
+            direct: config == "plain",
+            plain_key: String::new(),
+            durability: durability.into(),
+            dims: None,
+        }
+    }
+
+    #[test]
+    fn runs_that_differ_in_durability_get_a_warning_naming_them() {
+        let plain = row("plain", "checkpoint; log: no log");
+        let fast = row("FAST", "checkpoint; log: same device");
+        let synced = row("FAST sync", "each operation; log: same device");
+        let uncounted = row(
+            "FAST festival",
+            "checkpoint (log not crash-safe); log: uncounted",
+        );
+        // The defaults compare like with like: no note.
+        assert_eq!(mixed_durability(&[&plain, &fast]), None);
+        let note = mixed_durability(&[&plain, &fast, &synced]).unwrap();
+        assert!(
+            note.contains("each operation; log: same device (FAST sync)"),
+            "{note}"
+        );
+        assert!(note.contains("(plain, FAST)"), "{note}");
+        let note = mixed_durability(&[&plain, &uncounted]).unwrap();
+        assert!(note.contains("log: uncounted (FAST festival)"), "{note}");
+    }
 }

@@ -267,6 +267,24 @@ impl<'a> Writer<'a> {
         let joined = |set: &std::collections::BTreeSet<String>, sep: &str| {
             set.iter().map(|m| esc(m)).collect::<Vec<_>>().join(sep)
         };
+        // Each configuration's unit of durability and log placement (stores compared side
+        // by side should share them; the charts' notes warn where they do not).
+        let mut durability: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+        for r in &self.data.rows {
+            let configs = durability.entry(r.durability.as_str()).or_default();
+            if !configs.contains(&r.config.as_str()) {
+                configs.push(&r.config);
+            }
+        }
+        if !durability.keys().all(|d| d.is_empty()) {
+            let lines = durability
+                .iter()
+                .filter(|(d, _)| !d.is_empty())
+                .map(|(d, configs)| format!("{}: {}", esc(d), esc(&configs.join(", "))))
+                .collect::<Vec<_>>()
+                .join("<br>");
+            item("durability", lines);
+        }
         item("machine", joined(&c.machines, "<br>"));
         item("spidx", joined(&c.versions, ", "));
         item("results", esc(&db.display().to_string()));

@@ -25,6 +25,7 @@ pub mod matrix;
 pub mod protocol;
 pub mod runner;
 pub mod scan;
+pub mod scorecard;
 pub mod session;
 pub mod shard;
 pub mod spec;

@@ -151,9 +151,15 @@ fn run_dims<const D: usize>(
             steps: inp.steps(ds.len()),
         });
         let (metrics, details) = match inp {
-            Inputs::Construction(bulk) => {
-                construct(&mut idx, ds, bulk.as_ref(), protocol, work, progress)?
-            }
+            Inputs::Construction(bulk) => construct(
+                &mut idx,
+                ds,
+                bulk.as_ref(),
+                w.final_flush(),
+                protocol,
+                work,
+                progress,
+            )?,
             Inputs::Select {
                 queries,
                 predicate,
@@ -235,12 +241,14 @@ fn run_dims<const D: usize>(
 }
 
 /// One-by-one insertion or a bulk load (objects first go to the object store, measured
-/// apart as `load`), then the store's final write-back (`final_flush`), then the optional
-/// check (for a bulk load also of the fill it promises).
+/// apart as `load`), then the store's final write-back (`final_flush`, unless the spec
+/// leaves the buffers dirty for the next workload), then the optional check (for a bulk
+/// load also of the fill it promises).
 fn construct<const D: usize>(
     idx: &mut SpatialIndex<D>,
     ds: &Dataset,
     bulk: Option<&BulkOptions>,
+    final_flush: bool,
     protocol: &Protocol,
     work: &mut Work,
     progress: &mut dyn FnMut(Progress),
@@ -283,12 +291,14 @@ fn construct<const D: usize>(
         progress(Progress::Step((ds.len() % step) as u64));
     }
     m.extend(protocol::flatten("", &construction));
-    let flush = work.time(|| {
-        let clock = idx.phase();
-        idx.write_back()?;
-        Ok(idx.stop_phase(clock))
-    })?;
-    m.extend(protocol::flatten("final_flush", &flush));
+    if final_flush {
+        let flush = work.time(|| {
+            let clock = idx.phase();
+            idx.write_back()?;
+            Ok(idx.stop_phase(clock))
+        })?;
+        m.extend(protocol::flatten("final_flush", &flush));
+    }
     m.extend(protocol::flatten("tree", &TreeReport::of(idx.tree())));
     m.extend(protocol::flatten("store", &idx.tree().store().report()));
     m.insert("objects".into(), ds.len() as f64);

@@ -64,6 +64,12 @@ pub struct CheckReport {
     pub levels: Vec<LevelShape>,
     /// Every invariant violation found (empty when the tree is sound).
     pub violations: Vec<String>,
+    /// A digest of the whole tree as the walk meets it (each node's page, level, and its
+    /// entries' boxes, pointers and keys; FNV-1a, cut to 48 bits so that it is exact as a
+    /// metric): two trees with one entry placed differently differ here. The golden-count
+    /// test (`tests/golden_counts.rs`) compares it.
+    #[serde(default)]
+    pub digest: u64,
 }
 
 impl CheckReport {
@@ -74,6 +80,24 @@ impl CheckReport {
 }
 
 const MAX_REPORTED: usize = 100;
+
+/// FNV-1a over 64-bit words, for [`CheckReport::digest`].
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    fn add(&mut self, word: u64) {
+        for b in word.to_le_bytes() {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
 
 /// The MBR and key a node's parent entry records (none for the root).
 type ParentEntry<const D: usize> = Option<(Rect<D>, u64)>;
@@ -101,6 +125,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 rep.violations.push(msg);
             }
         };
+        let mut digest = Fnv::default();
         let mut stack: Vec<(PageId, u32, ParentEntry<D>)> =
             vec![(meta.root, meta.height - 1, None)];
         while let Some((id, level, parent_entry)) = stack.pop() {
@@ -122,6 +147,19 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                         format!("page {p} (a further page of node {id}) is reached more than once"),
                     );
                 }
+            }
+            digest.add(id);
+            digest.add(u64::from(level));
+            for &p in &stored.pages {
+                digest.add(p);
+            }
+            for e in &node.entries {
+                for d in 0..D {
+                    digest.add(e.mbr.min[d].to_bits());
+                    digest.add(e.mbr.max[d].to_bits());
+                }
+                digest.add(e.ptr);
+                digest.add(e.aux);
             }
             let pages = 1 + stored.pages.len();
             let mbr = node.mbr();
@@ -215,6 +253,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             fail(&mut rep, msg);
         }
         rep.nodes = rep.levels.iter().map(|l| l.nodes).sum();
+        rep.digest = digest.0 & ((1 << 48) - 1);
         if rep.violations.is_empty() && self.strategy.choose.orders_by_key() {
             let (root, level) = (meta.root, meta.height - 1);
             self.check_key_order(root, level, &mut |msg| fail(&mut rep, msg))?;

@@ -302,6 +302,40 @@ impl StoreConfig {
         }
     }
 
+    /// The unit of durability, named for reports: `checkpoint` (the direct store, and the
+    /// buffered stores' default `log_sync = none`), `each operation` or `N operations`
+    /// (group commit); `none` for a log that is not crash-safe (`log_device = uncounted`).
+    /// Configurations compared side by side should share it.
+    pub fn durability_unit(&self) -> String {
+        let sync = match self {
+            StoreConfig::Direct { journal: false } => return "none between checkpoints".into(),
+            StoreConfig::Direct { journal: true } => return "checkpoint".into(),
+            StoreConfig::Efind(c) => c.log_sync,
+            StoreConfig::Fast { log_sync, .. }
+            | StoreConfig::Lcr { log_sync, .. }
+            | StoreConfig::Rftl { log_sync, .. } => *log_sync,
+        };
+        if matches!(self.log_placement(), Some(LogPlacement::Uncounted)) {
+            return "checkpoint (log not crash-safe)".into();
+        }
+        match sync {
+            LogSync::None => "checkpoint".into(),
+            LogSync::EachOp => "each operation".into(),
+            LogSync::Group(n) => format!("{n} operations"),
+        }
+    }
+
+    /// Where the store's log is written, named for reports: `no log` (direct), `same
+    /// device` (counted with the device under test), `separate:NAME` or `uncounted`.
+    pub fn log_placement_name(&self) -> String {
+        match self.log_placement() {
+            None => "no log".into(),
+            Some(LogPlacement::Same) => "same device".into(),
+            Some(LogPlacement::Separate { name, .. }) => format!("separate:{name}"),
+            Some(LogPlacement::Uncounted) => "uncounted".into(),
+        }
+    }
+
     /// Checks the options that depend on the device under test `device` (a separate log
     /// device must persist like it; see [`LogPlacement::check_device`]).
     pub fn check_device(&self, device: &DeviceConfig) -> Result<()> {
@@ -325,6 +359,11 @@ impl StoreConfig {
             StoreConfig::Direct { journal: true } => String::new(),
             StoreConfig::Direct { journal: false } => "nojournal".into(),
             StoreConfig::Efind(c) => c.label(),
+            // FESTIval's FAST* is named: it is the seeds' setting, not the FAST paper's.
+            StoreConfig::Fast {
+                flush_policy: FlushPolicy::FastStarFestival,
+                ..
+            } => "FAST festival".into(),
             StoreConfig::Fast { .. } => "FAST".into(),
             StoreConfig::Lcr { .. } => "LCR".into(),
             StoreConfig::Rftl { max_pages, .. } => match *max_pages {

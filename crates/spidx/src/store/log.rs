@@ -29,8 +29,9 @@
 //! * `group:N`: every N-th commit writes and syncs; an operation is acknowledged once the
 //!   group it belongs to has been synced (at most N − 1 acknowledged-to-the-caller operations
 //!   can be lost by a crash; [`Log::unsynced_commits`] says how many are pending);
-//! * `none`: only full log pages are written, never synced; nothing is guaranteed, but what
-//!   reached the device is still recovered up to the last complete operation.
+//! * `none` (the default): only full log pages are written, never synced between
+//!   checkpoints; durability comes with the store's checkpoint (as for the direct store), and
+//!   what reached the device is still recovered up to the last complete operation.
 //!
 //! [`sync`](Log::sync) forces everything out (stores call it at checkpoints and before
 //! writing pages in place whose recovery depends on logged records).
@@ -73,15 +74,18 @@ const KIND_COMMIT: u32 = 2;
 /// field alone is wrong: damage, never a torn write.
 const GENERATION_DAMAGED: &str = "its generation field is damaged";
 
-/// When commits reach stable storage. See the module documentation.
+/// When commits reach stable storage. See the module documentation. The default is `none`:
+/// every store's unit of durability is then the checkpoint, as the direct store's, so that
+/// stores compared with their defaults pay for the same guarantee (their logs are still
+/// written, and counted, as their pages fill).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LogSync {
     /// Write and sync at every commit.
-    #[default]
     EachOp,
     /// Write and sync at every N-th commit (group commit).
     Group(u32),
-    /// Write only full pages; never sync.
+    /// Write only full pages; never sync between checkpoints (the default).
+    #[default]
     None,
 }
 

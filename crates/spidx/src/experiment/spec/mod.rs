@@ -236,6 +236,10 @@ pub struct Concurrency {
     pub memory: u64,
 }
 
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
 /// One workload of a run.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -244,6 +248,12 @@ pub enum Workload {
     Construction {
         /// Name.
         name: String,
+        /// Whether the construction ends by writing back what the store and the page
+        /// buffer still hold (default). `false` leaves them dirty for the next workload, as
+        /// the seeds ran construction and queries as one sequence (the flash-simulator
+        /// paper's Fig. 2: the plain trees' LRU writes during the queries).
+        #[serde(skip_serializing_if = "is_true")]
+        final_flush: bool,
     },
     /// A bulk load of every object (STR, Hilbert packing or OMT), then the store's final
     /// write-back.
@@ -252,6 +262,9 @@ pub enum Workload {
         name: String,
         /// The algorithm and fill factor.
         bulk: BulkOptions,
+        /// As for [`Workload::Construction`].
+        #[serde(skip_serializing_if = "is_true")]
+        final_flush: bool,
     },
     /// Window queries.
     Range {
@@ -320,7 +333,7 @@ impl Workload {
     /// The workload's name (unique in a spec).
     pub fn name(&self) -> &str {
         match self {
-            Workload::Construction { name }
+            Workload::Construction { name, .. }
             | Workload::Bulk { name, .. }
             | Workload::Range { name, .. }
             | Workload::Point { name, .. }
@@ -330,6 +343,18 @@ impl Workload {
     }
 
     /// `construction`, `bulk`, `range`, `point`, `knn` or `mixed`.
+    /// Whether a construction or bulk load ends with the final write-back (true for the
+    /// other kinds, which have none).
+    pub fn final_flush(&self) -> bool {
+        match self {
+            Workload::Construction { final_flush, .. } | Workload::Bulk { final_flush, .. } => {
+                *final_flush
+            }
+            _ => true,
+        }
+    }
+
+    /// The workload's kind as spec files write it.
     pub fn kind(&self) -> &'static str {
         match self {
             Workload::Construction { .. } => "construction",

@@ -209,4 +209,5 @@ pub(super) struct RawWorkload {
     pub(super) streams: Opt<Ints>,
     pub(super) instances: Opt<String>,
     pub(super) memory: Opt<Text>,
+    pub(super) final_flush: Opt<bool>,
 }

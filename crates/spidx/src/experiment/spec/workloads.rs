@@ -13,8 +13,8 @@ use crate::Result;
 /// Keys each workload kind accepts (besides `kind` and `name`).
 fn allowed(kind: &str) -> &'static [&'static str] {
     match kind {
-        "construction" => &[],
-        "bulk" => &["method", "fill"],
+        "construction" => &["final_flush"],
+        "bulk" => &["method", "fill", "final_flush"],
         "range" => &[
             "area",
             "queries",
@@ -58,8 +58,28 @@ fn present(w: &RawWorkload) -> Vec<(&'static str, Range<usize>)> {
         )*};
     }
     p!(
-        area, queries, aspect, windows, seed, predicate, refine, k, place, operations, insert,
-        delete, update, query, method, fill, access, request, streams, instances, memory
+        area,
+        queries,
+        aspect,
+        windows,
+        seed,
+        predicate,
+        refine,
+        k,
+        place,
+        operations,
+        insert,
+        delete,
+        update,
+        query,
+        method,
+        fill,
+        access,
+        request,
+        streams,
+        instances,
+        memory,
+        final_flush
     );
     v
 }
@@ -145,6 +165,7 @@ pub(super) fn workloads(src: &Src, raw: &RawSpec) -> Result<Vec<Workload>> {
         let wl = match kind {
             "construction" => Workload::Construction {
                 name: String::new(),
+                final_flush: r.final_flush.as_ref().is_none_or(|f| *f.get_ref()),
             },
             "bulk" => {
                 let method = match &r.method {
@@ -168,6 +189,7 @@ pub(super) fn workloads(src: &Src, raw: &RawSpec) -> Result<Vec<Workload>> {
                 Workload::Bulk {
                     name: String::new(),
                     bulk: BulkOptions { method, fill },
+                    final_flush: r.final_flush.as_ref().is_none_or(|f| *f.get_ref()),
                 }
             }
             "range" => {
@@ -481,7 +503,7 @@ fn default_name(w: &Workload) -> String {
 
 fn with_name(mut w: Workload, n: String) -> Workload {
     match &mut w {
-        Workload::Construction { name }
+        Workload::Construction { name, .. }
         | Workload::Bulk { name, .. }
         | Workload::Range { name, .. }
         | Workload::Point { name, .. }

@@ -15,6 +15,11 @@
 //!   term whose denominator is 0 counts 0 (ties: lowest unit). Both criteria weigh equally;
 //!   a raw `count − timestamp_ms` would let the timestamp dominate and degenerate into
 //!   "oldest first".
+//! * `fast-star-festival` (FESTIval's FAST*, the one the seeds measured): the unit
+//!   `mods(u) − timestamp_ms(u)` ranks highest, which is in effect the least recently
+//!   modified unit, modifications breaking ties (see [`UnitStandings::oldest_first`]).
+//!
+//! [`UnitStandings::oldest_first`]: super::standings::UnitStandings::oldest_first
 //!
 //! Writing a unit (the skeleton's [`Core::write_unit`] with
 //! [`UnitDurability::WrittenRecord`]): the modified nodes whose recovery needs their old
@@ -48,6 +53,8 @@ pub enum FlushPolicy {
     Fast,
     /// Most modifications and least recently modified (FAST*).
     FastStar,
+    /// FESTIval's FAST*: least recently modified first, modifications breaking ties.
+    FastStarFestival,
 }
 
 impl std::fmt::Display for FlushPolicy {
@@ -57,6 +64,7 @@ impl std::fmt::Display for FlushPolicy {
             FlushPolicy::Random => "random",
             FlushPolicy::Fast => "fast",
             FlushPolicy::FastStar => "fast-star",
+            FlushPolicy::FastStarFestival => "fast-star-festival",
         })
     }
 }
@@ -70,9 +78,12 @@ impl std::str::FromStr for FlushPolicy {
             "random" => Ok(FlushPolicy::Random),
             "fast" => Ok(FlushPolicy::Fast),
             "fast-star" => Ok(FlushPolicy::FastStar),
+            "fast-star-festival" => Ok(FlushPolicy::FastStarFestival),
             other => Err(Error::invalid(
                 "FAST flush policy",
-                format!("'{other}'; choose flush-all, random, fast or fast-star"),
+                format!(
+                    "'{other}'; choose flush-all, random, fast, fast-star or fast-star-festival"
+                ),
             )),
         }
     }
@@ -108,6 +119,7 @@ impl FastPolicy {
             }
             FlushPolicy::Fast => standings.most_modified(),
             FlushPolicy::FastStar => standings.fast_star(self.op),
+            FlushPolicy::FastStarFestival => standings.oldest_first(),
         }
     }
 
@@ -283,6 +295,8 @@ mod tests {
         // FAST*: A = 10/10 + (10-9)/10 = 1.1; B = 8/10 + (10-1)/10 = 1.7;
         // C = 2/10 + (10-0)/10 = 1.2 (C is the oldest: "oldest first" would take it).
         assert_eq!(choose(FlushPolicy::FastStar), Some(1));
+        // FESTIval's FAST*: the oldest unit, C, whatever its few modifications.
+        assert_eq!(choose(FlushPolicy::FastStarFestival), Some(2));
     }
 
     /// The standings kept as nodes change and leave equal those of a scan of the buffer,
@@ -345,6 +359,9 @@ mod tests {
                 assert_eq!(kept.fast_star(now), best(&built, star), "step {step}");
                 let by_mods = |i: &UnitInfo| i.mods as f64;
                 assert_eq!(kept.most_modified(), best(&built, by_mods), "step {step}");
+                // FESTIval's `mods − timestamp`, with a timestamp that dwarfs any count.
+                let festival = |i: &UnitInfo| i.mods as f64 - (i.last as f64) * 1e9;
+                assert_eq!(kept.oldest_first(), best(&built, festival), "step {step}");
                 // The compacted log written from the borrowed buffer is the owned records'.
                 if step % 25 == 0 {
                     let format = crate::store::buffered::RecordFormat::Fixed;
@@ -390,12 +407,18 @@ mod tests {
 
     #[test]
     fn policies_parse_and_print() {
-        for p in ["flush-all", "random", "fast", "fast-star"] {
+        for p in [
+            "flush-all",
+            "random",
+            "fast",
+            "fast-star",
+            "fast-star-festival",
+        ] {
             assert_eq!(p.parse::<FlushPolicy>().unwrap().to_string(), p);
         }
         let e = "fast*".parse::<FlushPolicy>().unwrap_err().to_string();
         assert!(
-            e.contains("choose flush-all, random, fast or fast-star"),
+            e.contains("choose flush-all, random, fast, fast-star or fast-star-festival"),
             "{e}"
         );
     }

@@ -88,6 +88,27 @@ impl UnitStandings {
         self.by_mods.first().map(|&(_, u)| u)
     }
 
+    /// The least recently changed unit, the most modified among those changed last at the
+    /// same operation (the lowest among equals): FESTIval's FAST* (`fast-star-festival`).
+    /// FESTIval scores a unit `mods − timestamp_ms`; millisecond timestamps dwarf any
+    /// modification count, so its ranking is "oldest first", modifications breaking ties
+    /// within one millisecond. spidx's clock is the operation number, so ties are the
+    /// units one operation changed together (a split's nodes).
+    pub fn oldest_first(&self) -> Option<u64> {
+        let &(oldest, _) = self.by_last.first()?;
+        let mut best: Option<(u64, u64)> = None;
+        for &(last, u) in &self.by_last {
+            if last != oldest {
+                break;
+            }
+            let mods = self.units[&u].mods;
+            if best.is_none_or(|(bm, _)| mods > bm) {
+                best = Some((mods, u));
+            }
+        }
+        best.map(|(_, u)| u)
+    }
+
     /// The unit with the highest FAST* score at operation `now` (the lowest among equals).
     /// The score is `fast_star_score(info, max_mods, now, oldest)` over the units, where
     /// `max_mods` is the largest modification count and `oldest` the earliest latest
