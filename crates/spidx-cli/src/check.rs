@@ -1,7 +1,11 @@
 //! `spidx check`: verifies every invariant of an index directory and prints its shape:
 //! the tree's invariants, and every object record (checksum, geometry, the MBR its tree
 //! entry holds; see `spidx::spatial::check`). `--deep` re-reads everything from the device.
-//! Exits non-zero when any invariant fails.
+//!
+//! Exit codes: 0 the index is sound; 1 it is damaged (an invariant fails, or a file it
+//! trusts fails its checksum: manifest, store header, log, journal, device state, object
+//! records) or cannot be read; 3 it was left by a crash and is otherwise sound: `spidx
+//! recover` makes it usable (what a recovery would do was checked in memory only).
 
 use std::path::PathBuf;
 
@@ -9,8 +13,58 @@ use anyhow::{bail, Result};
 use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::json;
-use spidx::spatial::{read_manifest, CheckDepth, SpatialIndex};
+use spidx::index::CheckReport;
+use spidx::spatial::{read_manifest, CheckDepth, ObjectCheck, SpatialIndex};
 use spidx::with_dims;
+
+/// The exit code of `spidx check` on an index left by a crash that `spidx recover` can
+/// repair (see the module documentation).
+pub const EXIT_CRASHED: u8 = 3;
+
+/// The error of `spidx check` on an index left by a crash and otherwise sound (exit code
+/// [`EXIT_CRASHED`]).
+#[derive(Debug)]
+pub struct Crashed(pub String);
+
+impl std::fmt::Display for Crashed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Crashed {}
+
+/// Checks the tree and every object record of `idx` at `depth`; the violations of both
+/// are in the returned report. `crashed`: the index was left by a crash (objects stored for
+/// inserts that never completed are then expected, and dropped by `spidx recover`).
+pub fn verify<const D: usize>(
+    idx: &mut SpatialIndex<D>,
+    depth: CheckDepth,
+    crashed: bool,
+) -> Result<(CheckReport, Option<ObjectCheck>)> {
+    if depth == CheckDepth::Deep {
+        idx.drop_caches()?;
+    }
+    let mut rep = idx.tree_mut().check()?;
+    // Every object record: checksum, geometry, and the MBR its tree entry holds.
+    let objects = idx.check_objects(depth, rep.ok())?;
+    if let Some(o) = &objects {
+        rep.violations.extend(o.violations.iter().cloned());
+        if o.violations.is_empty() && !o.ok() {
+            rep.violations
+                .push("the object records are inconsistent".to_string());
+        }
+        if let Some(indexed) = o.indexed {
+            if o.records != indexed && !(crashed && o.records > indexed) {
+                rep.violations.push(format!(
+                    "the object store holds {} geometries for {indexed} indexed objects",
+                    o.records
+                ));
+            }
+        }
+    }
+    Ok((rep, objects))
+}
 
 /// Arguments of `spidx check`.
 #[derive(Args, Debug)]
@@ -34,36 +88,20 @@ pub fn run(a: CheckArgs) -> Result<()> {
 fn check<const D: usize>(a: &CheckArgs) -> Result<()> {
     let mut idx = SpatialIndex::<D>::open_read_only(&a.dir)?;
     let depth = if a.deep {
-        idx.drop_caches()?;
         CheckDepth::Deep
     } else {
         CheckDepth::Normal
     };
-    let mut rep = idx.tree_mut().check()?;
-    // Every object record: checksum, geometry, and the MBR its tree entry holds.
-    let objects = idx.check_objects(depth, rep.ok())?;
-    if let Some(o) = &objects {
-        rep.violations.extend(o.violations.iter().cloned());
-        if o.violations.is_empty() && !o.ok() {
-            rep.violations
-                .push("the object records are inconsistent".to_string());
-        }
-        if let Some(indexed) = o.indexed {
-            if o.records != indexed {
-                rep.violations.push(format!(
-                    "the object store holds {} geometries for {indexed} indexed objects",
-                    o.records
-                ));
-            }
-        }
-    }
+    let crashed = idx.recovery_state().crashed;
+    let (rep, objects) = verify(&mut idx, depth, crashed.is_some())?;
     // What opening did to the node store (in memory only: check never writes): the log
     // replay of FAST/eFIND, the journal rollback of the direct store.
     let store = idx.tree().store().report();
     let m = idx.manifest();
     if a.json {
         let v = json!({
-            "ok": rep.ok(),
+            "ok": rep.ok() && crashed.is_none(),
+            "crashed": crashed,
             "index": m.options.kind.label(),
             "dims": m.dims,
             "page_size": m.options.page_size,
@@ -141,6 +179,9 @@ fn check<const D: usize>(a: &CheckArgs) -> Result<()> {
         if rep.ok() {
             println!("all invariants hold");
         }
+        if let (Some(why), true) = (&crashed, rep.ok()) {
+            println!("crashed, recoverable: {why}; run `spidx recover` before using it");
+        }
         for v in &rep.violations {
             eprintln!("violation: {v}");
         }
@@ -151,6 +192,15 @@ fn check<const D: usize>(a: &CheckArgs) -> Result<()> {
             rep.violations.len(),
             a.dir.display()
         );
+    }
+    if let Some(why) = crashed {
+        return Err(Crashed(format!(
+            "{} was left by a crash and is recoverable ({why}): run `spidx recover {}` \
+             (exit code {EXIT_CRASHED}: crashed, not damaged)",
+            a.dir.display(),
+            a.dir.display()
+        ))
+        .into());
     }
     Ok(())
 }

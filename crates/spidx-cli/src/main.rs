@@ -98,7 +98,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", message(&e));
-            ExitCode::FAILURE
+            if e.downcast_ref::<check::Crashed>().is_some() {
+                ExitCode::from(check::EXIT_CRASHED)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

@@ -82,6 +82,15 @@ pub fn run(a: QueryArgs) -> Result<()> {
 
 fn run_dims<const D: usize>(a: &QueryArgs, pred: Predicate) -> Result<()> {
     let mut idx = SpatialIndex::<D>::open_read_only(&a.dir)?;
+    // Answers come only from an index closed at a checkpoint: a crashed one is recovered
+    // first (on disk, checked), never answered from a recovery made in memory.
+    if let Some(why) = idx.recovery_state().crashed {
+        bail!(
+            "{} was left by a crash ({why}); run `spidx recover {}` first",
+            a.dir.display(),
+            a.dir.display()
+        );
+    }
     let refine = !a.filter_only;
     let (kind, rep): (&str, QueryReport) = if let Some(w) = &a.window {
         let c = coords("--window", w, 2 * D)?;

@@ -1,18 +1,26 @@
 //! The torture test: `spidx build` killed with SIGKILL at seeded moments, for every store
-//! (direct with periodic checkpoints, FAST, eFIND), 2-D geometries and 3-D vectors, on
-//! `file:` and simulated devices. After each kill:
-//! * `spidx check` (read-only) runs and changes no byte of the device file or the directory;
+//! (direct with periodic checkpoints, FAST, eFIND, LCR-tree, RFTL), 2-D geometries and 3-D
+//! vectors, on `file:` and simulated devices. After each kill:
+//! * `spidx check` (read-only) exits 0 (clean) or 3 (crashed, recoverable) and changes no
+//!   byte of the device file or the directory; `spidx query` refuses a crashed index;
 //! * `spidx recover` succeeds, then `spidx check` passes (the invariant checker);
 //! * the index holds a prefix of the dataset's insertion order (for the direct store, a
 //!   multiple of its checkpoint interval), and window queries return exactly what a
 //!   brute-force scan of that prefix returns (3-D vectors: computed here from the `.npy`;
 //!   2-D geometries: a reference index built without a crash, restricted to the prefix).
 //!
-//! Then one bit is flipped in a seeded choice of file (manifest, store header, object
-//! directory, journal, device file or device state) and `check`, `query` and `recover` must
-//! end with a clear error or a correct answer, never a panic or a signal.
+//! Then the recovered index is damaged, a seeded number of times: one bit flipped, or a
+//! file truncated, in a seeded choice of file (manifest, store header, object directory,
+//! journal, device file — its log region included — or device state). After each damage:
+//! * `check`, `query` and `recover` end by themselves (exit 0, 1 or 3; never a panic or a
+//!   signal);
+//! * a `query` that exits 0 answers exactly what brute force over the acknowledged
+//!   objects answers (`wrong answers with exit 0`, must be 0);
+//! * a `recover` that exits 0 leaves an index that `check` passes and that holds every
+//!   acknowledged object (`lost without a named error`, must be 0).
 //!
-//! CI runs 16 kills; `SPIDX_LONG_TESTS=1` runs 160. The test prints its counts.
+//! The default run is bounded (about a minute or two); `SPIDX_LONG_TESTS=1` runs ten
+//! times as many cases. The test prints its counts.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -32,11 +40,11 @@ fn run(args: &[&str]) -> Output {
     Command::new(bin()).args(args).output().unwrap()
 }
 
-/// Asserts the command ended by itself with 0 or 1 (no panic, no signal).
+/// Asserts the command ended by itself with 0, 1 or 3 (no panic, no signal).
 fn no_crash(out: &Output, what: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        matches!(out.status.code(), Some(0 | 1)) && !err.contains("panicked"),
+        matches!(out.status.code(), Some(0 | 1 | 3)) && !err.contains("panicked"),
         "{what}: {:?} {err}",
         out.status
     );
@@ -113,6 +121,18 @@ const CONFIGS: &[Config] = &[
     Config {
         name: "eFIND 3-D file",
         store: &["--store", "efind", "--write-buffer", "32KB"],
+        file: true,
+        geo: false,
+    },
+    Config {
+        name: "LCR-tree 2-D file",
+        store: &["--store", "lcr", "--write-buffer", "32KB"],
+        file: true,
+        geo: true,
+    },
+    Config {
+        name: "RFTL 3-D file",
+        store: &["--store", "rftl", "--write-buffer", "32KB"],
         file: true,
         geo: false,
     },
@@ -230,9 +250,16 @@ struct Counts {
     cases: u64,
     kills: u64,
     completed: u64,
+    crashed_reported: u64,
     journal_rollbacks: u64,
     flips: u64,
-    flips_detected: u64,
+    truncations: u64,
+    damage_detected: u64,
+    queries_refused: u64,
+    queries_answered: u64,
+    recovers_refused: u64,
+    wrong_answers_exit_0: u64,
+    lost_without_named_error: u64,
 }
 
 fn build_args<'a>(cfg: &'a Config, data: &'a str, out: &'a str, dev: &'a str) -> Vec<&'a str> {
@@ -301,11 +328,31 @@ fn one_case(cfg: &Config, data: &Data, seed: u64, full_s: f64, tmp: &Path, count
         // Killed before the manifest: no index was ever announced.
         return;
     }
-    // A read-only check changes nothing, whatever it finds.
+    // A read-only check changes nothing, whatever it finds; it says clean (0) or crashed
+    // (3), and a query refuses a crashed index.
     let before_dir = files_of(&out);
     let before_dev = cfg.file.then(|| std::fs::read(&dev_path).unwrap());
     let c = run(&["check", &o, "--json"]);
     no_crash(&c, &format!("{what}: check after the kill"));
+    let code = c.status.code();
+    assert!(
+        matches!(code, Some(0 | 3)),
+        "{what}: check after a kill: {code:?} {}",
+        String::from_utf8_lossy(&c.stderr)
+    );
+    if code == Some(3) {
+        counts.crashed_reported += 1;
+        let q = run(&["query", &o, "--window", everything(cfg.geo), "--json"]);
+        assert!(
+            !q.status.success(),
+            "{what}: a query answered a crashed index"
+        );
+        assert!(
+            String::from_utf8_lossy(&q.stderr).contains("spidx recover"),
+            "{what}: {}",
+            String::from_utf8_lossy(&q.stderr)
+        );
+    }
     assert!(files_of(&out) == before_dir, "{what}: check wrote a file");
     if let Some(b) = &before_dev {
         assert!(
@@ -351,42 +398,65 @@ fn one_case(cfg: &Config, data: &Data, seed: u64, full_s: f64, tmp: &Path, count
             &["query", &o, "--window", &wtext, "--ids", "--json"],
             &what,
         ));
-        let want: BTreeSet<u64> = match (&data.points, &data.reference) {
-            (Some(pts), _) => pts[..k as usize]
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| (0..3).all(|d| p[d] >= w[d] && p[d] <= w[d + 3]))
-                .map(|(i, _)| i as u64)
-                .collect(),
-            (None, Some(reference)) => ids_of(&ok_json(
-                &["query", reference, "--window", &wtext, "--ids", "--json"],
-                &what,
-            ))
-            .into_iter()
-            .filter(|id| *id < k)
-            .collect(),
-            _ => unreachable!(),
-        };
-        assert_eq!(got, want, "{what}: window {wtext}");
+        assert_eq!(
+            got,
+            expected(data, k, &wtext, &w, &what),
+            "{what}: window {wtext}"
+        );
     }
-    flip_one_bit(
-        &out,
-        cfg.file.then_some(dev_path.as_path()),
-        &mut rng,
-        &what,
-        counts,
-    );
+    let damages = if long_run() { 3 } else { 2 };
+    for _ in 0..damages {
+        let sound = damage(
+            &out,
+            cfg.file.then_some(dev_path.as_path()),
+            (data, k, cfg.geo),
+            &mut rng,
+            &what,
+            counts,
+        );
+        if !sound {
+            break;
+        }
+    }
 }
 
-/// Flips one bit in a seeded choice of the index's files, then runs check, query and
-/// recover: each must end cleanly (an answer or a clear error).
-fn flip_one_bit(
+fn long_run() -> bool {
+    std::env::var_os("SPIDX_LONG_TESTS").is_some()
+}
+
+/// What brute force answers for window `w` over the first `k` objects of `data`.
+fn expected(data: &Data, k: u64, wtext: &str, w: &[f64; 6], what: &str) -> BTreeSet<u64> {
+    match (&data.points, &data.reference) {
+        (Some(pts), _) => pts[..k as usize]
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| (0..3).all(|d| p[d] >= w[d] && p[d] <= w[d + 3]))
+            .map(|(i, _)| i as u64)
+            .collect(),
+        (None, Some(reference)) => ids_of(&ok_json(
+            &["query", reference, "--window", wtext, "--ids", "--json"],
+            what,
+        ))
+        .into_iter()
+        .filter(|id| *id < k)
+        .collect(),
+        _ => unreachable!(),
+    }
+}
+
+/// Damages the index (one bit flipped, or a file truncated) in a seeded choice of its
+/// files, then runs check, query and recover: each must end by itself; a query that exits
+/// 0 must answer what brute force over the `k` acknowledged objects answers, and a recover
+/// that exits 0 must leave a checked index holding all of them. Returns whether the index
+/// is sound again (recovered, or the damaged file put back after a refused recover).
+fn damage(
     out: &Path,
     dev: Option<&Path>,
+    (data, k, geo): (&Data, u64, bool),
     rng: &mut ChaCha8Rng,
     what: &str,
     counts: &mut Counts,
-) {
+) -> bool {
     let mut candidates: Vec<PathBuf> = std::fs::read_dir(out)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -394,39 +464,96 @@ fn flip_one_bit(
         .collect();
     candidates.sort();
     if let Some(d) = dev {
+        // The device file holds most of what matters (nodes, log, objects): twice the odds.
+        candidates.push(d.to_path_buf());
         candidates.push(d.to_path_buf());
     }
     let target = candidates[rng.gen_range(0..candidates.len())].clone();
     let mut bytes = std::fs::read(&target).unwrap();
-    // In a device file, flip a bit of a written block (most of the file is never written).
-    let at = if Some(target.as_path()) == dev {
-        let used: Vec<usize> = bytes
-            .chunks(4096)
-            .enumerate()
-            .filter(|(_, c)| c.iter().any(|b| *b != 0))
-            .map(|(i, _)| i)
-            .collect();
-        let block = used[rng.gen_range(0..used.len())];
-        block * 4096 + rng.gen_range(0..4096.min(bytes.len() - block * 4096))
-    } else {
-        rng.gen_range(0..bytes.len())
+    let original = bytes.clone();
+    let is_dev = Some(target.as_path()) == dev;
+    // In a device file, damage a written block (most of the file is never written).
+    let pick = |rng: &mut ChaCha8Rng| {
+        if is_dev {
+            let used: Vec<usize> = bytes
+                .chunks(4096)
+                .enumerate()
+                .filter(|(_, c)| c.iter().any(|b| *b != 0))
+                .map(|(i, _)| i)
+                .collect();
+            let block = used[rng.gen_range(0..used.len())];
+            block * 4096 + rng.gen_range(0..4096.min(bytes.len() - block * 4096))
+        } else {
+            rng.gen_range(0..bytes.len())
+        }
     };
-    bytes[at] ^= 1 << rng.gen_range(0..8);
+    let at = pick(rng);
+    // A truncated device file is refused by its size check alone: truncate only the
+    // directory's files.
+    let truncate = !is_dev && rng.gen_bool(0.25);
+    if truncate {
+        bytes.truncate(at);
+        counts.truncations += 1;
+    } else {
+        bytes[at] ^= 1 << rng.gen_range(0..8);
+        counts.flips += 1;
+    }
     std::fs::write(&target, &bytes).unwrap();
-    counts.flips += 1;
     let o = out.to_str().unwrap();
     let name = target.file_name().unwrap().to_string_lossy().into_owned();
-    let what = format!("{what}: bit flip in {name} at byte {at}");
+    let how = if truncate { "truncated to" } else { "bit flip" };
+    let what = format!("{what}: {how} {name} at byte {at}");
     let c = run(&["check", o]);
     no_crash(&c, &what);
     if !c.status.success() {
-        counts.flips_detected += 1;
+        counts.damage_detected += 1;
     }
-    no_crash(
-        &run(&["query", o, "--window", "0,0,1,1,1,1", "--json"]),
-        &what,
-    );
-    no_crash(&run(&["recover", o]), &what);
+    // A query answers right or refuses.
+    let (wtext, w) = window(rng, geo);
+    let q = run(&["query", o, "--window", &wtext, "--ids", "--json"]);
+    no_crash(&q, &what);
+    if q.status.success() {
+        counts.queries_answered += 1;
+        let v: serde_json::Value = serde_json::from_slice(&q.stdout).unwrap();
+        if ids_of(&v) != expected(data, k, &wtext, &w, &what) {
+            counts.wrong_answers_exit_0 += 1;
+            eprintln!("WRONG ANSWER with exit 0: {what}: window {wtext}");
+        }
+    } else {
+        counts.queries_refused += 1;
+    }
+    // A recover that succeeds leaves a sound index holding every acknowledged object.
+    let r = run(&["recover", o]);
+    no_crash(&r, &what);
+    if r.status.success() {
+        let c = run(&["check", o]);
+        assert!(
+            c.status.success(),
+            "{what}: recover exited 0 but check fails: {}",
+            String::from_utf8_lossy(&c.stderr)
+        );
+        let all = run(&["query", o, "--window", everything(geo), "--ids", "--json"]);
+        let held = if all.status.success() {
+            ids_of(&serde_json::from_slice(&all.stdout).unwrap())
+        } else {
+            BTreeSet::new()
+        };
+        if !held.iter().copied().eq(0..k) {
+            counts.lost_without_named_error += 1;
+            eprintln!(
+                "LOST without a named error: {what}: recover exited 0 with {} of {k} objects",
+                held.len()
+            );
+            return false;
+        }
+        true
+    } else {
+        counts.recovers_refused += 1;
+        // Put the file back: the next damage starts from a sound index, if the refusal
+        // came before recover wrote anything.
+        std::fs::write(&target, &original).unwrap();
+        run(&["check", o]).status.success()
+    }
 }
 
 fn generate(tmp: &Path, geo: bool, n: u64) -> Data {
@@ -497,10 +624,11 @@ fn generate(tmp: &Path, geo: bool, n: u64) -> Data {
 }
 
 #[test]
-fn killed_builds_recover_a_prefix_and_flipped_bits_never_crash() {
-    let long = std::env::var_os("SPIDX_LONG_TESTS").is_some();
+fn killed_builds_recover_a_prefix_and_damage_never_answers_wrong() {
+    let long = long_run();
     let per_config: u64 = if long { 20 } else { 2 };
     let n = if long { 6000 } else { 2000 };
+    let started = Instant::now();
     let tmp = tempfile::tempdir().unwrap();
     let geo = generate(tmp.path(), true, n);
     let vec3 = generate(tmp.path(), false, n);
@@ -536,7 +664,12 @@ fn killed_builds_recover_a_prefix_and_flipped_bits_never_crash() {
             std::fs::remove_dir_all(&case_dir).unwrap();
         }
     }
-    eprintln!("torture: {counts:?}");
+    eprintln!(
+        "torture ({:.0} s wall): {counts:?}",
+        started.elapsed().as_secs_f64()
+    );
     assert_eq!(counts.cases, per_config * CONFIGS.len() as u64);
     assert!(counts.kills > 0 && counts.flips > 0, "{counts:?}");
+    assert_eq!(counts.wrong_answers_exit_0, 0, "{counts:?}");
+    assert_eq!(counts.lost_without_named_error, 0, "{counts:?}");
 }

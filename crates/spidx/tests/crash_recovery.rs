@@ -401,6 +401,7 @@ fn direct_run(
         dir: Some(dir),
         persistent_device: true,
         read_only: false,
+        accept_loss: false,
     };
     let mut store = StoreConfig::direct()
         .create_in(Box::new(crash), &cache(), layout, files)
@@ -459,6 +460,7 @@ fn direct_cases(seeds: u64, n_ops: usize) -> u64 {
             dir: Some(dir.path()),
             persistent_device: true,
             read_only: false,
+            accept_loss: false,
         };
         let store = StoreConfig::direct()
             .open_in(Box::new(medium), &cache(), layout, files)

@@ -321,6 +321,7 @@ fn the_access_counts_survive_a_reopen_and_damaged_counts_are_refused() {
                     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
                 header.as_object_mut().unwrap().remove("tree_state");
                 std::fs::write(&path, header.to_string()).unwrap();
+                spidx::store::header::reseal_file(&path).unwrap();
             }
             t = open_tree(&cfg, kind, dir.path(), false);
         }
@@ -348,6 +349,7 @@ fn the_access_counts_survive_a_reopen_and_damaged_counts_are_refused() {
         let mut h = header.clone();
         h["tree_state"] = state;
         std::fs::write(&path, h.to_string()).unwrap();
+        spidx::store::header::reseal_file(&path).unwrap();
         let layout = kind.layout(LayoutKind::Checked, PAGE, 2).unwrap();
         let cap = Capacity::new(&layout, &Occupancy::default()).unwrap();
         let dev = spidx::device::memory::MemoryDevice::open(

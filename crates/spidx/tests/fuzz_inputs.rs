@@ -144,3 +144,218 @@ delete = 50
         }
     }
 }
+
+/// The readers of every on-disk format of an index: the manifest (`index.json`), the store
+/// header (`store.json`), the direct store's journal, the shared log, a simulated device's
+/// state, the object store's directory and the results database. Fed mutations of valid
+/// files (and arbitrary bytes), none may panic, and where the format has a checksum a read
+/// that succeeds must give the original content (or, for the journal and the log, a prefix
+/// of it: a torn tail).
+mod on_disk {
+    use std::path::Path;
+
+    use proptest::prelude::*;
+    use spidx::device::memory::{MemoryConfig, MemoryDevice};
+    use spidx::device::pages::{load_state, save_state, PageArray};
+    use spidx::device::shared::SharedDevice;
+    use spidx::device::Device;
+    use spidx::spatial::parse_manifest;
+    use spidx::store::journal::Journal;
+    use spidx::store::log::{Log, LogConfig, LogSync};
+    use spidx::store::StoreHeader;
+
+    use super::{cases, mutate};
+
+    /// The sealed files of a small index: (index.json, store.json).
+    fn index_files() -> (Vec<u8>, Vec<u8>) {
+        use spidx::geom::Rect;
+        use spidx::spatial::{IndexOptions, SpatialIndex};
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("idx");
+        let options = IndexOptions {
+            kind: spidx::index::IndexKind::RStar(Default::default()),
+            page_size: 1024,
+            layout: spidx::node::LayoutKind::Checked,
+            occupancy: Default::default(),
+            buffer: spidx::cache::CacheConfig::none(),
+            store: serde_json::from_str(r#"{"kind":"lcr","write_buffer":8192,"log_size":1048576}"#)
+                .unwrap(),
+            device_name: "memory".into(),
+            device: spidx::device::DeviceConfig::Memory(MemoryConfig { capacity: 8 << 20 }),
+        };
+        let mut idx = SpatialIndex::<2>::create(&dir, options, false).unwrap();
+        for i in 0..60u64 {
+            let x = (i * 37 % 100) as f64;
+            idx.insert(Rect::new([x, x], [x + 1.0, x + 2.0]).unwrap(), i)
+                .unwrap();
+        }
+        idx.flush().unwrap();
+        (
+            std::fs::read(dir.join("index.json")).unwrap(),
+            std::fs::read(dir.join("store.json")).unwrap(),
+        )
+    }
+
+    /// A journal of three entries, and the images it holds.
+    fn journal_file(dir: &Path) -> (Vec<u8>, Vec<(u64, Vec<u8>)>) {
+        let p = dir.join("seed.journal");
+        let mut j = Journal::create(&p, 512, 7).unwrap();
+        let images: Vec<(u64, Vec<u8>)> = (0..3u64)
+            .map(|i| {
+                (
+                    i * 5 + 1,
+                    (0..512).map(|k| (k as u64 * 7 + i) as u8).collect(),
+                )
+            })
+            .collect();
+        for (id, image) in &images {
+            j.save(*id, image).unwrap();
+        }
+        (std::fs::read(&p).unwrap(), images)
+    }
+
+    const LOG_PAGES: u64 = 24;
+
+    /// A log device image holding `ops` committed operations.
+    fn log_image() -> (Vec<u8>, Vec<Vec<Vec<u8>>>) {
+        let mem = MemoryDevice::open(
+            &MemoryConfig {
+                capacity: LOG_PAGES * 512,
+            },
+            512,
+            None,
+        )
+        .unwrap();
+        let dev = SharedDevice::new(Box::new(mem));
+        let mut log = Log::create(Box::new(dev.clone()), LogConfig::new(LogSync::EachOp)).unwrap();
+        let ops: Vec<Vec<Vec<u8>>> = (0..8u8)
+            .map(|i| {
+                (0..1 + i % 3)
+                    .map(|j| vec![i ^ j; 40 + 30 * j as usize])
+                    .collect()
+            })
+            .collect();
+        for op in &ops {
+            for p in op {
+                log.append(p).unwrap();
+            }
+            log.commit().unwrap();
+        }
+        drop(log);
+        let mut bytes = vec![0u8; (LOG_PAGES * 512) as usize];
+        dev.clone().read(0, &mut bytes).unwrap();
+        (bytes, ops)
+    }
+
+    fn log_from(bytes: &[u8]) -> SharedDevice {
+        let mem = MemoryDevice::open(
+            &MemoryConfig {
+                capacity: LOG_PAGES * 512,
+            },
+            512,
+            None,
+        )
+        .unwrap();
+        let mut dev = SharedDevice::new(Box::new(mem));
+        let mut b = bytes.to_vec();
+        b.resize((LOG_PAGES * 512) as usize, 0);
+        dev.write(0, &b).unwrap();
+        dev
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+        #[test]
+        fn sealed_json_never_reads_back_different_content(
+            which in 0usize..2,
+            flips in prop::collection::vec((any::<usize>(), 1u8..=255), 0..4),
+            cut in any::<usize>(),
+            splice in prop::collection::vec(any::<u8>(), 0..8),
+        ) {
+            let (manifest, header) = index_files();
+            let p = Path::new("x.json");
+            if which == 0 {
+                let good = parse_manifest(&manifest, p).unwrap();
+                let bad = mutate(&manifest, &flips, cut, &splice);
+                match parse_manifest(&bad, p) {
+                    Ok(m) => prop_assert_eq!(m, good),
+                    Err(e) => prop_assert!(e.to_string().contains("x.json"), "{}", e),
+                }
+            } else {
+                let good = StoreHeader::parse(&header, p).unwrap();
+                let bad = mutate(&header, &flips, cut, &splice);
+                match StoreHeader::parse(&bad, p) {
+                    Ok(h) => prop_assert_eq!(h, good),
+                    Err(e) => prop_assert!(e.to_string().contains("x.json"), "{}", e),
+                }
+            }
+        }
+
+        #[test]
+        fn a_damaged_journal_never_gives_a_wrong_image(
+            flips in prop::collection::vec((any::<usize>(), 1u8..=255), 0..4),
+            cut in any::<usize>(),
+            splice in prop::collection::vec(any::<u8>(), 0..8),
+            arbitrary in prop::collection::vec(any::<u8>(), 0..200),
+        ) {
+            let tmp = tempfile::tempdir().unwrap();
+            let (bytes, images) = journal_file(tmp.path());
+            let p = tmp.path().join("x.journal");
+            for candidate in [mutate(&bytes, &flips, cut, &splice), arbitrary.clone()] {
+                std::fs::write(&p, &candidate).unwrap();
+                if let Ok(c) = Journal::read(&p, 512) {
+                    prop_assert!(c.images.len() <= images.len());
+                    prop_assert_eq!(&c.images[..], &images[..c.images.len()]);
+                }
+            }
+        }
+
+        #[test]
+        fn a_damaged_log_recovers_a_prefix_or_fails(
+            flips in prop::collection::vec((any::<usize>(), 1u8..=255), 0..3),
+            cut in any::<usize>(),
+        ) {
+            let (bytes, ops) = log_image();
+            let bad = mutate(&bytes, &flips, cut, &[]);
+            if let Ok((_, rec)) = Log::open(Box::new(log_from(&bad)), LogConfig::new(LogSync::EachOp)) {
+                let n = rec.operations.len();
+                prop_assert!(n <= ops.len());
+                prop_assert_eq!(&rec.operations[..], &ops[..n]);
+            }
+        }
+
+        #[test]
+        fn a_damaged_device_state_is_refused_or_identical(
+            flips in prop::collection::vec((any::<usize>(), 1u8..=255), 0..4),
+            cut in any::<usize>(),
+            splice in prop::collection::vec(any::<u8>(), 0..8),
+        ) {
+            let tmp = tempfile::tempdir().unwrap();
+            let p = tmp.path().join("dev.state");
+            let mut a = PageArray::new(64);
+            for i in 0..5u64 {
+                a.write(i * 3, &[i as u8 + 1; 64]);
+            }
+            save_state(&p, "memory", &a).unwrap();
+            let good = std::fs::read(&p).unwrap();
+            std::fs::write(&p, mutate(&good, &flips, cut, &splice)).unwrap();
+            if let Ok(b) = load_state::<PageArray>(&p, "memory") {
+                save_state(&p, "memory", &b).unwrap();
+                prop_assert_eq!(std::fs::read(&p).unwrap(), good);
+            }
+        }
+
+        #[test]
+        fn the_results_database_open_never_panics(
+            bytes in prop::collection::vec(any::<u8>(), 0..4096),
+        ) {
+            let tmp = tempfile::tempdir().unwrap();
+            let p = tmp.path().join("r.db");
+            std::fs::write(&p, &bytes).unwrap();
+            if let Err(e) = spidx::experiment::ResultsDb::open(&p) {
+                prop_assert!(!e.to_string().is_empty());
+            }
+        }
+    }
+}

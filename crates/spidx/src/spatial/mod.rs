@@ -53,10 +53,14 @@ pub use measure::{PhaseClock, PhaseReport};
 const MANIFEST: &str = "index.json";
 const OBJECTS: &str = "objects.dir";
 const DEVICE_STATE: &str = "device.state";
-const FORMAT: u32 = 1;
+/// The manifest format written: 2 = sealed (a `"checksum"` member, strict members; see
+/// [`crate::store::header::seal_json`]); 1 = unsealed, written by older versions and
+/// refused with a request to rebuild (its content cannot be verified).
+const FORMAT: u32 = 2;
 
 /// Everything that defines an index, as chosen by the user.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct IndexOptions {
     /// Tree algorithm and its options.
     pub kind: IndexKind,
@@ -77,8 +81,10 @@ pub struct IndexOptions {
     pub device: DeviceConfig,
 }
 
-/// The manifest saved as `index.json`.
+/// The manifest saved as `index.json`, sealed (format, checksum, strict members; see
+/// [`crate::store::header::seal_json`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Manifest {
     /// Manifest format version.
     pub format: u32,
@@ -131,13 +137,57 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest> {
         ));
     }
     let path = dir.join(MANIFEST);
-    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-    let m: Manifest = serde_json::from_str(&text).map_err(|e| {
-        Error::corrupted(format!("index manifest {}", path.display()), e.to_string())
-    })?;
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(no_manifest(dir, &path));
+        }
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    parse_manifest(&bytes, &path)
+}
+
+/// Why a directory without `index.json` is not an index: empty, or a build killed before
+/// its manifest was written (nothing in it was ever acknowledged).
+fn no_manifest(dir: &Path, path: &Path) -> Error {
+    let empty = std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none());
+    if empty {
+        return Error::invalid(
+            "index directory",
+            format!("{} is empty: it holds no index", dir.display()),
+        );
+    }
+    Error::corrupted(
+        format!("index {}", dir.display()),
+        format!(
+            "its manifest {} is missing: the build that created it was interrupted before \
+             the index existed (nothing in it was acknowledged). Delete the directory and \
+             build again",
+            path.display()
+        ),
+    )
+}
+
+/// Parses the bytes of an `index.json` (`path` names it in errors): checksum, format and
+/// strict members are checked.
+pub fn parse_manifest(bytes: &[u8], path: &Path) -> Result<Manifest> {
+    let what = || format!("index manifest {}", path.display());
+    // Format 1 manifests had no checksum: say so rather than "no checksum".
+    if let Ok(serde_json::Value::Object(m)) = serde_json::from_slice(bytes) {
+        if !m.contains_key("checksum") && m.get("format").and_then(|f| f.as_u64()) == Some(1) {
+            return Err(Error::corrupted(
+                what(),
+                "format 1 (written by an older spidx, without a checksum) cannot be verified; \
+                 rebuild the index with this version",
+            ));
+        }
+    }
+    let v = crate::store::header::unseal_json(bytes, &what())?;
+    let m: Manifest =
+        serde_json::from_value(v).map_err(|e| Error::corrupted(what(), e.to_string()))?;
     if m.format != FORMAT {
         return Err(Error::corrupted(
-            format!("index manifest {}", path.display()),
+            what(),
             format!("format {} is not {FORMAT}", m.format),
         ));
     }
@@ -198,10 +248,16 @@ impl<const D: usize> SpatialIndex<D> {
         if dir.exists() {
             let mut entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
             if entries.next().is_some() {
+                let why = if dir.join(MANIFEST).exists() {
+                    "holds an index"
+                } else {
+                    "holds the files of a build interrupted before its index existed (no \
+                     index.json: nothing in it was acknowledged; delete it to build there)"
+                };
                 return Err(Error::invalid(
                     "output directory",
                     format!(
-                        "{} exists and is not empty; choose a new directory",
+                        "{} exists and is not empty ({why}); choose a new directory",
                         dir.display()
                     ),
                 ));
@@ -226,6 +282,7 @@ impl<const D: usize> SpatialIndex<D> {
             dir: Some(dir),
             persistent_device: persistent,
             read_only: false,
+            accept_loss: false,
         };
         let mut store = options
             .store
@@ -285,6 +342,22 @@ impl<const D: usize> SpatialIndex<D> {
         mode: OpenMode,
         wrap: impl FnOnce(Box<dyn Device>) -> Box<dyn Device>,
     ) -> Result<Self> {
+        Self::open_inner(dir, mode, false, wrap)
+    }
+
+    /// Opens the index in `dir` to recover it ([`OpenMode::Write`]) keeping what precedes
+    /// the damage of a log or journal damaged in its middle, instead of failing (`spidx
+    /// recover --accept-loss`); [`SpatialIndex::recovery_state`] says what was lost.
+    pub fn open_accepting_loss(dir: &Path) -> Result<Self> {
+        Self::open_inner(dir, OpenMode::Write, true, |d| d)
+    }
+
+    fn open_inner(
+        dir: &Path,
+        mode: OpenMode,
+        accept_loss: bool,
+        wrap: impl FnOnce(Box<dyn Device>) -> Box<dyn Device>,
+    ) -> Result<Self> {
         let manifest = read_manifest(dir)?;
         if manifest.dims != D {
             return Err(Error::invalid(
@@ -325,6 +398,7 @@ impl<const D: usize> SpatialIndex<D> {
             dir: Some(dir),
             persistent_device: persistent,
             read_only,
+            accept_loss,
         };
         let store = o.store.open_in(node_dev, &o.buffer, layout, files)?;
         // A store that has no tree yet was killed before its first checkpoint or logged
@@ -432,6 +506,22 @@ impl<const D: usize> SpatialIndex<D> {
     /// How the index was opened.
     pub fn mode(&self) -> OpenMode {
         self.mode
+    }
+
+    /// What opening found: whether the index was left by a crash (what needs `spidx
+    /// recover`: a journal to roll back, operations logged past the last checkpoint,
+    /// object records past it) and any damage accepted by
+    /// [`SpatialIndex::open_accepting_loss`]. Read-only commands refuse a crashed index
+    /// rather than answer from a recovery made in memory only.
+    pub fn recovery_state(&self) -> crate::store::any::RecoveryState {
+        let mut state = self.tree.store().recovery_state();
+        let records = self.objects.as_ref().map_or(0, |o| o.recovered_records());
+        if state.crashed.is_none() && records > 0 {
+            state.crashed = Some(format!(
+                "its object store holds {records} records written after its last checkpoint"
+            ));
+        }
+        state
     }
 
     /// Forgets object records the tree does not index (a `put_object` whose insert never
@@ -602,9 +692,9 @@ fn undo_interrupted_checkpoint(dir: &Path, manifest: &Manifest, mode: OpenMode) 
 }
 
 fn save_manifest(dir: &Path, manifest: &Manifest) -> Result<()> {
-    let json = serde_json::to_vec_pretty(manifest)
-        .map_err(|e| Error::invalid("manifest", e.to_string()))?;
-    write_atomically(&dir.join(MANIFEST), &json)
+    let v =
+        serde_json::to_value(manifest).map_err(|e| Error::invalid("manifest", e.to_string()))?;
+    write_atomically(&dir.join(MANIFEST), &crate::store::header::seal_json(v)?)
 }
 
 /// The node store's device and, for indices that keep geometries, the object store's.

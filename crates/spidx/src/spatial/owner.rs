@@ -75,10 +75,13 @@ pub fn claim(device: &Path, dir: &Path) -> Result<String> {
     if let Some(old) = read_owner(device)? {
         if old.index != dir {
             let manifest = old.index.join(super::MANIFEST);
-            let claimed = std::fs::read_to_string(&manifest)
-                .ok()
-                .and_then(|t| serde_json::from_str::<super::Manifest>(&t).ok())
-                .is_some_and(|m| m.device_uuid.as_deref() == Some(old.uuid.as_str()));
+            // A manifest that exists but does not verify may still be that index's (damaged):
+            // it keeps its claim.
+            let claimed = std::fs::read(&manifest).ok().is_some_and(|t| {
+                super::parse_manifest(&t, &manifest).map_or(true, |m| {
+                    m.device_uuid.as_deref() == Some(old.uuid.as_str())
+                })
+            });
             if claimed {
                 return Err(Error::invalid(
                     "file device",

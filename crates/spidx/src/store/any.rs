@@ -144,6 +144,20 @@ pub struct StoreFiles<'a> {
     /// Opened for reading only: recovery happens on a read-only overlay of the device and
     /// no file is written.
     pub read_only: bool,
+    /// A log or journal damaged in its middle is opened by keeping what precedes the
+    /// damage (`spidx recover --accept-loss`) instead of failing; the loss is reported by
+    /// [`AnyStore::recovery_state`].
+    pub accept_loss: bool,
+}
+
+/// What opening a store found about the crash before it (see [`AnyStore::recovery_state`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryState {
+    /// Why the store was not closed cleanly at its last checkpoint (a journal to roll
+    /// back, logged operations past the checkpoint): `None` for a clean index.
+    pub crashed: Option<String>,
+    /// Damage accepted when opening with [`StoreFiles::accept_loss`]: what was lost.
+    pub accepted_loss: Option<String>,
 }
 
 impl<'a> StoreFiles<'a> {
@@ -153,6 +167,7 @@ impl<'a> StoreFiles<'a> {
             dir,
             persistent_device: false,
             read_only: false,
+            accept_loss: false,
         }
     }
 }
@@ -457,7 +472,13 @@ impl StoreConfig {
                     _ => Journaling::Off,
                 };
                 Ok(AnyStore::Direct(match (reopen, header) {
-                    (true, Some(h)) => DirectStore::open_with(cache, layout, h, journaling)?,
+                    (true, Some(h)) => DirectStore::open_accepting(
+                        cache,
+                        layout,
+                        h,
+                        journaling,
+                        files.accept_loss,
+                    )?,
                     _ => DirectStore::create_with(cache, layout, header, journaling)?,
                 }))
             }
@@ -465,7 +486,10 @@ impl StoreConfig {
                 let policy = EfindPolicy::new(c, layout.page_size())?;
                 let (p, pages) = (&c.log_device, policy.log_pages());
                 let devs = attach(p, device, log_device, pages, "eFIND", files, !reopen)?;
-                let log = LogConfig::new(c.log_sync);
+                let log = LogConfig {
+                    accept_loss: files.accept_loss,
+                    ..LogConfig::new(c.log_sync)
+                };
                 Ok(AnyStore::Efind(Box::new(if reopen {
                     EfindStore::open(devs, buffer, layout, log, policy, header)?
                 } else {
@@ -477,7 +501,10 @@ impl StoreConfig {
                 let log_pages = params.log_pages(layout.page_size());
                 let p = self.log_placement().expect("fast");
                 let devs = attach(p, device, log_device, log_pages, "FAST", files, !reopen)?;
-                let log = LogConfig::new(params.log_sync);
+                let log = LogConfig {
+                    accept_loss: files.accept_loss,
+                    ..LogConfig::new(params.log_sync)
+                };
                 let policy = FastPolicy::new(params);
                 Ok(AnyStore::Fast(Box::new(if reopen {
                     FastStore::open(devs, buffer, layout, log, policy, header)?
@@ -489,7 +516,10 @@ impl StoreConfig {
                 let params = self.lcr_params().expect("lcr");
                 let log_pages = params.log_pages(layout.page_size());
                 let devs = attach(p, device, log_device, log_pages, "LCR-tree", files, !reopen)?;
-                let log = LogConfig::new(params.log_sync);
+                let log = LogConfig {
+                    accept_loss: files.accept_loss,
+                    ..LogConfig::new(params.log_sync)
+                };
                 let policy = LcrPolicy::new(params);
                 Ok(AnyStore::Lcr(Box::new(if reopen {
                     LcrStore::open(devs, buffer, layout, log, policy, header)?
@@ -501,7 +531,10 @@ impl StoreConfig {
                 let params = self.rftl_params().expect("rftl");
                 let log_pages = params.log_pages(layout.page_size());
                 let devs = attach(p, device, log_device, log_pages, "RFTL", files, !reopen)?;
-                let log = LogConfig::new(params.log_sync);
+                let log = LogConfig {
+                    accept_loss: files.accept_loss,
+                    ..LogConfig::new(params.log_sync)
+                };
                 let policy = RftlPolicy::new(params);
                 Ok(AnyStore::Rftl(Box::new(if reopen {
                     RftlStore::open(devs, buffer, layout, log, policy, header)?
@@ -658,6 +691,29 @@ impl AnyStore {
     /// The store's counters.
     pub fn report(&self) -> StoreReport {
         StoreControl::report(self)
+    }
+
+    /// What opening found about a crash before it, and any damage accepted.
+    pub fn recovery_state(&self) -> RecoveryState {
+        match self {
+            AnyStore::Direct(s) => RecoveryState {
+                crashed: (s.restored_pages() > 0).then(|| {
+                    format!(
+                        "its rollback journal holds {} page images of changes made since its \
+                         last checkpoint",
+                        s.restored_pages()
+                    )
+                }),
+                accepted_loss: s.accepted_loss().map(str::to_string),
+            },
+            other => {
+                let rec = other.report().recovery.unwrap_or_default();
+                RecoveryState {
+                    crashed: rec.after_checkpoint.clone(),
+                    accepted_loss: rec.accepted_loss,
+                }
+            }
+        }
     }
 }
 

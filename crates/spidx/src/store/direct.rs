@@ -40,6 +40,8 @@ pub struct DirectStore {
     journal: Option<Journal>,
     /// The header as the last checkpoint saved it (which pages need journaling).
     checkpointed: StoreHeader,
+    /// Journal damage accepted when opening (`spidx recover --accept-loss`).
+    accepted_loss: Option<String>,
 }
 
 /// Whether and how a direct store keeps a rollback journal (see [`super::journal`]).
@@ -91,12 +93,26 @@ impl DirectStore {
     }
 
     /// Reopens a store; with a journal, first writes back the page images its journal
-    /// holds for the header's checkpoint (the state the last checkpoint saved).
+    /// holds for the header's checkpoint (the state the last checkpoint saved). A damaged
+    /// journal is an error (see [`Journal::read`]).
     pub fn open_with(
         cache: PageCache,
         layout: NodeLayout,
         header_path: &Path,
         journaling: Journaling,
+    ) -> Result<Self> {
+        Self::open_accepting(cache, layout, header_path, journaling, false)
+    }
+
+    /// [`DirectStore::open_with`]; with `accept_loss`, a damaged journal rolls back its
+    /// valid entries instead of failing (`spidx recover --accept-loss`), and the loss is
+    /// reported by [`DirectStore::accepted_loss`].
+    pub fn open_accepting(
+        cache: PageCache,
+        layout: NodeLayout,
+        header_path: &Path,
+        journaling: Journaling,
+        accept_loss: bool,
     ) -> Result<Self> {
         let header = StoreHeader::load(header_path)?;
         let checkpoint = header.checkpoint.unwrap_or(0);
@@ -105,8 +121,46 @@ impl DirectStore {
             return Ok(s);
         };
         let mut restored = 0;
-        if let Some(c) = Journal::read(path, layout.page_size())? {
-            if c.checkpoint == checkpoint && !c.images.is_empty() {
+        let read = match Journal::read(path, layout.page_size()) {
+            Ok(c) => Some(c),
+            Err(e) if accept_loss => {
+                s.accepted_loss = Some(e.to_string());
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        // A journal of an older checkpoint (a crash after the header named the next one)
+        // rolls nothing back.
+        if let Some(c) = read.filter(|c| c.checkpoint == checkpoint) {
+            let mut damage = c.damage.clone();
+            if let Some((page, crc)) = c.torn {
+                let mut now = vec![0u8; layout.page_size()];
+                let on_device = page < s.cache.device().capacity_pages()
+                    && s.cache.device_mut().read(page, &mut now).is_ok();
+                if !(on_device && super::journal::entry_matches(checkpoint, page, crc, &now)) {
+                    damage = Some(format!(
+                        "its last entry (page {page}) is damaged and the page no longer holds \
+                         the image it saved: that page's checkpoint image is lost; the first \
+                         {} page images can be rolled back",
+                        c.images.len()
+                    ));
+                }
+            }
+            if let Some(d) = damage {
+                let d = format!("journal {}: {d}", path.display());
+                if !accept_loss {
+                    return Err(Error::corrupted(
+                        "rollback journal",
+                        format!(
+                            "{d}. `spidx recover --accept-loss` rolls back the valid entries \
+                             and keeps the damaged pages as they are; otherwise restore the \
+                             index from a copy"
+                        ),
+                    ));
+                }
+                s.accepted_loss = Some(d);
+            }
+            if !c.images.is_empty() {
                 let dev = s.cache.device_mut();
                 for (id, image) in &c.images {
                     dev.write(*id, image)?;
@@ -122,6 +176,11 @@ impl DirectStore {
         }
         s.restored = restored;
         Ok(s)
+    }
+
+    /// Damage of the journal that [`DirectStore::open_accepting`] accepted: what was lost.
+    pub fn accepted_loss(&self) -> Option<&str> {
+        self.accepted_loss.as_deref()
     }
 
     fn with_header(
@@ -142,6 +201,7 @@ impl DirectStore {
             stats: StoreStats::default(),
             journal: None,
             restored: 0,
+            accepted_loss: None,
         })
     }
 

@@ -3,6 +3,15 @@
 //! [`StoreHeader`] and saved the same way by every store, as `store.json` in the index
 //! directory. Logging stores also log allocations and metadata, so a crash between two
 //! checkpoints loses nothing; their header is the starting point recovery replays onto.
+//!
+//! # Integrity
+//! `store.json` (and the index manifest `index.json`, through [`seal_json`] and
+//! [`unseal_json`]) is *sealed*: the JSON object carries a `"checksum"` member, the CRC-32
+//! of the object's canonical form (compact JSON of every other member), and a `"format"`
+//! version. Reading checks both and parses strictly (an unknown member is refused), so a
+//! flipped bit or byte anywhere in the file is an error naming it instead of a silently
+//! different index. Files written before the seal (no checksum) are refused with a message
+//! asking for a rebuild: their content cannot be verified.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,8 +22,13 @@ use super::{TreeMeta, TreeState};
 use crate::node::{NodeLayout, PageId};
 use crate::{Error, Result};
 
+/// The format of `store.json` written (inside the sealed object; see the module
+/// documentation).
+pub const STORE_HEADER_FORMAT: u64 = 2;
+
 /// Page allocation and tree metadata of a node store.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StoreHeader {
     /// The store's kind (`direct`, `fast`, `efind`, `lcr`, `rftl`); informational.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -33,6 +47,10 @@ pub struct StoreHeader {
     /// informational: the log is their source of truth).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_generation: Option<u64>,
+    /// Committed operations the log's generation held when this header was saved (more
+    /// when the store is opened means operations after the checkpoint: a crash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_operations: Option<u64>,
     /// Number of the checkpoint that saved this header (direct stores with a rollback
     /// journal: only a journal of the same checkpoint is rolled back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -104,19 +122,41 @@ impl StoreHeader {
         Ok(())
     }
 
-    /// Saves the header as JSON at `path`, atomically.
+    /// Saves the header as sealed JSON (format and checksum) at `path`, atomically.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let json = serde_json::to_vec_pretty(self)
+        let mut v = serde_json::to_value(self)
             .map_err(|e| Error::invalid("store header", e.to_string()))?;
-        write_atomically(path, &json)
+        if let serde_json::Value::Object(m) = &mut v {
+            m.insert("format".into(), STORE_HEADER_FORMAT.into());
+        }
+        write_atomically(path, &seal_json(v)?)
     }
 
-    /// Reads the header saved at `path`.
+    /// Reads the header saved at `path`, checking its checksum and format and refusing
+    /// unknown members (an error naming the file).
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        serde_json::from_str(&text).map_err(|e| {
-            Error::corrupted(format!("store header {}", path.display()), e.to_string())
-        })
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        Self::parse(&bytes, path)
+    }
+
+    /// Parses the bytes of a `store.json` (`path` names it in errors).
+    pub fn parse(bytes: &[u8], path: &Path) -> Result<Self> {
+        let what = || format!("store header {}", path.display());
+        let mut v = unseal_json(bytes, &what())?;
+        let m = v.as_object_mut().expect("unseal_json returns an object");
+        match m.remove("format").and_then(|f| f.as_u64()) {
+            Some(STORE_HEADER_FORMAT) => {}
+            f => {
+                return Err(Error::corrupted(
+                    what(),
+                    format!(
+                        "format {} is not {STORE_HEADER_FORMAT}",
+                        f.map_or("missing".to_string(), |f| f.to_string())
+                    ),
+                ))
+            }
+        }
+        serde_json::from_value(v).map_err(|e| Error::corrupted(what(), e.to_string()))
     }
 
     /// Reads the header saved at `path`, or an empty one for `kind` if none was saved yet
@@ -143,6 +183,81 @@ pub fn check_page_size(device_page: usize, layout: &NodeLayout) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The member of a sealed JSON object holding its checksum.
+const CHECKSUM: &str = "checksum";
+
+/// The checksum of a JSON object without its `"checksum"` member: the CRC-32 of its compact
+/// serialisation (serde_json's map keeps one order for a value parsed back from the text it
+/// printed, so writer and reader serialise the same bytes).
+fn json_crc(v: &serde_json::Value) -> Result<u32> {
+    let bytes = serde_json::to_vec(v).map_err(|e| Error::invalid("json", e.to_string()))?;
+    Ok(crc32fast::hash(&bytes))
+}
+
+/// Seals a JSON object: adds a `"checksum"` member (`"crc32:xxxxxxxx"`) over its other
+/// members and returns the pretty-printed bytes to save. See the module documentation.
+pub fn seal_json(mut v: serde_json::Value) -> Result<Vec<u8>> {
+    let crc = json_crc(&v)?;
+    let serde_json::Value::Object(m) = &mut v else {
+        return Err(Error::invalid("json", "only an object can be sealed"));
+    };
+    m.insert(CHECKSUM.into(), format!("crc32:{crc:08x}").into());
+    let mut out =
+        serde_json::to_vec_pretty(&v).map_err(|e| Error::invalid("json", e.to_string()))?;
+    out.push(b'\n');
+    Ok(out)
+}
+
+/// Checks a file sealed by [`seal_json`]: parses `bytes` as a JSON object, removes its
+/// checksum and verifies it; `what` names the file in errors. A file without a checksum
+/// (written before spidx sealed its files) is refused with a request to rebuild.
+pub fn unseal_json(bytes: &[u8], what: &str) -> Result<serde_json::Value> {
+    let mut v: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| Error::corrupted(what, e.to_string()))?;
+    let serde_json::Value::Object(m) = &mut v else {
+        return Err(Error::corrupted(what, "is not a JSON object"));
+    };
+    let stored = match m.remove(CHECKSUM) {
+        Some(serde_json::Value::String(s)) => s,
+        Some(other) => {
+            return Err(Error::corrupted(
+                what,
+                format!("its checksum {other} is not a \"crc32:...\" string"),
+            ))
+        }
+        None => {
+            return Err(Error::corrupted(
+                what,
+                "has no checksum: it was written by an older spidx (or damaged) and cannot be \
+                 verified; rebuild the index with this version",
+            ))
+        }
+    };
+    let crc = json_crc(&v)?;
+    if stored != format!("crc32:{crc:08x}") {
+        return Err(Error::corrupted(
+            what,
+            format!(
+                "checksum mismatch (stored {stored}, content crc32:{crc:08x}): the file was \
+                 damaged or edited"
+            ),
+        ));
+    }
+    Ok(v)
+}
+
+/// Re-seals the JSON object saved at `path` after it was edited by hand (tests that
+/// tamper with a member on purpose, to reach the check behind the checksum).
+pub fn reseal_file(path: &Path) -> Result<()> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let mut v: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| Error::corrupted(path.display().to_string(), e.to_string()))?;
+    if let serde_json::Value::Object(m) = &mut v {
+        m.remove(CHECKSUM);
+    }
+    write_atomically(path, &seal_json(v)?)
 }
 
 /// Writes a small file atomically: temporary file, fsync, rename, fsync of the directory.

@@ -59,6 +59,20 @@ pub struct JournalContents {
     pub images: Vec<(PageId, Vec<u8>)>,
     /// Bytes after the last valid entry (an entry torn by a crash), ignored.
     pub ignored_bytes: u64,
+    /// The last entry is complete but fails its checksum: (page, stored checksum). It is
+    /// a torn write only if the page still holds the image it was saving (checked by the
+    /// store with [`entry_matches`]); otherwise the journal is damaged.
+    pub torn: Option<(PageId, u32)>,
+    /// A damaged entry followed by valid ones (or several damaged entries): what is lost
+    /// and what survives. Rolling back only the valid entries is a loss the user must
+    /// accept explicitly.
+    pub damage: Option<String>,
+}
+
+/// Whether `image`, the device's content of page `page` now, is the image that a journal
+/// entry of checkpoint `checkpoint` with checksum `crc` was saving.
+pub fn entry_matches(checkpoint: u64, page: PageId, crc: u32, image: &[u8]) -> bool {
+    entry_crc(checkpoint, page, image) == crc
 }
 
 /// The open journal of a direct store. See the module documentation.
@@ -96,19 +110,32 @@ impl Journal {
         Ok(j)
     }
 
-    /// Reads the journal at `path` without changing it; `None` if there is none. A header
-    /// that is not a journal's is an error naming the file.
-    pub fn read(path: &Path, page_size: usize) -> Result<Option<JournalContents>> {
+    /// Reads the journal at `path` without changing it. A journal is expected there (the
+    /// store keeps one): a missing or empty file, a header that is not a journal's, or a
+    /// damaged entry that is not the last one are errors naming the file. See
+    /// [`JournalContents::torn`] for a damaged last entry.
+    pub fn read(path: &Path, page_size: usize) -> Result<JournalContents> {
+        let what = || format!("journal {}", path.display());
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::corrupted(
+                    what(),
+                    "is missing: the index keeps a rollback journal, so the pages changed \
+                     since its last checkpoint cannot be rolled back",
+                ))
+            }
             Err(e) => return Err(Error::io(path, e)),
         };
         if bytes.is_empty() {
-            // Created but its header never reached the disk: nothing was saved after it.
-            return Ok(None);
+            // Never a state the store leaves (its header is written in place, never
+            // after truncating the file to nothing).
+            return Err(Error::corrupted(
+                what(),
+                "is empty (0 bytes) where the index expects a journal: the page images \
+                 that roll the tree back to its last checkpoint are lost",
+            ));
         }
-        let what = || format!("journal {}", path.display());
         if bytes.len() < HEADER || &bytes[..8] != MAGIC {
             return Err(Error::corrupted(what(), "is not a spidx journal"));
         }
@@ -128,23 +155,60 @@ impl Journal {
             ));
         }
         let checkpoint = u64_at(&bytes, 16);
-        let mut images = Vec::new();
-        let mut pos = HEADER;
-        while pos + ENTRY_HEADER + page_size <= bytes.len() {
+        let entry = ENTRY_HEADER + page_size;
+        let full = (bytes.len() - HEADER) / entry;
+        let slot = |i: usize| {
+            let pos = HEADER + i * entry;
             let page = u64_at(&bytes, pos);
             let crc = u32_at(&bytes, pos + 8);
-            let image = &bytes[pos + ENTRY_HEADER..pos + ENTRY_HEADER + page_size];
-            if entry_crc(checkpoint, page, image) != crc {
-                break;
-            }
-            images.push((page, image.to_vec()));
-            pos += ENTRY_HEADER + page_size;
-        }
-        Ok(Some(JournalContents {
+            (page, crc, &bytes[pos + ENTRY_HEADER..pos + entry])
+        };
+        let valid = |i: usize, c: u64| {
+            let (page, crc, image) = slot(i);
+            entry_crc(c, page, image) == crc
+        };
+        let good = (0..full).take_while(|i| valid(*i, checkpoint)).count();
+        let images: Vec<(PageId, Vec<u8>)> = (0..good)
+            .map(|i| {
+                let (page, _, image) = slot(i);
+                (page, image.to_vec())
+            })
+            .collect();
+        let mut contents = JournalContents {
             checkpoint,
             images,
-            ignored_bytes: (bytes.len() - pos) as u64,
-        }))
+            ignored_bytes: (bytes.len() - HEADER - good * entry) as u64,
+            torn: None,
+            damage: None,
+        };
+        if good == full {
+            // At most a partial entry after the valid ones: torn by a crash before it was
+            // synced, so its page was never overwritten.
+            return Ok(contents);
+        }
+        // Entries left by the previous checkpoint (a crash between writing the new header
+        // and cutting the file): stale, not damaged.
+        if checkpoint > 0 && valid(good, checkpoint - 1) {
+            return Ok(contents);
+        }
+        let later_valid = (good + 1..full).filter(|i| valid(*i, checkpoint)).count();
+        let partial = (bytes.len() - HEADER) % entry != 0;
+        let (page, crc, _) = slot(good);
+        if later_valid == 0 && good + 1 == full && !partial {
+            // The last entry is damaged: torn if its page still holds the image it was
+            // saving (the page is overwritten only after its entry is synced).
+            contents.torn = Some((page, crc));
+            return Ok(contents);
+        }
+        contents.damage = Some(format!(
+            "entry {} of {} (page {page}) is damaged and {} valid entries follow it: this is \
+             damage, not a torn write; the first {good} page images can be rolled back, \
+             the checkpoint images of the damaged entries are lost",
+            good + 1,
+            full,
+            later_valid
+        ));
+        Ok(contents)
     }
 
     /// Empties the journal and starts checkpoint `checkpoint` (after a checkpoint was saved).
@@ -157,9 +221,12 @@ impl Journal {
         head[16..24].copy_from_slice(&checkpoint.to_le_bytes());
         let crc = crc32fast::hash(&head[..24]);
         head[24..28].copy_from_slice(&crc.to_le_bytes());
+        // The header is written over the old one (one sector: all or nothing), then the
+        // file is cut after it: no crash leaves an empty journal, and entries of the old
+        // checkpoint left by a crash in between fail their checksum for the new one.
         let io = |f: &mut File| -> std::io::Result<()> {
-            f.set_len(0)?;
             f.write_all_at(&head, 0)?;
+            f.set_len(HEADER as u64)?;
             f.sync_data()
         };
         io(&mut self.file).map_err(|e| Error::io(&self.path, e))?;
@@ -236,28 +303,55 @@ fn append_raw(path: &Path, bytes: &[u8]) {
 mod tests {
     use super::*;
 
+    fn entry_len() -> usize {
+        ENTRY_HEADER + 512
+    }
+
     #[test]
     fn round_trip_torn_tail_and_reset() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join(JOURNAL_FILE);
-        assert_eq!(Journal::read(&p, 512).unwrap(), None);
+        let e = Journal::read(&p, 512).unwrap_err().to_string();
+        assert!(e.contains("is missing"), "{e}");
         let mut j = Journal::create(&p, 512, 3).unwrap();
         j.save(7, &[1u8; 512]).unwrap();
         j.save(2, &[2u8; 512]).unwrap();
         assert!(j.has(7) && !j.has(3));
-        // A torn third entry is ignored.
+        // A torn (partial) third entry is ignored.
         append_raw(&p, &[9u8; 100]);
-        let c = Journal::read(&p, 512).unwrap().unwrap();
+        let c = Journal::read(&p, 512).unwrap();
         assert_eq!(c.checkpoint, 3);
         assert_eq!(c.images, vec![(7, vec![1u8; 512]), (2, vec![2u8; 512])]);
         assert_eq!(c.ignored_bytes, 100);
-        // A flipped bit ends the valid entries there.
-        let mut b = std::fs::read(&p).unwrap();
-        b[HEADER + ENTRY_HEADER + 512 + 20] ^= 1;
+        assert_eq!((c.torn, c.damage), (None, None));
+        // A flipped bit in the last complete entry (no partial one after it): a torn
+        // candidate the store verifies against the device.
+        let mut clean = std::fs::read(&p).unwrap();
+        clean.truncate(clean.len() - 100);
+        let mut b = clean.clone();
+        b[HEADER + entry_len() + ENTRY_HEADER + 20] ^= 1;
         std::fs::write(&p, &b).unwrap();
-        assert_eq!(Journal::read(&p, 512).unwrap().unwrap().images.len(), 1);
+        let c = Journal::read(&p, 512).unwrap();
+        assert_eq!(c.images.len(), 1);
+        let (page, crc) = c.torn.unwrap();
+        assert_eq!(page, 2);
+        assert!(entry_matches(3, page, crc, &[2u8; 512]));
+        assert!(!entry_matches(3, page, crc, &[5u8; 512]));
+        assert_eq!(c.damage, None);
+        // A flipped bit in the first entry, followed by a valid one: damage, named.
+        let mut b = clean.clone();
+        b[HEADER + ENTRY_HEADER + 20] ^= 1;
+        std::fs::write(&p, &b).unwrap();
+        let c = Journal::read(&p, 512).unwrap();
+        assert!(c.images.is_empty());
+        let d = c.damage.unwrap();
+        assert!(
+            d.contains("entry 1 of 2") && d.contains("1 valid entries follow"),
+            "{d}"
+        );
+        std::fs::write(&p, &clean).unwrap();
         j.reset(4).unwrap();
-        let c = Journal::read(&p, 512).unwrap().unwrap();
+        let c = Journal::read(&p, 512).unwrap();
         assert_eq!((c.checkpoint, c.images.len()), (4, 0));
         assert_eq!(j.stats().images, 2);
         assert!(Journal::read(&p, 1024).is_err());
@@ -267,5 +361,28 @@ mod tests {
             e.contains("direct.journal") && e.contains("not a spidx journal"),
             "{e}"
         );
+        // Truncated to nothing: never a state the store leaves.
+        std::fs::write(&p, b"").unwrap();
+        let e = Journal::read(&p, 512).unwrap_err().to_string();
+        assert!(e.contains("is empty (0 bytes)"), "{e}");
+    }
+
+    /// A crash between writing a new header and cutting the file leaves entries of the
+    /// previous checkpoint: stale, not damage.
+    #[test]
+    fn entries_of_the_previous_checkpoint_are_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(JOURNAL_FILE);
+        let mut j = Journal::create(&p, 512, 3).unwrap();
+        j.save(7, &[1u8; 512]).unwrap();
+        j.save(2, &[2u8; 512]).unwrap();
+        let old = std::fs::read(&p).unwrap();
+        j.reset(4).unwrap();
+        let mut b = std::fs::read(&p).unwrap();
+        b.extend_from_slice(&old[HEADER..]);
+        std::fs::write(&p, &b).unwrap();
+        let c = Journal::read(&p, 512).unwrap();
+        assert_eq!((c.checkpoint, c.images.len()), (4, 0));
+        assert_eq!((c.torn, c.damage), (None, None));
     }
 }

@@ -38,9 +38,17 @@
 //!
 //! # Recovery
 //! [`Log::open`] reads both headers, scans the live region and returns the payloads of every
-//! committed operation in order ([`Recovered`]). A truncated, torn or corrupted tail is not
-//! an error: the scan stops at the first invalid record, and what was dropped (uncommitted
-//! records, bytes, the reason) is reported. Invalid headers on both regions are an error.
+//! committed operation in order ([`Recovered`]). A torn tail (the unsynced end a crash cut)
+//! is not an error: the scan stops at the first invalid record, and what was dropped
+//! (uncommitted records, bytes, the reason) is reported. A damaged record *followed by
+//! valid records of the live stream* is not a torn tail (writes reach the log in order, so
+//! nothing a crash cut can be followed by what was written after it): it is corruption, and
+//! opening fails naming the offset, the operations that survive before it and those found
+//! after it, unless [`LogConfig::accept_loss`] keeps the valid prefix explicitly. The valid
+//! records after the damage are found by resynchronising on a record whose chained CRC
+//! matches the damaged record's stored CRC, or on two consecutive records whose chain
+//! verifies (a false match needs a 32-bit CRC collision). Invalid headers on both regions
+//! are an error.
 //! Opening always starts a new generation in the other region holding the recovered
 //! payloads (one compaction), so appends never land next to stale records of a crashed run.
 //!
@@ -62,6 +70,9 @@ pub const LOG_FORMAT: u32 = 2;
 const RECORD_HEADER: usize = 16;
 const KIND_DATA: u32 = 1;
 const KIND_COMMIT: u32 = 2;
+/// The reason of a scan stopped at a complete record of the live stream whose generation
+/// field alone is wrong: damage, never a torn write.
+const GENERATION_DAMAGED: &str = "its generation field is damaged";
 
 /// When commits reach stable storage. See the module documentation. The default is `none`:
 /// every store's unit of durability is then the checkpoint, as the direct store's, so that
@@ -134,6 +145,9 @@ pub struct LogConfig {
     /// The oldest log format (see [`LOG_FORMAT`]) whose payloads the store can read:
     /// opening an older log is an error and leaves it untouched.
     pub oldest_format: u32,
+    /// Open a log damaged in its middle by keeping the operations before the damage
+    /// (`spidx recover --accept-loss`); otherwise opening it is an error.
+    pub accept_loss: bool,
 }
 
 impl LogConfig {
@@ -142,6 +156,7 @@ impl LogConfig {
         LogConfig {
             sync,
             oldest_format: 1,
+            accept_loss: false,
         }
     }
 }
@@ -214,6 +229,9 @@ pub struct Recovered {
     /// A region header that was not valid and not empty (a crash during a compaction),
     /// ignored in favour of the other region.
     pub ignored_header: Option<String>,
+    /// Damage in the middle of the log that was accepted ([`LogConfig::accept_loss`]):
+    /// what was lost.
+    pub accepted_loss: Option<String>,
 }
 
 impl Recovered {
@@ -238,10 +256,16 @@ pub struct Log {
     nonce: u64,
     /// Committed operations not yet synced.
     unsynced: u64,
+    /// Operations committed in the live generation (a compaction's snapshot counts one).
+    generation_commits: u64,
     stats: LogStats,
     /// The tail buffer a compaction last replaced, kept for the next one (compactions are
     /// frequent; a failed one gives the old tail back).
     spare_buf: Vec<u8>,
+    /// The highest generation a compaction ever wrote records with (a failed compaction
+    /// may have left some in the other region): the next compaction goes above it, so
+    /// stale records of a failed compaction are never of the live generation.
+    burned: u64,
 }
 
 /// Where a log's record stream is and ends: the live region and its generation, the first
@@ -335,6 +359,41 @@ impl Log {
         log.at.generation = generation;
         log.nonce = nonce;
         let mut rec = log.scan()?;
+        if let ScanEnd::Invalid { offset, reason } = &rec.end {
+            let after = match log.valid_after(*offset)? {
+                Some(a) => Some(a),
+                // A complete record whose generation alone is wrong was damaged, not torn.
+                None if reason.starts_with(GENERATION_DAMAGED) => Some(After {
+                    offset: *offset,
+                    records: 0,
+                    commits: 0,
+                }),
+                None => None,
+            };
+            if let Some(after) = after {
+                let loss = format!(
+                    "the record at log byte {offset} is damaged ({reason}) and valid records \
+                     follow it (from byte {}: {} records, {} committed operations): this is \
+                     damage, not a torn tail. {} committed operations before it survive; the \
+                     damaged operation and the {} found after it would be lost",
+                    after.offset,
+                    after.records,
+                    after.commits,
+                    rec.operations.len(),
+                    after.commits
+                );
+                if !config.accept_loss {
+                    return Err(Error::corrupted(
+                        "log",
+                        format!(
+                            "{loss}. `spidx recover --accept-loss` keeps the operations \
+                             before the damage; otherwise restore the index from a copy"
+                        ),
+                    ));
+                }
+                rec.accepted_loss = Some(loss);
+            }
+        }
         rec.ignored_header = ignored;
         rec.format = format;
         let payloads: Vec<Vec<u8>> = rec.payloads().map(<[u8]>::to_vec).collect();
@@ -363,8 +422,10 @@ impl Log {
             buf: Vec::new(),
             nonce: 0,
             unsynced: 0,
+            generation_commits: 0,
             stats: LogStats::default(),
             spare_buf: Vec::new(),
+            burned: 0,
         })
     }
 
@@ -403,6 +464,11 @@ impl Log {
             },
             ..self.stats
         }
+    }
+
+    /// Operations committed in the live generation (a compaction's snapshot counts one).
+    pub fn generation_commits(&self) -> u64 {
+        self.generation_commits
     }
 
     /// Committed operations not yet synced (lost by a crash now).
@@ -445,6 +511,7 @@ impl Log {
         }
         self.push(KIND_COMMIT, &[])?;
         self.at.open_records = 0;
+        self.generation_commits += 1;
         self.stats.commits += 1;
         self.unsynced += 1;
         match self.config.sync {
@@ -511,11 +578,13 @@ impl Log {
         let old_buf = std::mem::replace(&mut self.buf, spare);
         let old = self.at;
         self.at.region = 1 - self.at.region;
-        self.at.generation += 1;
+        self.at.generation = self.at.generation.max(self.burned) + 1;
+        self.burned = self.at.generation;
         self.at.prev_crc = self.seed();
         self.at.buf_page = 0;
         self.at.used = 0;
         self.at.open_records = 0;
+        let mut committed = false;
         let result = (|| {
             let mut any = false;
             for r in records {
@@ -525,6 +594,7 @@ impl Log {
             if any {
                 self.push(KIND_COMMIT, &[])?;
             }
+            committed = any;
             self.write_out()?;
             self.stats.syncs += 1;
             self.dev.sync()?;
@@ -541,6 +611,7 @@ impl Log {
             return Err(e);
         }
         self.spare_buf = old_buf;
+        self.generation_commits = u64::from(committed);
         self.stats.compactions += 1;
         self.unsynced = 0;
         Ok(())
@@ -721,8 +792,31 @@ impl Log {
             let h = &data[pos as usize..pos as usize + RECORD_HEADER];
             let u32_at = |o: usize| u32::from_le_bytes(h[o..o + 4].try_into().expect("4 bytes"));
             let (plen, rgen, kind, crc) = (u32_at(0), u32_at(4), u32_at(8), u32_at(12));
-            if h.iter().all(|b| *b == 0) || rgen != gen {
-                // Never written, or left by another generation: the end of the stream.
+            if h.iter().all(|b| *b == 0) {
+                // Never written: the end of the stream.
+                break ScanEnd::End;
+            }
+            if rgen != gen {
+                // Left by another generation: the end of the stream, unless the record
+                // chains on the live stream with the live generation put back (only its
+                // generation field was damaged).
+                let mut fixed = [0u8; 12];
+                fixed.copy_from_slice(&h[0..12]);
+                fixed[4..8].copy_from_slice(&gen.to_le_bytes());
+                let end = pos + RECORD_HEADER as u64 + u64::from(plen);
+                if (kind == KIND_DATA || kind == KIND_COMMIT)
+                    && ensure(&mut data, end, self.dev.as_mut())?
+                {
+                    let payload = &data[pos as usize + RECORD_HEADER..end as usize];
+                    if record_crc(prev, &fixed, payload) == crc {
+                        break ScanEnd::Invalid {
+                            offset: pos,
+                            reason: format!(
+                                "{GENERATION_DAMAGED} (it says {rgen}, the stream is {gen})"
+                            ),
+                        };
+                    }
+                }
                 break ScanEnd::End;
             }
             let invalid = |reason: String| ScanEnd::Invalid {
@@ -761,8 +855,98 @@ impl Log {
             generation: self.at.generation,
             format: LOG_FORMAT,
             ignored_header: None,
+            accepted_loss: None,
         })
     }
+
+    /// Reads the live region's record stream from byte `from` to the region's end.
+    fn read_stream(&mut self, from: u64) -> Result<Vec<u8>> {
+        let ps = self.page_size as u64;
+        let first = from / ps;
+        let base = 2 + self.at.region * self.region_pages;
+        let mut data = Vec::with_capacity(((self.region_pages - first) * ps) as usize);
+        let mut p = first;
+        while p < self.region_pages {
+            let n = 64u64.min(self.region_pages - p);
+            let mut buf = vec![0u8; (n * ps) as usize];
+            self.dev.read(base + p, &mut buf)?;
+            data.extend_from_slice(&buf);
+            p += n;
+        }
+        data.drain(..(from - first * ps) as usize);
+        Ok(data)
+    }
+
+    /// Looks for valid records of the live stream after the invalid record at byte `at`
+    /// (see the module documentation); `None` if there are none (a torn tail).
+    fn valid_after(&mut self, at: u64) -> Result<Option<After>> {
+        let data = self.read_stream(at)?;
+        let gen = self.at.generation as u32;
+        let u32_at = |o: usize| u32::from_le_bytes(data[o..o + 4].try_into().expect("4 bytes"));
+        // The record at `q` if its header is of the live stream and it fits: (end, crc).
+        let record = |q: usize| -> Option<(usize, u32)> {
+            if q + RECORD_HEADER > data.len() || u32_at(q + 4) != gen {
+                return None;
+            }
+            let kind = u32_at(q + 8);
+            if kind != KIND_DATA && kind != KIND_COMMIT {
+                return None;
+            }
+            let end = q.checked_add(RECORD_HEADER + u32_at(q) as usize)?;
+            (end <= data.len()).then_some((end, u32_at(q + 12)))
+        };
+        let chained = |q: usize, end: usize, prev: u32, crc: u32| {
+            record_crc(prev, &data[q..q + 12], &data[q + RECORD_HEADER..end]) == crc
+        };
+        // The damaged record's stored CRC (what its successor chains on).
+        let stored = (data.len() >= RECORD_HEADER).then(|| u32_at(12));
+        let mut found = None;
+        for q in 1..data.len().saturating_sub(RECORD_HEADER - 1) {
+            let Some((end, crc)) = record(q) else {
+                continue;
+            };
+            let successor = stored.is_some_and(|s| chained(q, end, s, crc));
+            let pair = || record(end).is_some_and(|(end2, crc2)| chained(end, end2, crc, crc2));
+            if successor || pair() {
+                found = Some((q, crc));
+                break;
+            }
+        }
+        let Some((q, _)) = found else {
+            return Ok(None);
+        };
+        // Count the valid stream from there on (the first record's chain was verified
+        // above, or by its successor).
+        let mut after = After {
+            offset: at + q as u64,
+            records: 0,
+            commits: 0,
+        };
+        let mut pos = q;
+        let mut prev: Option<u32> = None;
+        while let Some((end, crc)) = record(pos) {
+            if prev.is_some_and(|p| !chained(pos, end, p, crc)) {
+                break;
+            }
+            after.records += 1;
+            if u32_at(pos + 8) == KIND_COMMIT {
+                after.commits += 1;
+            }
+            prev = Some(crc);
+            pos = end;
+        }
+        Ok(Some(after))
+    }
+}
+
+/// Valid records found after a damaged one (see [`Log::valid_after`]).
+struct After {
+    /// Byte offset of the first of them in the record stream.
+    offset: u64,
+    /// Records of the valid run.
+    records: u64,
+    /// Commit markers among them.
+    commits: u64,
 }
 
 fn record_crc(prev: u32, head: &[u8], payload: &[u8]) -> u32 {

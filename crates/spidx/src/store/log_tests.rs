@@ -181,8 +181,24 @@ fn sync_modes_trade_writes_for_durability() {
     assert_eq!(st.bytes, 13_200);
 }
 
+/// Byte offset in the record stream where operation `i` of [`op`] ends (its commit
+/// marker included), for the first `n` operations.
+fn op_ends(n: usize) -> Vec<u64> {
+    let mut at = 0u64;
+    (0..n)
+        .map(|i| {
+            at += op(i)
+                .iter()
+                .map(|p| (RECORD_HEADER + p.len()) as u64)
+                .sum::<u64>()
+                + RECORD_HEADER as u64;
+            at
+        })
+        .collect()
+}
+
 #[test]
-fn corruption_in_the_middle_recovers_the_valid_prefix_and_says_why() {
+fn corruption_in_the_middle_is_an_error_unless_the_loss_is_accepted() {
     let m = medium(200);
     let mut log = Log::create(Box::new(m.clone()), cfg(LogSync::EachOp)).unwrap();
     run_ops(&mut log, 0..20);
@@ -193,7 +209,25 @@ fn corruption_in_the_middle_recovers_the_valid_prefix_and_says_why() {
     dev.read(4, &mut page).unwrap();
     page[100] ^= 0xff;
     dev.write(4, &page).unwrap();
-    let (_, rec) = Log::open(Box::new(m), cfg(LogSync::EachOp)).unwrap();
+    let e = Log::open(Box::new(m.clone()), cfg(LogSync::EachOp))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("damaged") && e.contains("not a torn tail") && e.contains("--accept-loss"),
+        "{e}"
+    );
+    // Nothing was changed: the same error again.
+    let again = Log::open(Box::new(m.clone()), cfg(LogSync::EachOp))
+        .err()
+        .unwrap()
+        .to_string();
+    assert_eq!(e, again);
+    let accept = LogConfig {
+        accept_loss: true,
+        ..cfg(LogSync::EachOp)
+    };
+    let (_, rec) = Log::open(Box::new(m), accept).unwrap();
     let got = rec.operations.len();
     assert!(got > 0 && got < 20, "{got}");
     assert_eq!(rec.operations, (0..got).map(op).collect::<Vec<_>>());
@@ -202,6 +236,52 @@ fn corruption_in_the_middle_recovers_the_valid_prefix_and_says_why() {
         "{:?}",
         rec.end
     );
+    let loss = rec.accepted_loss.unwrap();
+    assert!(
+        loss.contains(&format!("{got} committed operations before it survive")),
+        "{loss}"
+    );
+}
+
+/// One flipped bit anywhere in a synced log: opening fails naming the damage, or recovers
+/// every operation, or (a flip in the last operation, which a torn write could also
+/// produce) every operation but the last. Never a shorter prefix without an error.
+#[test]
+fn a_flipped_bit_anywhere_is_never_a_silent_loss() {
+    let n = 12;
+    let ends = op_ends(n);
+    let m = medium(200);
+    let mut log = Log::create(Box::new(m.clone()), cfg(LogSync::EachOp)).unwrap();
+    run_ops(&mut log, 0..n);
+    drop(log);
+    let mut image = vec![0u8; 200 * PS];
+    m.clone().read(0, &mut image).unwrap();
+    let (mut errors, mut whole) = (0, 0);
+    for at in (0..ends[n - 1] as usize).step_by(13) {
+        // A fresh medium per case (opening compacts into the other region).
+        let mut dev = medium(200);
+        let mut flipped = image.clone();
+        flipped[2 * PS + at] ^= 1 << (at % 8);
+        dev.write(0, &flipped).unwrap();
+        match Log::open(Box::new(dev), cfg(LogSync::EachOp)) {
+            Err(e) => {
+                let e = e.to_string();
+                assert!(e.contains("log") && e.contains("damaged"), "{at}: {e}");
+                errors += 1;
+            }
+            Ok((_, rec)) => {
+                let got = rec.operations.len();
+                assert_eq!(rec.operations, (0..got).map(op).collect::<Vec<_>>(), "{at}");
+                let in_last = at as u64 >= ends[n - 2];
+                assert!(
+                    got == n || (got == n - 1 && in_last),
+                    "flip at {at}: {got} ops"
+                );
+                whole += usize::from(got == n);
+            }
+        }
+    }
+    assert!(errors > 100, "{errors} errors, {whole} whole");
 }
 
 #[test]

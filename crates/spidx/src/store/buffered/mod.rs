@@ -95,11 +95,44 @@ pub struct RecoveryReport {
     pub log_end: String,
     /// Nodes in the rebuilt buffer.
     pub buffered_nodes: u64,
+    /// Why the log shows a crash after the last checkpoint (operations logged past it, a
+    /// compaction the header does not know, an unfinished operation); none when the
+    /// store was closed at a checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_checkpoint: Option<String>,
+    /// Damage in the middle of the log accepted when opening (`--accept-loss`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted_loss: Option<String>,
 }
 
 impl RecoveryReport {
-    fn of(rec: &Recovered) -> Self {
+    /// The report of a log recovered as `rec`, over a header whose checkpoint saved log
+    /// generation `generation` holding `operations` committed operations (none: an older
+    /// header that did not save them).
+    fn of(rec: &Recovered, generation: Option<u64>, operations: Option<u64>) -> Self {
+        let ops = rec.operations.len() as u64;
+        let after_checkpoint = if generation != Some(rec.generation) {
+            Some(format!(
+                "its log is at generation {} but its last checkpoint saved generation {}",
+                rec.generation,
+                generation.map_or("none".to_string(), |g| g.to_string())
+            ))
+        } else if operations.is_some_and(|n| ops > n) {
+            Some(format!(
+                "its log holds {} operations logged after its last checkpoint",
+                ops - operations.unwrap_or(0)
+            ))
+        } else if rec.dropped_records > 0 || rec.dropped_bytes > 0 {
+            Some(format!(
+                "its log ends in an unfinished operation ({} records, {} bytes)",
+                rec.dropped_records, rec.dropped_bytes
+            ))
+        } else {
+            None
+        };
         RecoveryReport {
+            after_checkpoint,
+            accepted_loss: rec.accepted_loss.clone(),
             operations: rec.operations.len() as u64,
             records_dropped: rec.dropped_records,
             bytes_dropped: rec.dropped_bytes,
@@ -345,6 +378,7 @@ impl Core {
             return Ok(());
         };
         self.header.log_generation = Some(self.log.generation());
+        self.header.log_operations = Some(self.log.generation_commits());
         self.header.save(path)
     }
 }
@@ -540,7 +574,8 @@ impl<P: BufferPolicy> BufferedStore<P> {
             .collect::<Result<Vec<_>>>()?;
         let parts = (cache, log, devs.placement);
         let mut s = Self::assemble(parts, layout, header, policy, header_path);
-        let mut report = RecoveryReport::of(&recovered);
+        let h = &s.core.header;
+        let mut report = RecoveryReport::of(&recovered, h.log_generation, h.log_operations);
         s.policy.recover(&mut s.core, &operations, &mut report)?;
         report.seconds = start.elapsed().as_secs_f64();
         s.core.recovery = Some(report);
