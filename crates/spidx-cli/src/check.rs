@@ -86,6 +86,16 @@ pub fn run(a: CheckArgs) -> Result<()> {
 }
 
 fn check<const D: usize>(a: &CheckArgs) -> Result<()> {
+    if spidx::spatial::checkpoint_interrupted(&a.dir) {
+        return Err(Crashed(format!(
+            "{} was left by a crash during a checkpoint (checkpoint.pending exists) and is \
+             recoverable: run `spidx recover {}`, which puts the previous checkpoint back \
+             (exit code {EXIT_CRASHED}: crashed, not damaged)",
+            a.dir.display(),
+            a.dir.display()
+        ))
+        .into());
+    }
     let mut idx = SpatialIndex::<D>::open_read_only(&a.dir)?;
     let depth = if a.deep {
         CheckDepth::Deep

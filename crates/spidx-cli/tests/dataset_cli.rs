@@ -352,3 +352,33 @@ fn unusable_inputs_exit_non_zero_naming_the_file() {
         .failure()
         .stderr(predicate::str::contains("can read but not write"));
 }
+
+/// The memory guard reads the process's own limits: under `ulimit -v` (3 GB of address
+/// space) a dataset of about 6 GB is a clear error, not an abort by the allocator.
+#[test]
+fn generate_respects_the_address_space_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("spidx");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 3000000 && exec '{}' dataset generate --distribution uniform \
+             --count 40M --out '{}'",
+            bin.display(),
+            dir.path().join("u.fgb").display()
+        ))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // A non-zero exit code, not a signal (an allocator abort has no code).
+    assert!(
+        out.status.code().is_some_and(|c| c != 0),
+        "{:?}: {err}",
+        out.status
+    );
+    assert!(
+        err.contains("GiB of memory") && err.contains("lower the count"),
+        "exit {:?}: {err}",
+        out.status
+    );
+}

@@ -78,8 +78,11 @@ fn files() -> Files {
     }
 }
 
+/// One bit flipped in the middle of a crashed index's log (valid records after it): every
+/// open refuses, naming the damage and what would be lost, and writes nothing; only an
+/// open that accepts the loss keeps the operations before it.
 #[test]
-fn a_read_only_open_reports_a_damaged_log_and_leaves_it_to_recover() {
+fn a_damaged_log_is_refused_until_the_loss_is_accepted() {
     let f = files();
     let mut idx = SpatialIndex::<2>::create(&f.dir, options(fast(), &f.dev), false).unwrap();
     for i in 0..400 {
@@ -96,39 +99,38 @@ fn a_read_only_open_reports_a_damaged_log_and_leaves_it_to_recover() {
     bytes[flip] ^= 0x10;
     std::fs::write(&f.dev, &bytes).unwrap();
     let before = std::fs::read(&f.dev).unwrap();
-    let dir_before: Vec<_> = std::fs::read_dir(&f.dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-
-    let mut ro = SpatialIndex::<2>::open_read_only(&f.dir).unwrap();
-    let seen = ids(&mut ro);
-    let rep = ro.tree().store().report();
-    let rec = rep
-        .recovery
-        .clone()
-        .expect("the read-only open reports its log scan");
-    assert!(rec.log_end.contains("invalid record"), "{rec:?}");
+    let listing = || {
+        let mut v: Vec<_> = std::fs::read_dir(&f.dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        v.sort();
+        v
+    };
+    let dir_before = listing();
+    for (what, e) in [
+        ("read-only", SpatialIndex::<2>::open_read_only(&f.dir).err()),
+        ("writer", SpatialIndex::<2>::open(&f.dir).err()),
+    ] {
+        let e = e.unwrap_or_else(|| panic!("a {what} open answered from a damaged log"));
+        let e = e.to_string();
+        assert!(
+            e.contains("damage, not a torn tail") && e.contains("would be lost"),
+            "{what}: {e}"
+        );
+        // Nothing was written: the device file and the directory are as they were.
+        assert!(std::fs::read(&f.dev).unwrap() == before, "{what}");
+        assert_eq!(listing(), dir_before, "{what}");
+    }
+    let mut w = SpatialIndex::<2>::open_accepting_loss(&f.dir).unwrap();
+    assert!(w.recovery_state().accepted_loss.is_some());
+    let seen = ids(&mut w);
     assert!(!seen.is_empty() && seen.len() < 400, "{}", seen.len());
     assert_eq!(seen, (0..seen.len() as u64).collect::<Vec<_>>());
-    drop(ro);
-    // Nothing was written: the device file and the directory are as they were.
-    assert!(std::fs::read(&f.dev).unwrap() == before);
-    let dir_after: Vec<_> = std::fs::read_dir(&f.dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    assert_eq!(dir_before, dir_after);
-    // A second read-only open sees the same; recover replays the same prefix.
-    let mut ro = SpatialIndex::<2>::open_read_only(&f.dir).unwrap();
-    assert_eq!(ids(&mut ro), seen);
-    drop(ro);
-    let mut w = SpatialIndex::<2>::open(&f.dir).unwrap();
-    assert_eq!(ids(&mut w), seen);
     assert!(w.tree_mut().check().unwrap().ok());
     w.flush().unwrap();
     drop(w);
-    assert!(std::fs::read(&f.dev).unwrap() != before, "recover repairs");
+    // The accepted prefix is the new checkpoint: plain opens see it.
     let mut w = SpatialIndex::<2>::open(&f.dir).unwrap();
     assert_eq!(ids(&mut w), seen);
     assert!(w.tree_mut().check().unwrap().ok());
@@ -252,4 +254,45 @@ fn an_index_killed_right_after_creation_reopens_with_objects() {
         assert!(idx.tree_mut().check().unwrap().ok());
         assert_eq!(idx.objects().unwrap().len(), 0);
     }
+}
+
+/// The claim follows the file, not its name: a second index reaching the first one's
+/// device file through a symlink (to the file or to its directory) or a hard link is
+/// refused, and the first index keeps every object.
+#[test]
+fn a_device_file_claim_follows_symlinks_and_hard_links() {
+    let f = files();
+    let mut idx = SpatialIndex::<2>::create(&f.dir, options(fast(), &f.dev), false).unwrap();
+    for i in 0..300 {
+        idx.insert(rect(i), i).unwrap();
+    }
+    idx.flush().unwrap();
+    drop(idx);
+    let tmp = f.dir.parent().unwrap();
+    let link = tmp.join("link.bin");
+    std::os::unix::fs::symlink(&f.dev, &link).unwrap();
+    let linked_dir = tmp.join("linked-dir");
+    std::os::unix::fs::symlink(tmp, &linked_dir).unwrap();
+    let through_dir = linked_dir.join("pages.bin");
+    for (i, path) in [&link, &through_dir].into_iter().enumerate() {
+        let other = tmp.join(format!("other-{i}"));
+        let e = SpatialIndex::<2>::create(&other, options(fast(), path), false)
+            .err()
+            .unwrap_or_else(|| panic!("a second index through {} was accepted", path.display()))
+            .to_string();
+        assert!(
+            e.contains("belongs to the index") && e.contains(f.dir.to_str().unwrap()),
+            "{e}"
+        );
+    }
+    let hard = tmp.join("hard.bin");
+    std::fs::hard_link(&f.dev, &hard).unwrap();
+    let e = SpatialIndex::<2>::create(&tmp.join("other-hard"), options(fast(), &hard), false)
+        .err()
+        .expect("a second index through a hard link was accepted")
+        .to_string();
+    assert!(e.contains("2 hard links"), "{e}");
+    std::fs::remove_file(&hard).unwrap();
+    let mut idx = SpatialIndex::<2>::open_read_only(&f.dir).unwrap();
+    assert_eq!(ids(&mut idx), (0..300).collect::<Vec<_>>());
 }

@@ -44,26 +44,27 @@ fn store(json: &str) -> StoreConfig {
     serde_json::from_str(json).unwrap()
 }
 
-/// The logging stores, with small buffers so that flushes happen.
+/// The logging stores, with small buffers so that flushes happen, each operation synced to
+/// the log (so every acknowledged operation survives a kill).
 fn logging_stores() -> Vec<(&'static str, StoreConfig)> {
     vec![
         (
             "fast",
             store(
-                r#"{"kind":"fast","write_buffer":8192,"flushing_unit":2,"flush_policy":"fast-star","log_size":1048576}"#,
+                r#"{"kind":"fast","write_buffer":8192,"flushing_unit":2,"flush_policy":"fast-star","log_size":1048576,"log_sync":"each-op"}"#,
             ),
         ),
         (
             "efind",
-            store(r#"{"kind":"efind","buffer":"16KB","log_size":"1MB"}"#),
+            store(r#"{"kind":"efind","buffer":"16KB","log_size":"1MB","log_sync":"each-op"}"#),
         ),
         (
             "lcr",
-            store(r#"{"kind":"lcr","write_buffer":8192,"log_size":1048576}"#),
+            store(r#"{"kind":"lcr","write_buffer":8192,"log_size":1048576,"log_sync":"each-op"}"#),
         ),
         (
             "rftl",
-            store(r#"{"kind":"rftl","write_buffer":8192,"log_size":1048576}"#),
+            store(r#"{"kind":"rftl","write_buffer":8192,"log_size":1048576,"log_sync":"each-op"}"#),
         ),
     ]
 }

@@ -243,12 +243,27 @@ pub(crate) fn signed_area(ring: &[Coord]) -> f64 {
         .sum()
 }
 
-/// Whether all points of `ring` lie on one line (the ring encloses no area).
+/// Whether all points of `ring` lie on one line (the ring encloses no area). The offsets
+/// from the first point are divided by their largest magnitude first, so a ring whose
+/// coordinates are tiny (1e-300) or huge (1e300) is not called flat because its
+/// products underflow or overflow.
 fn collinear(ring: &[Coord]) -> bool {
     let a = ring[0];
-    match ring.iter().find(|p| **p != a) {
+    let scale = ring
+        .iter()
+        .map(|p| (p.x - a.x).abs().max((p.y - a.y).abs()))
+        .fold(0.0, f64::max);
+    if scale == 0.0 || !scale.is_finite() {
+        return scale == 0.0;
+    }
+    let rel = |p: &Coord| Coord {
+        x: (p.x - a.x) / scale,
+        y: (p.y - a.y) / scale,
+    };
+    let origin = Coord { x: 0.0, y: 0.0 };
+    match ring.iter().map(rel).find(|p| *p != origin) {
         None => true,
-        Some(&b) => ring.iter().all(|p| orient(a, b, *p) == 0.0),
+        Some(b) => ring.iter().all(|p| orient(origin, b, rel(p)) == 0.0),
     }
 }
 
@@ -434,6 +449,30 @@ mod tests {
         assert_eq!(g.unwrap_err().0, Issue::ZeroAreaRing);
         let (g, _) = run(RawGeom::Line(vec![c(1., 1.), c(1., 1.)]));
         assert_eq!(g.unwrap_err().0, Issue::DegenerateLine);
+    }
+
+    /// Flatness is judged on the ring's own scale: a square of side 1e-300 (or at 1e300)
+    /// encloses area, a line of such points does not.
+    #[test]
+    fn tiny_and_huge_rings_keep_their_area() {
+        for (side, at) in [
+            (1e-300, 0.0),
+            (1e-300, 1e-290),
+            (1e290, -1e300),
+            (1e300, 0.0),
+        ] {
+            let (g, _) = run(RawGeom::Polygon(vec![square(at, at, side)]));
+            assert!(g.is_ok(), "a square of side {side} at {at}: {:?}", g.err());
+        }
+        for side in [1e-300, 1e300] {
+            let (g, _) = run(RawGeom::Polygon(vec![vec![
+                c(0.0, 0.0),
+                c(side, side),
+                c(side / 2.0, side / 2.0),
+                c(0.0, 0.0),
+            ]]));
+            assert_eq!(g.unwrap_err().0, Issue::ZeroAreaRing, "side {side}");
+        }
     }
 
     #[test]

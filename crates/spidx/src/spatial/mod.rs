@@ -270,6 +270,21 @@ impl<const D: usize> SpatialIndex<D> {
             state_path(dir, &options.device).as_deref(),
             FileAccess::Create,
         )?);
+        let needed = if objects { 2 } else { 1 };
+        if device.capacity_pages() < needed {
+            return Err(Error::invalid(
+                "device capacity",
+                format!(
+                    "the device {} holds {} page(s) of {} bytes; an index{} needs at least {needed}: \
+                     give it a capacity of at least {} bytes",
+                    options.device_name,
+                    device.capacity_pages(),
+                    options.page_size,
+                    if objects { " with its objects' records" } else { "" },
+                    needed * options.page_size as u64
+                ),
+            ));
+        }
         let device_uuid = match owner::device_file(&options.device) {
             Some(f) => Some(owner::claim(f, dir)?),
             None => None,
@@ -664,6 +679,13 @@ fn end_checkpoint(dir: &Path, files: &[PathBuf], marker: PathBuf) -> Result<()> 
         let _ = std::fs::remove_file(backup_of(f));
     }
     Ok(())
+}
+
+/// Whether the last checkpoint of the index in `dir` was interrupted by a crash (its
+/// marker is still there): the index is crashed and `spidx recover` puts the previous
+/// checkpoint back; read-only opens refuse it.
+pub fn checkpoint_interrupted(dir: &Path) -> bool {
+    dir.join(CHECKPOINT_PENDING).exists()
 }
 
 /// After a crash during a checkpoint (the marker exists), puts the previous checkpoint's

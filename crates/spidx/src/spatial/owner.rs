@@ -8,6 +8,11 @@
 //!   index's manifest and in a sidecar `<device file>.owner` next to the device file. A new
 //!   index on a device file another live index claims is refused, and an index whose device
 //!   file was since claimed by another is refused (its pages were overwritten).
+//! * The claim follows the file, not the name: the device path is resolved through
+//!   symlinks before the sidecar is looked up or written, and a device file with more than
+//!   one hard link is refused for a new index (another name could reach another index's
+//!   pages without passing its sidecar). A bind mount of the same file under another
+//!   directory is not detected.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -53,6 +58,20 @@ fn sidecar(device: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// The device file's real path: every symlink on the way resolved (the file exists, it
+/// was just opened).
+fn resolve(device: &Path) -> Result<PathBuf> {
+    std::fs::canonicalize(device).map_err(|e| Error::io(device, e))
+}
+
+/// How many names (hard links) reach the device file.
+fn hard_links(device: &Path) -> Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(std::fs::metadata(device)
+        .map_err(|e| Error::io(device, e))?
+        .nlink())
+}
+
 fn read_owner(device: &Path) -> Result<Option<DeviceOwner>> {
     let path = sidecar(device);
     match std::fs::read_to_string(&path) {
@@ -72,6 +91,19 @@ fn read_owner(device: &Path) -> Result<Option<DeviceOwner>> {
 /// the file.
 pub fn claim(device: &Path, dir: &Path) -> Result<String> {
     let dir = std::path::absolute(dir).map_err(|e| Error::io(dir, e))?;
+    let given = device;
+    let device = &resolve(device)?;
+    let links = hard_links(device)?;
+    if links > 1 {
+        return Err(Error::invalid(
+            "file device",
+            format!(
+                "{} has {links} hard links: another name may reach another index's pages; \
+                 use a device file that only one name reaches",
+                given.display()
+            ),
+        ));
+    }
     if let Some(old) = read_owner(device)? {
         if old.index != dir {
             let manifest = old.index.join(super::MANIFEST);
@@ -113,7 +145,14 @@ pub fn claim(device: &Path, dir: &Path) -> Result<String> {
 /// Checks that `device` is still owned by the index whose manifest holds `uuid`.
 pub fn verify(device: &Path, uuid: &str, dir: &Path) -> Result<()> {
     let what = || format!("index {}", dir.display());
-    match read_owner(device)? {
+    // The sidecar sits beside the resolved file; an index claimed through a symlinked
+    // path before claims were resolved keeps its sidecar beside the name it was given.
+    let resolved = resolve(device)?;
+    let owner = match read_owner(&resolved)? {
+        Some(o) => Some(o),
+        None => read_owner(device)?,
+    };
+    match owner {
         None => Err(Error::corrupted(
             what(),
             format!(

@@ -57,7 +57,7 @@ pub enum StoreConfig {
             skip_serializing_if = "Option::is_none"
         )]
         log_size: Option<u64>,
-        /// `each-op` (default), `group:N` or `none`.
+        /// `none` (default: durable at checkpoints), `group:N` or `each-op`.
         #[serde(default)]
         log_sync: LogSync,
         /// Where the log is written: `same` (default), `separate:<device>` or
@@ -79,7 +79,7 @@ pub enum StoreConfig {
             skip_serializing_if = "Option::is_none"
         )]
         log_size: Option<u64>,
-        /// `each-op` (default), `group:N` or `none`.
+        /// `none` (default: durable at checkpoints), `group:N` or `each-op`.
         #[serde(default)]
         log_sync: LogSync,
         /// Where the log is written: `same` (default), `separate:<device>` or
@@ -105,7 +105,7 @@ pub enum StoreConfig {
             skip_serializing_if = "Option::is_none"
         )]
         log_size: Option<u64>,
-        /// `each-op` (default), `group:N` or `none`.
+        /// `none` (default: durable at checkpoints), `group:N` or `each-op`.
         #[serde(default)]
         log_sync: LogSync,
         /// Where the log is written: `same` (default), `separate:<device>` or

@@ -192,7 +192,7 @@ impl Journal {
             return Ok(contents);
         }
         let later_valid = (good + 1..full).filter(|i| valid(*i, checkpoint)).count();
-        let partial = (bytes.len() - HEADER) % entry != 0;
+        let partial = !(bytes.len() - HEADER).is_multiple_of(entry);
         let (page, crc, _) = slot(good);
         if later_valid == 0 && good + 1 == full && !partial {
             // The last entry is damaged: torn if its page still holds the image it was

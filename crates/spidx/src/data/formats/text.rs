@@ -107,7 +107,23 @@ pub(crate) fn parse_wkt_text(body: &str) -> std::result::Result<wkt::Wkt<f64>, S
             "parentheses are nested {depth} levels deep, more than the limit of {MAX_NESTING}"
         ));
     }
-    wkt::Wkt::<f64>::from_str(body).map_err(|e| format!("invalid WKT: {e}"))
+    wkt::Wkt::<f64>::from_str(body).map_err(|e| match non_finite_word(body) {
+        Some(word) => format!(
+            "invalid WKT: the coordinate `{word}` is not a finite number (NaN and infinity \
+             cannot be indexed)"
+        ),
+        None => format!("invalid WKT: {e}"),
+    })
+}
+
+/// The first word of `body` that spells a non-finite number (`NaN`, `inf`, `-Infinity`),
+/// which the WKT parser rejects with a message about parentheses.
+fn non_finite_word(body: &str) -> Option<&str> {
+    body.split(|c: char| c.is_whitespace() || c == '(' || c == ')' || c == ',')
+        .find(|w| {
+            let t = w.trim_start_matches(['+', '-']).to_ascii_lowercase();
+            t == "nan" || t == "inf" || t == "infinity"
+        })
 }
 
 /// Reads a WKT file (one geometry per line) into `sink`.
@@ -122,6 +138,9 @@ pub(crate) fn read_wkt(path: &Path, sink: &mut GeoSink) -> Result<()> {
         let body = strip_srid(text).trim_end_matches(';');
         match parse_wkt_text(body) {
             Ok(w) => sink.push(loc, id, from_wkt(w)),
+            Err(e) if non_finite_word(body).is_some() => {
+                sink.reject(loc, Issue::NonFiniteCoordinate, &e)
+            }
             Err(e) => sink.reject(loc, Issue::Unparsable, &e),
         }
     })

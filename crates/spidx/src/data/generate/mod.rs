@@ -256,16 +256,54 @@ pub fn memory_needed(opts: &GenerateOptions) -> u64 {
     opts.count.saturating_mul(per_object)
 }
 
-/// Memory this process can still get without swapping: Linux's `MemAvailable` (plus free
-/// swap), `None` where the system does not tell.
+/// Memory this process can still get: the least of the machine's `MemAvailable` (plus
+/// free swap), what the process's address-space limit (`ulimit -v`) leaves beside its
+/// current size, and what its cgroup's `memory.max` leaves (a container's limit); `None`
+/// where none of them is told.
 pub fn available_memory() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kb = |key: &str| -> Option<u64> {
-        info.lines()
+    let kb = |text: &str, key: &str| -> Option<u64> {
+        text.lines()
             .find_map(|l| l.strip_prefix(key))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|k| k * 1024)
     };
-    Some(kb("MemAvailable:")?.saturating_add(kb("SwapFree:").unwrap_or(0)) * 1024)
+    let machine = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|info| {
+            Some(kb(&info, "MemAvailable:")?.saturating_add(kb(&info, "SwapFree:").unwrap_or(0)))
+        });
+    let address_space = address_space_limit().map(|limit| {
+        let used = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| kb(&s, "VmSize:"))
+            .unwrap_or(0);
+        limit.saturating_sub(used)
+    });
+    let cgroup = cgroup_memory_left();
+    [machine, address_space, cgroup].into_iter().flatten().min()
+}
+
+/// The soft `RLIMIT_AS` of this process, if one is set.
+fn address_space_limit() -> Option<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes only into the struct passed.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut r) } == 0;
+    (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur)
+}
+
+/// What the cgroup (v2) of this process may still allocate: `memory.max` minus
+/// `memory.current`, if a limit is set.
+fn cgroup_memory_left() -> Option<u64> {
+    let cg = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let rel = cg.lines().find_map(|l| l.strip_prefix("0::"))?.trim();
+    let dir = std::path::Path::new("/sys/fs/cgroup").join(rel.trim_start_matches('/'));
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+    let max: u64 = read("memory.max")?.trim().parse().ok()?;
+    let current: u64 = read("memory.current")?.trim().parse().ok()?;
+    Some(max.saturating_sub(current))
 }
 
 /// Refuses, with a clear error, a dataset that cannot fit in `available` bytes of memory

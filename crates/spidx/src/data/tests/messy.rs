@@ -70,6 +70,30 @@ fn messy_wkt_is_repaired_or_skipped_and_counted() {
     assert_eq!(l.dataset.len(), 3);
 }
 
+/// `NaN` and `inf` spelled in WKT are named as non-finite coordinates (the WKT parser
+/// itself only says a parenthesis is missing).
+#[test]
+fn nan_spelled_in_wkt_is_named() {
+    let dir = tmp();
+    let path = file(&dir, "nan.wkt");
+    std::fs::write(
+        &path,
+        "POLYGON((0 0, 1 NaN, 1 1, 0 0))\nPOINT(-inf 3)\nPOLYGON((0 0,1 0,1 1,0 0))\n",
+    )
+    .unwrap();
+    let (recs, report) = read_report(&path);
+    assert_eq!(recs.len(), 1, "{report}");
+    assert_eq!(report.count(Issue::NonFiniteCoordinate), 2, "{report}");
+    assert!(
+        report
+            .examples
+            .iter()
+            .any(|e| e.starts_with("line 1:") && e.contains("`NaN` is not a finite number")),
+        "{:?}",
+        report.examples
+    );
+}
+
 #[test]
 fn nan_coordinates_in_binary_formats_are_skipped() {
     let dir = tmp();
