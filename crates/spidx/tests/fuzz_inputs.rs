@@ -346,6 +346,67 @@ mod on_disk {
             }
         }
 
+        /// The object store (its directory file or its record pages damaged): every read
+        /// returns the object's own bytes or a named error, never another object's or
+        /// damaged bytes, opened with and without the scan past the directory's end.
+        #[test]
+        fn a_damaged_object_store_never_returns_a_wrong_record(
+            in_directory in any::<bool>(),
+            scan_tail in any::<bool>(),
+            flips in prop::collection::vec((any::<usize>(), 1u8..=255), 0..4),
+            cut in any::<usize>(),
+            splice in prop::collection::vec(any::<u8>(), 0..8),
+        ) {
+            use spidx::objects::ObjectStore;
+            const PAGES: u64 = 64;
+            let tmp = tempfile::tempdir().unwrap();
+            let dir_file = tmp.path().join("objects.dir");
+            let mem = |bytes: Option<&[u8]>| {
+                let m = MemoryDevice::open(&MemoryConfig { capacity: PAGES * 512 }, 512, None)
+                    .unwrap();
+                let mut d = SharedDevice::new(Box::new(m));
+                if let Some(b) = bytes {
+                    let mut b = b.to_vec();
+                    b.resize((PAGES * 512) as usize, 0);
+                    d.write(0, &b).unwrap();
+                }
+                d
+            };
+            let dev = mem(None);
+            let mut store = ObjectStore::create(Box::new(dev.clone()), Some(&dir_file));
+            let mut want = std::collections::BTreeMap::new();
+            for i in 0..30u64 {
+                let id = i % 20;
+                let payload: Vec<u8> = (0..(20 + i * 13) as usize).map(|k| (k as u64 * 31 + i) as u8).collect();
+                store.put(id, &payload).unwrap();
+                want.insert(id, payload);
+            }
+            store.flush().unwrap();
+            drop(store);
+            let mut pages = vec![0u8; (PAGES * 512) as usize];
+            dev.clone().read(0, &mut pages).unwrap();
+            if in_directory {
+                let good = std::fs::read(&dir_file).unwrap();
+                std::fs::write(&dir_file, mutate(&good, &flips, cut, &splice)).unwrap();
+            } else {
+                // Flipped bytes in the pages the records fill.
+                for (at, x) in &flips {
+                    pages[at % (8 * 1024)] ^= x;
+                }
+            }
+            let Ok(mut reopened) = ObjectStore::open(Box::new(mem(Some(&pages))), &dir_file, scan_tail)
+            else {
+                return Ok(());
+            };
+            for id in reopened.ids() {
+                match reopened.get(id) {
+                    Ok(Some(bytes)) => prop_assert_eq!(Some(&bytes.to_vec()), want.get(&id), "object {}", id),
+                    Ok(None) => {}
+                    Err(e) => prop_assert!(e.to_string().contains("object"), "{}", e),
+                }
+            }
+        }
+
         #[test]
         fn the_results_database_open_never_panics(
             bytes in prop::collection::vec(any::<u8>(), 0..4096),

@@ -1,4 +1,5 @@
-//! Tree nodes as pages (architecture §4): a node is one page holding a small header
+//! Tree nodes as pages (architecture §4): a node is a page (the FOR-tree's a primary page
+//! plus overflow pages) holding a small header
 //! and entries of (MBR, pointer). [`NodeLayout`] encodes and decodes nodes, [`NodeView`]
 //! reads a page in place (no decoding, for fast queries), [`Resealer`] updates a page's
 //! checksum after a small change without reading the whole page, and [`Capacity`] derives the
