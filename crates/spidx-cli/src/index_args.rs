@@ -106,8 +106,9 @@ pub struct IndexArgs {
     /// the write buffer, >= 1MB; LCR-tree, RFTL: >= 4MB; eFIND: see docs/efind.md).
     #[arg(long)]
     pub log_size: Option<String>,
-    /// FAST, eFIND, LCR-tree, RFTL: log durability: none (default: durable at checkpoints,
-    /// like the direct store), group:N or each-op.
+    /// Every store: when operations become durable: none (default: at checkpoints), group:N
+    /// or each-op (FAST, eFIND, LCR-tree, RFTL: the log synced; direct: the pages synced and,
+    /// on a file: device, the journal restarted).
     #[arg(long)]
     pub log_sync: Option<String>,
     /// FAST, eFIND, LCR-tree, RFTL: where the log is written: same (default: the end of the device, counted,
@@ -152,7 +153,6 @@ impl IndexArgs {
             (self.flushing_unit.is_some(), "--flushing-unit"),
             (self.flush_policy.is_some(), "--flush-policy"),
             (self.log_size.is_some(), "--log-size"),
-            (self.log_sync.is_some(), "--log-sync"),
             (self.log_device.is_some(), "--log-device"),
         ];
         if self.no_journal && self.store != "direct" {
@@ -177,6 +177,10 @@ impl IndexArgs {
                 }
                 Ok(StoreConfig::Direct {
                     journal: !self.no_journal,
+                    log_sync: match &self.log_sync {
+                        Some(s) => s.parse()?,
+                        None => LogSync::default(),
+                    },
                 })
             }
             "efind" => self.efind.efind(&self.shared()),

@@ -486,3 +486,54 @@ fn relative_file_device_paths_survive_a_change_of_directory() {
     assert_eq!(v["results"], 300);
     spidx().arg("check").arg(&idx).assert().success();
 }
+
+/// `--log-sync` applies to the direct store too: each operation durable (the device synced
+/// once per insertion), a killed build keeping every insertion; a bad mode is named.
+#[test]
+fn the_direct_store_takes_log_sync() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = generate(
+        tmp.path(),
+        "u.fgb",
+        &["--distribution", "uniform", "--count", "400"],
+    );
+    let dev = format!("file:{}", tmp.path().join("p.bin").display());
+    let out = tmp.path().join("idx");
+    let v = json_of(&[
+        "build",
+        "--data",
+        &data,
+        "--index",
+        "rtree",
+        "--store",
+        "direct",
+        "--log-sync",
+        "each-op",
+        "--device",
+        &dev,
+        "--device-param",
+        "capacity=16MB",
+        "--device-param",
+        "direct=false",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let syncs = v.pointer("/device/host/syncs").and_then(|s| s.as_u64());
+    assert!(syncs.is_some_and(|s| s >= 400), "{v}");
+    let check = json_of(&["check", out.to_str().unwrap(), "--json"]);
+    assert_eq!(check["ok"], true, "{check}");
+    assert_build_refused(
+        &data,
+        tmp.path().join("bad").to_str().unwrap(),
+        &[
+            "--index",
+            "rtree",
+            "--store",
+            "direct",
+            "--log-sync",
+            "sometimes",
+        ],
+        "sometimes",
+    );
+}

@@ -296,3 +296,85 @@ fn a_device_file_claim_follows_symlinks_and_hard_links() {
     let mut idx = SpatialIndex::<2>::open_read_only(&f.dir).unwrap();
     assert_eq!(ids(&mut idx), (0..300).collect::<Vec<_>>());
 }
+
+/// The direct store's per-operation durability: with `each-op` a killed build keeps every
+/// operation (the journal restarts after each one, so nothing is rolled back), with
+/// `group:N` up to the last N-th operation (the tree's creation, its empty root, is the
+/// first: 320 inserts make 321 operations, durable up to the 300th, the 299th insert);
+/// each durable point syncs the device once.
+#[test]
+fn the_direct_store_syncs_each_operation_or_group_when_asked() {
+    for (sync, n, kept) in [
+        (LogSync::EachOp, 300u64, 300u64),
+        (LogSync::Group(50), 320, 299),
+        (LogSync::None, 320, 0),
+    ] {
+        let f = files();
+        let store = StoreConfig::Direct {
+            journal: true,
+            log_sync: sync,
+        };
+        let mut idx = SpatialIndex::<2>::create(&f.dir, options(store, &f.dev), false).unwrap();
+        let syncs_before = idx.device().stats().host.syncs;
+        for i in 0..n {
+            idx.insert(rect(i), i).unwrap();
+        }
+        let syncs = idx.device().stats().host.syncs - syncs_before;
+        let expected_syncs = match sync {
+            LogSync::EachOp => n,
+            LogSync::Group(g) => (n + 1) / g as u64,
+            LogSync::None => 0,
+        };
+        assert_eq!(syncs, expected_syncs, "{sync}");
+        // Killed: no checkpoint.
+        drop(idx);
+        let mut idx = SpatialIndex::<2>::open(&f.dir).unwrap();
+        assert_eq!(ids(&mut idx), (0..kept).collect::<Vec<_>>(), "{sync}");
+        assert!(idx.tree_mut().check().unwrap().ok(), "{sync}");
+    }
+}
+
+/// A checkpoint of a journaled direct store killed after the node store's seal (new
+/// header, journal restarted) but before it ended: the previous object directory is put
+/// back, and the records written since are found again, so the tree and its objects agree.
+#[test]
+fn an_interrupted_checkpoint_keeps_the_objects_of_the_sealed_tree() {
+    use geo_types::{coord, Geometry, Rect as GeoRect};
+    let f = files();
+    let mut idx =
+        SpatialIndex::<2>::create(&f.dir, options(StoreConfig::direct(), &f.dev), true).unwrap();
+    let add = |idx: &mut SpatialIndex<2>, i: u64| {
+        let r = rect(i);
+        let g = Geometry::Rect(GeoRect::new(
+            coord! { x: r.min[0], y: r.min[1] },
+            coord! { x: r.max[0], y: r.max[1] },
+        ));
+        idx.put_object(i, &g).unwrap();
+        idx.insert(r, i).unwrap();
+    };
+    for i in 0..100 {
+        add(&mut idx, i);
+    }
+    idx.flush().unwrap();
+    let older_directory = std::fs::read(f.dir.join("objects.dir")).unwrap();
+    for i in 100..200 {
+        add(&mut idx, i);
+    }
+    idx.flush().unwrap();
+    drop(idx);
+    // The state a kill between the node store's seal and the checkpoint's end leaves.
+    std::fs::write(f.dir.join("objects.dir.bak"), older_directory).unwrap();
+    std::fs::write(f.dir.join("checkpoint.pending"), b"").unwrap();
+    assert!(spidx::spatial::checkpoint_interrupted(&f.dir));
+    assert!(SpatialIndex::<2>::open_read_only(&f.dir).is_err());
+    let mut idx = SpatialIndex::<2>::open(&f.dir).unwrap();
+    assert!(!spidx::spatial::checkpoint_interrupted(&f.dir));
+    assert_eq!(ids(&mut idx), (0..200).collect::<Vec<_>>());
+    assert!(idx.tree_mut().check().unwrap().ok());
+    let objects = idx
+        .check_objects(spidx::spatial::CheckDepth::Normal, true)
+        .unwrap()
+        .unwrap();
+    assert!(objects.ok(), "{objects:?}");
+    assert_eq!(objects.records, 200);
+}

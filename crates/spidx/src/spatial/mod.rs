@@ -386,6 +386,7 @@ impl<const D: usize> SpatialIndex<D> {
         }
         let read_only = mode == OpenMode::ReadOnly;
         let lock = owner::lock_dir(dir, read_only)?;
+        let interrupted = checkpoint_interrupted(dir);
         undo_interrupted_checkpoint(dir, &manifest, mode)?;
         let o = &manifest.options;
         let layout = o.kind.layout(o.layout, o.page_size, D)?;
@@ -424,8 +425,19 @@ impl<const D: usize> SpatialIndex<D> {
             Tree::open(store, manifest.capacity, o.kind)?
         };
         // Objects appended after the last checkpoint are found again by scanning the record
-        // area past it, for stores whose unit of durability is the operation.
-        let scan_tail = !matches!(o.store, StoreConfig::Direct { .. });
+        // area past it: they belong to durable operations when the store makes operations
+        // durable between checkpoints (a log, or a direct store syncing), and to the tree a
+        // checkpoint interrupted after the node store's seal left (a journaled direct
+        // store's new header stays; the object directory put back is the older one).
+        // Records no tree entry names are dropped by `spidx recover`.
+        let scan_tail = interrupted
+            || !matches!(
+                o.store,
+                StoreConfig::Direct {
+                    log_sync: crate::store::log::LogSync::None,
+                    ..
+                }
+            );
         let objects = match obj_dev {
             Some(d) => Some(ObjectStore::open(d, &dir.join(OBJECTS), scan_tail)?),
             None => None,
@@ -613,7 +625,7 @@ const CHECKPOINT_PENDING: &str = "checkpoint.pending";
 fn checkpoint_files(dir: &Path, manifest: &Manifest) -> Vec<PathBuf> {
     let o = &manifest.options;
     let journaled =
-        matches!(o.store, StoreConfig::Direct { journal: true }) && !o.device.is_simulated();
+        matches!(o.store, StoreConfig::Direct { journal: true, .. }) && !o.device.is_simulated();
     let mut v = Vec::new();
     if !journaled {
         v.push(dir.join(crate::store::any::STORE_HEADER));

@@ -36,6 +36,13 @@ pub enum StoreConfig {
         /// crash between checkpoints can leave damaged (labelled `nojournal` in run names).
         #[serde(default = "yes", skip_serializing_if = "is_true")]
         journal: bool,
+        /// When operations become durable between checkpoints: `none` (default: at
+        /// checkpoints), `group:N` or `each-op` (the dirty pages written, the device synced
+        /// and, on a `file:` device, the header saved and the journal restarted after every
+        /// N-th or every operation): the per-operation durability the logging stores offer,
+        /// at the plain tree's price.
+        #[serde(default, skip_serializing_if = "LogSync::is_none")]
+        log_sync: LogSync,
     },
     /// eFIND: write buffer, read buffer, flushing policies, temporal control
     /// (see [`super::efind`]).
@@ -308,8 +315,18 @@ impl StoreConfig {
     /// Configurations compared side by side should share it.
     pub fn durability_unit(&self) -> String {
         let sync = match self {
-            StoreConfig::Direct { journal: false } => return "none between checkpoints".into(),
-            StoreConfig::Direct { journal: true } => return "checkpoint".into(),
+            StoreConfig::Direct {
+                journal: false,
+                log_sync: LogSync::None,
+            } => return "none between checkpoints".into(),
+            StoreConfig::Direct {
+                journal: false,
+                log_sync,
+            } => return format!("{} (no journal: not crash-safe)", sync_unit(*log_sync)),
+            StoreConfig::Direct {
+                journal: true,
+                log_sync,
+            } => return sync_unit(*log_sync),
             StoreConfig::Efind(c) => c.log_sync,
             StoreConfig::Fast { log_sync, .. }
             | StoreConfig::Lcr { log_sync, .. }
@@ -318,11 +335,7 @@ impl StoreConfig {
         if matches!(self.log_placement(), Some(LogPlacement::Uncounted)) {
             return "checkpoint (log not crash-safe)".into();
         }
-        match sync {
-            LogSync::None => "checkpoint".into(),
-            LogSync::EachOp => "each operation".into(),
-            LogSync::Group(n) => format!("{n} operations"),
-        }
+        sync_unit(sync)
     }
 
     /// Where the store's log is written, named for reports: `no log` (direct), `same
@@ -347,7 +360,10 @@ impl StoreConfig {
 
     /// The direct store with its defaults (journaled on `file:` devices).
     pub fn direct() -> Self {
-        StoreConfig::Direct { journal: true }
+        StoreConfig::Direct {
+            journal: true,
+            log_sync: LogSync::None,
+        }
     }
 
     /// A short prefix for run and index names ("" for the direct store, e.g. "FAST";
@@ -356,8 +372,16 @@ impl StoreConfig {
     /// log=uncounted`): its figures must never be mistaken for the default's.
     pub fn label(&self) -> String {
         let base = match self {
-            StoreConfig::Direct { journal: true } => String::new(),
-            StoreConfig::Direct { journal: false } => "nojournal".into(),
+            StoreConfig::Direct { journal, log_sync } => {
+                let mut parts = Vec::new();
+                if !journal {
+                    parts.push("nojournal".to_string());
+                }
+                if *log_sync != LogSync::None {
+                    parts.push(format!("sync={log_sync}"));
+                }
+                parts.join(" ")
+            }
             StoreConfig::Efind(c) => c.label(),
             // FESTIval's FAST* is named: it is the seeds' setting, not the FAST paper's.
             StoreConfig::Fast {
@@ -452,7 +476,7 @@ impl StoreConfig {
         let header = files.dir.map(|d| d.join(STORE_HEADER));
         let header = header.as_deref();
         match self {
-            StoreConfig::Direct { journal } => {
+            StoreConfig::Direct { journal, log_sync } => {
                 if log_device.is_some() {
                     return Err(crate::Error::invalid(
                         "direct store",
@@ -471,16 +495,19 @@ impl StoreConfig {
                     }
                     _ => Journaling::Off,
                 };
-                Ok(AnyStore::Direct(match (reopen, header) {
-                    (true, Some(h)) => DirectStore::open_accepting(
-                        cache,
-                        layout,
-                        h,
-                        journaling,
-                        files.accept_loss,
-                    )?,
-                    _ => DirectStore::create_with(cache, layout, header, journaling)?,
-                }))
+                Ok(AnyStore::Direct(
+                    match (reopen, header) {
+                        (true, Some(h)) => DirectStore::open_accepting(
+                            cache,
+                            layout,
+                            h,
+                            journaling,
+                            files.accept_loss,
+                        )?,
+                        _ => DirectStore::create_with(cache, layout, header, journaling)?,
+                    }
+                    .with_sync(*log_sync),
+                ))
             }
             StoreConfig::Efind(c) => {
                 let policy = EfindPolicy::new(c, layout.page_size())?;
@@ -817,3 +844,12 @@ impl<const D: usize> NodeStore<D> for AnyStore {
 #[cfg(test)]
 #[path = "any_tests.rs"]
 mod tests;
+
+/// A sync mode's unit of durability, named for reports.
+fn sync_unit(sync: LogSync) -> String {
+    match sync {
+        LogSync::None => "checkpoint".into(),
+        LogSync::EachOp => "each operation".into(),
+        LogSync::Group(n) => format!("{n} operations"),
+    }
+}

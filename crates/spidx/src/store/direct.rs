@@ -7,13 +7,17 @@
 //! checkpoint). With a rollback [`Journal`] (indices on `file:` devices, the default there),
 //! every page in use at the last checkpoint has its old image journaled before its first
 //! overwrite, and reopening a crashed store writes those images back: the store is durable
-//! at checkpoint granularity (see [`super::journal`]).
+//! at checkpoint granularity (see [`super::journal`]). With `log_sync` (`group:N`,
+//! `each-op`; [`DirectStore::with_sync`]) each N-th or every operation is a durable point
+//! too: the same seal as a checkpoint's (pages synced, header saved, journal restarted)
+//! without saving the rest of the index.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use super::header::{check_page_size, write_atomically, StoreHeader};
 use super::journal::{Journal, JournalStats};
+use super::log::LogSync;
 use super::{
     Change, NodeChange, NodePage, NodeStore, StoreControl, StoreReport, StoreStats, TreeMeta,
     TreeState,
@@ -42,6 +46,10 @@ pub struct DirectStore {
     checkpointed: StoreHeader,
     /// Journal damage accepted when opening (`spidx recover --accept-loss`).
     accepted_loss: Option<String>,
+    /// When operations become durable between checkpoints (see [`DirectStore::with_sync`]).
+    sync: LogSync,
+    /// Operations ended since the last durable point (group commit).
+    unsynced_ops: u32,
 }
 
 /// Whether and how a direct store keeps a rollback journal (see [`super::journal`]).
@@ -202,6 +210,8 @@ impl DirectStore {
             journal: None,
             restored: 0,
             accepted_loss: None,
+            sync: LogSync::None,
+            unsynced_ops: 0,
         })
     }
 
@@ -369,9 +379,55 @@ impl<const D: usize> NodeStore<D> for DirectStore {
         self.header.tree_state = state;
     }
 
+    fn end_operation(&mut self) -> Result<()> {
+        let due = match self.sync {
+            LogSync::None => false,
+            LogSync::EachOp => true,
+            LogSync::Group(n) => {
+                self.unsynced_ops += 1;
+                self.unsynced_ops >= n
+            }
+        };
+        if due {
+            self.unsynced_ops = 0;
+            // The operations' pages on the device, synced (counted); with a journal (a
+            // `file:` device), the header names the state and the journal restarts from
+            // it, so a crash rolls back to here and no further.
+            self.cache.sync()?;
+            if self.journal.is_some() {
+                self.seal()?;
+            }
+        }
+        Ok(())
+    }
+
     fn flush(&mut self) -> Result<()> {
         self.cache.sync()?;
         self.cache.device_mut().persist()?;
+        // A checkpoint is a durable point: a group counts from here.
+        self.unsynced_ops = 0;
+        self.seal()
+    }
+
+    fn stats(&self) -> StoreStats {
+        self.stats
+    }
+}
+
+impl DirectStore {
+    /// Makes operations durable between checkpoints as `sync` says (`none`: only at
+    /// checkpoints, the default): after every N-th (`group:N`) or every (`each-op`)
+    /// operation the dirty pages are written and the device synced, and on a `file:`
+    /// device the header saved and the rollback journal restarted. Per-operation
+    /// durability for the plain tree, comparable with the logging stores' `log_sync`.
+    pub fn with_sync(mut self, sync: LogSync) -> Self {
+        self.sync = sync;
+        self
+    }
+
+    /// After the device is synced: saves the header naming the next checkpoint and
+    /// restarts the journal from it (the state on the device is the new rollback point).
+    fn seal(&mut self) -> Result<()> {
         if let Some(path) = &self.header_path {
             // The device is synced: the new header may name the next checkpoint, and once
             // it is saved the old journal is no longer needed.
@@ -385,10 +441,6 @@ impl<const D: usize> NodeStore<D> for DirectStore {
         }
         self.checkpointed = self.header.clone();
         Ok(())
-    }
-
-    fn stats(&self) -> StoreStats {
-        self.stats
     }
 }
 

@@ -89,6 +89,13 @@ pub enum LogSync {
     None,
 }
 
+impl LogSync {
+    /// Whether commits are durable only at checkpoints (the default).
+    pub fn is_none(&self) -> bool {
+        *self == LogSync::None
+    }
+}
+
 impl std::fmt::Display for LogSync {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
