@@ -216,8 +216,8 @@ fn bad_efind_options_fail_clearly() {
             "each-op, group:N",
         ),
         (
-            vec!["--index", "rtree", "--log-sync", "none"],
-            "--log-sync applies to --store fast, efind, lcr or rftl only",
+            vec!["--index", "rtree", "--log-device", "uncounted"],
+            "--log-device applies to --store fast, efind, lcr or rftl only",
         ),
     ];
     for (extra, needle) in cases {

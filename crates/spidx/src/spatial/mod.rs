@@ -548,6 +548,17 @@ impl<const D: usize> SpatialIndex<D> {
                 "its object store holds {records} records written after its last checkpoint"
             ));
         }
+        // A checkpoint taken between storing geometries and inserting them (a build's load
+        // phase, then its insertions with `--checkpoint-every`) keeps records of objects the
+        // tree does not index yet: killed there, the build left them behind.
+        let stored = self.objects.as_ref().map_or(0, |o| o.len() as u64);
+        let indexed = self.tree.meta().objects;
+        if state.crashed.is_none() && stored > indexed {
+            state.crashed = Some(format!(
+                "its object store holds geometries of {stored} objects but the tree indexes \
+                 {indexed}: a build or insertion was interrupted after storing them"
+            ));
+        }
         state
     }
 
