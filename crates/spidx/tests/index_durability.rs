@@ -406,7 +406,10 @@ fn geometries_stored_ahead_of_their_insertion_make_a_crashed_index() {
     drop(idx);
     let idx = SpatialIndex::<2>::open_read_only(&f.dir).unwrap();
     let why = idx.recovery_state().crashed.expect("reported as crashed");
-    assert!(why.contains("200 objects") && why.contains("indexes 120"), "{why}");
+    assert!(
+        why.contains("200 objects") && why.contains("indexes 120"),
+        "{why}"
+    );
     drop(idx);
     let mut idx = SpatialIndex::<2>::open(&f.dir).unwrap();
     assert_eq!(idx.drop_unindexed_objects().unwrap().len(), 80);
