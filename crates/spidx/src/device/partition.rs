@@ -89,6 +89,29 @@ impl Device for Partition {
         self.dev().write(base + page, data)
     }
 
+    fn write_changed(
+        &mut self,
+        page: u64,
+        data: &[u8],
+        changed: &[std::ops::Range<usize>],
+    ) -> Result<()> {
+        check_request(page, data.len(), self.page_size, self.len)?;
+        let base = self.base;
+        self.dev().write_changed(base + page, data, changed)
+    }
+
+    fn submit_at(&mut self, at_ns: u64) -> Result<()> {
+        self.dev().submit_at(at_ns)
+    }
+
+    fn completed_ns(&self) -> u64 {
+        self.dev().completed_ns()
+    }
+
+    fn read_time_ignores_contents(&self) -> bool {
+        self.dev().read_time_ignores_contents()
+    }
+
     fn sync(&mut self) -> Result<()> {
         self.dev().sync()
     }

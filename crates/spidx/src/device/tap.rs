@@ -114,6 +114,18 @@ impl Device for Tap {
         Ok(())
     }
 
+    fn write_changed(
+        &mut self,
+        page: u64,
+        data: &[u8],
+        changed: &[std::ops::Range<usize>],
+    ) -> Result<()> {
+        self.inner.write_changed(page, data, changed)?;
+        self.log
+            .note(page, data.len(), self.inner.page_size(), true);
+        Ok(())
+    }
+
     fn sync(&mut self) -> Result<()> {
         self.inner.sync()
     }
