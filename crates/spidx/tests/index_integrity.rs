@@ -10,13 +10,15 @@
 //!   nothing) is refused by readers and writers alike;
 //! * a crashed index says so ([`SpatialIndex::recovery_state`]) and a clean one does not.
 
-use std::path::{Path, PathBuf};
+mod index_dir;
 
+use std::path::Path;
+
+use index_dir::{files, ids, rect, Files};
 use spidx::cache::CacheConfig;
 use spidx::device::file::FileConfig;
 use spidx::device::DeviceConfig;
-use spidx::geom::Rect;
-use spidx::index::{IndexKind, MbrPredicate, RStarOptions};
+use spidx::index::{IndexKind, RStarOptions};
 use spidx::node::{LayoutKind, Occupancy};
 use spidx::spatial::{IndexOptions, SpatialIndex};
 use spidx::store::StoreConfig;
@@ -67,37 +69,6 @@ fn logging_stores() -> Vec<(&'static str, StoreConfig)> {
             store(r#"{"kind":"rftl","write_buffer":8192,"log_size":1048576,"log_sync":"each-op"}"#),
         ),
     ]
-}
-
-fn rect(i: u64) -> Rect<2> {
-    let x = (i * 37 % 1000) as f64;
-    let y = (i * 91 % 1000) as f64;
-    Rect::new([x, y], [x + 3.0, y + 2.0]).unwrap()
-}
-
-fn ids(idx: &mut SpatialIndex<2>) -> Vec<u64> {
-    let mut v = Vec::new();
-    let all = Rect::new([-1e9, -1e9], [1e9, 1e9]).unwrap();
-    idx.tree_mut()
-        .search(MbrPredicate::All, &all, |e| v.push(e.ptr))
-        .unwrap();
-    v.sort_unstable();
-    v
-}
-
-struct Files {
-    _tmp: tempfile::TempDir,
-    dir: PathBuf,
-    dev: PathBuf,
-}
-
-fn files() -> Files {
-    let tmp = tempfile::tempdir().unwrap();
-    Files {
-        dir: tmp.path().join("idx"),
-        dev: tmp.path().join("pages.bin"),
-        _tmp: tmp,
-    }
 }
 
 /// Builds an index of `n` objects checkpointed after `checkpointed` of them, then "killed"

@@ -4,16 +4,17 @@
 //! reopens after a killed process (file: devices keep the log; simulated ones reopen at
 //! their last checkpoint) and what is refused with a clear error.
 
+mod index_dir;
 mod stores;
 
 use std::path::{Path, PathBuf};
 
+use index_dir::{ids, rect};
 use spidx::cache::CacheConfig;
 use spidx::device::file::FileConfig;
 use spidx::device::memory::MemoryConfig;
 use spidx::device::DeviceConfig;
-use spidx::geom::Rect;
-use spidx::index::{IndexKind, MbrPredicate, RStarOptions};
+use spidx::index::{IndexKind, RStarOptions};
 use spidx::node::{LayoutKind, Occupancy};
 use spidx::spatial::{IndexOptions, PhaseReport, SpatialIndex};
 use spidx::store::fast::FlushPolicy;
@@ -66,22 +67,6 @@ fn efind_store() -> StoreConfig {
 /// crash; on a simulated device the index reopens at its last checkpoint).
 fn rftl_store() -> StoreConfig {
     rftl(8 << 10, 3, LogSync::EachOp)
-}
-
-fn rect(i: u64) -> Rect<2> {
-    let x = (i * 37 % 1000) as f64;
-    let y = (i * 91 % 1000) as f64;
-    Rect::new([x, y], [x + 3.0, y + 2.0]).unwrap()
-}
-
-fn ids(idx: &mut SpatialIndex<2>) -> Vec<u64> {
-    let mut v = Vec::new();
-    let all = Rect::new([-1e9, -1e9], [1e9, 1e9]).unwrap();
-    idx.tree_mut()
-        .search(MbrPredicate::All, &all, |e| v.push(e.ptr))
-        .unwrap();
-    v.sort_unstable();
-    v
 }
 
 fn insert(idx: &mut SpatialIndex<2>, range: std::ops::Range<u64>) -> PhaseReport {
