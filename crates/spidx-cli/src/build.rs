@@ -9,7 +9,6 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 use spidx::data::{self, Dataset, InsertionOrder, ReadOptions};
-use spidx::geom::Rect;
 use spidx::index::bulk::BulkOptions;
 use spidx::spatial::{IndexOptions, PhaseReport, SpatialIndex};
 use spidx::units::parse_percent;
@@ -203,7 +202,7 @@ fn build<const D: usize>(
     let clock = idx.phase();
     match (bulk, ds) {
         (Some(b), _) => {
-            let objects = boxes::<D>(ds)?;
+            let objects = ds.boxes::<D>()?;
             idx.bulk_load(objects, b).context("bulk loading")?;
             bar.inc(n);
         }
@@ -212,30 +211,6 @@ fn build<const D: usize>(
     let construction = idx.stop_phase(clock);
     bar.finish_and_clear();
     finish(idx, out, bulk, load, construction)
-}
-
-/// Every object's box and id, in dataset order.
-fn boxes<const D: usize>(ds: &Dataset) -> Result<Vec<(Rect<D>, u64)>> {
-    let mut v = Vec::with_capacity(ds.len());
-    match ds {
-        Dataset::Geo(recs) => {
-            for r in recs {
-                let (lo, hi) = (r.bbox.min(), r.bbox.max());
-                let mut min = [0.0; D];
-                let mut max = [0.0; D];
-                min[..2].copy_from_slice(&[lo.x, lo.y]);
-                max[..2].copy_from_slice(&[hi.x, hi.y]);
-                v.push((Rect { min, max }, r.id));
-            }
-        }
-        Dataset::Vectors(vs) => {
-            for (i, row) in vs.rows().enumerate() {
-                let p: [f64; D] = row.try_into().context("vector of the wrong dimension")?;
-                v.push((Rect::point(p), i as u64));
-            }
-        }
-    }
-    Ok(v)
 }
 
 /// One-by-one insertion of every object.
@@ -256,29 +231,12 @@ fn insert_all<const D: usize>(
         }
         Ok(())
     };
-    match ds {
-        Dataset::Geo(recs) => {
-            for r in recs {
-                let (lo, hi) = (r.bbox.min(), r.bbox.max());
-                let mut min = [0.0; D];
-                let mut max = [0.0; D];
-                min[..2].copy_from_slice(&[lo.x, lo.y]);
-                max[..2].copy_from_slice(&[hi.x, hi.y]);
-                idx.insert(Rect { min, max }, r.id)
-                    .with_context(|| format!("inserting object {}", r.id))?;
-                checkpoint(idx)?;
-                bar.inc(1);
-            }
-        }
-        Dataset::Vectors(v) => {
-            for (i, row) in v.rows().enumerate() {
-                let p: [f64; D] = row.try_into().context("vector of the wrong dimension")?;
-                idx.insert(Rect::point(p), i as u64)
-                    .with_context(|| format!("inserting vector {i}"))?;
-                checkpoint(idx)?;
-                bar.inc(1);
-            }
-        }
+    for i in 0..ds.len() {
+        let (id, mbr) = ds.object::<D>(i)?;
+        idx.insert(mbr, id)
+            .with_context(|| format!("inserting object {id}"))?;
+        checkpoint(idx)?;
+        bar.inc(1);
     }
     Ok(())
 }

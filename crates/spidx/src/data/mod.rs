@@ -258,6 +258,43 @@ impl Dataset {
         }
     }
 
+    /// Object `i`'s id and box in `D` dimensions (a geometry's bounding box, a vector as a
+    /// point): the one conversion of a dataset into what the index layer inserts, used by
+    /// `spidx build`, the experiment runner and its workloads. An error when `D` is not the
+    /// dataset's dimension.
+    pub fn object<const D: usize>(&self, i: usize) -> Result<(u64, crate::geom::Rect<D>)> {
+        let wrong = || {
+            Error::invalid(
+                "dataset",
+                format!("{}-D objects for a {D}-D index", self.dims()),
+            )
+        };
+        match self {
+            Dataset::Geo(recs) => {
+                if D != 2 {
+                    return Err(wrong());
+                }
+                let r = &recs[i];
+                let (lo, hi) = (r.bbox.min(), r.bbox.max());
+                let (mut min, mut max) = ([0.0; D], [0.0; D]);
+                min[..2].copy_from_slice(&[lo.x, lo.y]);
+                max[..2].copy_from_slice(&[hi.x, hi.y]);
+                Ok((r.id, crate::geom::Rect { min, max }))
+            }
+            Dataset::Vectors(v) => {
+                let p: [f64; D] = v.row(i).try_into().map_err(|_| wrong())?;
+                Ok((i as u64, crate::geom::Rect::point(p)))
+            }
+        }
+    }
+
+    /// Every object's box and id, in dataset order (what a bulk load takes).
+    pub fn boxes<const D: usize>(&self) -> Result<Vec<(crate::geom::Rect<D>, u64)>> {
+        (0..self.len())
+            .map(|i| self.object::<D>(i).map(|(id, r)| (r, id)))
+            .collect()
+    }
+
     /// The geometries, if this is a 2-D dataset.
     pub fn as_geo(&self) -> Option<&[GeoRecord]> {
         match self {

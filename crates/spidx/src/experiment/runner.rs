@@ -17,7 +17,7 @@ use super::matrix::RunConfig;
 use super::protocol::{self, AllGauges, Metrics, Spread};
 use super::scan::ScanTable;
 use super::spec::{Protocol, Workload};
-use super::workload::{object_box, Inputs, MixedOp, QueryInput};
+use super::workload::{Inputs, MixedOp, QueryInput};
 use crate::data::Dataset;
 use crate::device::tap::{Tap, TapLog};
 use crate::device::Device;
@@ -240,41 +240,6 @@ fn run_dims<const D: usize>(
     Ok(results)
 }
 
-/// Every object's box and id for a bulk load, in dataset order, read straight from the
-/// dataset (no vectors per object; the bulk load validates every box, naming its object).
-fn bulk_objects<const D: usize>(ds: &Dataset) -> Result<Vec<(Rect<D>, u64)>> {
-    let mut out = Vec::with_capacity(ds.len());
-    match ds {
-        Dataset::Geo(recs) => {
-            if D != 2 {
-                return Err(Error::invalid(
-                    "dataset",
-                    format!("geometries are 2-D, the index is {D}-D"),
-                ));
-            }
-            out.extend(recs.iter().map(|r| {
-                let (lo, hi) = (r.bbox.min(), r.bbox.max());
-                let (mut min, mut max) = ([0.0; D], [0.0; D]);
-                min[..2].copy_from_slice(&[lo.x, lo.y]);
-                max[..2].copy_from_slice(&[hi.x, hi.y]);
-                (Rect { min, max }, r.id)
-            }));
-        }
-        Dataset::Vectors(v) => {
-            for (i, row) in v.rows().enumerate() {
-                let p: [f64; D] = row.try_into().map_err(|_| {
-                    Error::invalid(
-                        "dataset",
-                        format!("vector {i} has {} coordinates, the index {D}", row.len()),
-                    )
-                })?;
-                out.push((Rect::point(p), i as u64));
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// One-by-one insertion or a bulk load (objects first go to the object store, measured
 /// apart as `load`), then the store's final write-back (`final_flush`, unless the spec
 /// leaves the buffers dirty for the next workload), then the optional check (for a bulk
@@ -303,13 +268,13 @@ fn construct<const D: usize>(
     let construction: PhaseReport = work.time(|| {
         let clock = idx.phase();
         if let Some(opts) = bulk {
-            idx.bulk_load(bulk_objects::<D>(ds)?, opts)?;
+            idx.bulk_load(ds.boxes::<D>()?, opts)?;
             progress(Progress::Step(ds.len() as u64));
             return Ok(idx.stop_phase(clock));
         }
         for i in 0..ds.len() {
-            let (id, lo, hi) = object_box(ds, i);
-            idx.insert(rect::<D>(&lo, &hi)?, id)
+            let (id, mbr) = ds.object::<D>(i)?;
+            idx.insert(mbr, id)
                 .map_err(|e| Error::invalid(format!("inserting object {id}"), e.to_string()))?;
             if (i + 1) % step == 0 {
                 progress(Progress::Step(step as u64));

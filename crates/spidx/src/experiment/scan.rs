@@ -224,8 +224,7 @@ mod tests {
     fn brute<const D: usize>(ds: &Dataset, p: [f64; D], k: usize) -> Vec<(f64, u64)> {
         let mut all: Vec<(f64, u64)> = (0..ds.len())
             .map(|i| {
-                let (id, lo, hi) = object_box(ds, i);
-                let r = Rect::<D>::new(lo.try_into().unwrap(), hi.try_into().unwrap()).unwrap();
+                let (id, r) = ds.object::<D>(i).unwrap();
                 (r.min_dist2(&p).sqrt(), id)
             })
             .collect();

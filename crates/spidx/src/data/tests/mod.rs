@@ -75,3 +75,22 @@ pub(super) fn read_report(path: &std::path::Path) -> (Vec<GeoRecord>, ImportRepo
     let l = read(path, &ReadOptions::default()).unwrap();
     (geo(l.dataset), l.report)
 }
+
+/// A geometry becomes its bounding box, a vector a point box, in dataset order with the
+/// dataset's ids; asking for the wrong dimension is an error naming both.
+#[test]
+fn objects_become_boxes_of_the_index_dimension() {
+    let poly = Geometry::Polygon(Polygon::new(square(2.0, 3.0, 4.0), vec![]));
+    let ds = Dataset::Geo(vec![GeoRecord::new(7, poly).unwrap()]);
+    let (id, r) = ds.object::<2>(0).unwrap();
+    assert_eq!((id, r.min, r.max), (7, [2.0, 3.0], [6.0, 7.0]));
+    assert_eq!(ds.boxes::<2>().unwrap(), vec![(r, 7)]);
+    let e = ds.object::<3>(0).unwrap_err().to_string();
+    assert!(e.contains("2-D objects for a 3-D index"), "{e}");
+
+    let v = Dataset::Vectors(Vectors::new(3, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap());
+    let (id, r) = v.object::<3>(1).unwrap();
+    assert_eq!((id, r.min, r.max), (1, [4.0, 5.0, 6.0], [4.0, 5.0, 6.0]));
+    assert_eq!(v.boxes::<3>().unwrap().len(), 2);
+    assert!(v.object::<2>(0).is_err());
+}

@@ -282,9 +282,7 @@ pub(super) mod tests {
     use super::*;
     use crate::device::tap::Tap;
     use crate::experiment::concurrent::Instances;
-    use crate::experiment::workload::object_box;
     use crate::experiment::Experiment;
-    use crate::geom::Rect;
 
     pub(in crate::experiment::runner) const SPEC: &str = r#"
 name = "streams"
@@ -317,8 +315,7 @@ kind = "construction"
     pub(in crate::experiment::runner) fn brute(ds: &Dataset, p: &[f64; 4], k: usize) -> Vec<u64> {
         let mut all: Vec<(f64, u64)> = (0..ds.len())
             .map(|i| {
-                let (id, lo, hi) = object_box(ds, i);
-                let r = Rect::<4>::new(lo.try_into().unwrap(), hi.try_into().unwrap()).unwrap();
+                let (id, r) = ds.object::<4>(i).unwrap();
                 (r.min_dist2(p).sqrt(), id)
             })
             .collect();
@@ -356,12 +353,8 @@ kind = "construction"
                 })
                 .unwrap();
             for i in 0..ds.len() {
-                let (id, lo, hi) = object_box(ds, i);
-                idx.insert(
-                    Rect::new(lo.try_into().unwrap(), hi.try_into().unwrap()).unwrap(),
-                    id,
-                )
-                .unwrap();
+                let (id, r) = ds.object(i).unwrap();
+                idx.insert(r, id).unwrap();
             }
             let ps = points(40);
             let q = Queries {
@@ -540,12 +533,8 @@ kind = "construction"
                 idx.put_object(r.id, &r.geometry).unwrap();
             }
             for i in 0..recs.len() {
-                let (id, lo, hi) = object_box(&exp.dataset, i);
-                idx.insert(
-                    Rect::new(lo.try_into().unwrap(), hi.try_into().unwrap()).unwrap(),
-                    id,
-                )
-                .unwrap();
+                let (id, r) = exp.dataset.object(i).unwrap();
+                idx.insert(r, id).unwrap();
             }
             let ext = recs
                 .iter()

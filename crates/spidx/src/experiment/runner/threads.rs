@@ -246,7 +246,6 @@ fn row(
 mod tests {
     use super::super::streams::tests::{brute, points, prepare, run_first, SPEC};
     use super::*;
-    use crate::experiment::workload::object_box;
     use crate::geom::Rect;
 
     /// Real threads on a `file:` device: every stream's answers equal brute force, with
@@ -262,8 +261,7 @@ mod tests {
         let dir = tmp.path().join("idx");
         let mut idx = SpatialIndex::<4>::create(&dir, run.options.clone(), false).unwrap();
         for i in 0..ds.len() {
-            let (id, lo, hi) = object_box(ds, i);
-            let r = Rect::new(lo.try_into().unwrap(), hi.try_into().unwrap()).unwrap();
+            let (id, r) = ds.object::<4>(i).unwrap();
             idx.insert(r, id).unwrap();
         }
         let ps = points(30);
