@@ -240,3 +240,29 @@ fn query_output_has_headers_and_labels_its_times() {
     );
     assert_eq!(err.matches("nofile.fgb").count(), 1, "{err}");
 }
+
+/// A PostgreSQL URL whose port nobody listens on: the error says so, naming host and port,
+/// and the exit is non-zero (not only the driver's "error connecting to server").
+#[test]
+fn a_refused_postgres_port_is_named() {
+    // A port that was free a moment ago: bound, then released.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("postgres://u@127.0.0.1:{port}/x");
+    let out = spidx()
+        .current_dir(dir.path())
+        .args(["results", "list", "--results", &url])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "succeeded: {err}");
+    assert_ne!(out.status.code(), None, "killed by a signal: {err}");
+    assert!(
+        err.contains(&format!("nothing listens at 127.0.0.1:{port}")),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
