@@ -202,22 +202,6 @@ impl Extent {
         self.min.iter().zip(&self.max).map(|(a, b)| b - a).product()
     }
 
-    /// The box as a `geo_types::Rect` when it is 2-D.
-    pub fn to_rect(&self) -> Option<Rect<f64>> {
-        (self.dims() == 2).then(|| {
-            Rect::new(
-                Coord {
-                    x: self.min[0],
-                    y: self.min[1],
-                },
-                Coord {
-                    x: self.max[0],
-                    y: self.max[1],
-                },
-            )
-        })
-    }
-
     fn grow(&mut self, p: &[f64]) {
         for (i, v) in p.iter().enumerate() {
             self.min[i] = self.min[i].min(*v);

@@ -469,7 +469,11 @@ fn measure<T: Measured>(
         for d in &both {
             protocol::accumulate(&mut mean, d);
         }
-        mean.extend(store_delta(&before, &after, protocol.repetitions as f64));
+        mean.extend(protocol::delta(
+            &before,
+            &after,
+            protocol.repetitions as f64,
+        ));
         means.push(mean.get("elapsed_s").copied().unwrap_or(0.0));
         device_means.push(mean.get("device_s").copied().unwrap_or(0.0));
         protocol::accumulate(&mut total, &mean);
@@ -570,26 +574,11 @@ fn mixed<const D: usize>(
     })?;
     total.extend(protocol::flatten("final_flush", &flush));
     let store_after = protocol::flatten("store", &idx.tree().store().report());
-    total.extend(store_delta(&store_before, &store_after, 1.0));
+    total.extend(protocol::delta(&store_before, &store_after, 1.0));
     total.insert("operations".into(), ops.len() as f64);
     protocol::finish(&mut total);
     Ok(total)
 }
-
-/// The store's report between two snapshots, divided by `n` ([`protocol::delta`]: the
-/// counters' differences; gauges and settings as they are at the end).
-fn store_delta(before: &Metrics, after: &Metrics, n: f64) -> Metrics {
-    let mut d = protocol::delta(before, after, n);
-    // The store report types its own leaves; until it names this level a gauge, it is
-    // kept as a level here (never a difference of two levels).
-    if let Some(v) = after.get(UNTYPED_STORE_LEVEL) {
-        d.insert(UNTYPED_STORE_LEVEL.to_string(), *v);
-    }
-    d
-}
-
-/// A level in the store's report that is not yet under its `gauges`.
-const UNTYPED_STORE_LEVEL: &str = "store.pages_in_use";
 
 /// The tree's figures after construction, as the runner records them under `tree.`: the
 /// tree's counters ([`TreeStats`], since the index was created), its size now (gauges)

@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::changes::{write_entries, EntryOrder};
 use super::curve::{hilbert_index, HilbertGrid};
 use super::insert::InsertCtx;
 use super::strategy::{
@@ -264,15 +265,23 @@ fn window(pos: usize, w: usize, len: usize) -> std::ops::Range<usize> {
 
 /// Sorts `all` by key and writes it, spread evenly, into the nodes `ids` (in order) and,
 /// with `new_node`, into one more node created after them; returns their new parent
-/// entries.
+/// entries. `stored[g]` is what node `ids[g]`'s page holds, when known: the node is then
+/// written as the entries that move (in a leaf, entries stay in arrival order; internal
+/// nodes stay in LHV order), so a store that logs changes logs those, not whole nodes.
 fn distribute<const D: usize>(
     tree: &mut dyn NodeAccess<D>,
     level: u32,
     mut all: Vec<Entry<D>>,
     ids: &[PageId],
+    stored: &[Option<Vec<Entry<D>>>],
     new_node: bool,
 ) -> Result<Vec<Entry<D>>> {
     all.sort_by_key(|e| e.aux);
+    let order = if level == 0 {
+        EntryOrder::Free
+    } else {
+        EntryOrder::Kept
+    };
     let groups = ids.len() + usize::from(new_node);
     let mut out = Vec::with_capacity(groups);
     let mut at = 0;
@@ -281,7 +290,8 @@ fn distribute<const D: usize>(
         at += k;
         let id = match ids.get(g) {
             Some(&id) => {
-                tree.rewrite(id, level, group)?;
+                let before = stored.get(g).and_then(|s| s.as_deref());
+                write_entries(tree, id, level, before, group, order)?;
                 id
             }
             None => tree.create(level, group)?,
@@ -314,19 +324,24 @@ impl<const D: usize> OverflowTreatment<D> for Cooperative {
         let win = window(at.pos, w, n);
         let mut all = Vec::with_capacity(w * max + 1);
         let mut ids = Vec::with_capacity(w + 1);
+        let mut stored = Vec::with_capacity(w);
+        let mut own = at.stored().map(<[Entry<D>]>::to_vec);
         let mut node = Some(at.node);
         for j in win.clone() {
             let id = at.parent[j].ptr;
             ids.push(id);
             if j == at.pos {
                 all.extend(node.take().map(|n| n.entries).unwrap_or_default());
+                stored.push(own.take());
             } else {
-                all.extend(tree.read(id, level)?.entries);
+                let entries = tree.read(id, level)?.entries;
+                all.extend_from_slice(&entries);
+                stored.push(Some(entries));
             }
         }
         if all.len() <= w * max {
             // Some sibling has room: share, no split.
-            let entries = distribute(tree, level, all, &ids, false)?;
+            let entries = distribute(tree, level, all, &ids, &stored, false)?;
             return Ok(Treated::Parent(
                 win.zip(entries)
                     .map(|(pos, entry)| NodeChange::Set { pos, entry })
@@ -336,7 +351,7 @@ impl<const D: usize> OverflowTreatment<D> for Cooperative {
         // All `w` are full: they become `w + 1`, the new node after them, and the parent's
         // later entries move up one place (the parent stays in LHV order).
         tree.stats_mut().splits += 1;
-        let mut tail = distribute(tree, level, all, &ids, true)?;
+        let mut tail = distribute(tree, level, all, &ids, &stored, true)?;
         tail.extend_from_slice(&at.parent[win.end..]);
         let last = tail.pop().expect("a split yields at least two nodes");
         let mut changes: Vec<NodeChange<D>> = tail
@@ -384,17 +399,23 @@ impl<const D: usize> UnderflowTreatment<D> for BorrowOrMerge {
         let win = window(at.pos, w, n);
         let ids: Vec<PageId> = win.clone().map(|j| at.parent[j].ptr).collect();
         let mut all = Vec::new();
+        // The underfull node's page is not known here: it is rewritten; its siblings are
+        // written as the entries they lend.
+        let mut stored = Vec::with_capacity(w);
         let mut node = Some(at.node);
         for (j, &id) in win.clone().zip(&ids) {
             if j == at.pos {
                 all.extend(node.take().map(|n| n.entries).unwrap_or_default());
+                stored.push(None);
             } else {
-                all.extend(tree.read(id, level)?.entries);
+                let entries = tree.read(id, level)?.entries;
+                all.extend_from_slice(&entries);
+                stored.push(Some(entries));
             }
         }
         if all.len() >= w * min {
             // Borrow: the underfull node keeps its place among its siblings.
-            let entries = distribute(tree, level, all, &ids, false)?;
+            let entries = distribute(tree, level, all, &ids, &stored, false)?;
             return Ok(win
                 .zip(entries)
                 .map(|(pos, entry)| NodeChange::Set { pos, entry })
@@ -402,8 +423,13 @@ impl<const D: usize> UnderflowTreatment<D> for BorrowOrMerge {
         }
         // Merge `w` nodes into `w - 1`: the underfull node's page goes.
         tree.stats_mut().condensed_nodes += 1;
-        let others: Vec<PageId> = ids.iter().copied().filter(|&id| id != at.id).collect();
-        let entries = distribute(tree, level, all, &others, false)?;
+        let (others, stored): (Vec<PageId>, Vec<_>) = ids
+            .iter()
+            .copied()
+            .zip(stored)
+            .filter(|&(id, _)| id != at.id)
+            .unzip();
+        let entries = distribute(tree, level, all, &others, &stored, false)?;
         tree.delete(at.id, level)?;
         let mut changes: Vec<NodeChange<D>> = win
             .clone()

@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 
-use super::strategy::{mbr_of, NodePages, Overflowing, Spanned, Treated};
+use super::strategy::{mbr_of, NodePages, OnPage, Overflowing, Spanned, Treated};
 use super::Tree;
 use crate::geom::Rect;
 use crate::node::{Entry, Node, NodeView, PageId};
@@ -23,8 +23,8 @@ enum Outcome<const D: usize> {
     Changed(Rect<D>, u64),
     /// The node holds one entry too many, or a multi-page node asks for its treatment
     /// (nothing written yet; with what is stored for a multi-page variant): the parent
-    /// treats it.
-    Overflow(Node<D>, Option<Spanned<D>>),
+    /// treats it. Last: what the node's page holds now.
+    Overflow(Node<D>, Option<Spanned<D>>, OnPage<D>),
 }
 
 /// State of one top-level insertion (shared by the reinsertions it causes), handed to the
@@ -102,7 +102,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             ));
         }
         let root = self.meta.root;
-        if let Outcome::Overflow(node, stored) =
+        if let Outcome::Overflow(node, stored, on_page) =
             self.insert_rec(root, root_level, None, e, level, ctx)?
         {
             let mut parent = vec![Entry {
@@ -111,7 +111,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 aux: node.aux_max(),
             }];
             if let Treated::Parent(changes) =
-                self.treat_overflow(root, node, &parent, 0, stored, ctx)?
+                self.treat_overflow(root, node, &parent, 0, (stored, on_page), ctx)?
             {
                 apply_changes(&mut parent, &changes)?;
             }
@@ -136,7 +136,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         node: Node<D>,
         parent: &[Entry<D>],
         pos: usize,
-        spanned: Option<Spanned<D>>,
+        (spanned, on_page): (Option<Spanned<D>>, OnPage<D>),
         ctx: &mut InsertCtx<D>,
     ) -> Result<Treated<D>> {
         let overflow = std::sync::Arc::clone(&self.strategy.overflow);
@@ -147,6 +147,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             pos,
             is_root: id == self.meta.root,
             spanned,
+            on_page,
         };
         overflow.treat(self, at, ctx)
     }
@@ -191,7 +192,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 }
             })?;
             return match full {
-                Err(node) => Ok(Outcome::Overflow(node, None)),
+                Err(node) => Ok(Outcome::Overflow(node, None, OnPage::AllButLast)),
                 Ok((mbr, aux)) => {
                     self.store.modify(id, level, &[NodeChange::Push(e)])?;
                     self.note_write(level);
@@ -221,9 +222,9 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         )? {
             Outcome::Unchanged => return Ok(Outcome::Unchanged),
             Outcome::Changed(m, a) => (m, a),
-            Outcome::Overflow(node, stored) => {
+            Outcome::Overflow(node, stored, on_page) => {
                 let parent = decode(page.view::<D>(), level).entries;
-                match self.treat_overflow(child.ptr, node, &parent, i, stored, ctx)? {
+                match self.treat_overflow(child.ptr, node, &parent, i, (stored, on_page), ctx)? {
                     Treated::Resized(m) => (m, child.aux),
                     Treated::Parent(changes) => {
                         drop(page);
@@ -323,9 +324,16 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                     node.entries[i].mbr = m;
                     node.entries[i].aux = a;
                 }
-                Outcome::Overflow(cnode, cstored) => {
+                Outcome::Overflow(cnode, cstored, on_page) => {
                     let parent = node.entries.clone();
-                    match self.treat_overflow(child.ptr, cnode, &parent, i, cstored, ctx)? {
+                    match self.treat_overflow(
+                        child.ptr,
+                        cnode,
+                        &parent,
+                        i,
+                        (cstored, on_page),
+                        ctx,
+                    )? {
                         Treated::Resized(m) => node.entries[i].mbr = m,
                         Treated::Parent(changes) => apply_changes(&mut node.entries, &changes)?,
                     }
@@ -333,7 +341,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             }
         }
         if node.entries.len() > self.cap.max(level) * pages || np.treat_anyway(id, level, pages) {
-            return Ok(Outcome::Overflow(node, Some(stored)));
+            return Ok(Outcome::Overflow(node, Some(stored), OnPage::Unknown));
         }
         if node.entries == stored.entries {
             return Ok(Outcome::Unchanged);
@@ -353,9 +361,10 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         if changes.is_empty() {
             return Ok(Outcome::Unchanged);
         }
+        let before = node.entries.clone();
         apply_changes(&mut node.entries, changes)?;
         if node.entries.len() > self.cap.max(node.level) {
-            return Ok(Outcome::Overflow(node, None));
+            return Ok(Outcome::Overflow(node, None, OnPage::Entries(before)));
         }
         self.store.modify(id, node.level, changes)?;
         self.note_write(node.level);

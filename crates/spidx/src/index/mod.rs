@@ -13,6 +13,7 @@
 //! * an invariant checker that also measures the tree's shape ([`check`]).
 
 pub mod bulk;
+pub mod changes;
 pub mod check;
 pub mod curve;
 pub mod delete;

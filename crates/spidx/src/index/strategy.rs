@@ -98,6 +98,31 @@ pub struct Overflowing<'a, const D: usize> {
     /// For a node spanning several pages ([`NodePages`]): its pages after the first and
     /// its entries as they are written there; `None` for a one-page node.
     pub spanned: Option<Spanned<D>>,
+    /// What the node's page holds now (before the treatment writes it).
+    pub on_page: OnPage<D>,
+}
+
+impl<const D: usize> Overflowing<'_, D> {
+    /// The entries the node's page holds now, when the engine knows them (so a treatment
+    /// can write the node as changes from them, [`super::changes::write_entries`]).
+    pub fn stored(&self) -> Option<&[Entry<D>]> {
+        match &self.on_page {
+            OnPage::AllButLast => self.node.entries.split_last().map(|(_, rest)| rest),
+            OnPage::Entries(v) => Some(v),
+            OnPage::Unknown => None,
+        }
+    }
+}
+
+/// What the page of a node holds while the engine has the node's new entries in memory.
+#[derive(Debug, Clone)]
+pub enum OnPage<const D: usize> {
+    /// All the node's entries but the last (a new entry appended in memory).
+    AllButLast,
+    /// These entries.
+    Entries(Vec<Entry<D>>),
+    /// Not tracked (nodes spanning pages: see [`Overflowing::spanned`]).
+    Unknown,
 }
 
 /// A node spanning several pages as it is stored (see [`NodePages`]).

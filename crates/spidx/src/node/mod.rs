@@ -59,11 +59,6 @@ impl<const D: usize> Node<D> {
         }
     }
 
-    /// Whether the node is a leaf.
-    pub fn is_leaf(&self) -> bool {
-        self.level == 0
-    }
-
     /// The largest auxiliary key of the entries (0 for an empty node): what the node's
     /// entry in its parent holds.
     pub fn aux_max(&self) -> u64 {

@@ -217,11 +217,6 @@ impl FtlGeometry {
     pub fn blocks(&self) -> u32 {
         self.blocks_per_die * self.dies
     }
-
-    /// Total number of physical pages.
-    pub fn physical_pages(&self) -> u64 {
-        self.blocks() as u64 * self.pages_per_block as u64
-    }
 }
 
 /// Life-cycle state of a block.
@@ -355,11 +350,6 @@ impl Ftl {
     /// Host-visible bytes addressable through the FTL (whole flash pages).
     pub fn logical_bytes(&self) -> u64 {
         self.geo.logical_pages as u64 * self.geo.flash_page_size as u64
-    }
-
-    /// Number of logical flash pages currently holding data.
-    pub fn mapped_pages(&self) -> u64 {
-        self.mapped
     }
 
     /// The counters as [`FlashStats`].

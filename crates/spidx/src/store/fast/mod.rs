@@ -184,11 +184,6 @@ impl FastPolicy {
         &self.params
     }
 
-    /// FAST's own counters.
-    pub fn fast_stats(&self) -> FastStats {
-        self.stats
-    }
-
     /// The current content of node `id`: its page with the buffered changes replayed.
     /// A buffered node's page comes from the cache of replayed nodes when it holds it
     /// (after the read of the node's page that replaying its changes issues).
