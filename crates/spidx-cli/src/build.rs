@@ -23,6 +23,16 @@ pub struct BuildArgs {
     /// Dataset: any format `spidx dataset import` reads (.fgb, .geojson, .wkt, .wkb, .shp, .osm.pbf, .npy).
     #[arg(long)]
     data: PathBuf,
+    /// Give the objects new ids 0, 1, 2, ... (unique even if the source's are not), as
+    /// `spidx dataset import --renumber` does.
+    #[arg(long)]
+    renumber: bool,
+    /// Index each part of a multi-part geometry (MultiPolygon, MultiLineString,
+    /// MultiPoint, and every member of a GeometryCollection) as an object of its own, as
+    /// `spidx dataset import --explode` does. Ids: 0, 1, 2, ... in kept order, the parts of
+    /// one record consecutive in their order within it.
+    #[arg(long)]
+    explode: bool,
     /// Insertion order of the objects: as-stored (default), shuffled[:SEED], hilbert, x, or
     /// clustered[:WINDOW[:SEED]] (Hilbert order shuffled within windows of WINDOW objects,
     /// default 4096: spatially local runs like an OpenStreetMap extract).
@@ -74,8 +84,13 @@ pub fn run(a: BuildArgs) -> Result<()> {
             a.out.display()
         );
     }
-    let mut loaded = data::read(&a.data, &ReadOptions::default())
-        .with_context(|| format!("reading {}", a.data.display()))?;
+    let read = ReadOptions {
+        renumber: a.renumber,
+        explode: a.explode,
+        ..ReadOptions::default()
+    };
+    let mut loaded =
+        data::read(&a.data, &read).with_context(|| format!("reading {}", a.data.display()))?;
     if loaded.report.skipped_total() > 0 && !a.json {
         eprintln!("{}", loaded.report);
     }
@@ -123,6 +138,7 @@ pub fn run(a: BuildArgs) -> Result<()> {
     let mut out = summary;
     out["data"] = json!(a.data.display().to_string());
     out["skipped_objects"] = json!(loaded.report.skipped_total());
+    out["exploded_records"] = json!(loaded.report.exploded);
     out["order"] = json!(a.order.to_string());
     out["cpu_s"] = json!(construction.cpu_s);
     out["device_s"] = json!(construction.device_s);

@@ -63,6 +63,19 @@ fn fails(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stderr).unwrap()
 }
 
+/// The commit checked out where these tests were built, when that is a git checkout with
+/// git at hand.
+fn git_head() -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()?;
+    let head = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && head.len() == 40 && head.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then_some(head)
+}
+
 fn assert_fits(text: &str, what: &str) {
     for line in text.lines() {
         assert!(
@@ -148,16 +161,18 @@ fn results_commands_find_filter_label_and_fit() {
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
     let records: Vec<csv::StringRecord> = rdr.records().map(Result::unwrap).collect();
     assert_eq!(records.len(), 8);
+    let head = git_head();
     for r in &records {
         assert_eq!(&r[col("store_kind")], "direct");
         assert_eq!(&r[col("store")], "kind=direct");
         assert_eq!(&r[col("time_basis")], "modelled");
         let commit = &r[col("git_commit")];
-        assert!(
-            commit == "unknown"
-                || (commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit())),
-            "the build's commit: {commit}"
-        );
+        match &head {
+            // Built from a git checkout: the commit it was built from, the one checked
+            // out (the build script builds again when HEAD moves).
+            Some(h) => assert_eq!(commit, h, "the build's commit"),
+            None => assert_eq!(commit, "unknown", "built outside a git checkout"),
+        }
         // Reals keep a decimal point, so a reader infers float whatever the value.
         assert!(r[col("occupancy_leaf_max")].contains('.'), "{:?}", r);
         assert_eq!(&r[col("layout")], "checked");
@@ -239,4 +254,30 @@ fn query_output_has_headers_and_labels_its_times() {
         ],
     );
     assert_eq!(err.matches("nofile.fgb").count(), 1, "{err}");
+}
+
+/// A PostgreSQL URL whose port nobody listens on: the error says so, naming host and port,
+/// and the exit is non-zero (not only the driver's "error connecting to server").
+#[test]
+fn a_refused_postgres_port_is_named() {
+    // A port that was free a moment ago: bound, then released.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("postgres://u@127.0.0.1:{port}/x");
+    let out = spidx()
+        .current_dir(dir.path())
+        .args(["results", "list", "--results", &url])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "succeeded: {err}");
+    assert_ne!(out.status.code(), None, "killed by a signal: {err}");
+    assert!(
+        err.contains(&format!("nothing listens at 127.0.0.1:{port}")),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
 }

@@ -117,6 +117,50 @@ fn slurm_array_runs_every_task_and_merges() {
     assert_eq!(unique.len(), 16, "{keys:?}");
 }
 
+/// The Job's header tells how to create the ConfigMap its pods read the spec from: the
+/// `kubectl create configmap` line names the ConfigMap the Job mounts and, as the key, the
+/// file its command reads from that mount.
+#[test]
+fn kubernetes_job_header_creates_the_configmap_it_mounts() {
+    let yaml = std::fs::read_to_string(repo().join("examples/cluster/k8s-job.yaml")).unwrap();
+    let name = yaml
+        .split("configMap: { name: ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .expect("a configMap volume");
+    let volume = yaml
+        .lines()
+        .find(|l| l.contains(&format!("configMap: {{ name: {name} }}")))
+        .and_then(|l| l.split("name: ").nth(1))
+        .and_then(|r| r.split(',').next())
+        .expect("the volume's name");
+    let mount = yaml
+        .split(&format!("{{ name: {volume}, mountPath: "))
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .expect("where the ConfigMap is mounted");
+    let args = yaml
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("args: [\""))
+        .expect("args line");
+    let key = args
+        .split(&format!("{mount}/"))
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .expect("the command reads a file from the mount");
+    let create = format!("#   kubectl create configmap {name} --from-file={key}=");
+    assert!(
+        yaml.contains(&create),
+        "the header lacks `{create}...`:\n{yaml}"
+    );
+    // Created before the Job starts.
+    let apply = yaml.find("kubectl apply -f examples/cluster/k8s-job.yaml");
+    assert!(
+        apply.is_some_and(|a| a > yaml.find(&create).unwrap()),
+        "{yaml}"
+    );
+}
+
 #[test]
 fn kubernetes_job_command_runs_every_index() {
     let dir = tempfile::tempdir().unwrap();

@@ -188,6 +188,7 @@ fn a_small_experiment_fills_the_database_and_the_report() {
         .assert()
         .success();
     let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
+    common::assert_navigation_complete(&html);
     for needle in [
         "<h2>Context</h2>",
         "buildings",

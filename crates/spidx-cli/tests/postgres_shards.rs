@@ -242,5 +242,6 @@ fn a_spec_names_its_postgres_database_and_the_password_comes_from_pgpassword() {
         String::from_utf8_lossy(&out.stderr)
     );
     let html = std::fs::read_to_string(report.join("index.html")).unwrap();
+    common::assert_navigation_complete(&html);
     assert!(html.contains("keyed"), "the report names the experiment");
 }

@@ -2,7 +2,8 @@
 // tests/report_browser.rs, which appends this script to a copy of the report and reads the
 // result from the dumped DOM). A problem is: a chart without a visible bar (or, in a line
 // chart, a point), a text that overlaps another text or a bar, a text outside its chart, a
-// font smaller than 10 px.
+// font smaller than 10 px, a table wider than its place (it would scroll sideways: columns
+// hidden behind a scroll bar), a page wider than the window.
 // Boxes are the elements' own boxes (getBBox) carried through their transforms (getCTM),
 // so rotated labels are compared as the rotated rectangles they are.
 (function () {
@@ -75,8 +76,25 @@
       }
     }
   }
+  // Tables: none may need a horizontal scroll at this window's width (the test opens a
+  // 1366 px window, a common laptop's).
+  let tables = 0;
+  for (const table of document.querySelectorAll("table")) {
+    tables++;
+    const box = table.parentElement;
+    const section = table.closest("section");
+    const where = (section ? section.id : "page") + " (" + (table.rows[0] ? table.rows[0].textContent.slice(0, 60) : "") + ")";
+    if (box.scrollWidth > box.clientWidth + 1) {
+      problems.push("table scrolls horizontally in " + where + ": " + box.scrollWidth + " px in " + box.clientWidth + " px");
+    } else if (table.getBoundingClientRect().right > document.documentElement.clientWidth + 1) {
+      problems.push("table runs past the window in " + where);
+    }
+  }
+  if (document.documentElement.scrollWidth > document.documentElement.clientWidth + 1) {
+    problems.push("the page scrolls horizontally: " + document.documentElement.scrollWidth + " px in " + document.documentElement.clientWidth + " px");
+  }
   const out = document.createElement("pre");
   out.id = "spidx-check";
-  out.textContent = JSON.stringify({ charts, texts, problems });
+  out.textContent = JSON.stringify({ charts, texts, tables, width: window.innerWidth, problems });
   document.body.appendChild(out);
 })();

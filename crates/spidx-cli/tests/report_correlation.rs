@@ -80,6 +80,7 @@ queries = 5
         .assert()
         .success();
     let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
+    common::assert_navigation_complete(&html);
     assert!(html.contains("Counts on one device vs time on another"));
 
     let rows = export_rows(db);

@@ -62,6 +62,7 @@ fn the_report_marks_each_devices_break_even_from_the_results() {
         .assert()
         .success();
     let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
+    common::assert_navigation_complete(&html);
     let title = "index vs scan at 4 streams: latency against dimensionality";
     assert!(html.contains(title), "no dims chart");
     assert!(rep.read_dir().unwrap().any(|f| f

@@ -79,6 +79,7 @@ queries = 5
         .assert()
         .success();
     let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
+    common::assert_navigation_complete(&html);
     assert!(html.contains("Gains of each flash-aware store over its plain tree"));
 
     // Every FAST run × workload, paired by hand with the plain run of the same tree and page.

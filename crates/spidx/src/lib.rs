@@ -35,6 +35,7 @@ pub mod objects;
 pub mod query;
 pub mod spatial;
 pub mod store;
+pub mod test_support;
 pub mod units;
 
 pub use error::{Error, Result};

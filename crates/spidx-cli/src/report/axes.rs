@@ -165,7 +165,8 @@ pub fn section(data: &Data) -> (String, Vec<(String, String)>) {
             "<section id=\"{}\"><h2>{}: latency against k and page size ({n} streams)</h2>\
              <p>Mean latency per query of the concurrent streams (modelled on simulated devices, \
              queueing included; wall time of real threads on real ones), \
-             one bar per device and configuration, for each value of k (a k list) and each page \
+             one bar per device and configuration (a dot where the values span more than two decades \
+             and the axis is logarithmic), for each value of k (a k list) and each page \
              size (a matrix axis) that was run.</p><div class=\"charts\">",
             slug(&["axes", family, &n.to_string()]),
             esc(family)

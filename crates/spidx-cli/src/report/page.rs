@@ -376,7 +376,7 @@ impl<'a> Writer<'a> {
                 let _ = write!(
                     self.html,
                     "{} queries, each run {} times; elapsed = the sum over queries of each query's mean (the seeds' figure). \
-                     Bars of the per-query chart: mean per query; whiskers: the fastest and slowest query; thick mark: the median query.",
+                     Per-query chart (a log axis): a dot marks the mean per query; whiskers: the fastest and slowest query; thick mark: the median query.",
                     count(queries),
                     count(first.val("repetitions"))
                 );
@@ -490,7 +490,7 @@ impl<'a> Writer<'a> {
                 let svg = Grouped {
                     title: &format!("{wl} on {d}: per query"),
                     y_label: &format!("elapsed per query, {clk}"),
-                    x_label: "page size (bar: mean; whiskers: min–max; mark: median)",
+                    x_label: "page size (dot: mean; whiskers: min–max; thick mark: median)",
                     quantity: Quantity::Time,
                     groups: &groups,
                     series: &series,
@@ -593,39 +593,13 @@ impl<'a> Writer<'a> {
         self.chart(file, svg);
     }
 
+    /// The workload's figures per device, configuration and page size. A query workload
+    /// gets two tables, times then counts, so that neither is wider than a laptop's window
+    /// (one table of every column scrolled sideways at 1366 px); construction and mixed
+    /// workloads get one.
     fn workload_table(&mut self, rows: &[&Row], query: bool) {
         let objects = self.data.context.datasets.iter().next().map(|d| d.1 as f64);
         let flash = rows.iter().any(|r| r.val("erases") > 0.0);
-        let mut head = vec![
-            "device",
-            "configuration",
-            "page",
-            "elapsed",
-            "CPU",
-            "device time",
-        ];
-        if query {
-            head.extend([
-                "filter",
-                "refinement",
-                "per query: mean",
-                "min",
-                "median",
-                "max",
-                "candidates / query",
-                "answers / query",
-                "selectivity",
-            ]);
-        }
-        head.extend(["reads", "writes"]);
-        if flash {
-            head.push("erases");
-        }
-        self.html.push_str("<div class=\"wide\"><table><tr>");
-        for h in &head {
-            let _ = write!(self.html, "<th>{h}</th>");
-        }
-        self.html.push_str("</tr>");
         let mut sorted = rows.to_vec();
         sorted.sort_by_key(|r| {
             (
@@ -634,42 +608,94 @@ impl<'a> Writer<'a> {
                 r.page_size,
             )
         });
-        for r in sorted {
-            let mut cells = vec![
-                format!("{} ({})", esc(&r.device), clock(r.simulated)),
-                esc(&r.config),
-                esc(&r.page),
-                secs(r.val("elapsed_s")),
-                secs(r.val("cpu_s")),
-                secs(r.val("device_s")),
+        type Cell<'r> = Box<dyn Fn(&Row) -> String + 'r>;
+        let times: Vec<(&str, Cell)> = {
+            let mut t: Vec<(&str, Cell)> = vec![
+                ("elapsed", Box::new(|r: &Row| secs(r.val("elapsed_s")))),
+                ("CPU", Box::new(|r: &Row| secs(r.val("cpu_s")))),
+                ("device time", Box::new(|r: &Row| secs(r.val("device_s")))),
             ];
             if query {
-                let q = r.val("queries").max(1.0);
-                let answers = r.val("answers") / q;
-                cells.extend([
-                    secs(r.val("filter_s")),
-                    secs(r.val("refinement_s")),
-                    secs(r.val("elapsed_s") / q),
-                    secs(r.val("elapsed_min_s")),
-                    secs(r.val("elapsed_median_s")),
-                    secs(r.val("elapsed_max_s")),
-                    count(r.val("candidates") / q),
-                    count(answers),
-                    objects.map_or(String::new(), |n| percent(answers / n)),
+                t.extend([
+                    (
+                        "filter",
+                        Box::new(|r: &Row| secs(r.val("filter_s"))) as Cell,
+                    ),
+                    (
+                        "refinement",
+                        Box::new(|r: &Row| secs(r.val("refinement_s"))),
+                    ),
+                    (
+                        "per query: mean",
+                        Box::new(|r: &Row| secs(r.val("elapsed_s") / r.val("queries").max(1.0))),
+                    ),
+                    ("min", Box::new(|r: &Row| secs(r.val("elapsed_min_s")))),
+                    (
+                        "median",
+                        Box::new(|r: &Row| secs(r.val("elapsed_median_s"))),
+                    ),
+                    ("max", Box::new(|r: &Row| secs(r.val("elapsed_max_s")))),
                 ]);
             }
-            cells.extend([count(r.val("reads")), count(r.val("writes"))]);
-            if flash {
-                cells.push(r.get("erases").map(count).unwrap_or_default());
-            }
-            self.html.push_str("<tr>");
-            for (i, c) in cells.iter().enumerate() {
-                let class = if i < 3 { " class=\"l\"" } else { "" };
-                let _ = write!(self.html, "<td{class}>{c}</td>");
+            t
+        };
+        let mut counts: Vec<(&str, Cell)> = Vec::new();
+        if query {
+            let per_query = |r: &Row, k: &str| r.val(k) / r.val("queries").max(1.0);
+            counts.extend([
+                (
+                    "candidates / query",
+                    Box::new(move |r: &Row| count(per_query(r, "candidates"))) as Cell,
+                ),
+                (
+                    "answers / query",
+                    Box::new(move |r: &Row| count(per_query(r, "answers"))),
+                ),
+                (
+                    "selectivity",
+                    Box::new(move |r: &Row| {
+                        objects.map_or(String::new(), |n| percent(per_query(r, "answers") / n))
+                    }),
+                ),
+            ]);
+        }
+        counts.push(("reads", Box::new(|r: &Row| count(r.val("reads")))));
+        counts.push(("writes", Box::new(|r: &Row| count(r.val("writes")))));
+        if flash {
+            counts.push((
+                "erases",
+                Box::new(|r: &Row| r.get("erases").map(count).unwrap_or_default()),
+            ));
+        }
+        let tables: Vec<Vec<(&str, Cell)>> = if query {
+            vec![times, counts]
+        } else {
+            vec![times.into_iter().chain(counts).collect()]
+        };
+        for columns in tables {
+            self.html.push_str(
+                "<div class=\"wide\"><table><tr><th>device</th><th>configuration</th><th>page</th>",
+            );
+            for (h, _) in &columns {
+                let _ = write!(self.html, "<th>{h}</th>");
             }
             self.html.push_str("</tr>");
+            for r in &sorted {
+                let _ = write!(
+                    self.html,
+                    "<tr><td class=\"l\">{} ({})</td><td class=\"l\">{}</td><td class=\"l\">{}</td>",
+                    esc(&r.device),
+                    clock(r.simulated),
+                    esc(&r.config),
+                    esc(&r.page)
+                );
+                for (_, cell) in &columns {
+                    let _ = write!(self.html, "<td>{}</td>", cell(r));
+                }
+                self.html.push_str("</tr>");
+            }
+            self.html.push_str("</table></div>");
         }
-        self.html.push_str("</table></div>");
     }
 
     /// The tree after construction, per configuration and page size (the shape does not

@@ -2,7 +2,8 @@
 //! against the number of concurrent query threads, HDD vs SSD). A stream workload records
 //! one result row per stream count (`knn streams=10`); this view gathers them back into one
 //! axis: mean and 95th-percentile latency per query and throughput against the number of
-//! streams, one bar per device and configuration, and a table with every percentile and
+//! streams, one bar per device and configuration (a dot on a log axis, where the latencies
+//! span more than two decades), and a table with every percentile and
 //! the share of page requests the shared memory budget served.
 //!
 //! Layers: a view over the report's rows and metrics (`data`), drawn with `svg`.

@@ -118,3 +118,39 @@ pub fn assert_build_refused(data: &str, out: &str, extra: &[&str], needle: &str)
         "{extra:?}: a refused build created {out}"
     );
 }
+
+/// Asserts that the report `html` lists every section in its navigation: each
+/// `<section id="ID">` (but the context, which holds the navigation) has an `href="#ID"` in
+/// the navigation paragraph, every link there leads to a section, and ids are unique.
+#[allow(dead_code)]
+pub fn assert_navigation_complete(html: &str) {
+    let ids: Vec<&str> = html
+        .split("<section id=\"")
+        .skip(1)
+        .map(|s| &s[..s.find('"').expect("a closing quote")])
+        .collect();
+    let unique: std::collections::BTreeSet<&str> = ids.iter().copied().collect();
+    assert_eq!(unique.len(), ids.len(), "section ids repeat: {ids:?}");
+    let start = html
+        .find("<p class=\"sections\">")
+        .expect("the report has a navigation paragraph");
+    let nav = &html[start..start + html[start..].find("</p>").expect("its end")];
+    let links: std::collections::BTreeSet<&str> = nav
+        .split("href=\"#")
+        .skip(1)
+        .map(|s| &s[..s.find('"').expect("a closing quote")])
+        .collect();
+    for id in ids.iter().filter(|id| **id != "context") {
+        assert!(
+            links.contains(id),
+            "section {id} is missing from the navigation: {nav}"
+        );
+    }
+    for l in &links {
+        assert!(
+            unique.contains(l),
+            "the navigation links to no section: #{l}"
+        );
+    }
+    assert!(ids.len() > 1, "a report has sections besides the context");
+}

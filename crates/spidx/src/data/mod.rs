@@ -377,7 +377,8 @@ pub fn open(path: impl AsRef<Path>) -> Result<Dataset> {
 /// keep them with a warning (inspection only).
 ///
 /// With [`ReadOptions::explode`] every part of a multi-part geometry becomes an object (see
-/// [`explode`] for the parts and the id scheme).
+/// [`explode`] for the parts and the id scheme); asking it of an NPY file (vectors, each
+/// row a single point) is an error, not ignored.
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<Loaded> {
     let format = match opts.format {
         Some(f) => f,
@@ -392,6 +393,17 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Loaded> {
     }
     let report = ImportReport::new(path.display().to_string(), format.name());
     if format == Format::Npy {
+        if opts.explode {
+            // Silently ignoring the option would index something other than what was asked.
+            return Err(Error::invalid(
+                "explode",
+                format!(
+                    "{} holds NPY vectors: every row is one single-part object, there are no parts \
+                     to explode; leave out --explode (dataset.explode in a spec)",
+                    path.display()
+                ),
+            ));
+        }
         return formats::npy::read(path, report);
     }
     let mut sink = GeoSink::new(opts, report);

@@ -343,7 +343,10 @@ mod tests {
     fn roundtrip(direct: bool) {
         let dir = tempfile::tempdir().unwrap();
         if direct && !direct_io_supported(dir.path()) {
-            eprintln!("skipping: no O_DIRECT on {}", dir.path().display());
+            crate::test_support::skip(&format!(
+                "no O_DIRECT on the temporary directory's filesystem ({})",
+                dir.path().display()
+            ));
             return;
         }
         let cfg = FileConfig {

@@ -169,28 +169,36 @@ pub fn split_version(recorded: &str) -> (String, String) {
     }
 }
 
-/// What a run contributes to every one of its rows.
-struct Provenance {
-    time_basis: Value,
-    machine: Value,
-    machine_cpu: Value,
-    version: Value,
-    commit: Value,
-}
+/// The export columns whose values come from the run alone (its options parsed, its
+/// provenance), not from the workload's figures: [`run_values`] derives them from the run's
+/// row, for the export and for the `run_columns` table behind the typed view
+/// (see [`super::typed`]).
+pub const RUN_COLUMNS: &[&str] = &[
+    "store",
+    "store_kind",
+    "store_write_buffer",
+    "store_flushing_unit",
+    "store_flush_policy",
+    "occupancy_leaf_min",
+    "occupancy_leaf_max",
+    "occupancy_internal_min",
+    "occupancy_internal_max",
+    "layout",
+    "buffer",
+    "time_basis",
+    "machine",
+    "machine_cpu",
+    "spidx_version",
+    "git_commit",
+];
 
-fn provenance(db: &ResultsDb, run: i64) -> Result<Provenance> {
-    let row = db
-        .run(run)?
-        .objects()
-        .into_iter()
-        .next()
-        .unwrap_or_default();
-    let text = |k: &str| row.get(k).and_then(Value::as_str).unwrap_or_default();
-    let time_basis = match serde_json::from_str::<IndexOptions>(text("config_json")) {
-        Ok(o) if o.device.is_simulated() => Value::from("modelled"),
-        Ok(_) => Value::from("wall"),
-        Err(_) => Value::Null,
-    };
+/// The values of [`RUN_COLUMNS`] (in that order, each of its declared type) for the run
+/// whose `runs` row is `run` (as the database returns it).
+pub fn run_values(run: &Map<String, Value>) -> Vec<Value> {
+    let text = |k: &str| run.get(k).and_then(Value::as_str).unwrap_or_default();
+    let raw = |k: &str| run.get(k).cloned().unwrap_or(Value::Null);
+    let store = parse_json(&raw("store"));
+    let occupancy = parse_json(&raw("occupancy"));
     let machine: Map<String, Value> =
         serde_json::from_str(text("machine_json")).unwrap_or_default();
     let field = |k: &str| match machine.get(k) {
@@ -199,17 +207,57 @@ fn provenance(db: &ResultsDb, run: i64) -> Result<Provenance> {
     };
     let recorded = text("spidx_version");
     let (version, commit) = split_version(recorded);
-    Ok(Provenance {
-        time_basis,
-        machine: field("host"),
-        machine_cpu: field("cpu"),
-        version: if recorded.is_empty() {
-            Value::Null
-        } else {
-            version.into()
-        },
-        commit: commit.into(),
-    })
+    RUN_COLUMNS
+        .iter()
+        .map(|name| {
+            let v = match *name {
+                "store" => Value::from(option_text(&store)),
+                "store_kind" => match &store {
+                    Value::Object(m) => m.get("kind").cloned().unwrap_or(Value::Null),
+                    Value::String(s) => Value::from(s.as_str()),
+                    _ => Value::Null,
+                },
+                "store_write_buffer" => {
+                    let m = store.as_object();
+                    let v = m.and_then(|m| m.get("write_buffer").or_else(|| m.get("buffer")));
+                    match v {
+                        Some(Value::String(t)) => {
+                            crate::units::parse_size("size", t).map_or(Value::Null, Value::from)
+                        }
+                        Some(v) => v.clone(),
+                        None => Value::Null,
+                    }
+                }
+                "store_flushing_unit" | "store_flush_policy" => store
+                    .get(&name["store_".len()..])
+                    .cloned()
+                    .unwrap_or(Value::Null),
+                "layout" | "buffer" => match parse_json(&raw(name)) {
+                    Value::Null => Value::Null,
+                    v => Value::from(option_text(&v)),
+                },
+                n if n.starts_with("occupancy_") => occupancy
+                    .get(&n["occupancy_".len()..])
+                    .cloned()
+                    .unwrap_or(Value::Null),
+                "time_basis" => match serde_json::from_str::<IndexOptions>(text("config_json")) {
+                    Ok(o) if o.device.is_simulated() => Value::from("modelled"),
+                    Ok(_) => Value::from("wall"),
+                    Err(_) => Value::Null,
+                },
+                "machine" => field("host"),
+                "machine_cpu" => field("cpu"),
+                "spidx_version" if recorded.is_empty() => Value::Null,
+                "spidx_version" => Value::from(version.as_str()),
+                "git_commit" => Value::from(commit.as_str()),
+                other => unreachable!("{other} is not a run column"),
+            };
+            typed(
+                v,
+                column_type(name).expect("a run column is an export column"),
+            )
+        })
+        .collect()
 }
 
 /// The results of finished runs (of one experiment, or all; the newest run of each
@@ -219,58 +267,28 @@ pub fn results_table(db: &ResultsDb, experiment: Option<&str>, latest: bool) -> 
     let raw = db.results(experiment, latest)?;
     let at = |name: &str| raw.columns.iter().position(|c| c == name);
     let run_col = at("run_id");
-    let mut runs: BTreeMap<i64, Provenance> = BTreeMap::new();
+    let mut runs: BTreeMap<i64, Vec<Value>> = BTreeMap::new();
     let mut rows = Vec::with_capacity(raw.rows.len());
     for r in &raw.rows {
         let run = run_col.and_then(|i| r[i].as_i64()).unwrap_or(-1);
         if let std::collections::btree_map::Entry::Vacant(slot) = runs.entry(run) {
-            slot.insert(provenance(db, run)?);
+            let row = db
+                .run(run)?
+                .objects()
+                .into_iter()
+                .next()
+                .unwrap_or_default();
+            slot.insert(run_values(&row));
         }
-        let p = &runs[&run];
-        let get = |name: &str| at(name).map(|i| r[i].clone()).unwrap_or(Value::Null);
-        let store = parse_json(&get("store"));
-        let occupancy = parse_json(&get("occupancy"));
+        let of_run = &runs[&run];
         let row = COLUMNS
             .iter()
-            .map(|c| {
-                let v = match c.name {
-                    "store" => Value::from(option_text(&store)),
-                    "store_kind" => match &store {
-                        Value::Object(m) => m.get("kind").cloned().unwrap_or(Value::Null),
-                        Value::String(s) => Value::from(s.as_str()),
-                        _ => Value::Null,
-                    },
-                    "store_write_buffer" => {
-                        let m = store.as_object();
-                        let v = m.and_then(|m| m.get("write_buffer").or_else(|| m.get("buffer")));
-                        match v {
-                            Some(Value::String(t)) => {
-                                crate::units::parse_size("size", t).map_or(Value::Null, Value::from)
-                            }
-                            Some(v) => v.clone(),
-                            None => Value::Null,
-                        }
-                    }
-                    "store_flushing_unit" | "store_flush_policy" => store
-                        .get(&c.name["store_".len()..])
-                        .cloned()
-                        .unwrap_or(Value::Null),
-                    "layout" | "buffer" => match parse_json(&get(c.name)) {
-                        Value::Null => Value::Null,
-                        v => Value::from(option_text(&v)),
-                    },
-                    n if n.starts_with("occupancy_") => occupancy
-                        .get(&n["occupancy_".len()..])
-                        .cloned()
-                        .unwrap_or(Value::Null),
-                    "time_basis" => p.time_basis.clone(),
-                    "machine" => p.machine.clone(),
-                    "machine_cpu" => p.machine_cpu.clone(),
-                    "spidx_version" => p.version.clone(),
-                    "git_commit" => p.commit.clone(),
-                    name => get(name),
-                };
-                typed(v, c.ty)
+            .map(|c| match RUN_COLUMNS.iter().position(|n| *n == c.name) {
+                Some(i) => of_run[i].clone(),
+                None => typed(
+                    at(c.name).map(|i| r[i].clone()).unwrap_or(Value::Null),
+                    c.ty,
+                ),
             })
             .collect();
         rows.push(row);

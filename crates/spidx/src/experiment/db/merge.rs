@@ -314,6 +314,7 @@ fn copy_runs(dst: &mut Conn, src: &mut Conn, pass: &str, report: &mut MergeRepor
         if !src_kinds {
             schema::type_legacy_metrics(dst, Some(new_id))?;
         }
+        super::typed::fill(dst, Some(new_id))?;
         if pass == "finished" {
             report.finished += 1;
         } else {

@@ -11,7 +11,8 @@
 //! * [`schema`]: the tables, migrations, and the checks on open (integrity, version);
 //! * [`claim`]: runs are claimed under a transaction with a lease, so concurrent
 //!   `--resume`s split the matrix instead of each running all of it;
-//! * [`merge`]: several databases (e.g. the shards of one matrix) into one.
+//! * [`merge`]: several databases (e.g. the shards of one matrix) into one;
+//! * [`typed`]: the view `typed_results`, the export's typed table inside the database.
 
 pub mod backend;
 mod claim;
@@ -21,6 +22,7 @@ pub mod pg_server;
 #[cfg(test)]
 mod pg_tests;
 pub mod schema;
+pub mod typed;
 
 pub use backend::Location;
 pub use claim::{Claim, Heartbeat, Owner, LEASE};
@@ -495,7 +497,7 @@ fn record_run(c: &mut Conn, id: i64, r: &RunResult, overhead_s: f64) -> DbResult
             (r.wall_s + overhead_s - r.index_s).into(),
         ],
     )?;
-    Ok(())
+    typed::fill(c, Some(id))
 }
 
 /// What every run row of one invocation records besides the run's configuration.

@@ -27,35 +27,7 @@ pub struct TempPostgres {
 /// Set to require a server: tests fail instead of skipping.
 pub const REQUIRE_VAR: &str = "SPIDX_REQUIRE_POSTGRES";
 
-/// Names a file each skipped test appends a line to (`scripts/test` sets it and counts the
-/// lines), so that a test that could not run is reported as skipped, not as passed.
-pub const SKIP_LOG_VAR: &str = "SPIDX_SKIP_LOG";
-
-/// Tells that the calling test does not run (it returns right after): prints `SKIPPED` with
-/// the reason, and appends `TEST<TAB>REASON` to the file named by [`SKIP_LOG_VAR`] when that
-/// is set. The test's name is its thread's (the test harness names each test's thread).
-pub fn skip(reason: &str) {
-    let test = std::thread::current()
-        .name()
-        .unwrap_or("an unnamed test")
-        .to_string();
-    eprintln!("SKIPPED {test}: {reason}");
-    if let Some(log) = std::env::var_os(SKIP_LOG_VAR) {
-        use std::io::Write;
-        let line = format!("{test}\t{reason}\n");
-        let written = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .and_then(|mut f| f.write_all(line.as_bytes()));
-        if let Err(e) = written {
-            eprintln!(
-                "cannot record the skip in {}: {e}",
-                Path::new(&log).display()
-            );
-        }
-    }
-}
+pub use crate::test_support::{skip, SKIP_LOG_VAR};
 
 /// Why a test of the PostgreSQL backend skips when [`TempPostgres::start`] finds no server.
 pub const NO_SERVER: &str =

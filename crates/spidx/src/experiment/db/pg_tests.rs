@@ -13,7 +13,7 @@ use crate::experiment::protocol::Metrics;
 use crate::experiment::runner::WorkloadResult;
 use crate::experiment::{matrix, spec};
 
-fn server() -> Option<TempPostgres> {
+pub(super) fn server() -> Option<TempPostgres> {
     let s = TempPostgres::start().expect("temporary PostgreSQL server");
     if s.is_none() {
         pg_server::skip(pg_server::NO_SERVER);
@@ -36,7 +36,7 @@ kind = "construction"
     matrix::expand(&s, 2).unwrap()
 }
 
-fn me() -> Invocation {
+pub(super) fn me() -> Invocation {
     Invocation {
         dataset_json: "{}".into(),
         objects: 10,
@@ -45,7 +45,7 @@ fn me() -> Invocation {
     }
 }
 
-fn result(page: f64, reads: f64) -> RunResult {
+pub(super) fn result(page: f64, reads: f64) -> RunResult {
     let metrics = Metrics::from([
         ("device.host.read_ops".to_string(), reads),
         ("device.settings.page_size".to_string(), page),
@@ -66,7 +66,7 @@ fn result(page: f64, reads: f64) -> RunResult {
 }
 
 /// Records every run of `runs` as finished into `db` (experiment "pg", fingerprint "h").
-fn record_all(db: &mut ResultsDb, runs: &[RunConfig]) -> i64 {
+pub(super) fn record_all(db: &mut ResultsDb, runs: &[RunConfig]) -> i64 {
     let exp = db
         .experiment("pg", "h", "{}", "spec text", "pg.toml")
         .unwrap();
@@ -255,4 +255,95 @@ fn merges_between_sqlite_and_postgres_keep_runs_and_kinds() {
         .unwrap()
         .to_string();
     assert!(e.contains("both an input and the output"), "{e}");
+}
+
+/// The typed view in PostgreSQL: its columns are the export's, in order, each of the SQL
+/// type of its declared type (information_schema), and its rows are the export's values;
+/// a database of schema version 3 gets it on opening for writing.
+#[test]
+fn postgres_typed_results_are_the_export_typed() {
+    use super::export::{ColumnType, COLUMNS};
+    let Some(pg) = server() else { return };
+    let url = pg.create_database("typed").unwrap();
+    let p = PathBuf::from(&url);
+    let mut db = ResultsDb::open(&p).unwrap();
+    record_all(&mut db, &super::typed::tests::varied_runs());
+    let types = db
+        .with(|c| {
+            c.query(
+                "SELECT column_name, data_type FROM information_schema.columns
+                 WHERE table_schema = current_schema() AND table_name = 'typed_results'
+                 ORDER BY ordinal_position",
+                &[],
+            )
+        })
+        .unwrap();
+    let got: Vec<(String, String)> = types
+        .rows
+        .iter()
+        .map(|r| {
+            (
+                r[0].as_str().unwrap().to_string(),
+                r[1].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String)> = COLUMNS
+        .iter()
+        .map(|c| {
+            let ty = match c.ty {
+                ColumnType::Int => "bigint",
+                ColumnType::Real => "double precision",
+                ColumnType::Text => "text",
+                ColumnType::Timestamp => "timestamp with time zone",
+            };
+            (c.name.to_string(), ty.to_string())
+        })
+        .collect();
+    assert_eq!(got, want);
+    let same_as_export = |db: &ResultsDb| {
+        // Timestamps back as the export's text, to compare.
+        let select: Vec<String> = COLUMNS
+            .iter()
+            .map(|c| match c.ty {
+                ColumnType::Timestamp => format!(
+                    "to_char(\"{0}\" AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AS \"{0}\"",
+                    c.name
+                ),
+                _ => format!("\"{}\"", c.name),
+            })
+            .collect();
+        let view = db
+            .with(|c| {
+                c.query(
+                    &format!(
+                        "SELECT {} FROM typed_results ORDER BY run_id, workload_ordinal",
+                        select.join(", ")
+                    ),
+                    &[],
+                )
+            })
+            .unwrap();
+        let export = super::export::results_table(db, None, false).unwrap();
+        assert_eq!(view.columns, export.columns);
+        assert_eq!(view.rows.len(), 8);
+        assert_eq!(view.rows, export.rows);
+    };
+    same_as_export(&db);
+    drop(db);
+    // A version 3 database: upgraded on opening for writing, its runs' columns computed.
+    postgres::Client::connect(&url, postgres::NoTls)
+        .unwrap()
+        .batch_execute(
+            "DROP VIEW typed_results; DROP TABLE run_columns;
+             UPDATE meta SET value = '3' WHERE key = 'schema_version'",
+        )
+        .unwrap();
+    let db = ResultsDb::open(&p).unwrap();
+    let v = db
+        .with(|c| c.value("SELECT value FROM meta WHERE key = 'schema_version'", &[]))
+        .unwrap()
+        .unwrap();
+    assert_eq!(v, "4");
+    same_as_export(&db);
 }

@@ -9,10 +9,11 @@
 //!
 //! Versions: 1 (the first), 2 (`runs.lease_until` and `runs.owner`, for claiming runs; see
 //! [`super::claim`]), 3 (`metrics.kind`: counter, gauge or setting, see [`MetricKind`];
-//! the first version a PostgreSQL database can have). An older database is upgraded in
-//! place when opened for writing ([`upgrade`]: added columns; the kinds of its metrics told
-//! from their names by [`legacy_kind`]) and read as it is (kinds told the same way on
-//! reading).
+//! the first version a PostgreSQL database can have), 4 (the table `run_columns` and the
+//! view `typed_results`, the export's typed table; see [`super::typed`]). An older
+//! database is upgraded in place when opened for writing ([`upgrade`]: added columns; the
+//! kinds of its metrics told from their names by [`legacy_kind`]; the run columns of its
+//! runs computed) and read as it is (kinds told the same way on reading).
 
 use std::path::Path;
 
@@ -20,11 +21,12 @@ use serde_json::Value;
 
 use super::backend::{Conn, DbResult, Dialect, Param};
 use super::db_err;
+use super::typed;
 use crate::experiment::protocol::MetricKind;
 use crate::{Error, Result};
 
 /// Version of the schema below (kept in `meta`).
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 pub(super) const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -104,9 +106,10 @@ CREATE VIEW IF NOT EXISTS run_results AS
 "#;
 
 /// The schema in `dialect`: SQLite's as written; PostgreSQL's with 64-bit integers, an
-/// identity column for row ids, double-precision reals and a replaceable view.
+/// identity column for row ids, double-precision reals and a replaceable view; then the
+/// typed view and its run columns ([`typed::schema_sql`]).
 pub fn schema_sql(dialect: Dialect) -> String {
-    match dialect {
+    let tables = match dialect {
         Dialect::Sqlite => SCHEMA.to_string(),
         Dialect::Postgres => SCHEMA
             .replace(
@@ -116,7 +119,8 @@ pub fn schema_sql(dialect: Dialect) -> String {
             .replace(" INTEGER", " BIGINT")
             .replace(" REAL", " DOUBLE PRECISION")
             .replace("CREATE VIEW IF NOT EXISTS", "CREATE OR REPLACE VIEW"),
-    }
+    };
+    tables + &typed::schema_sql(dialect)
 }
 
 /// The oldest version this build reads (and upgrades when writing).
@@ -258,6 +262,11 @@ fn upgrade(conn: &mut Conn, from: i64) -> DbResult<()> {
                CHECK (kind IN ('counter', 'gauge', 'setting'));",
         )?;
         type_legacy_metrics(conn, None)?;
+    }
+    if from < 4 {
+        let ddl = typed::schema_sql(conn.dialect());
+        conn.batch(&ddl)?;
+        typed::fill(conn, None)?;
     }
     Ok(())
 }
