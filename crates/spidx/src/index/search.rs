@@ -530,3 +530,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+#[path = "search_tests.rs"]
+mod tests;
