@@ -130,15 +130,17 @@ struct Group {
 
 /// [`Rect::min_dist`] of `m` from `p` as a key ([`Distance::bits`]), the same value,
 /// computed without a branch on which side of the box the point lies (an unpredictable
-/// branch per axis and entry, otherwise): per axis the gap is the largest of
-/// `min - p`, `p - max` and 0, which is the gap of [`Rect::min_dist2`] (at most one of
-/// the differences is positive), so the sum of squares is the same number. Sums outside
-/// the plain range (overflowed, or small enough to have underflowed) are left to
-/// `min_dist`'s scaled computation.
+/// branch per axis and entry, otherwise): see [`gaps2`] and [`key_of`].
 #[inline(always)]
 fn dist_key<const D: usize>(m: &Rect<D>, p: &[f64; D]) -> u64 {
-    /// Above `min_dist`'s lower limit of the plain computation (2^-1000).
-    const PLAIN_MIN: f64 = 1e-300;
+    key_of(gaps2(m, p), m, p)
+}
+
+/// The sum of squared gaps between `m` and `p` that [`Rect::min_dist2`] computes, the
+/// same number: per axis the gap is the largest of `min - p`, `p - max` and 0, which is
+/// `min_dist2`'s gap (at most one of the differences is positive).
+#[inline(always)]
+fn gaps2<const D: usize>(m: &Rect<D>, p: &[f64; D]) -> f64 {
     let mut s = 0.0;
     for d in 0..D {
         let below = m.min[d] - p[d];
@@ -147,10 +149,37 @@ fn dist_key<const D: usize>(m: &Rect<D>, p: &[f64; D]) -> u64 {
         let g = if g > 0.0 { g } else { 0.0 };
         s += g * g;
     }
+    s
+}
+
+/// The key of `m`'s distance from `p` given `s = gaps2(m, p)`: its square root where
+/// [`Rect::min_dist`] takes it; sums outside the plain range (overflowed, or small enough
+/// to have underflowed) are left to `min_dist`'s scaled computation.
+#[inline(always)]
+fn key_of<const D: usize>(s: f64, m: &Rect<D>, p: &[f64; D]) -> u64 {
+    /// Above `min_dist`'s lower limit of the plain computation (2^-1000).
+    const PLAIN_MIN: f64 = 1e-300;
     if (PLAIN_MIN..f64::INFINITY).contains(&s) {
         s.sqrt().to_bits()
     } else {
         m.min_dist(p).bits()
+    }
+}
+
+/// A sum of squared gaps ([`gaps2`]) above which the key is certainly above `bound`, so
+/// that an entry beyond the bound is dropped without its square root: `bound`'s distance
+/// `b` squared with a relative margin of 1e-12 (far above the few roundings of `b * b`
+/// and of the square root, 2^-53 each), for `b` between 1e-140 and 1e140 (squares far
+/// from overflow and underflow); `+inf` (nothing dropped early) otherwise. A sum above
+/// it is either plain, with a square root above `b`, or infinite, a distance beyond
+/// 1e154.
+#[inline]
+fn reject_above(bound: u64) -> f64 {
+    let b = f64::from_bits(bound);
+    if bound < Distance::from_f64(f64::INFINITY).bits() && (1e-140..=1e140).contains(&b) {
+        b * b * (1.0 + 1e-12)
+    } else {
+        f64::INFINITY
     }
 }
 
@@ -172,6 +201,8 @@ pub struct NearestIter<const D: usize> {
     /// be among the entries taken, so it is not queued.
     first: usize,
     nearest: BinaryHeap<u64>,
+    /// [`reject_above`] of the current bound.
+    reject: f64,
 }
 
 /// The memory of a finished traversal, kept by the tree for the next one.
@@ -212,18 +243,26 @@ impl<const D: usize> NearestIter<D> {
     fn push_view(&mut self, v: NodeView<'_, D>, level: u32) {
         if level == 0 {
             for (i, m) in v.mbrs().enumerate() {
-                let key = dist_key(&m, &self.point);
+                let s = gaps2(&m, &self.point);
+                if s > self.reject {
+                    continue;
+                }
+                let key = key_of(s, &m, &self.point);
                 if key <= self.bound() {
                     self.push_entry(key, m, v.ptr(i));
                 }
             }
         } else {
             // No entry is queued while the node is scanned: one bound for all.
-            let bound = self.bound();
+            let (bound, reject) = (self.bound(), self.reject);
             let start = self.children.len();
             self.children.reserve(v.len());
             for (i, m) in v.mbrs().enumerate() {
-                let key = dist_key(&m, &self.point);
+                let s = gaps2(&m, &self.point);
+                if s > reject {
+                    continue;
+                }
+                let key = key_of(s, &m, &self.point);
                 if key <= bound {
                     self.children.push(Child { key, ptr: v.ptr(i) });
                 }
@@ -323,6 +362,9 @@ impl<const D: usize> NearestIter<D> {
                     self.nearest.pop();
                     self.nearest.push(key);
                 }
+            }
+            if self.nearest.len() == self.first {
+                self.reject = reject_above(self.bound());
             }
         }
         let slot = self.boxes.len() as u32;
@@ -476,6 +518,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             groups,
             first,
             nearest,
+            reject: f64::INFINITY,
         })
     }
 

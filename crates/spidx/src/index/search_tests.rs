@@ -6,7 +6,7 @@ use std::collections::BinaryHeap;
 
 use proptest::prelude::*;
 
-use super::{dist_key, Item, ENTRY};
+use super::{dist_key, gaps2, reject_above, Item, ENTRY};
 use crate::cache::{CacheConfig, PageCache};
 use crate::device::memory::{MemoryConfig, MemoryDevice};
 use crate::geom::Rect;
@@ -144,6 +144,25 @@ proptest! {
         let r = Rect::new([a.min(c), b.min(d)], [a.max(c), b.max(d)]).unwrap();
         for p in [[x, y], [a, y], [x, d], [a, b], [c, d]] {
             prop_assert_eq!(dist_key(&r, &p), r.min_dist(&p).bits(), "{:?} from {:?}", r, p);
+        }
+    }
+
+    /// The early drop on squares never drops an entry within the bound: not the one whose
+    /// key is the bound, nor any other (keys of boxes around one point).
+    #[test]
+    fn the_early_drop_keeps_what_is_within_the_bound(
+        a in coord(), b in coord(), w in 0.0f64..1.0, h in 0.0f64..1.0,
+        c in coord(), d in coord(), x in coord(), y in coord(), nudge in -3i64..4,
+    ) {
+        let p = [x, y];
+        let r1 = Rect::new([a, b], [a + w * a.abs(), b + h * b.abs()]).unwrap();
+        let r2 = Rect::new([c.min(d), c.min(d)], [c.max(d), c.max(d)]).unwrap();
+        let own = dist_key(&r1, &p);
+        prop_assert!(!(gaps2(&r1, &p) > reject_above(own)), "{:?} from {:?}", r1, p);
+        for bound in [own, own.saturating_add_signed(nudge)] {
+            if gaps2(&r2, &p) > reject_above(bound) {
+                prop_assert!(dist_key(&r2, &p) > bound, "{:?} from {:?}, bound {}", r2, p, bound);
+            }
         }
     }
 }
