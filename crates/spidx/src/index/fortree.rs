@@ -207,6 +207,28 @@ fn page_changes<const D: usize>(old: &[Entry<D>], new: &[Entry<D>]) -> Option<Ve
     Some(changes)
 }
 
+/// [`page_changes`] of a node that stays on its one page, from its stored entries `old`
+/// to `new` (at least as many): entries compare without their auxiliary slots, which
+/// name no page on a one-page node and are written as 0.
+fn one_page_changes<const D: usize>(old: &[Entry<D>], new: &[Entry<D>]) -> Vec<NodeChange<D>> {
+    let slotless = |e: &Entry<D>| Entry { aux: 0, ..*e };
+    let mut changes = Vec::new();
+    for (pos, (a, b)) in old.iter().zip(new).enumerate() {
+        if a.mbr != b.mbr || a.ptr != b.ptr {
+            changes.push(NodeChange::Set {
+                pos,
+                entry: slotless(b),
+            });
+        }
+    }
+    changes.extend(
+        new[old.len()..]
+            .iter()
+            .map(|e| NodeChange::Push(slotless(e))),
+    );
+    changes
+}
+
 /// Groups `entries` into `⌈n / m⌉` groups of even sizes by sort-tile (slabs along the
 /// first axis, groups along the second within each slab).
 fn pack<const D: usize>(mut entries: Vec<Entry<D>>, m: usize) -> Vec<Vec<Entry<D>>> {
@@ -315,6 +337,22 @@ impl<const D: usize> NodePages<D> for ForTree {
         entries: &[Entry<D>],
     ) -> Result<()> {
         let m = tree.capacity().max(level);
+        if let Some(s) = stored {
+            if s.pages.is_empty()
+                && s.entries.len() <= m
+                && (s.entries.len()..=m).contains(&entries.len())
+            {
+                // One page before and after, no entry removed (the common write of an
+                // insertion): the changed and added entries, without the copies of
+                // both page images below (the page's slots name no further page).
+                let changes = one_page_changes(&s.entries, entries);
+                if !changes.is_empty() {
+                    tree.modify(id, level, &changes)?;
+                }
+                self.counts().remove(&id);
+                return Ok(());
+            }
+        }
         let need = entries.len().div_ceil(m).max(1);
         let mut old_ids = vec![id];
         if let Some(s) = stored {
@@ -478,6 +516,29 @@ mod tests {
         let top = |g: &Vec<Entry<2>>| g.iter().map(|x| x.mbr.max[1]).fold(f64::MIN, f64::max);
         let bottom = |g: &Vec<Entry<2>>| g.iter().map(|x| x.mbr.min[1]).fold(f64::MAX, f64::min);
         assert!(top(&groups[0]) <= bottom(&groups[1]), "{groups:?}");
+    }
+
+    #[test]
+    fn one_page_changes_are_the_page_images_changes() {
+        // Stored entries with stale slots, a changed box, a changed pointer, additions.
+        let old: Vec<Entry<2>> = (0..8u64).map(|i| Entry { aux: i % 3, ..e(i) }).collect();
+        for (changed, added) in [(vec![], 0), (vec![2], 0), (vec![0, 7], 3), (vec![], 2)] {
+            let mut new: Vec<Entry<2>> = old.iter().map(|x| Entry { aux: 5, ..*x }).collect();
+            for &i in &changed {
+                new[i].mbr.max[0] += 1.0;
+            }
+            if changed == [0, 7] {
+                new[3].ptr = 99;
+            }
+            new.extend((100..100 + added).map(e));
+            let ids = [42];
+            let want = page_changes(
+                &page_entries(&old, &ids, 16, 0),
+                &page_entries(&new, &ids, 16, 0),
+            )
+            .unwrap();
+            assert_eq!(one_page_changes(&old, &new), want, "{changed:?} + {added}");
+        }
     }
 
     #[test]

@@ -65,8 +65,9 @@ pub struct Neighbour<const D: usize> {
     pub entry: Entry<D>,
 }
 
-/// An item of the best-first queue: a node (`level` its level) or a leaf entry
-/// (`level == ENTRY`, its MBR at `slot` of [`NearestIter::boxes`]). 24 bytes in every
+/// An item of the best-first queue: a leaf entry (`level == ENTRY`, its MBR at `slot` of
+/// [`NearestIter::boxes`]) or a node at `level`, the nearest waiting child of the inner
+/// node whose group is `slot` (see [`Group`]; `ROOT` for the root). 24 bytes in every
 /// dimension: the boxes stay out of the heap, so sifting moves little.
 #[derive(Clone, Copy)]
 struct Item {
@@ -78,6 +79,9 @@ struct Item {
 
 /// The level that marks a leaf entry in the queue.
 const ENTRY: u32 = u32::MAX;
+
+/// The slot of the root's item: it belongs to no group.
+const ROOT: u32 = u32::MAX;
 
 impl PartialEq for Item {
     fn eq(&self, o: &Self) -> bool {
@@ -102,6 +106,83 @@ impl Ord for Item {
     }
 }
 
+/// A child of an inner node that the traversal read: its key and page.
+#[derive(Clone, Copy)]
+struct Child {
+    key: u64,
+    ptr: PageId,
+}
+
+/// The children of one inner node read by the traversal that are still waiting:
+/// `children[start..end]` of [`NearestIter`], in no order. The queue holds one item for
+/// the group, its nearest child (by key, then page, the queue's own order among nodes of
+/// one level), at position `at`; when that item comes first the child is taken out and
+/// the group's next nearest queued. The queue thus pops nodes in exactly the order it
+/// would with every child queued, while holding one item per node read instead of one
+/// per child (the children of a 4 KB node are about a hundred, of which a k-nearest
+/// search reads a few).
+#[derive(Clone, Copy)]
+struct Group {
+    start: u32,
+    end: u32,
+    at: u32,
+}
+
+/// [`Rect::min_dist`] of `m` from `p` as a key ([`Distance::bits`]), the same value,
+/// computed without a branch on which side of the box the point lies (an unpredictable
+/// branch per axis and entry, otherwise): see [`gaps2`] and [`key_of`].
+#[inline(always)]
+fn dist_key<const D: usize>(m: &Rect<D>, p: &[f64; D]) -> u64 {
+    key_of(gaps2(m, p), m, p)
+}
+
+/// The sum of squared gaps between `m` and `p` that [`Rect::min_dist2`] computes, the
+/// same number: per axis the gap is the largest of `min - p`, `p - max` and 0, which is
+/// `min_dist2`'s gap (at most one of the differences is positive).
+#[inline(always)]
+fn gaps2<const D: usize>(m: &Rect<D>, p: &[f64; D]) -> f64 {
+    let mut s = 0.0;
+    for d in 0..D {
+        let below = m.min[d] - p[d];
+        let above = p[d] - m.max[d];
+        let g = if below > above { below } else { above };
+        let g = if g > 0.0 { g } else { 0.0 };
+        s += g * g;
+    }
+    s
+}
+
+/// The key of `m`'s distance from `p` given `s = gaps2(m, p)`: its square root where
+/// [`Rect::min_dist`] takes it; sums outside the plain range (overflowed, or small enough
+/// to have underflowed) are left to `min_dist`'s scaled computation.
+#[inline(always)]
+fn key_of<const D: usize>(s: f64, m: &Rect<D>, p: &[f64; D]) -> u64 {
+    /// Above `min_dist`'s lower limit of the plain computation (2^-1000).
+    const PLAIN_MIN: f64 = 1e-300;
+    if (PLAIN_MIN..f64::INFINITY).contains(&s) {
+        s.sqrt().to_bits()
+    } else {
+        m.min_dist(p).bits()
+    }
+}
+
+/// A sum of squared gaps ([`gaps2`]) above which the key is certainly above `bound`, so
+/// that an entry beyond the bound is dropped without its square root: `bound`'s distance
+/// `b` squared with a relative margin of 1e-12 (far above the few roundings of `b * b`
+/// and of the square root, 2^-53 each), for `b` between 1e-140 and 1e140 (squares far
+/// from overflow and underflow); `+inf` (nothing dropped early) otherwise. A sum above
+/// it is either plain, with a square root above `b`, or infinite, a distance beyond
+/// 1e154.
+#[inline]
+fn reject_above(bound: u64) -> f64 {
+    let b = f64::from_bits(bound);
+    if bound < Distance::from_f64(f64::INFINITY).bits() && (1e-140..=1e140).contains(&b) {
+        b * b * (1.0 + 1e-12)
+    } else {
+        f64::INFINITY
+    }
+}
+
 /// Incremental best-first traversal state, yielding leaf entries by increasing distance
 /// (Hjaltason and Samet): one queue of nodes and leaf entries keyed by their MBR's
 /// distance, each node read once, when it comes first. Give it back with
@@ -111,18 +192,25 @@ pub struct NearestIter<const D: usize> {
     heap: BinaryHeap<Item>,
     /// MBRs of the leaf entries in the queue (an entry's item names its slot).
     boxes: Vec<Rect<D>>,
+    /// The waiting children of the inner nodes read, by group.
+    children: Vec<Child>,
+    groups: Vec<Group>,
     /// For a caller that takes at most the first `first` entries (and those tied with
     /// the last of them): the keys of the `first` nearest entries queued so far (a
     /// max-heap). Nothing farther than the largest of them, once there are `first`, can
     /// be among the entries taken, so it is not queued.
     first: usize,
     nearest: BinaryHeap<u64>,
+    /// [`reject_above`] of the current bound.
+    reject: f64,
 }
 
 /// The memory of a finished traversal, kept by the tree for the next one.
 pub(crate) struct NearestSpare<const D: usize> {
     heap: BinaryHeap<Item>,
     boxes: Vec<Rect<D>>,
+    children: Vec<Child>,
+    groups: Vec<Group>,
     nearest: BinaryHeap<u64>,
 }
 
@@ -131,6 +219,8 @@ impl<const D: usize> Default for NearestSpare<D> {
         NearestSpare {
             heap: BinaryHeap::new(),
             boxes: Vec::new(),
+            children: Vec::new(),
+            groups: Vec::new(),
             nearest: BinaryHeap::new(),
         }
     }
@@ -153,33 +243,113 @@ impl<const D: usize> NearestIter<D> {
     fn push_view(&mut self, v: NodeView<'_, D>, level: u32) {
         if level == 0 {
             for (i, m) in v.mbrs().enumerate() {
-                self.push_entry(m, v.ptr(i));
+                let s = gaps2(&m, &self.point);
+                if s > self.reject {
+                    continue;
+                }
+                let key = key_of(s, &m, &self.point);
+                if key <= self.bound() {
+                    self.push_entry(key, m, v.ptr(i));
+                }
             }
         } else {
+            // No entry is queued while the node is scanned: one bound for all.
+            let (bound, reject) = (self.bound(), self.reject);
+            let start = self.children.len();
+            self.children.reserve(v.len());
             for (i, m) in v.mbrs().enumerate() {
-                self.push_node(&m, v.ptr(i), level - 1);
+                let s = gaps2(&m, &self.point);
+                if s > reject {
+                    continue;
+                }
+                let key = key_of(s, &m, &self.point);
+                if key <= bound {
+                    self.children.push(Child { key, ptr: v.ptr(i) });
+                }
+            }
+            self.push_group(start, level - 1);
+        }
+    }
+
+    /// Queues the entries of `node` (read whole), at `level`.
+    fn push_node(&mut self, node: &crate::node::Node<D>, level: u32) {
+        let start = self.children.len();
+        for e in &node.entries {
+            let key = dist_key(&e.mbr, &self.point);
+            if key > self.bound() {
+                continue;
+            }
+            if level == 0 {
+                self.push_entry(key, e.mbr, e.ptr);
+            } else {
+                self.children.push(Child { key, ptr: e.ptr });
             }
         }
-    }
-
-    /// Queues child `ptr` (at `level`) whose MBR is `m`.
-    #[inline]
-    fn push_node(&mut self, m: &Rect<D>, ptr: PageId, level: u32) {
-        let key = m.min_dist(&self.point).bits();
-        if key <= self.bound() {
-            self.heap.push(Item {
-                key,
-                level,
-                slot: 0,
-                ptr,
-            });
+        if level > 0 {
+            self.push_group(start, level - 1);
         }
     }
 
-    /// Queues leaf entry `ptr` whose MBR is `m`.
+    /// Makes `children[start..]` (nodes at `level`) a group and queues its nearest.
     #[inline]
-    fn push_entry(&mut self, m: Rect<D>, ptr: PageId) {
-        let key = m.min_dist(&self.point).bits();
+    fn push_group(&mut self, start: usize, level: u32) {
+        let end = self.children.len();
+        if end == start {
+            return;
+        }
+        let g = self.groups.len() as u32;
+        self.groups.push(Group {
+            start: start as u32,
+            end: end as u32,
+            at: start as u32,
+        });
+        self.queue_group(g, level);
+    }
+
+    /// Queues the nearest waiting child of group `g` (nodes at `level`), unless there is
+    /// none or it is farther than the entries taken.
+    #[inline]
+    fn queue_group(&mut self, g: u32, level: u32) {
+        let Group { start, end, .. } = self.groups[g as usize];
+        let waiting = &self.children[start as usize..end as usize];
+        let Some(first) = waiting.first() else {
+            return;
+        };
+        let (mut at, mut best) = (0, *first);
+        for (i, c) in waiting.iter().enumerate().skip(1) {
+            if (c.key, c.ptr) < (best.key, best.ptr) {
+                (at, best) = (i, *c);
+            }
+        }
+        if best.key > self.bound() {
+            // Nothing of the group can be among the entries taken.
+            return;
+        }
+        self.groups[g as usize].at = start + at as u32;
+        self.heap.push(Item {
+            key: best.key,
+            level,
+            slot: g,
+            ptr: best.ptr,
+        });
+    }
+
+    /// Takes the child that `item` stands for out of its group and queues the group's
+    /// next nearest.
+    #[inline]
+    fn take(&mut self, item: &Item) {
+        if item.slot == ROOT {
+            return;
+        }
+        let grp = &mut self.groups[item.slot as usize];
+        grp.end -= 1;
+        self.children[grp.at as usize] = self.children[grp.end as usize];
+        self.queue_group(item.slot, item.level);
+    }
+
+    /// Queues leaf entry `ptr` whose MBR is `m` and key `key`.
+    #[inline]
+    fn push_entry(&mut self, key: u64, m: Rect<D>, ptr: PageId) {
         if self.first != usize::MAX {
             if self.nearest.len() < self.first {
                 self.nearest.push(key);
@@ -192,6 +362,9 @@ impl<const D: usize> NearestIter<D> {
                     self.nearest.pop();
                     self.nearest.push(key);
                 }
+            }
+            if self.nearest.len() == self.first {
+                self.reject = reject_above(self.bound());
             }
         }
         let slot = self.boxes.len() as u32;
@@ -322,23 +495,30 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         let NearestSpare {
             mut heap,
             mut boxes,
+            mut children,
+            mut groups,
             mut nearest,
         } = std::mem::take(&mut self.nearest_spare);
         heap.clear();
         boxes.clear();
+        children.clear();
+        groups.clear();
         nearest.clear();
         heap.push(Item {
             key: Distance::ZERO.bits(),
             level: self.root_level(),
-            slot: 0,
+            slot: ROOT,
             ptr: self.meta.root,
         });
         Ok(NearestIter {
             point,
             heap,
             boxes,
+            children,
+            groups,
             first,
             nearest,
+            reject: f64::INFINITY,
         })
     }
 
@@ -347,6 +527,8 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         self.nearest_spare = NearestSpare {
             heap: it.heap,
             boxes: it.boxes,
+            children: it.children,
+            groups: it.groups,
             nearest: it.nearest,
         };
     }
@@ -362,18 +544,14 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 }));
             }
             if item.key > it.bound() {
-                // Farther than the entries the caller will take: never read.
+                // Farther than the entries the caller will take: never read, nor the
+                // rest of its group (no nearer than it).
                 continue;
             }
+            it.take(&item);
             if self.strategy.pages.is_some() {
                 let node = self.read_visited(item.ptr, item.level)?;
-                for e in node.entries {
-                    if item.level == 0 {
-                        it.push_entry(e.mbr, e.ptr);
-                    } else {
-                        it.push_node(&e.mbr, e.ptr, item.level - 1);
-                    }
-                }
+                it.push_node(&node, item.level);
                 continue;
             }
             self.with_node(item.ptr, item.level, |v| it.push_view(v, item.level))?;
@@ -395,3 +573,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+#[path = "search_tests.rs"]
+mod tests;
