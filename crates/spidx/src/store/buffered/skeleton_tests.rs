@@ -89,7 +89,7 @@ fn workload<P: BufferPolicy>(
     for n in 0..40u64 {
         let es: Vec<Entry<2>> = (0..3).map(|k| entry(n * 10 + k)).collect();
         let id = NodeStore::<2>::create(&mut s, 0, &es).unwrap();
-        if P::KIND != "rftl" {
+        if s.policy().kind() != "rftl" {
             assert_eq!(id, n);
         }
         ids.push(id);
@@ -149,16 +149,15 @@ fn reopen_same<P: BufferPolicy>(make: impl Fn() -> P, kind: &str) {
     );
     assert!(b.log.commits >= 640, "{kind}: {b:?}");
     // RFTL writes out of place: no images, but units on pages and compactions.
+    let rftl = r.policy_report::<crate::store::rftl::RftlStats>();
+    let lcr = r.policy_report::<crate::store::lcr::LcrStats>();
     assert!(
-        b.image_records > 0
-            || r.rftl
-                .is_some_and(|x| x.compactions > 0 && x.units_written > 0),
-        "{kind}: modified nodes were flushed: {b:?} {:?}",
-        r.rftl
+        b.image_records > 0 || rftl.is_some_and(|x| x.compactions > 0 && x.units_written > 0),
+        "{kind}: modified nodes were flushed: {b:?} {rftl:?}"
     );
     // The LCR-tree's log pages and RFTL's unit pages are allocated pages too.
-    let log_pages = r.lcr.map_or(0, |l| l.gauges.log_pages);
-    let unit_pages = r.rftl.map_or(0, |x| x.gauges.unit_pages);
+    let log_pages = lcr.map_or(0, |l| l.gauges.log_pages);
+    let unit_pages = rftl.map_or(0, |x| x.gauges.unit_pages);
     assert_eq!(r.gauges.pages_in_use, 40 + log_pages + unit_pages, "{kind}");
     // A crash now: the log rebuilds the buffer; the nodes read the same.
     drop(s);

@@ -41,7 +41,7 @@ fn open_with(p: LcrParams, nodes: &SharedDevice, log: &SharedDevice, reopen: boo
 fn smallest_log(write_buffer: u64) -> LcrParams {
     LcrParams {
         write_buffer,
-        log_size: FastParams::min_log_size(write_buffer, 1, PS),
+        log_size: crate::store::buffered::sizing::min_log_size(write_buffer, 1, PS),
         log_sync: LogSync::EachOp,
     }
 }
@@ -107,7 +107,7 @@ fn deltas_go_to_one_log_page_reads_cost_two_pages_and_overflow_merges() {
     let want = vec![entry(0), entry(51), entry(2), entry(60)];
     assert_eq!(entries(&mut s, id), want);
     let r = s.report();
-    assert_eq!(r.lcr.unwrap().gauges.log_pages, 1);
+    assert_eq!(r.policy_report::<LcrStats>().unwrap().gauges.log_pages, 1);
     assert_eq!(r.gauges.pages_in_use, 2, "the node and its log page");
     // Overflow: more changed slots than a log page holds -> the node is merged.
     let cap = log_page::capacity(PS, layout().entry_size());
@@ -226,7 +226,10 @@ fn the_mapping_table_round_trips_through_store_json() {
     assert_eq!(node.entries, vec![entry(3), entry(23)]);
     let r = s.report();
     assert_eq!(r.kind, "lcr");
-    assert_eq!(r.lcr.unwrap().gauges.mapping_bytes, 4 * 16);
+    assert_eq!(
+        r.policy_report::<LcrStats>().unwrap().gauges.mapping_bytes,
+        4 * 16
+    );
 }
 
 #[test]

@@ -124,7 +124,7 @@ fn a_node_is_assembled_from_its_units_on_every_page_of_its_list() {
     more.push(entry(5));
     assert_eq!(entries(&mut s, a), more);
     let r = s.report();
-    let g = r.rftl.unwrap().gauges;
+    let g = r.policy_report::<RftlStats>().unwrap().gauges;
     assert_eq!((g.unit_pages, g.live_units, g.mapped_nodes), (3, 6, 2));
     assert_eq!(g.max_node_pages, 3);
     assert_eq!(g.mapping_bytes, 2 * 8 + 4 * 12);
@@ -326,7 +326,7 @@ fn the_translation_table_round_trips_through_store_json() {
     assert_eq!(node.entries, vec![entry(3), entry(23)]);
     let r = s.report();
     assert_eq!(r.kind, "rftl");
-    let x = r.rftl.unwrap();
+    let x = r.policy_report::<RftlStats>().unwrap();
     assert_eq!(x.gauges.mapped_nodes, 4);
     assert_eq!(x.gauges.unit_pages, 2);
     assert_eq!(x.settings.max_pages, 4);
@@ -360,7 +360,7 @@ fn a_damaged_unit_page_or_table_is_refused_naming_it() {
     // served from the assembled-node cache reads its list's pages unused).
     let (policy, core) = s.parts_mut();
     policy.live.set(&mut core.header, id, vec![(p, 3)]).unwrap();
-    policy.nodes.clear();
+    policy.lb.nodes.clear();
     let e = NodeStore::<2>::read(&mut s, id, 0)
         .err()
         .unwrap()
