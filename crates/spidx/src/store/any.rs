@@ -599,7 +599,7 @@ pub struct StoreReport {
     /// with [`StoreReport::policy_report`].
     #[serde(flatten, default)]
     pub policy: BTreeMap<String, serde_json::Value>,
-    /// What the recovery that opened a logging store did (FAST, eFIND).
+    /// What the recovery that opened a buffered store did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<super::buffered::RecoveryReport>,
     /// The direct store's rollback journal (its own file; see [`super::journal`]).

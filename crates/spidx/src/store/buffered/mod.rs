@@ -25,7 +25,7 @@
 //!   per run of consecutive pages;
 //! * **statistics** ([`BufferedStats`]): one vocabulary of flush, image, buffer and log
 //!   counters, gauges and settings, reported as `store.buffered.*` by every buffered store;
-//!   a policy reports only its extras (`store.fast.*`, `store.efind.*`);
+//!   a policy reports only its extras (`store.<kind>.*`);
 //! * **checkpoints**: the policy empties its buffer and compacts the log, then the skeleton
 //!   persists the device and saves the header.
 //!

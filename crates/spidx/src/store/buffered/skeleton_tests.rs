@@ -42,6 +42,38 @@ pub(crate) fn entry(i: u64) -> Entry<2> {
     }
 }
 
+/// Builds 4 one-entry nodes on a store of `cfg` in a fresh directory, writes them back,
+/// adds an entry to each, checkpoints and reopens: returns the header the checkpoint saved
+/// and the reopened store, whose node 3 was checked to read back with both entries.
+pub(crate) fn checkpoint_and_reopen(
+    cfg: &crate::store::StoreConfig,
+) -> (crate::store::StoreHeader, crate::store::AnyStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = mem(16 << 20);
+    let none = CacheConfig::none();
+    let dev = Box::new(shared.clone());
+    let mut s = cfg.create(dev, &none, layout(), Some(dir.path())).unwrap();
+    for n in 0..4u64 {
+        NodeStore::<2>::create(&mut s, 0, &[entry(n)]).unwrap();
+        NodeStore::<2>::end_operation(&mut s).unwrap();
+    }
+    s.write_back().unwrap();
+    for n in 0..4u64 {
+        NodeStore::<2>::modify(&mut s, n, 0, &[NodeChange::Push(entry(20 + n))]).unwrap();
+        NodeStore::<2>::end_operation(&mut s).unwrap();
+    }
+    NodeStore::<2>::flush(&mut s).unwrap();
+    drop(s);
+    let saved = crate::store::StoreHeader::load(&dir.path().join("store.json")).unwrap();
+    let mut s = cfg
+        .open(Box::new(shared), &none, layout(), dir.path())
+        .unwrap();
+    let page = NodeStore::<2>::read(&mut s, 3, 0).unwrap();
+    let node: Node<2> = layout().decode(page.bytes());
+    assert_eq!(node.entries, vec![entry(3), entry(23)]);
+    (saved, s)
+}
+
 fn fast() -> FastPolicy {
     FastPolicy::new(FastParams {
         write_buffer: 4 << 10,
