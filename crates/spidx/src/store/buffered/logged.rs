@@ -1,21 +1,11 @@
-//! The policies over the logged write buffer ([`WriteBuffer`]: FAST, the LCR-tree, RFTL):
-//! what they share is written here once, and a policy writes only what its paper defines
-//! (how a node is read, what a flush writes, its own log records and report).
-//!
-//! A [`LoggedPolicy`] holds a [`LoggedBuffer`] (the buffer, the operation count and the
-//! cache of assembled nodes) and gets every [`BufferPolicy`] hook from it:
-//! * created, changed and rewritten nodes are logged and buffered, and the assembled node
-//!   kept exact (forgotten, or the change applied to it); a deleted node is dropped from
-//!   both after the policy's own bookkeeping ([`LoggedPolicy::before_delete`]); new metadata
-//!   is logged;
-//! * at the end of an operation that leaves more than [`LoggedPolicy::write_buffer`] bytes
-//!   buffered, the policy flushes ([`LoggedPolicy::flush_for_space`]: the whole buffer
-//!   unless the policy chooses units), and the log is compacted when half full; write-backs
-//!   flush everything, checkpoints flush everything and compact;
-//! * recovery replays the buffer's records and hands the policy the others
-//!   ([`LoggedPolicy::replay_own`]);
-//! * the gauges are the buffer's, the settings a flush-all buffer's unless the policy says
-//!   more.
+//! The policies over the logged write buffer ([`WriteBuffer`]: FAST, the LCR-tree, RFTL).
+//! A [`LoggedPolicy`] holds a [`LoggedBuffer`] and gets every [`BufferPolicy`] hook from it,
+//! written once here: changes logged then buffered (the node cache kept exact), new metadata
+//! logged, a flush when an operation leaves the buffer over its capacity
+//! ([`LoggedPolicy::flush_for_space`]), compaction when the log is half full, write-backs
+//! and checkpoints that flush everything, the recovery loop (records not the buffer's go to
+//! [`LoggedPolicy::replay_own`]) and the buffer's gauges. A policy writes only what its
+//! paper defines: how a node is read, what a flush writes, its own records and report.
 
 use std::sync::Arc;
 

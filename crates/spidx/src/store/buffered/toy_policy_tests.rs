@@ -62,12 +62,9 @@ impl LoggedPolicy for Toy {
     /// not used: it is an optimisation a policy may leave out).
     fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
         let layout = core.layout;
-        let Some(n) = self.lb.buf.get(id) else {
+        let Some(n) = self.lb.buf.live(id)? else {
             return core.cache.read_checked(id, level, |b| layout.verify(b, id));
         };
-        if n.status == NodeStatus::Deleted {
-            return Err(Error::corrupted(format!("node {id}"), "deleted"));
-        }
         let mut page = vec![0u8; layout.page_size()];
         let count = match &n.image {
             Some(entries) => {

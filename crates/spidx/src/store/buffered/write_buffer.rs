@@ -124,6 +124,18 @@ impl<W: BufferWatch> WriteBuffer<W> {
         self.nodes.get(id)
     }
 
+    /// The buffered node `id` for a read: an error if it was deleted (a tree that reads a
+    /// deleted node is damaged).
+    pub fn live(&self, id: PageId) -> Result<Option<&BufNode>> {
+        match self.nodes.get(id) {
+            Some(n) if n.status == NodeStatus::Deleted => Err(crate::Error::corrupted(
+                format!("node page {id}"),
+                "the node was deleted",
+            )),
+            n => Ok(n),
+        }
+    }
+
     /// Buffered nodes in page order.
     pub fn iter(&self) -> impl Iterator<Item = (PageId, &BufNode)> {
         self.nodes.iter()

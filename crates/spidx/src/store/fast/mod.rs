@@ -44,8 +44,7 @@ use self::standings::UnitWatch;
 use super::buffered::page::{apply_raw, page_from_entries};
 use super::buffered::sizing;
 use super::buffered::{
-    policy_report, BufferSettings, BufferedStore, Core, LoggedBuffer, LoggedPolicy, NodeStatus,
-    PolicyReport,
+    policy_report, BufferSettings, BufferedStore, Core, LoggedBuffer, LoggedPolicy, PolicyReport,
 };
 use super::log::LogSync;
 use crate::node::PageId;
@@ -168,18 +167,12 @@ impl FastPolicy {
     ) -> Result<(Arc<[u8]>, bool)> {
         core.header.check_page(id)?;
         let layout = core.layout;
-        let Some(n) = self.lb.buf.get(id) else {
+        let Some(n) = self.lb.buf.live(id)? else {
             let page = core
                 .cache
                 .read_checked(id, level, |b| layout.verify(b, id))?;
             return Ok((page, false));
         };
-        if n.status == NodeStatus::Deleted {
-            return Err(Error::corrupted(
-                format!("node page {id}"),
-                "the node was deleted",
-            ));
-        }
         if let Some(page) = self.lb.nodes.of(layout).get(id) {
             if n.image.is_none() {
                 // The read its assembly issues; its bytes are not used.

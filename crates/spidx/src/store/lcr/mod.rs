@@ -181,17 +181,6 @@ impl LcrPolicy {
         self.stats
     }
 
-    fn check_layout(core: &Core) -> Result<()> {
-        let (ps, es) = (core.layout.page_size(), core.layout.entry_size());
-        if log_page::capacity(ps, es) == 0 {
-            return Err(Error::invalid(
-                "LCR-tree page size",
-                format!("a {ps}-byte log page holds no {es}-byte entry"),
-            ));
-        }
-        Ok(())
-    }
-
     /// Node `id` as on the device: its page (kept if `keep_base`) and, if it has a log
     /// page, the page with its delta applied, its checksum not yet computed (see
     /// [`DiskNode::now`]). A page not kept, that nobody else holds (the page cache did not
@@ -265,7 +254,7 @@ impl LcrPolicy {
         need_base: bool,
     ) -> Result<Current> {
         let layout = core.layout;
-        let Some(n) = self.lb.buf.get(id) else {
+        let Some(n) = self.lb.buf.live(id)? else {
             let d = Self::disk_node(&mut self.stats, &self.lps, core, id, level, need_base)?;
             let mut now = d.now;
             if d.logged {
@@ -273,12 +262,6 @@ impl LcrPolicy {
             }
             return Ok(Current { base: d.base, now });
         };
-        if n.status == NodeStatus::Deleted {
-            return Err(Error::corrupted(
-                format!("node page {id}"),
-                "the node was deleted",
-            ));
-        }
         let (base, count, mut now) = match &n.image {
             Some(entries) => {
                 let mut now: Arc<[u8]> = std::iter::repeat_n(0u8, layout.page_size()).collect();
@@ -324,13 +307,7 @@ impl LcrPolicy {
         need_base: bool,
     ) -> Result<Option<Arc<[u8]>>> {
         let layout = core.layout;
-        if let Some(n) = self.lb.buf.get(id) {
-            if n.status == NodeStatus::Deleted {
-                return Err(Error::corrupted(
-                    format!("node page {id}"),
-                    "the node was deleted",
-                ));
-            }
+        if let Some(n) = self.lb.buf.live(id)? {
             if n.image.is_some() {
                 if n.status == NodeStatus::Modified && need_base {
                     let base = core
@@ -567,7 +544,14 @@ impl LoggedPolicy for LcrPolicy {
     }
 
     fn check(&self, core: &Core) -> Result<()> {
-        Self::check_layout(core)
+        let (ps, es) = (core.layout.page_size(), core.layout.entry_size());
+        if log_page::capacity(ps, es) == 0 {
+            return Err(Error::invalid(
+                "LCR-tree page size",
+                format!("a {ps}-byte log page holds no {es}-byte entry"),
+            ));
+        }
+        Ok(())
     }
 
     /// The node's assembled page from the cache of assembled nodes after the page reads

@@ -292,18 +292,6 @@ impl RftlPolicy {
         &self.live
     }
 
-    fn check_layout(core: &Core) -> Result<()> {
-        let (ps, es) = (core.layout.page_size(), core.layout.entry_size());
-        let min = unit_page::min_page_size(es);
-        if ps < min {
-            return Err(Error::invalid(
-                "RFTL page size",
-                format!("a {ps}-byte unit page holds no unit of a {es}-byte entry ({min} bytes at least)"),
-            ));
-        }
-        Ok(())
-    }
-
     /// Node `id` assembled from its units on the pages the translation table names, into
     /// `page` (a node page's worth of bytes), sealed.
     fn disk_node(
@@ -353,16 +341,10 @@ impl RftlPolicy {
         let layout = core.layout;
         let mut now: Arc<[u8]> = std::iter::repeat_n(0u8, layout.page_size()).collect();
         let page = Arc::get_mut(&mut now).expect("a new page is not shared");
-        let Some(n) = self.lb.buf.get(id) else {
+        let Some(n) = self.lb.buf.live(id)? else {
             Self::disk_node(&mut self.stats, &self.live, core, id, level, page)?;
             return Ok(now);
         };
-        if n.status == NodeStatus::Deleted {
-            return Err(Error::corrupted(
-                format!("node page {id}"),
-                "the node was deleted",
-            ));
-        }
         match &n.image {
             Some(entries) => page_from_entries_unsealed(&layout, id, n.level, entries, page)?,
             None => Self::disk_node(&mut self.stats, &self.live, core, id, level, page)?,
@@ -406,13 +388,7 @@ impl RftlPolicy {
         level: u32,
         table: Option<&Vec<(PageId, u32)>>,
     ) -> Result<()> {
-        if let Some(n) = buf.get(id) {
-            if n.status == NodeStatus::Deleted {
-                return Err(Error::corrupted(
-                    format!("node page {id}"),
-                    "the node was deleted",
-                ));
-            }
+        if let Some(n) = buf.live(id)? {
             if n.image.is_some() {
                 return Ok(());
             }
@@ -607,7 +583,15 @@ impl LoggedPolicy for RftlPolicy {
     }
 
     fn check(&self, core: &Core) -> Result<()> {
-        Self::check_layout(core)
+        let (ps, es) = (core.layout.page_size(), core.layout.entry_size());
+        let min = unit_page::min_page_size(es);
+        if ps < min {
+            return Err(Error::invalid(
+                "RFTL page size",
+                format!("a {ps}-byte unit page holds no unit of a {es}-byte entry ({min} bytes at least)"),
+            ));
+        }
+        Ok(())
     }
 
     fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
