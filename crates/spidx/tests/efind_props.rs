@@ -14,7 +14,7 @@ use spidx::device::memory::{MemoryConfig, MemoryDevice};
 use spidx::geom::Rect;
 use spidx::index::{IndexKind, MbrPredicate, RStarOptions, SplitAlgorithm, Tree};
 use spidx::node::{Capacity, LayoutKind, NodeLayout, Occupancy, PageId};
-use spidx::store::efind::{EfindConfig, FlushPolicy, TemporalControl};
+use spidx::store::efind::{EfindConfig, EfindStats, FlushPolicy, TemporalControl};
 use spidx::store::{AnyStore, NodeStore, StoreConfig};
 
 type T = Tree<AnyStore, 2>;
@@ -264,7 +264,8 @@ fn statistics_count_what_happened() {
         .unwrap();
     }
     let rep = t.store().report();
-    let (s, e) = (rep.buffered.unwrap(), rep.efind.unwrap());
+    let e = rep.policy_report::<EfindStats>().unwrap();
+    let s = rep.buffered.unwrap();
     assert!(s.flushes > 0 && s.flushed_nodes >= s.flushes, "{s:?}");
     assert!(
         s.image_records > 0 && s.image_records <= s.flushed_nodes,

@@ -13,6 +13,10 @@ use model::{op, open_tree, Model, Op, MIX};
 use proptest::prelude::*;
 use spidx::geom::Rect;
 use spidx::index::{IndexKind, RStarOptions, SplitAlgorithm};
+use spidx::store::efind::EfindStats;
+use spidx::store::fast::FastStats;
+use spidx::store::lcr::LcrStats;
+use spidx::store::rftl::RftlStats;
 use spidx::store::StoreConfig;
 use stores::{long_cases, placement_configs, store_configs};
 
@@ -120,10 +124,15 @@ fn fast_flushes_happen_and_are_counted() {
         assert!(b.gauges.peak_bytes >= b.gauges.bytes, "{cfg:?}: {b:?}");
         assert!(b.log.commits >= ops.len() as u64, "{cfg:?}");
         assert!(b.image_bytes >= b.image_records, "{cfg:?}: {b:?}");
-        assert_eq!(report.fast.is_some(), report.kind == "fast");
-        assert_eq!(report.efind.is_some(), report.kind == "efind");
-        assert_eq!(report.lcr.is_some(), report.kind == "lcr");
-        if let Some(l) = report.lcr {
+        // The policy's own report is under its kind, and only there.
+        assert_eq!(report.policy.keys().collect::<Vec<_>>(), vec![&report.kind]);
+        let fast = report.policy_report::<FastStats>();
+        assert_eq!(fast.is_some(), report.kind == "fast");
+        let efind = report.policy_report::<EfindStats>();
+        assert_eq!(efind.is_some(), report.kind == "efind");
+        let lcr = report.policy_report::<LcrStats>();
+        assert_eq!(lcr.is_some(), report.kind == "lcr");
+        if let Some(l) = lcr {
             // Modified nodes went to their log pages; reads of them read those pages.
             assert!(
                 l.log_page_writes > 0 && l.log_page_reads > 0,
@@ -136,8 +145,9 @@ fn fast_flushes_happen_and_are_counted() {
                 "{cfg:?}: log pages are allocated pages: {l:?}"
             );
         }
-        assert_eq!(report.rftl.is_some(), report.kind == "rftl");
-        if let Some(r) = report.rftl {
+        let rftl = report.policy_report::<RftlStats>();
+        assert_eq!(rftl.is_some(), report.kind == "rftl");
+        if let Some(r) = rftl {
             // Units reached shared pages, nodes were assembled from them, nodes spanning
             // too many pages were compacted, and out-of-place writes logged no images.
             assert!(
@@ -161,7 +171,7 @@ fn fast_flushes_happen_and_are_counted() {
                 "{cfg:?}: unit pages are allocated pages: {r:?}"
             );
         }
-        if report.fast.is_some() {
+        if fast.is_some() {
             assert_eq!(b.settings.write_buffer, 8 << 10);
             assert!(b.log.compactions > 0 || b.log.bytes < (1 << 19), "{cfg:?}");
         }

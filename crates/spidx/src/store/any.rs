@@ -5,17 +5,20 @@
 
 use std::path::Path;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+
 use super::buffered::placement::{attach, LogPlacement};
-use super::buffered::BufferedStats;
+use super::buffered::{BufferPolicy, BufferedStats, BufferedStore};
 use super::direct::{DirectStore, Journaling};
-use super::efind::{EfindConfig, EfindPolicy, EfindStats, EfindStore};
-use super::fast::{FastParams, FastPolicy, FastStats, FastStore, FlushPolicy};
+use super::efind::{EfindConfig, EfindPolicy};
+use super::fast::{FastParams, FastPolicy, FlushPolicy};
 use super::journal::JOURNAL_FILE;
-use super::lcr::{LcrParams, LcrPolicy, LcrStats, LcrStore};
+use super::lcr::{LcrParams, LcrPolicy};
 use super::log::{LogConfig, LogSync};
-use super::rftl::{RftlParams, RftlPolicy, RftlStats, RftlStore};
+use super::rftl::{RftlParams, RftlPolicy};
 use super::{NodeChange, NodePage, NodeStore, StoreControl, StoreStats, TreeMeta, TreeState};
 use crate::cache::{CacheConfig, CacheStats, PageCache};
 use crate::device::{Device, DeviceConfig};
@@ -509,68 +512,71 @@ impl StoreConfig {
                     .with_sync(*log_sync),
                 ))
             }
-            StoreConfig::Efind(c) => {
-                let policy = EfindPolicy::new(c, layout.page_size())?;
-                let (p, pages) = (&c.log_device, policy.log_pages());
-                let devs = attach(p, device, log_device, pages, "eFIND", files, !reopen)?;
+            _ => {
+                let b = self
+                    .buffered(layout.page_size())?
+                    .expect("not the direct store");
+                let p = self.log_placement().expect("a buffered store");
+                let devs = attach(p, device, log_device, b.log_pages, b.name, files, !reopen)?;
                 let log = LogConfig {
                     accept_loss: files.accept_loss,
-                    ..LogConfig::new(c.log_sync)
+                    ..LogConfig::new(b.log_sync)
                 };
-                Ok(AnyStore::Efind(Box::new(if reopen {
-                    EfindStore::open(devs, buffer, layout, log, policy, header)?
+                Ok(AnyStore::Buffered(Box::new(if reopen {
+                    BufferedStore::open_boxed(devs, buffer, layout, log, b.policy, header)?
                 } else {
-                    EfindStore::create(devs, buffer, layout, log, policy, header)?
-                })))
-            }
-            StoreConfig::Fast { .. } => {
-                let params = self.fast_params().expect("fast");
-                let log_pages = params.log_pages(layout.page_size());
-                let p = self.log_placement().expect("fast");
-                let devs = attach(p, device, log_device, log_pages, "FAST", files, !reopen)?;
-                let log = LogConfig {
-                    accept_loss: files.accept_loss,
-                    ..LogConfig::new(params.log_sync)
-                };
-                let policy = FastPolicy::new(params);
-                Ok(AnyStore::Fast(Box::new(if reopen {
-                    FastStore::open(devs, buffer, layout, log, policy, header)?
-                } else {
-                    FastStore::create(devs, buffer, layout, log, policy, header)?
-                })))
-            }
-            StoreConfig::Lcr { log_device: p, .. } => {
-                let params = self.lcr_params().expect("lcr");
-                let log_pages = params.log_pages(layout.page_size());
-                let devs = attach(p, device, log_device, log_pages, "LCR-tree", files, !reopen)?;
-                let log = LogConfig {
-                    accept_loss: files.accept_loss,
-                    ..LogConfig::new(params.log_sync)
-                };
-                let policy = LcrPolicy::new(params);
-                Ok(AnyStore::Lcr(Box::new(if reopen {
-                    LcrStore::open(devs, buffer, layout, log, policy, header)?
-                } else {
-                    LcrStore::create(devs, buffer, layout, log, policy, header)?
-                })))
-            }
-            StoreConfig::Rftl { log_device: p, .. } => {
-                let params = self.rftl_params().expect("rftl");
-                let log_pages = params.log_pages(layout.page_size());
-                let devs = attach(p, device, log_device, log_pages, "RFTL", files, !reopen)?;
-                let log = LogConfig {
-                    accept_loss: files.accept_loss,
-                    ..LogConfig::new(params.log_sync)
-                };
-                let policy = RftlPolicy::new(params);
-                Ok(AnyStore::Rftl(Box::new(if reopen {
-                    RftlStore::open(devs, buffer, layout, log, policy, header)?
-                } else {
-                    RftlStore::create(devs, buffer, layout, log, policy, header)?
+                    BufferedStore::create_boxed(devs, buffer, layout, log, b.policy, header)?
                 })))
             }
         }
     }
+
+    /// The buffered stores' registration: for each policy its name in messages, its log's
+    /// durability and size, and the policy object built from the options (`None` for the
+    /// direct store). One arm per policy.
+    fn buffered(&self, page_size: usize) -> Result<Option<Buffered>> {
+        let (name, log_sync, log_pages, policy): (_, _, _, Box<dyn BufferPolicy>) = match self {
+            StoreConfig::Direct { .. } => return Ok(None),
+            StoreConfig::Efind(c) => {
+                let p = EfindPolicy::new(c, page_size)?;
+                ("eFIND", c.log_sync, p.log_pages(), Box::new(p))
+            }
+            StoreConfig::Fast { .. } => {
+                let p = self.fast_params().expect("fast");
+                let pages = p.log_pages(page_size);
+                ("FAST", p.log_sync, pages, Box::new(FastPolicy::new(p)))
+            }
+            StoreConfig::Lcr { .. } => {
+                let p = self.lcr_params().expect("lcr");
+                let pages = p.log_pages(page_size);
+                ("LCR-tree", p.log_sync, pages, Box::new(LcrPolicy::new(p)))
+            }
+            StoreConfig::Rftl { .. } => {
+                let p = self.rftl_params().expect("rftl");
+                let pages = p.log_pages(page_size);
+                ("RFTL", p.log_sync, pages, Box::new(RftlPolicy::new(p)))
+            }
+        };
+        Ok(Some(Buffered {
+            name,
+            log_sync,
+            log_pages,
+            policy,
+        }))
+    }
+}
+
+/// A buffered store's policy as [`StoreConfig`] builds it, with what the skeleton needs to
+/// place and open its log.
+struct Buffered {
+    /// The store's name in messages (`"FAST"`).
+    name: &'static str,
+    /// The log's durability.
+    log_sync: LogSync,
+    /// Pages of the log.
+    log_pages: u64,
+    /// The policy.
+    policy: Box<dyn BufferPolicy>,
 }
 
 /// What a store reports about itself after a phase of work. Counters are plain fields
@@ -584,23 +590,16 @@ pub struct StoreReport {
     pub nodes: StoreStats,
     /// The page buffer between the store and the device.
     pub cache: CacheStats,
-    /// The statistics every buffered store (FAST, eFIND) keeps under the same names:
-    /// flushes, images, the write buffer, the log.
+    /// The statistics every buffered store keeps under the same names: flushes, images,
+    /// the write buffer, the log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buffered: Option<BufferedStats>,
-    /// FAST's own counters (FAST stores only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fast: Option<FastStats>,
-    /// eFIND's own counters (eFIND stores only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub efind: Option<EfindStats>,
-    /// The LCR-tree's own counters, gauges and settings (LCR-tree stores only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lcr: Option<LcrStats>,
-    /// RFTL's own counters, gauges and settings (RFTL stores only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rftl: Option<RftlStats>,
-    /// What the recovery that opened a logging store did (FAST, eFIND).
+    /// A buffered store's policy's own counters, gauges and settings, under the store's
+    /// kind (`store.fast`, `store.efind`, `store.lcr`, `store.rftl`): opaque here, read
+    /// with [`StoreReport::policy_report`].
+    #[serde(flatten, default)]
+    pub policy: BTreeMap<String, serde_json::Value>,
+    /// What the recovery that opened a buffered store did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<super::buffered::RecoveryReport>,
     /// The direct store's rollback journal (its own file; see [`super::journal`]).
@@ -610,6 +609,16 @@ pub struct StoreReport {
     pub gauges: StoreGauges,
     /// How the store is set up.
     pub settings: StoreSettings,
+}
+
+impl StoreReport {
+    /// The policy's own report (`store.<kind>`) read as `T` (e.g.
+    /// [`FastStats`](super::fast::FastStats)); `None` when the store has none or it is not
+    /// a `T`.
+    pub fn policy_report<T: DeserializeOwned>(&self) -> Option<T> {
+        let v = self.policy.get(&self.kind)?;
+        serde_json::from_value(v.clone()).ok()
+    }
 }
 
 /// A store's levels (not amounts).
@@ -632,20 +641,21 @@ pub struct StoreSettings {
 }
 
 /// A node store chosen at run time. See the module documentation.
-// One AnyStore per open index: the variants' size difference costs nothing, and the direct
-// store stays unboxed on the baseline's hot path.
+// One AnyStore per open index: the direct store stays unboxed on the baseline's hot path.
 #[allow(clippy::large_enum_variant)]
 pub enum AnyStore {
     /// The direct store.
     Direct(DirectStore),
-    /// The eFIND store.
-    Efind(Box<EfindStore>),
-    /// The FAST store.
-    Fast(Box<FastStore>),
-    /// The LCR-tree store.
-    Lcr(Box<LcrStore>),
-    /// The RFTL store.
-    Rftl(Box<RftlStore>),
+    /// A buffered store: the skeleton over a policy object (FAST, eFIND, the LCR-tree,
+    /// RFTL, or any other [`BufferPolicy`]).
+    Buffered(Box<BufferedStore>),
+}
+
+impl<P: BufferPolicy + 'static> From<BufferedStore<P>> for AnyStore {
+    /// A buffered store over any policy, as [`StoreConfig`] opens the registered ones.
+    fn from(store: BufferedStore<P>) -> Self {
+        AnyStore::Buffered(Box::new(store.into_dyn()))
+    }
 }
 
 /// Calls `$body` with `$s` bound to the store inside `$self`, whatever its kind.
@@ -653,20 +663,8 @@ macro_rules! dispatch {
     ($self:expr, ref $s:ident => $body:expr) => {
         match $self {
             AnyStore::Direct($s) => $body,
-            AnyStore::Efind(b) => {
-                let $s: &EfindStore = b;
-                $body
-            }
-            AnyStore::Fast(b) => {
-                let $s: &FastStore = b;
-                $body
-            }
-            AnyStore::Lcr(b) => {
-                let $s: &LcrStore = b;
-                $body
-            }
-            AnyStore::Rftl(b) => {
-                let $s: &RftlStore = b;
+            AnyStore::Buffered(b) => {
+                let $s: &BufferedStore = b;
                 $body
             }
         }
@@ -674,20 +672,8 @@ macro_rules! dispatch {
     ($self:expr, mut $s:ident => $body:expr) => {
         match $self {
             AnyStore::Direct($s) => $body,
-            AnyStore::Efind(b) => {
-                let $s: &mut EfindStore = b;
-                $body
-            }
-            AnyStore::Fast(b) => {
-                let $s: &mut FastStore = b;
-                $body
-            }
-            AnyStore::Lcr(b) => {
-                let $s: &mut LcrStore = b;
-                $body
-            }
-            AnyStore::Rftl(b) => {
-                let $s: &mut RftlStore = b;
+            AnyStore::Buffered(b) => {
+                let $s: &mut BufferedStore = b;
                 $body
             }
         }

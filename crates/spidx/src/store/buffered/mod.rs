@@ -25,7 +25,7 @@
 //!   per run of consecutive pages;
 //! * **statistics** ([`BufferedStats`]): one vocabulary of flush, image, buffer and log
 //!   counters, gauges and settings, reported as `store.buffered.*` by every buffered store;
-//!   a policy reports only its extras (`store.fast.*`, `store.efind.*`);
+//!   a policy reports only its extras (`store.<kind>.*`);
 //! * **checkpoints**: the policy empties its buffer and compacts the log, then the skeleton
 //!   persists the device and saves the header.
 //!
@@ -35,10 +35,15 @@
 
 pub mod bits;
 pub mod buffer;
+pub mod logged;
 pub mod node_cache;
+pub mod page;
 pub mod placement;
 pub mod record;
+pub mod sizing;
+pub mod snapshot;
 pub mod stats;
+pub mod write_buffer;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -58,6 +63,7 @@ use crate::device::Device;
 use crate::node::{Entry, NodeLayout, PageId};
 use crate::{Error, Result};
 pub use buffer::{BufferGauges, BufferedNode, NodeBuffer, NodeStatus};
+pub use logged::{LoggedBuffer, LoggedPolicy};
 use placement::{LogDevices, LogPlacement};
 pub use record::{EncodeRecord, Encoded, NodeRecord, Record, RecordFormat};
 pub use stats::{BufferSettings, BufferedStats};
@@ -439,16 +445,22 @@ pub enum UnitDurability {
 /// What a flash-aware store writes itself: its buffer (add), the choice of what to flush
 /// and when (evict, choose), its log records and their replay. The skeleton calls the hooks
 /// with the [`Core`]; entries and changes arrive encoded, page ids checked and allocated.
-pub trait BufferPolicy {
-    /// The store's kind as reported (`fast`, `efind`).
-    const KIND: &'static str;
+///
+/// The trait is object safe: the skeleton holds its policy as a `Box<dyn BufferPolicy>` in
+/// [`AnyStore`](crate::store::AnyStore), so a new policy needs no new store type. Policies
+/// whose buffer is the logged write buffer implement [`LoggedPolicy`] instead and get these
+/// hooks from it.
+pub trait BufferPolicy: Send {
+    /// The store's kind as reported (`fast`, `efind`, ...): `store.kind`, and the key of
+    /// the policy's own report (`store.<kind>.*`).
+    fn kind(&self) -> &'static str;
 
     /// How the policy's log records are encoded (see [`record`]).
-    const FORMAT: RecordFormat;
+    fn format(&self) -> RecordFormat;
 
     /// The oldest log format (see [`crate::store::log::LOG_FORMAT`]) whose records this
     /// policy reads.
-    const OLDEST_LOG_FORMAT: u32;
+    fn oldest_log_format(&self) -> u32;
 
     /// Called once a new store is assembled (before any operation).
     fn created(&mut self, _core: &mut Core) -> Result<()> {
@@ -508,20 +520,29 @@ pub trait BufferPolicy {
     /// The options behind the statistics (the skeleton fills in the log's).
     fn settings(&self) -> BufferSettings;
 
-    /// Fills in the policy's extras in the store's report (the skeleton fills in
-    /// [`BufferedStats`]).
-    fn report(&self, core: &Core, report: &mut StoreReport);
+    /// The policy's own counters, gauges and settings, reported as `store.<kind>` beside
+    /// the skeleton's [`BufferedStats`] (`store.buffered`); opaque to the skeleton.
+    fn report(&self, core: &Core) -> PolicyReport;
 }
 
-/// A buffered store: the skeleton over policy `P`. See the module documentation.
-pub struct BufferedStore<P> {
+/// A policy's own report: its counters, gauges and settings as a JSON object (see
+/// [`BufferPolicy::report`]), or nothing.
+pub type PolicyReport = Option<serde_json::Value>;
+
+/// A policy's statistics as its report (the one serialisation every policy uses).
+pub fn policy_report<T: Serialize>(stats: &T) -> PolicyReport {
+    serde_json::to_value(stats).ok()
+}
+
+/// A buffered store: the skeleton over policy `P` (`dyn BufferPolicy` in
+/// [`AnyStore`](crate::store::AnyStore)). See the module documentation.
+pub struct BufferedStore<P: ?Sized = dyn BufferPolicy> {
     core: Core,
-    policy: P,
+    policy: Box<P>,
 }
 
 impl<P: BufferPolicy> BufferedStore<P> {
-    /// A new, empty store: nodes on `devs.nodes` through a page cache `buffer`, the log on
-    /// `devs.log` with `log`, header saved at `header_path` (none: in memory).
+    /// A new, empty store over `policy` (see [`create_boxed`](Self::create_boxed)).
     pub fn create(
         devs: LogDevices,
         buffer: &CacheConfig,
@@ -530,18 +551,10 @@ impl<P: BufferPolicy> BufferedStore<P> {
         policy: P,
         header_path: Option<&Path>,
     ) -> Result<Self> {
-        let cache = PageCache::new(devs.nodes, buffer)?;
-        check_page_size(cache.page_size(), &layout)?;
-        let log = Log::create(devs.log, log)?;
-        let header = StoreHeader::new(P::KIND);
-        let parts = (cache, log, devs.placement);
-        let mut s = Self::assemble(parts, layout, header, policy, header_path);
-        s.policy.created(&mut s.core)?;
-        Ok(s)
+        Self::create_boxed(devs, buffer, layout, log, Box::new(policy), header_path)
     }
 
-    /// Reopens a store: the header its last checkpoint saved (if any), then the log
-    /// replayed by the policy (recovering what a crash left buffered).
+    /// Reopens a store over `policy` (see [`open_boxed`](Self::open_boxed)).
     pub fn open(
         devs: LogDevices,
         buffer: &CacheConfig,
@@ -550,15 +563,61 @@ impl<P: BufferPolicy> BufferedStore<P> {
         policy: P,
         header_path: Option<&Path>,
     ) -> Result<Self> {
+        Self::open_boxed(devs, buffer, layout, log, Box::new(policy), header_path)
+    }
+}
+
+impl<P: BufferPolicy + 'static> BufferedStore<P> {
+    /// The same store over its policy as an object (what [`AnyStore`](crate::store::AnyStore)
+    /// holds).
+    pub fn into_dyn(self) -> BufferedStore {
+        BufferedStore {
+            core: self.core,
+            policy: self.policy,
+        }
+    }
+}
+
+impl<P: BufferPolicy + ?Sized> BufferedStore<P> {
+    /// A new, empty store: nodes on `devs.nodes` through a page cache `buffer`, the log on
+    /// `devs.log` with `log`, header saved at `header_path` (none: in memory).
+    pub fn create_boxed(
+        devs: LogDevices,
+        buffer: &CacheConfig,
+        layout: NodeLayout,
+        log: LogConfig,
+        policy: Box<P>,
+        header_path: Option<&Path>,
+    ) -> Result<Self> {
+        let cache = PageCache::new(devs.nodes, buffer)?;
+        check_page_size(cache.page_size(), &layout)?;
+        let log = Log::create(devs.log, log)?;
+        let header = StoreHeader::new(policy.kind());
+        let parts = (cache, log, devs.placement);
+        let mut s = Self::assemble(parts, layout, header, policy, header_path);
+        s.policy.created(&mut s.core)?;
+        Ok(s)
+    }
+
+    /// Reopens a store: the header its last checkpoint saved (if any), then the log
+    /// replayed by the policy (recovering what a crash left buffered).
+    pub fn open_boxed(
+        devs: LogDevices,
+        buffer: &CacheConfig,
+        layout: NodeLayout,
+        log: LogConfig,
+        policy: Box<P>,
+        header_path: Option<&Path>,
+    ) -> Result<Self> {
         let start = Instant::now();
         let cache = PageCache::new(devs.nodes, buffer)?;
         check_page_size(cache.page_size(), &layout)?;
         let header = match header_path {
-            Some(p) => StoreHeader::load_or_new(p, P::KIND)?,
-            None => StoreHeader::new(P::KIND),
+            Some(p) => StoreHeader::load_or_new(p, policy.kind())?,
+            None => StoreHeader::new(policy.kind()),
         };
         let log = LogConfig {
-            oldest_format: P::OLDEST_LOG_FORMAT,
+            oldest_format: policy.oldest_log_format(),
             ..log
         };
         let (log, recovered) = Log::open(devs.log, log)?;
@@ -568,7 +627,7 @@ impl<P: BufferPolicy> BufferedStore<P> {
             .iter()
             .map(|op| {
                 op.iter()
-                    .map(|p| Record::decode(p, P::FORMAT, es))
+                    .map(|p| Record::decode(p, policy.format(), es))
                     .collect::<Result<Vec<_>>>()
             })
             .collect::<Result<Vec<_>>>()?;
@@ -586,7 +645,7 @@ impl<P: BufferPolicy> BufferedStore<P> {
         (cache, log, placement): (PageCache, Log, LogPlacement),
         layout: NodeLayout,
         header: StoreHeader,
-        policy: P,
+        policy: Box<P>,
         header_path: Option<&Path>,
     ) -> Self {
         BufferedStore {
@@ -600,7 +659,7 @@ impl<P: BufferPolicy> BufferedStore<P> {
                 header,
                 stats: StoreStats::default(),
                 recovery: None,
-                format: P::FORMAT,
+                format: policy.format(),
                 counts: BufferedStats::default(),
                 unit_images: 0,
                 header_path: header_path.map(Path::to_path_buf),
@@ -621,7 +680,7 @@ impl<P: BufferPolicy> BufferedStore<P> {
 
     /// The policy and the shared state, mutably (tests drive a policy's hooks directly).
     pub fn parts_mut(&mut self) -> (&mut P, &mut Core) {
-        (&mut self.policy, &mut self.core)
+        (&mut *self.policy, &mut self.core)
     }
 
     /// The page cache (and through it the node partition of the device).
@@ -630,7 +689,7 @@ impl<P: BufferPolicy> BufferedStore<P> {
     }
 }
 
-impl<P: BufferPolicy, const D: usize> NodeStore<D> for BufferedStore<P> {
+impl<P: BufferPolicy + ?Sized, const D: usize> NodeStore<D> for BufferedStore<P> {
     fn layout(&self) -> &NodeLayout {
         &self.core.layout
     }
@@ -712,7 +771,7 @@ impl<P: BufferPolicy, const D: usize> NodeStore<D> for BufferedStore<P> {
     }
 }
 
-impl<P: BufferPolicy> StoreControl for BufferedStore<P> {
+impl<P: BufferPolicy + ?Sized> StoreControl for BufferedStore<P> {
     fn device(&self) -> &dyn Device {
         self.core.cache.device()
     }
@@ -753,7 +812,7 @@ impl<P: BufferPolicy> StoreControl for BufferedStore<P> {
         settings.log_sync = log.to_string();
         settings.log_pages = core.log.device().capacity_pages();
         let mut r = StoreReport {
-            kind: P::KIND.into(),
+            kind: self.policy.kind().into(),
             nodes: core.stats,
             cache: core.cache.stats(),
             buffered: Some(BufferedStats {
@@ -779,7 +838,9 @@ impl<P: BufferPolicy> StoreControl for BufferedStore<P> {
             },
             ..Default::default()
         };
-        self.policy.report(core, &mut r);
+        if let Some(own) = self.policy.report(core) {
+            r.policy.insert(r.kind.clone(), own);
+        }
         r
     }
 }
@@ -787,3 +848,7 @@ impl<P: BufferPolicy> StoreControl for BufferedStore<P> {
 #[cfg(test)]
 #[path = "skeleton_tests.rs"]
 pub(crate) mod tests;
+
+#[cfg(test)]
+#[path = "toy_policy_tests.rs"]
+mod toy_policy_tests;

@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 use crate::cache::KeyMap;
 use crate::node::{NodeLayout, PageId, Resealer};
-use crate::store::fast::buffer::apply_raw_unsealed;
+use crate::store::buffered::page::apply_raw_unsealed;
 use crate::store::Change;
 
 use super::RawChange;
@@ -207,7 +207,7 @@ fn touched(layout: &NodeLayout, mut count: usize, changes: &[RawChange]) -> Rang
 mod tests {
     use super::*;
     use crate::node::LayoutKind;
-    use crate::store::fast::buffer::{apply_raw, page_from_entries};
+    use crate::store::buffered::page::{apply_raw, page_from_entries};
     use proptest::prelude::*;
 
     fn layout(kind: LayoutKind) -> NodeLayout {

@@ -1,4 +1,4 @@
-//! The one log record vocabulary and codec of every buffered store (FAST, eFIND), written
+//! The one log record vocabulary and codec of every buffered store, written
 //! as payloads of the shared [`Log`](crate::store::log::Log) (which frames, checksums and
 //! commits them without looking inside).
 //!

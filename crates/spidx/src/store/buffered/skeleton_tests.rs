@@ -42,6 +42,38 @@ pub(crate) fn entry(i: u64) -> Entry<2> {
     }
 }
 
+/// Builds 4 one-entry nodes on a store of `cfg` in a fresh directory, writes them back,
+/// adds an entry to each, checkpoints and reopens: returns the header the checkpoint saved
+/// and the reopened store, whose node 3 was checked to read back with both entries.
+pub(crate) fn checkpoint_and_reopen(
+    cfg: &crate::store::StoreConfig,
+) -> (crate::store::StoreHeader, crate::store::AnyStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = mem(16 << 20);
+    let none = CacheConfig::none();
+    let dev = Box::new(shared.clone());
+    let mut s = cfg.create(dev, &none, layout(), Some(dir.path())).unwrap();
+    for n in 0..4u64 {
+        NodeStore::<2>::create(&mut s, 0, &[entry(n)]).unwrap();
+        NodeStore::<2>::end_operation(&mut s).unwrap();
+    }
+    s.write_back().unwrap();
+    for n in 0..4u64 {
+        NodeStore::<2>::modify(&mut s, n, 0, &[NodeChange::Push(entry(20 + n))]).unwrap();
+        NodeStore::<2>::end_operation(&mut s).unwrap();
+    }
+    NodeStore::<2>::flush(&mut s).unwrap();
+    drop(s);
+    let saved = crate::store::StoreHeader::load(&dir.path().join("store.json")).unwrap();
+    let mut s = cfg
+        .open(Box::new(shared), &none, layout(), dir.path())
+        .unwrap();
+    let page = NodeStore::<2>::read(&mut s, 3, 0).unwrap();
+    let node: Node<2> = layout().decode(page.bytes());
+    assert_eq!(node.entries, vec![entry(3), entry(23)]);
+    (saved, s)
+}
+
 fn fast() -> FastPolicy {
     FastPolicy::new(FastParams {
         write_buffer: 4 << 10,
@@ -89,7 +121,7 @@ fn workload<P: BufferPolicy>(
     for n in 0..40u64 {
         let es: Vec<Entry<2>> = (0..3).map(|k| entry(n * 10 + k)).collect();
         let id = NodeStore::<2>::create(&mut s, 0, &es).unwrap();
-        if P::KIND != "rftl" {
+        if s.policy().kind() != "rftl" {
             assert_eq!(id, n);
         }
         ids.push(id);
@@ -149,16 +181,15 @@ fn reopen_same<P: BufferPolicy>(make: impl Fn() -> P, kind: &str) {
     );
     assert!(b.log.commits >= 640, "{kind}: {b:?}");
     // RFTL writes out of place: no images, but units on pages and compactions.
+    let rftl = r.policy_report::<crate::store::rftl::RftlStats>();
+    let lcr = r.policy_report::<crate::store::lcr::LcrStats>();
     assert!(
-        b.image_records > 0
-            || r.rftl
-                .is_some_and(|x| x.compactions > 0 && x.units_written > 0),
-        "{kind}: modified nodes were flushed: {b:?} {:?}",
-        r.rftl
+        b.image_records > 0 || rftl.is_some_and(|x| x.compactions > 0 && x.units_written > 0),
+        "{kind}: modified nodes were flushed: {b:?} {rftl:?}"
     );
     // The LCR-tree's log pages and RFTL's unit pages are allocated pages too.
-    let log_pages = r.lcr.map_or(0, |l| l.gauges.log_pages);
-    let unit_pages = r.rftl.map_or(0, |x| x.gauges.unit_pages);
+    let log_pages = lcr.map_or(0, |l| l.gauges.log_pages);
+    let unit_pages = rftl.map_or(0, |x| x.gauges.unit_pages);
     assert_eq!(r.gauges.pages_in_use, 40 + log_pages + unit_pages, "{kind}");
     // A crash now: the log rebuilds the buffer; the nodes read the same.
     drop(s);

@@ -1,4 +1,4 @@
-//! The one statistics vocabulary of the buffered stores (FAST, eFIND): what every one of
+//! The one statistics vocabulary of the buffered stores: what every one of
 //! them counts under the same name, reported as `store.buffered.*`. Counters (amounts that
 //! add up over operations) are plain fields; the buffer's and the log's levels are under
 //! `gauges`; the options that shape the numbers are under `settings` (the "metric kinds"

@@ -178,13 +178,7 @@ pub fn replay(
                 clock = clock.max(state.stamp);
                 nodes.insert(*id, BufNode::from_state(state.clone()));
             }
-            other @ (Record::Modify { .. }
-            | Record::Deleted { .. }
-            | Record::Written(_)
-            | Record::LogPage { .. }
-            | Record::UnitPages { .. }) => {
-                return Err(bad(format!("{other:?} is not an eFIND record")));
-            }
+            other => return Err(bad(format!("{other:?} is not an eFIND record"))),
         }
     }
     Ok(Replayed {

@@ -54,11 +54,12 @@ use write_buffer::{BufNode, Scores};
 
 use super::buffered::node_cache::LazyNodeCache;
 use super::buffered::{
-    BufferGauges, BufferPolicy, BufferSettings, BufferedStore, Core, Encoded, NodeBuffer,
-    NodeStatus, RawChange, Record, RecordFormat, RecoveryReport, UnitDurability,
+    policy_report, BufferGauges, BufferPolicy, BufferSettings, BufferedStore, Core, Encoded,
+    NodeBuffer, NodeStatus, PolicyReport, RawChange, Record, RecordFormat, RecoveryReport,
+    UnitDurability,
 };
 use super::log::LOG_FORMAT;
-use super::{StoreReport, TreeMeta};
+use super::TreeMeta;
 use crate::cache::{Buffer, BufferStats};
 use crate::node::PageId;
 use crate::{Error, Result};
@@ -491,10 +492,18 @@ fn pairwise_overlap(flat: &[f64], dims: usize) -> f64 {
 }
 
 impl BufferPolicy for EfindPolicy {
-    const KIND: &'static str = "efind";
-    const FORMAT: RecordFormat = RecordFormat::Compact;
+    fn kind(&self) -> &'static str {
+        "efind"
+    }
+
+    fn format(&self) -> RecordFormat {
+        RecordFormat::Compact
+    }
+
     /// Log format 1 held eFIND's postcard records, which the shared codec does not read.
-    const OLDEST_LOG_FORMAT: u32 = LOG_FORMAT;
+    fn oldest_log_format(&self) -> u32 {
+        LOG_FORMAT
+    }
 
     fn created(&mut self, core: &mut Core) -> Result<()> {
         self.compact(core)
@@ -678,7 +687,7 @@ impl BufferPolicy for EfindPolicy {
         }
     }
 
-    fn report(&self, _core: &Core, report: &mut StoreReport) {
-        report.efind = Some(self.efind_stats());
+    fn report(&self, _core: &Core) -> PolicyReport {
+        policy_report(&self.efind_stats())
     }
 }

@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use super::standings::UnitInfo;
 use super::FastPolicy;
 use crate::node::PageId;
-use crate::store::buffered::{Core, NodeStatus, UnitDurability};
+use crate::store::buffered::{Core, LoggedPolicy, NodeStatus, UnitDurability};
 use crate::{Error, Result};
 
 /// How the flushing unit to write is chosen. See the module documentation.
@@ -96,7 +96,7 @@ impl FastPolicy {
     fn units(&self) -> BTreeMap<u64, UnitInfo> {
         let f = u64::from(self.params.flushing_unit);
         let mut units: BTreeMap<u64, UnitInfo> = BTreeMap::new();
-        for (id, n) in self.buf.iter() {
+        for (id, n) in self.lb.buf.iter() {
             let u = units.entry(id / f).or_default();
             u.mods += n.mods;
             u.last = u.last.max(n.last_op);
@@ -106,7 +106,7 @@ impl FastPolicy {
 
     /// Picks the unit to flush by the policy (`flush-all` is handled by the caller).
     fn choose_unit(&mut self) -> Option<u64> {
-        let standings = self.buf.standings().expect("FAST keeps unit standings");
+        let standings = self.lb.buf.watch().standings();
         match self.params.flush_policy {
             FlushPolicy::FlushAll => self.units().keys().next().copied(),
             FlushPolicy::Random => {
@@ -118,17 +118,17 @@ impl FastPolicy {
                 units.keys().nth(i).copied()
             }
             FlushPolicy::Fast => standings.most_modified(),
-            FlushPolicy::FastStar => standings.fast_star(self.op),
+            FlushPolicy::FastStar => standings.fast_star(self.lb.op),
             FlushPolicy::FastStarFestival => standings.oldest_first(),
         }
     }
 
     /// Flushes units until the buffer fits its capacity again.
-    pub(super) fn flush_for_space(&mut self, core: &mut Core) -> Result<()> {
+    pub(super) fn flush_chosen_units(&mut self, core: &mut Core) -> Result<()> {
         if self.params.flush_policy == FlushPolicy::FlushAll {
-            return self.flush_all(core);
+            return self.flush_every_unit(core);
         }
-        while self.buf.bytes() as u64 > self.params.write_buffer {
+        while self.lb.buf.bytes() as u64 > self.params.write_buffer {
             let Some(u) = self.choose_unit() else { break };
             self.flush_unit(core, u)?;
         }
@@ -136,7 +136,7 @@ impl FastPolicy {
     }
 
     /// Flushes every unit holding buffered nodes.
-    pub(super) fn flush_all(&mut self, core: &mut Core) -> Result<()> {
+    pub(super) fn flush_every_unit(&mut self, core: &mut Core) -> Result<()> {
         let units: Vec<u64> = self.units().keys().copied().collect();
         for u in units {
             self.flush_unit(core, u)?;
@@ -149,6 +149,7 @@ impl FastPolicy {
         let f = u64::from(self.params.flushing_unit);
         let range = u * f..(u + 1) * f;
         let members: Vec<(PageId, NodeStatus, u32, bool)> = self
+            .lb
             .buf
             .range(range.clone())
             .map(|(id, n)| (id, n.status, n.level, n.image.is_some()))
@@ -173,9 +174,9 @@ impl FastPolicy {
         core.write_unit(&unit, UnitDurability::WrittenRecord { members: all })?;
         core.recycle_unit(unit);
         for &(id, status, _, _) in &members {
-            self.buf.remove(id);
+            self.lb.buf.remove(id);
             // Read from its page from now on: the replayed copy is not needed any more.
-            self.nodes.forget(id);
+            self.lb.nodes.forget(id);
             if status == NodeStatus::Deleted {
                 self.stats.flushed_deleted_nodes += 1;
             }
@@ -347,12 +348,12 @@ mod tests {
                 }
                 let p = s.parts_mut().0;
                 let built = p.units();
-                let kept = p.buf.standings().unwrap();
+                let kept = p.lb.buf.watch().standings();
                 assert_eq!(kept.len(), built.len(), "units at step {step}");
                 for (&u, info) in &built {
                     assert_eq!(kept.get(u), Some(*info), "unit {u} at step {step}");
                 }
-                let now = p.op;
+                let now = p.lb.op;
                 let max_mods = built.values().map(|i| i.mods).max().unwrap_or(0);
                 let oldest = built.values().map(|i| i.last).min().unwrap_or(0);
                 let star = |i: &UnitInfo| fast_star_score(*i, max_mods, now, oldest);
@@ -368,12 +369,13 @@ mod tests {
                     let encode = |rs: &mut dyn Iterator<Item = Vec<u8>>| rs.collect::<Vec<_>>();
                     let owned = encode(
                         &mut p
+                            .lb
                             .buf
                             .snapshot_records()
                             .iter()
                             .map(|r| r.encode(format).unwrap()),
                     );
-                    let borrowed = encode(&mut p.buf.snapshot().map(|r| {
+                    let borrowed = encode(&mut p.lb.buf.snapshot().map(|r| {
                         let mut out = Vec::new();
                         r.encode_into(format, &mut out).unwrap();
                         out
@@ -396,7 +398,7 @@ mod tests {
         let mut s = scenario(FlushPolicy::FlushAll);
         let (p, core) = s.parts_mut();
         p.flush_all(core).unwrap();
-        assert!(p.buf.is_empty());
+        assert!(p.lb.buf.is_empty());
         let r = &core.counts;
         assert_eq!((r.flushes, r.flushed_nodes), (3, 6));
         assert_eq!(

@@ -4,7 +4,9 @@
 //! a flash-aware one by changing only how node changes reach the device (architecture
 //! §6). The trees above are unchanged.
 //!
-//! * **Write buffer** ([`buffer`]): every node change is kept in memory per node (status
+//! * **Write buffer** (the skeleton's logged write buffer,
+//!   [`crate::store::buffered::write_buffer`], watched by FAST's unit standings
+//!   ([`standings`])): every node change is kept in memory per node (status
 //!   new / modified / deleted plus the ordered entry-level changes); reading a node replays
 //!   its changes over its page (or builds it from the buffered image of a new node).
 //! * **Flushing** ([`flush`]): at the end of an operation whose changes made the buffer hold
@@ -29,7 +31,6 @@
 //!   `store.json` for people to read. The log is the source of truth: a crash between any
 //!   two of these steps reopens from the old log or the new one, both consistent.
 
-pub mod buffer;
 pub mod flush;
 pub mod standings;
 
@@ -39,14 +40,13 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use self::buffer::{logged_write_buffer_hooks, page_from_entries, WriteBuffer};
-use super::buffered::node_cache::LazyNodeCache;
+use self::standings::UnitWatch;
+use super::buffered::page::{apply_raw, page_from_entries};
+use super::buffered::sizing;
 use super::buffered::{
-    BufferPolicy, BufferSettings, BufferedStore, Core, NodeStatus, Record, RecordFormat,
-    RecoveryReport,
+    policy_report, BufferSettings, BufferedStore, Core, LoggedBuffer, LoggedPolicy, PolicyReport,
 };
 use super::log::LogSync;
-use super::StoreReport;
 use crate::node::PageId;
 use crate::{Error, Result};
 
@@ -73,15 +73,7 @@ pub struct FastParams {
 impl FastParams {
     /// The log size used when none is given: 16 times the write buffer, at least 1MB.
     pub fn default_log_size(write_buffer: u64) -> u64 {
-        (write_buffer.saturating_mul(16)).max(1 << 20)
-    }
-
-    /// The smallest log that always has room: each of its two regions must hold the
-    /// compacted buffer (about twice its bytes, with record headers) twice over, plus the
-    /// images of a flushing unit and a few pages for one operation's records.
-    pub fn min_log_size(write_buffer: u64, flushing_unit: u32, page_size: usize) -> u64 {
-        let ps = page_size as u64;
-        2 * (4 * write_buffer + 2 * u64::from(flushing_unit) * ps + 16 * ps) + 2 * ps
+        sizing::default_log_size(write_buffer, 1 << 20)
     }
 
     /// Checks the options against the node page size.
@@ -109,28 +101,13 @@ impl FastParams {
                 ),
             ));
         }
-        let min = Self::min_log_size(self.write_buffer, self.flushing_unit, page_size);
-        Self::check_log_size(
+        let min = sizing::min_log_size(self.write_buffer, self.flushing_unit, page_size);
+        sizing::check_log_size(
             "FAST log size",
             self.log_size,
             min,
             "this write buffer and flushing unit",
         )
-    }
-
-    /// Refuses a log of `log_size` bytes smaller than `min`, naming the option `key` and
-    /// what the minimum depends on (`of`); FAST's, the LCR-tree's and RFTL's check.
-    pub fn check_log_size(key: &str, log_size: u64, min: u64, of: &str) -> Result<()> {
-        if log_size < min {
-            return Err(Error::invalid(
-                key,
-                format!(
-                    "{log_size} bytes is too small for {of}; give at least {min} bytes ({})",
-                    crate::units::format_size(min)
-                ),
-            ));
-        }
-        Ok(())
     }
 
     /// Pages of the log region on a device of `page_size`-byte pages.
@@ -155,14 +132,11 @@ pub type FastStore = BufferedStore<FastPolicy>;
 /// FAST's buffer, flushing-unit choice and log records. See the module documentation.
 pub struct FastPolicy {
     params: FastParams,
-    buf: WriteBuffer,
-    /// Operations ended so far (FAST*'s clock).
-    op: u64,
+    /// The write buffer (its clock is FAST*'s), watched by the units' standings, and the
+    /// pages of buffered nodes with their changes replayed.
+    lb: LoggedBuffer<UnitWatch>,
     rng: ChaCha8Rng,
     stats: FastStats,
-    /// Pages of buffered nodes with their changes replayed (CPU only: a read still reads
-    /// the node's page as before; see [`node_cache`](super::buffered::node_cache)).
-    nodes: LazyNodeCache,
 }
 
 impl FastPolicy {
@@ -171,11 +145,9 @@ impl FastPolicy {
     pub fn new(params: FastParams) -> Self {
         FastPolicy {
             params,
-            buf: WriteBuffer::with_units(params.flushing_unit),
-            op: 0,
+            lb: LoggedBuffer::with_watch(UnitWatch::new(params.flushing_unit)),
             rng: ChaCha8Rng::seed_from_u64(RANDOM_POLICY_SEED),
             stats: FastStats::default(),
-            nodes: LazyNodeCache::default(),
         }
     }
 
@@ -184,19 +156,9 @@ impl FastPolicy {
         &self.params
     }
 
-    /// The current content of node `id`: its page with the buffered changes replayed.
-    /// A buffered node's page comes from the cache of replayed nodes when it holds it
-    /// (after the read of the node's page that replaying its changes issues).
-    fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        let (page, assembled) = self.replayed_page(core, id, level)?;
-        if assembled {
-            self.nodes.of(core.layout).put(id, Arc::clone(&page));
-        }
-        Ok(page)
-    }
-
-    /// Node `id`'s current content as [`Self::node_page`] finds it, without keeping a page
-    /// it assembles (`true` with the page then): a flush writes and forgets it.
+    /// Node `id`'s current content as [`LoggedPolicy::node_page`] finds it, without
+    /// keeping a page it assembles (`true` with the page then): a flush writes and forgets
+    /// it.
     fn replayed_page(
         &mut self,
         core: &mut Core,
@@ -205,19 +167,13 @@ impl FastPolicy {
     ) -> Result<(Arc<[u8]>, bool)> {
         core.header.check_page(id)?;
         let layout = core.layout;
-        let Some(n) = self.buf.get(id) else {
+        let Some(n) = self.lb.buf.live(id)? else {
             let page = core
                 .cache
                 .read_checked(id, level, |b| layout.verify(b, id))?;
             return Ok((page, false));
         };
-        if n.status == NodeStatus::Deleted {
-            return Err(Error::corrupted(
-                format!("node page {id}"),
-                "the node was deleted",
-            ));
-        }
-        if let Some(page) = self.nodes.of(layout).get(id) {
+        if let Some(page) = self.lb.nodes.of(layout).get(id) {
             if n.image.is_none() {
                 // The read its assembly issues; its bytes are not used.
                 core.cache
@@ -243,81 +199,50 @@ impl FastPolicy {
             }
         };
         let buf = Arc::get_mut(&mut page).expect("a new page is not shared");
-        buffer::apply_raw(&layout, id, buf, n.level, count, &n.changes)?;
+        apply_raw(&layout, id, buf, n.level, count, &n.changes)?;
         Ok((page, true))
-    }
-
-    /// Rewrites the log as a snapshot of the current state.
-    fn compact_log(&self, core: &mut Core) -> Result<()> {
-        core.compact_log(None, self.buf.snapshot())
     }
 }
 
-impl BufferPolicy for FastPolicy {
+impl LoggedPolicy for FastPolicy {
     const KIND: &'static str = "fast";
-    const FORMAT: RecordFormat = RecordFormat::Fixed;
+    const NAME: &'static str = "FAST";
     /// FAST's records are unchanged since log format 1.
     const OLDEST_LOG_FORMAT: u32 = 1;
+    type Watch = UnitWatch;
 
-    logged_write_buffer_hooks!();
-
-    fn drop_caches(&mut self, _core: &mut Core) {
-        self.nodes.clear();
+    fn logged(&self) -> &LoggedBuffer<UnitWatch> {
+        &self.lb
     }
 
-    /// Rebuilds metadata, allocation and buffer from recovered log records.
-    fn recover(
-        &mut self,
-        core: &mut Core,
-        operations: &[Vec<Record>],
-        rep: &mut RecoveryReport,
-    ) -> Result<()> {
-        for op in operations {
-            self.op += 1;
-            for r in op {
-                rep.records_replayed += 1;
-                if let Some(other) = self.buf.replay(&mut core.header, r.clone(), self.op, rep) {
-                    return Err(crate::Error::corrupted(
-                        "FAST log",
-                        format!("{other:?} is not a FAST record"),
-                    ));
-                }
-            }
-        }
-        rep.buffered_nodes = self.buf.len() as u64;
-        Ok(())
+    fn logged_mut(&mut self) -> &mut LoggedBuffer<UnitWatch> {
+        &mut self.lb
     }
 
+    fn write_buffer(&self) -> u64 {
+        self.params.write_buffer
+    }
+
+    /// The current content of node `id`: its page with the buffered changes replayed.
+    /// A buffered node's page comes from the cache of replayed nodes when it holds it
+    /// (after the read of the node's page that replaying its changes issues).
     fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        FastPolicy::node_page(self, core, id, level)
-    }
-
-    fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
-        self.nodes.forget(id);
-        self.buf.logged_delete(core, id, level, self.op)
-    }
-
-    fn end_operation(&mut self, core: &mut Core) -> Result<()> {
-        self.op += 1;
-        if self.buf.bytes() as u64 > self.params.write_buffer {
-            self.flush_for_space(core)?;
+        let (page, assembled) = self.replayed_page(core, id, level)?;
+        if assembled {
+            self.lb.nodes.of(core.layout).put(id, Arc::clone(&page));
         }
-        if core.log.needs_compaction() {
-            self.compact_log(core)?;
-        }
-        Ok(())
+        Ok(page)
     }
 
-    fn write_back(&mut self, core: &mut Core) -> Result<()> {
-        self.flush_all(core)
+    fn flush_all(&mut self, core: &mut Core) -> Result<()> {
+        self.flush_every_unit(core)
     }
 
-    fn checkpoint(&mut self, core: &mut Core) -> Result<()> {
-        self.flush_all(core)?;
-        self.compact_log(core)
+    fn flush_for_space(&mut self, core: &mut Core) -> Result<()> {
+        self.flush_chosen_units(core)
     }
 
-    fn settings(&self) -> BufferSettings {
+    fn buffer_settings(&self) -> BufferSettings {
         BufferSettings {
             write_buffer: self.params.write_buffer,
             flushing_unit: u64::from(self.params.flushing_unit),
@@ -326,7 +251,7 @@ impl BufferPolicy for FastPolicy {
         }
     }
 
-    fn report(&self, _core: &Core, report: &mut StoreReport) {
-        report.fast = Some(self.stats);
+    fn own_report(&self, _core: &Core) -> PolicyReport {
+        policy_report(&self.stats)
     }
 }

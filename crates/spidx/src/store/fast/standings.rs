@@ -16,6 +16,9 @@ use std::cmp::Reverse;
 use std::collections::BTreeSet;
 
 use crate::cache::KeyMap;
+use crate::node::PageId;
+use crate::store::buffered::write_buffer::{BufNode, BufferWatch};
+use crate::store::buffered::NodeBuffer;
 
 /// A unit's standing for the flush policies.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -163,4 +166,51 @@ pub fn fast_star_score(info: UnitInfo, max_mods: u64, now: u64, oldest: u64) -> 
         0.0
     };
     m + a
+}
+
+/// FAST's watch over the write buffer: the standing of every flushing unit of `unit`
+/// pages, brought up to date as buffered nodes change and leave.
+#[derive(Debug)]
+pub struct UnitWatch {
+    unit: u64,
+    standings: UnitStandings,
+}
+
+impl UnitWatch {
+    /// Standings of the flushing units of `unit` pages (at least 1).
+    pub fn new(unit: u32) -> Self {
+        UnitWatch {
+            unit: u64::from(unit.max(1)),
+            standings: UnitStandings::default(),
+        }
+    }
+
+    /// The units' standings.
+    pub fn standings(&self) -> &UnitStandings {
+        &self.standings
+    }
+}
+
+impl BufferWatch for UnitWatch {
+    fn changed(&mut self, id: PageId, old_mods: u64, new_mods: u64, op: u64) {
+        let u = id / self.unit;
+        let mut info = self.standings.get(u).unwrap_or_default();
+        info.mods = info.mods - old_mods + new_mods;
+        info.last = info.last.max(op);
+        self.standings.set(u, Some(info));
+    }
+
+    fn removed(&mut self, id: PageId, mods: u64, nodes: &NodeBuffer<BufNode>) {
+        let (f, u) = (self.unit, id / self.unit);
+        let mut rest = nodes.range(u * f..(u + 1) * f).peekable();
+        if rest.peek().is_none() {
+            self.standings.set(u, None);
+            return;
+        }
+        let last = rest.map(|(_, n)| n.last_op).max().unwrap_or(0);
+        let mut info = self.standings.get(u).unwrap_or_default();
+        info.mods -= mods;
+        info.last = last;
+        self.standings.set(u, Some(info));
+    }
 }

@@ -11,8 +11,9 @@
 //!   then the buffered changes are applied. The node → log page mapping table lives in the
 //!   store header ([`StoreHeader::log_pages`](crate::store::StoreHeader)), saved in
 //!   `store.json` at checkpoints and logged (`LogPage` records) in between.
-//! * **Write buffer, flush-all**: changes are buffered in memory (the buffer of FAST,
-//!   [`crate::store::fast::buffer`]: per node its ordered changes or its image); at the end
+//! * **Write buffer, flush-all**: changes are buffered in memory (the skeleton's logged
+//!   write buffer, [`crate::store::buffered::write_buffer`]: per node its ordered changes or
+//!   its image); at the end
 //!   of an operation that leaves more than `write_buffer` bytes buffered, the *whole* buffer
 //!   is flushed as one batch: a new node's page is written; a modified node's changes are
 //!   merged with its log page into its compacted delta, written to its log page (one is
@@ -30,25 +31,20 @@
 //! Counters of its own: [`LcrStats`] (`store.lcr.*`).
 
 pub mod log_page;
-pub mod snapshot;
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use self::log_page::{DeltaView, Encoded, NodeDelta};
-use self::snapshot::{EncodedRecords, EncodedTable};
-use super::buffered::node_cache::LazyNodeCache;
+use super::buffered::logged::foreign_record;
+use super::buffered::page::{apply_raw, page_from_entries_unsealed};
+use super::buffered::snapshot::{self, EncodedRecords, EncodedTable};
 use super::buffered::{
-    BufferPolicy, BufferedStore, Core, NodeStatus, Record, RecordFormat, RecoveryReport,
-    UnitDurability,
+    policy_report, sizing, BufferedStore, Core, LoggedBuffer, LoggedPolicy, NodeStatus,
+    PolicyReport, Record, UnitDurability,
 };
-use super::fast::buffer::{
-    apply_raw, flush_all_hooks, logged_write_buffer_hooks, page_from_entries_unsealed, WriteBuffer,
-};
-use super::fast::FastParams;
 use super::log::LogSync;
-use super::StoreReport;
 use crate::cache::KeyMap;
 use crate::node::PageId;
 use crate::{Error, Result};
@@ -68,19 +64,13 @@ impl LcrParams {
     /// The log size used when none is given: 16 times the write buffer, at least 4MB (a
     /// compacted log also holds the mapping table).
     pub fn default_log_size(write_buffer: u64) -> u64 {
-        write_buffer.saturating_mul(16).max(4 << 20)
+        sizing::flush_all_log_size(write_buffer)
     }
 
     /// Checks the options against the node page size; errors name the key.
     pub fn validate(&self, page_size: usize) -> Result<()> {
-        if self.write_buffer == 0 {
-            return Err(Error::invalid(
-                "LCR-tree write_buffer",
-                "0 bytes; give a size such as 512KB",
-            ));
-        }
-        let min = FastParams::min_log_size(self.write_buffer, 1, page_size);
-        FastParams::check_log_size("LCR-tree log_size", self.log_size, min, "this write buffer")
+        let (wb, log) = (self.write_buffer, self.log_size);
+        sizing::check_flush_all("LCR-tree", wb, 1, log, page_size)
     }
 
     /// Pages of the log region on a device of `page_size`-byte pages.
@@ -148,12 +138,10 @@ pub type LcrStore = BufferedStore<LcrPolicy>;
 /// The LCR-tree's buffer, flush and mapping table. See the module documentation.
 pub struct LcrPolicy {
     params: LcrParams,
-    buf: WriteBuffer,
-    op: u64,
+    /// The write buffer and the assembled nodes (CPU only: every read still reads its
+    /// pages, unused; see [`node_cache`](super::buffered::node_cache)).
+    lb: LoggedBuffer,
     stats: LcrStats,
-    /// Assembled nodes (CPU only: every read still reads its pages, unused; see
-    /// [`node_cache`](super::buffered::node_cache)).
-    nodes: LazyNodeCache,
     /// The mapping table's `LogPage` records, encoded (kept with
     /// [`StoreHeader::log_pages`](crate::store::StoreHeader); see [`snapshot`]).
     table: EncodedTable,
@@ -173,10 +161,8 @@ impl LcrPolicy {
     pub fn new(params: LcrParams) -> Self {
         LcrPolicy {
             params,
-            buf: WriteBuffer::default(),
-            op: 0,
+            lb: LoggedBuffer::default(),
             stats: LcrStats::default(),
-            nodes: LazyNodeCache::default(),
             table: EncodedTable::default(),
             lps: KeyMap::default(),
             snap: EncodedRecords::default(),
@@ -193,17 +179,6 @@ impl LcrPolicy {
     /// The LCR-tree's own counters.
     pub fn lcr_stats(&self) -> LcrStats {
         self.stats
-    }
-
-    fn check_layout(core: &Core) -> Result<()> {
-        let (ps, es) = (core.layout.page_size(), core.layout.entry_size());
-        if log_page::capacity(ps, es) == 0 {
-            return Err(Error::invalid(
-                "LCR-tree page size",
-                format!("a {ps}-byte log page holds no {es}-byte entry"),
-            ));
-        }
-        Ok(())
     }
 
     /// Node `id` as on the device: its page (kept if `keep_base`) and, if it has a log
@@ -261,12 +236,12 @@ impl LcrPolicy {
         level: u32,
         need_base: bool,
     ) -> Result<Current> {
-        if let Some(now) = self.nodes.of(core.layout).get(id) {
+        if let Some(now) = self.lb.nodes.of(core.layout).get(id) {
             let base = self.read_pages(core, id, level, need_base)?;
             return Ok(Current { base, now });
         }
         let c = self.assemble(core, id, level, need_base)?;
-        self.nodes.of(core.layout).put(id, Arc::clone(&c.now));
+        self.lb.nodes.of(core.layout).put(id, Arc::clone(&c.now));
         Ok(c)
     }
 
@@ -279,7 +254,7 @@ impl LcrPolicy {
         need_base: bool,
     ) -> Result<Current> {
         let layout = core.layout;
-        let Some(n) = self.buf.get(id) else {
+        let Some(n) = self.lb.buf.live(id)? else {
             let d = Self::disk_node(&mut self.stats, &self.lps, core, id, level, need_base)?;
             let mut now = d.now;
             if d.logged {
@@ -287,12 +262,6 @@ impl LcrPolicy {
             }
             return Ok(Current { base: d.base, now });
         };
-        if n.status == NodeStatus::Deleted {
-            return Err(Error::corrupted(
-                format!("node page {id}"),
-                "the node was deleted",
-            ));
-        }
         let (base, count, mut now) = match &n.image {
             Some(entries) => {
                 let mut now: Arc<[u8]> = std::iter::repeat_n(0u8, layout.page_size()).collect();
@@ -338,13 +307,7 @@ impl LcrPolicy {
         need_base: bool,
     ) -> Result<Option<Arc<[u8]>>> {
         let layout = core.layout;
-        if let Some(n) = self.buf.get(id) {
-            if n.status == NodeStatus::Deleted {
-                return Err(Error::corrupted(
-                    format!("node page {id}"),
-                    "the node was deleted",
-                ));
-            }
+        if let Some(n) = self.lb.buf.live(id)? {
             if n.image.is_some() {
                 if n.status == NodeStatus::Modified && need_base {
                     let base = core
@@ -431,8 +394,9 @@ impl LcrPolicy {
     /// (each batch one `write_unit`, counted as a flush), compacting the log between
     /// batches when it is half full: the images of a flush-all are not bounded by the
     /// buffer's bytes (a buffered change of a few bytes logs its node's whole page).
-    fn flush_all(&mut self, core: &mut Core) -> Result<()> {
+    fn flush_batches(&mut self, core: &mut Core) -> Result<()> {
         let members: Vec<(PageId, NodeStatus, u32)> = self
+            .lb
             .buf
             .iter()
             .map(|(id, n)| (id, n.status, n.level))
@@ -462,11 +426,11 @@ impl LcrPolicy {
             core.write_unit(&unit, UnitDurability::WrittenRecord { members: batch })?;
             core.recycle_unit(unit);
             for (id, _, _) in &members[start..end] {
-                self.buf.remove(*id);
+                self.lb.buf.remove(*id);
             }
             if core.log.needs_compaction() {
                 if !snapped {
-                    self.snap.set(self.buf.snapshot(), core.format)?;
+                    self.snap.set(self.lb.buf.snapshot(), core.format)?;
                     snapped = true;
                 }
                 // The nodes still buffered are those after this batch.
@@ -546,7 +510,7 @@ impl LcrPolicy {
                 .iter()
                 .map(|(&id, &lp)| Record::LogPage { id, page: Some(lp) })
                 .collect();
-            records.extend(self.buf.snapshot_records());
+            records.extend(self.lb.buf.snapshot_records());
             let cached = self.table.payloads().chain(self.snap.from_node(first));
             snapshot::assert_encodes(&records, core.format, cached);
             let lps = core
@@ -558,75 +522,88 @@ impl LcrPolicy {
             assert!(self.lps == lps, "the hashed mapping table went out of step");
         }
     }
+}
+
+impl LoggedPolicy for LcrPolicy {
+    const KIND: &'static str = "lcr";
+    const NAME: &'static str = "LCR-tree";
+    /// The LCR-tree's records exist since log format 2.
+    const OLDEST_LOG_FORMAT: u32 = 2;
+    type Watch = ();
+
+    fn logged(&self) -> &LoggedBuffer {
+        &self.lb
+    }
+
+    fn logged_mut(&mut self) -> &mut LoggedBuffer {
+        &mut self.lb
+    }
+
+    fn write_buffer(&self) -> u64 {
+        self.params.write_buffer
+    }
+
+    fn check(&self, core: &Core) -> Result<()> {
+        let (ps, es) = (core.layout.page_size(), core.layout.entry_size());
+        if log_page::capacity(ps, es) == 0 {
+            return Err(Error::invalid(
+                "LCR-tree page size",
+                format!("a {ps}-byte log page holds no {es}-byte entry"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The node's assembled page from the cache of assembled nodes after the page reads
+    /// its assembly issues, or assembled (and cached).
+    fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+        self.current(core, id, level, false).map(|c| c.now)
+    }
+
+    /// The node's log page is freed first: recovery frees pages in the order freed here.
+    fn before_delete(&mut self, core: &mut Core, id: PageId) -> Result<()> {
+        self.drop_log_page(core, id)
+    }
+
+    fn flush_all(&mut self, core: &mut Core) -> Result<()> {
+        self.flush_batches(core)
+    }
 
     /// Rewrites the log as a snapshot: allocation and metadata, the mapping table, the
     /// buffered nodes (as [`Core::compact_log`] would from those records).
     fn compact_log(&mut self, core: &mut Core) -> Result<()> {
-        self.snap.set(self.buf.snapshot(), core.format)?;
+        self.snap.set(self.lb.buf.snapshot(), core.format)?;
         self.check_snapshot(core, Some(0));
         snapshot::compact(core, self.table.payloads(), self.snap.from_node(Some(0)))
     }
-}
 
-impl BufferPolicy for LcrPolicy {
-    const KIND: &'static str = "lcr";
-    const FORMAT: RecordFormat = RecordFormat::Fixed;
-    /// The LCR-tree's records exist since log format 2.
-    const OLDEST_LOG_FORMAT: u32 = 2;
-
-    logged_write_buffer_hooks!();
-
-    flush_all_hooks!();
-
-    fn drop_caches(&mut self, _core: &mut Core) {
-        self.nodes.clear();
+    fn snapshot_replayed(&mut self, core: &mut Core) {
+        core.header.log_pages.clear();
     }
 
-    fn created(&mut self, core: &mut Core) -> Result<()> {
-        Self::check_layout(core)
-    }
-
-    /// Rebuilds metadata, allocation, the mapping table and the buffer from recovered
-    /// records.
-    fn recover(
-        &mut self,
-        core: &mut Core,
-        operations: &[Vec<Record>],
-        rep: &mut RecoveryReport,
-    ) -> Result<()> {
-        Self::check_layout(core)?;
-        for op in operations {
-            self.op += 1;
-            for r in op {
-                rep.records_replayed += 1;
-                if matches!(r, Record::Snapshot { .. }) {
-                    core.header.log_pages.clear();
-                }
-                match self.buf.replay(&mut core.header, r.clone(), self.op, rep) {
-                    None => {}
-                    Some(Record::LogPage { id, page: Some(lp) }) => {
-                        core.header.replay_allocate(lp);
-                        core.header.log_pages.insert(id, lp);
-                    }
-                    Some(Record::LogPage { id, page: None }) => {
-                        let lp = core.header.log_pages.remove(&id).ok_or_else(|| {
-                            Error::corrupted(
-                                "LCR-tree log",
-                                format!("frees the log page of node {id}, which has none"),
-                            )
-                        })?;
-                        core.header.free.push(lp);
-                    }
-                    Some(other) => {
-                        return Err(Error::corrupted(
-                            "LCR-tree log",
-                            format!("{other:?} is not an LCR-tree record"),
-                        ))
-                    }
-                }
+    /// Replays the mapping table's `LogPage` records.
+    fn replay_own(&mut self, core: &mut Core, record: Record) -> Result<()> {
+        match record {
+            Record::LogPage { id, page: Some(lp) } => {
+                core.header.replay_allocate(lp);
+                core.header.log_pages.insert(id, lp);
             }
+            Record::LogPage { id, page: None } => {
+                let lp = core.header.log_pages.remove(&id).ok_or_else(|| {
+                    Error::corrupted(
+                        "LCR-tree log",
+                        format!("frees the log page of node {id}, which has none"),
+                    )
+                })?;
+                core.header.free.push(lp);
+            }
+            other => return Err(foreign_record(Self::NAME, &other)),
         }
-        rep.buffered_nodes = self.buf.len() as u64;
+        Ok(())
+    }
+
+    /// Rebuilds the encoded and hashed copies of the recovered mapping table.
+    fn recovered(&mut self, core: &mut Core) -> Result<()> {
         self.table = Self::encoded_table(core)?;
         self.lps = core
             .header
@@ -637,23 +614,10 @@ impl BufferPolicy for LcrPolicy {
         Ok(())
     }
 
-    /// The node's assembled page from the cache of assembled nodes after the page reads
-    /// its assembly issues, or assembled (and cached).
-    fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        self.current(core, id, level, false).map(|c| c.now)
-    }
-
-    fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
-        self.nodes.forget(id);
-        // The log page first: recovery frees pages in the order they were freed here.
-        self.drop_log_page(core, id)?;
-        self.buf.logged_delete(core, id, level, self.op)
-    }
-
-    fn report(&self, core: &Core, report: &mut StoreReport) {
+    fn own_report(&self, core: &Core) -> PolicyReport {
         let n = core.header.log_pages.len() as u64;
         let slots = log_page::capacity(core.layout.page_size(), core.layout.entry_size());
-        report.lcr = Some(LcrStats {
+        policy_report(&LcrStats {
             gauges: LcrGauges {
                 log_pages: n,
                 mapping_bytes: 16 * n,
@@ -662,7 +626,7 @@ impl BufferPolicy for LcrPolicy {
                 log_page_slots: slots as u64,
             },
             ..self.stats
-        });
+        })
     }
 }
 

@@ -4,7 +4,6 @@
 
 use super::*;
 use crate::cache::CacheConfig;
-use crate::device::memory::{MemoryConfig, MemoryDevice};
 use crate::device::shared::SharedDevice;
 use crate::device::Device;
 use crate::node::{Entry, Node};
@@ -12,7 +11,7 @@ use crate::store::buffered::placement::LogPlacement;
 use crate::store::log::LogConfig;
 use crate::store::{NodeChange, NodeStore, StoreConfig, StoreControl};
 
-use crate::store::buffered::tests::{devs, entry, layout, mem, PS};
+use crate::store::buffered::tests::{checkpoint_and_reopen, devs, entry, layout, mem, PS};
 
 fn params() -> LcrParams {
     LcrParams {
@@ -41,7 +40,7 @@ fn open_with(p: LcrParams, nodes: &SharedDevice, log: &SharedDevice, reopen: boo
 fn smallest_log(write_buffer: u64) -> LcrParams {
     LcrParams {
         write_buffer,
-        log_size: FastParams::min_log_size(write_buffer, 1, PS),
+        log_size: crate::store::buffered::sizing::min_log_size(write_buffer, 1, PS),
         log_sync: LogSync::EachOp,
     }
 }
@@ -107,7 +106,7 @@ fn deltas_go_to_one_log_page_reads_cost_two_pages_and_overflow_merges() {
     let want = vec![entry(0), entry(51), entry(2), entry(60)];
     assert_eq!(entries(&mut s, id), want);
     let r = s.report();
-    assert_eq!(r.lcr.unwrap().gauges.log_pages, 1);
+    assert_eq!(r.policy_report::<LcrStats>().unwrap().gauges.log_pages, 1);
     assert_eq!(r.gauges.pages_in_use, 2, "the node and its log page");
     // Overflow: more changed slots than a log page holds -> the node is merged.
     let cap = log_page::capacity(PS, layout().entry_size());
@@ -185,48 +184,21 @@ fn deleting_a_node_frees_its_log_page_and_the_mapping_survives_reopening() {
 
 #[test]
 fn the_mapping_table_round_trips_through_store_json() {
-    let dir = tempfile::tempdir().unwrap();
     let cfg = StoreConfig::Lcr {
         write_buffer: 8 << 10,
         log_size: None,
         log_sync: LogSync::EachOp,
         log_device: LogPlacement::Same,
     };
-    let dev = || -> Box<dyn Device> {
-        Box::new(MemoryDevice::open(&MemoryConfig { capacity: 16 << 20 }, PS, None).unwrap())
-    };
-    let shared = SharedDevice::new(dev());
-    let mut s = cfg
-        .create(
-            Box::new(shared.clone()),
-            &CacheConfig::none(),
-            layout(),
-            Some(dir.path()),
-        )
-        .unwrap();
-    for n in 0..4u64 {
-        NodeStore::<2>::create(&mut s, 0, &[entry(n)]).unwrap();
-        NodeStore::<2>::end_operation(&mut s).unwrap();
-    }
-    s.write_back().unwrap();
-    for n in 0..4u64 {
-        NodeStore::<2>::modify(&mut s, n, 0, &[NodeChange::Push(entry(20 + n))]).unwrap();
-        NodeStore::<2>::end_operation(&mut s).unwrap();
-    }
-    NodeStore::<2>::flush(&mut s).unwrap();
-    drop(s);
-    let saved = crate::store::StoreHeader::load(&dir.path().join("store.json")).unwrap();
+    let (saved, s) = checkpoint_and_reopen(&cfg);
     assert_eq!(saved.kind, "lcr");
     assert_eq!(saved.log_pages.len(), 4, "{saved:?}");
-    let mut s = cfg
-        .open(Box::new(shared), &CacheConfig::none(), layout(), dir.path())
-        .unwrap();
-    let page = NodeStore::<2>::read(&mut s, 3, 0).unwrap();
-    let node: Node<2> = layout().decode(page.bytes());
-    assert_eq!(node.entries, vec![entry(3), entry(23)]);
     let r = s.report();
     assert_eq!(r.kind, "lcr");
-    assert_eq!(r.lcr.unwrap().gauges.mapping_bytes, 4 * 16);
+    assert_eq!(
+        r.policy_report::<LcrStats>().unwrap().gauges.mapping_bytes,
+        4 * 16
+    );
 }
 
 #[test]

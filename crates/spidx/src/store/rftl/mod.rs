@@ -5,9 +5,9 @@
 //!
 //! * **Index units** ([`unit_page`]): every entry-level change the trees make (set, push or
 //!   remove an entry; a node created or rewritten: its whole content) is one *index unit*
-//!   of one node. Units are held in a **reservation buffer** in memory (the per-node buffer
-//!   of FAST, [`crate::store::fast::buffer`]: a node's ordered changes, or its full entry
-//!   list; bytes counted as FAST counts them).
+//!   of one node. Units are held in a **reservation buffer** in memory (the skeleton's
+//!   logged write buffer, [`crate::store::buffered::write_buffer`]: a node's ordered
+//!   changes, or its full entry list; bytes counted as FAST counts them).
 //! * **Flush-all**: at the end of an operation that leaves more than `write_buffer` bytes
 //!   buffered, the *whole* buffer is flushed: every buffered node's units are packed into
 //!   **new unit pages** (a page holds units of several nodes; a node's units of one flush
@@ -49,19 +49,15 @@ use serde::{Deserialize, Serialize};
 
 use self::mapping::LiveUnits;
 use self::unit_page::{IndexUnit, PageAssembly};
-use super::buffered::node_cache::LazyNodeCache;
+use super::buffered::logged::foreign_record;
+use super::buffered::page::{apply_raw, page_from_entries_unsealed};
+use super::buffered::snapshot::{self, EncodedRecords, EncodedTable};
+use super::buffered::write_buffer::WriteBuffer;
 use super::buffered::{
-    BufferPolicy, BufferedStore, Core, Encoded, NodeStatus, Record, RecordFormat, RecoveryReport,
-    UnitDurability,
+    policy_report, sizing, BufferedStore, Core, Encoded, LoggedBuffer, LoggedPolicy, NodeStatus,
+    PolicyReport, Record, UnitDurability,
 };
-use super::fast::buffer::{
-    apply_raw, flush_all_hooks, logged_write_buffer_hooks, page_from_entries_unsealed, WriteBuffer,
-};
-use super::fast::FastParams;
-use super::lcr::snapshot::{self, EncodedRecords, EncodedTable};
-use super::lcr::LcrParams;
 use super::log::LogSync;
-use super::StoreReport;
 use crate::cache::PageCache;
 use crate::node::PageId;
 use crate::{Error, Result};
@@ -85,32 +81,22 @@ impl RftlParams {
     /// B-tree twin by the same authors (the RFTL paper's own text was not available to us).
     pub const DEFAULT_MAX_PAGES: u32 = 4;
 
-    /// The log size used when none is given: the LCR-tree's, 16 times the write buffer, at
-    /// least 4MB (a compacted log also holds the node translation table).
+    /// The log size used when none is given: a flush-all policy's, 16 times the write
+    /// buffer, at least 4MB (a compacted log also holds the node translation table).
     pub fn default_log_size(write_buffer: u64) -> u64 {
-        LcrParams::default_log_size(write_buffer)
+        sizing::flush_all_log_size(write_buffer)
     }
 
     /// Checks the options against the node page size; errors name the key.
     pub fn validate(&self, page_size: usize) -> Result<()> {
-        if self.write_buffer < page_size as u64 {
-            return Err(Error::invalid(
-                "RFTL write_buffer",
-                format!(
-                    "{} bytes is less than one {page_size}-byte unit page (a flush packs the \
-                     buffered units into pages); give at least {page_size} bytes, e.g. 512KB",
-                    self.write_buffer
-                ),
-            ));
-        }
         if self.max_pages == 0 {
             return Err(Error::invalid(
                 "RFTL max_pages",
                 "0 pages; a node's units span at least 1 page (default 4)",
             ));
         }
-        let min = FastParams::min_log_size(self.write_buffer, 1, page_size);
-        FastParams::check_log_size("RFTL log_size", self.log_size, min, "this write buffer")
+        let (wb, log) = (self.write_buffer, self.log_size);
+        sizing::check_flush_all("RFTL", wb, page_size as u64, log, page_size)
     }
 
     /// Pages of the log region on a device of `page_size`-byte pages.
@@ -176,19 +162,18 @@ pub type RftlStore = BufferedStore<RftlPolicy>;
 /// documentation.
 pub struct RftlPolicy {
     params: RftlParams,
-    buf: WriteBuffer,
-    op: u64,
+    /// The reservation buffer and the assembled nodes (CPU only: every read still reads
+    /// its unit pages, unused; see [`node_cache`](super::buffered::node_cache)). A node's
+    /// content changes only through the tree (create, modify, rewrite, delete: each keeps
+    /// the cache exact); flushes and compactions move it to other unit pages without
+    /// changing it, so a cached node stays valid across them (its reads follow the table's
+    /// list of the time).
+    lb: LoggedBuffer,
     live: LiveUnits,
     stats: RftlStats,
-    /// Assembled nodes (CPU only: every read still reads its unit pages, unused; see
-    /// [`node_cache`](super::buffered::node_cache)). A node's content changes only through
-    /// the tree (create, modify, rewrite, delete: each keeps the cache exact); flushes and
-    /// compactions move it to other unit pages without changing it, so a cached node stays
-    /// valid across them (its reads follow the table's list of the time).
-    nodes: LazyNodeCache,
     /// The translation table's `UnitPages` records, encoded (kept with
     /// [`StoreHeader::unit_pages`](crate::store::StoreHeader); see
-    /// [`snapshot`](super::lcr::snapshot)).
+    /// [`snapshot`](super::buffered::snapshot)).
     table: EncodedTable,
     /// The buffered nodes' records of a compaction (reused: CPU only).
     snap: EncodedRecords,
@@ -282,11 +267,9 @@ impl RftlPolicy {
     pub fn new(params: RftlParams) -> Self {
         RftlPolicy {
             params,
-            buf: WriteBuffer::default(),
-            op: 0,
+            lb: LoggedBuffer::default(),
             live: LiveUnits::default(),
             stats: RftlStats::default(),
-            nodes: LazyNodeCache::default(),
             table: EncodedTable::default(),
             snap: EncodedRecords::default(),
             packing: Packing::default(),
@@ -307,18 +290,6 @@ impl RftlPolicy {
     /// Live units per unit page.
     pub fn live_units(&self) -> &LiveUnits {
         &self.live
-    }
-
-    fn check_layout(core: &Core) -> Result<()> {
-        let (ps, es) = (core.layout.page_size(), core.layout.entry_size());
-        let min = unit_page::min_page_size(es);
-        if ps < min {
-            return Err(Error::invalid(
-                "RFTL page size",
-                format!("a {ps}-byte unit page holds no unit of a {es}-byte entry ({min} bytes at least)"),
-            ));
-        }
-        Ok(())
     }
 
     /// Node `id` assembled from its units on the pages the translation table names, into
@@ -370,16 +341,10 @@ impl RftlPolicy {
         let layout = core.layout;
         let mut now: Arc<[u8]> = std::iter::repeat_n(0u8, layout.page_size()).collect();
         let page = Arc::get_mut(&mut now).expect("a new page is not shared");
-        let Some(n) = self.buf.get(id) else {
+        let Some(n) = self.lb.buf.live(id)? else {
             Self::disk_node(&mut self.stats, &self.live, core, id, level, page)?;
             return Ok(now);
         };
-        if n.status == NodeStatus::Deleted {
-            return Err(Error::corrupted(
-                format!("node page {id}"),
-                "the node was deleted",
-            ));
-        }
         match &n.image {
             Some(entries) => page_from_entries_unsealed(&layout, id, n.level, entries, page)?,
             None => Self::disk_node(&mut self.stats, &self.live, core, id, level, page)?,
@@ -393,11 +358,11 @@ impl RftlPolicy {
     /// cache of assembled nodes when it holds the node: then the unit page reads (and
     /// counts) of the assembly are issued just the same ([`read_listed`](Self::read_listed)).
     fn cached_current(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        if let Some(page) = self.nodes.of(core.layout).get(id) {
+        if let Some(page) = self.lb.nodes.of(core.layout).get(id) {
             let table = self.live.pages_of(id);
             Self::read_listed(
                 &mut self.stats,
-                &self.buf,
+                &self.lb.buf,
                 &mut core.cache,
                 id,
                 level,
@@ -406,7 +371,7 @@ impl RftlPolicy {
             return Ok(page);
         }
         let page = self.current(core, id, level)?;
-        self.nodes.of(core.layout).put(id, Arc::clone(&page));
+        self.lb.nodes.of(core.layout).put(id, Arc::clone(&page));
         Ok(page)
     }
 
@@ -423,13 +388,7 @@ impl RftlPolicy {
         level: u32,
         table: Option<&Vec<(PageId, u32)>>,
     ) -> Result<()> {
-        if let Some(n) = buf.get(id) {
-            if n.status == NodeStatus::Deleted {
-                return Err(Error::corrupted(
-                    format!("node page {id}"),
-                    "the node was deleted",
-                ));
-            }
+        if let Some(n) = buf.live(id)? {
             if n.image.is_some() {
                 return Ok(());
             }
@@ -453,7 +412,7 @@ impl RftlPolicy {
     fn batch(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Option<Batch>> {
         let layout = core.layout;
         let (room, es) = (unit_page::capacity(layout.page_size()), layout.entry_size());
-        let n = self.buf.get(id).expect("a buffered node");
+        let n = self.lb.buf.get(id).expect("a buffered node");
         if n.status == NodeStatus::Deleted {
             return Ok(None);
         }
@@ -501,8 +460,8 @@ impl RftlPolicy {
     }
 
     /// Flushes the whole buffer as new unit pages. See the module documentation.
-    fn flush_all(&mut self, core: &mut Core) -> Result<()> {
-        if self.buf.is_empty() {
+    fn flush_to_unit_pages(&mut self, core: &mut Core) -> Result<()> {
+        if self.lb.buf.is_empty() {
             return Ok(());
         }
         if core.log.needs_compaction() {
@@ -512,7 +471,7 @@ impl RftlPolicy {
         // Pages freed by earlier operations are reused below: their freeing must be durable
         // before they are overwritten.
         core.make_log_durable()?;
-        let members: Vec<(PageId, u32)> = self.buf.iter().map(|(id, n)| (id, n.level)).collect();
+        let members: Vec<(PageId, u32)> = self.lb.buf.iter().map(|(id, n)| (id, n.level)).collect();
         let ps = core.layout.page_size();
         let room = unit_page::capacity(ps);
         let mut packing = std::mem::take(&mut self.packing);
@@ -569,7 +528,7 @@ impl RftlPolicy {
         )?;
         core.recycle_unit(unit);
         for id in members {
-            self.buf.remove(id);
+            self.lb.buf.remove(id);
         }
         packing.clear();
         self.packing = packing;
@@ -602,12 +561,60 @@ impl RftlPolicy {
             (id, Record::UnitPages { id, pages })
         })
     }
+}
+
+impl LoggedPolicy for RftlPolicy {
+    const KIND: &'static str = "rftl";
+    const NAME: &'static str = "RFTL";
+    /// RFTL's records exist since log format 2.
+    const OLDEST_LOG_FORMAT: u32 = 2;
+    type Watch = ();
+
+    fn logged(&self) -> &LoggedBuffer {
+        &self.lb
+    }
+
+    fn logged_mut(&mut self) -> &mut LoggedBuffer {
+        &mut self.lb
+    }
+
+    fn write_buffer(&self) -> u64 {
+        self.params.write_buffer
+    }
+
+    fn check(&self, core: &Core) -> Result<()> {
+        let (ps, es) = (core.layout.page_size(), core.layout.entry_size());
+        let min = unit_page::min_page_size(es);
+        if ps < min {
+            return Err(Error::invalid(
+                "RFTL page size",
+                format!("a {ps}-byte unit page holds no unit of a {es}-byte entry ({min} bytes at least)"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+        self.cached_current(core, id, level)
+    }
+
+    /// The node's units die at once (recovery frees pages in the order freed here).
+    fn before_delete(&mut self, core: &mut Core, id: PageId) -> Result<()> {
+        if self.live.pages_of(id).is_some() {
+            self.set_pages(core, id, vec![])?;
+        }
+        Ok(())
+    }
+
+    fn flush_all(&mut self, core: &mut Core) -> Result<()> {
+        self.flush_to_unit_pages(core)
+    }
 
     /// Rewrites the log as a snapshot: allocation and metadata, the translation table, the
     /// buffered nodes (as [`Core::compact_log`] would from those records; the table's
     /// records are kept encoded, see [`snapshot`]).
     fn compact_log(&mut self, core: &mut Core) -> Result<()> {
-        self.snap.set(self.buf.snapshot(), core.format)?;
+        self.snap.set(self.lb.buf.snapshot(), core.format)?;
         if cfg!(debug_assertions) {
             // The hashed table and live units are the ones derived from the header's table.
             assert!(
@@ -616,89 +623,48 @@ impl RftlPolicy {
             );
             // The table kept encoded is the one encoded from scratch.
             let mut records: Vec<Record> = Self::table_records(core).map(|r| r.1).collect();
-            records.extend(self.buf.snapshot_records());
+            records.extend(self.lb.buf.snapshot_records());
             let cached = self.table.payloads().chain(self.snap.from_node(Some(0)));
             snapshot::assert_encodes(&records, core.format, cached);
         }
         snapshot::compact(core, self.table.payloads(), self.snap.from_node(Some(0)))
     }
-}
 
-impl BufferPolicy for RftlPolicy {
-    const KIND: &'static str = "rftl";
-    const FORMAT: RecordFormat = RecordFormat::Fixed;
-    /// RFTL's records exist since log format 2.
-    const OLDEST_LOG_FORMAT: u32 = 2;
-
-    logged_write_buffer_hooks!();
-
-    flush_all_hooks!();
-
-    fn drop_caches(&mut self, _core: &mut Core) {
-        self.nodes.clear();
-    }
-
-    fn created(&mut self, core: &mut Core) -> Result<()> {
-        Self::check_layout(core)
-    }
-
-    /// Rebuilds metadata, allocation, the translation table (and the live units per page)
-    /// and the buffer from recovered records.
-    fn recover(
-        &mut self,
-        core: &mut Core,
-        operations: &[Vec<Record>],
-        rep: &mut RecoveryReport,
-    ) -> Result<()> {
-        Self::check_layout(core)?;
+    /// Starts from the translation table the header holds (and its live units per page).
+    fn begin_recovery(&mut self, core: &mut Core) -> Result<()> {
         self.live = LiveUnits::of(&core.header);
-        for op in operations {
-            self.op += 1;
-            for r in op {
-                rep.records_replayed += 1;
-                if matches!(r, Record::Snapshot { .. }) {
-                    core.header.unit_pages.clear();
-                    self.live.clear();
+        Ok(())
+    }
+
+    fn snapshot_replayed(&mut self, core: &mut Core) {
+        core.header.unit_pages.clear();
+        self.live.clear();
+    }
+
+    /// Replays the translation table's `UnitPages` records.
+    fn replay_own(&mut self, core: &mut Core, record: Record) -> Result<()> {
+        match record {
+            Record::UnitPages { id, pages } => {
+                for (p, _) in &pages {
+                    core.header.replay_allocate(*p);
                 }
-                match self.buf.replay(&mut core.header, r.clone(), self.op, rep) {
-                    None => {}
-                    Some(Record::UnitPages { id, pages }) => {
-                        for (p, _) in &pages {
-                            core.header.replay_allocate(*p);
-                        }
-                        self.live.set(&mut core.header, id, pages)?;
-                    }
-                    Some(other) => {
-                        return Err(Error::corrupted(
-                            "RFTL log",
-                            format!("{other:?} is not an RFTL record"),
-                        ))
-                    }
-                }
+                self.live.set(&mut core.header, id, pages)?;
+                Ok(())
             }
+            other => Err(foreign_record(Self::NAME, &other)),
         }
-        rep.buffered_nodes = self.buf.len() as u64;
+    }
+
+    /// Encodes the recovered translation table.
+    fn recovered(&mut self, core: &mut Core) -> Result<()> {
         self.table = EncodedTable::of(Self::table_records(core), core.format)?;
         Ok(())
     }
 
-    fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        self.cached_current(core, id, level)
-    }
-
-    fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
-        self.nodes.forget(id);
-        // The node's units die at once (recovery frees pages in the order freed here).
-        if self.live.pages_of(id).is_some() {
-            self.set_pages(core, id, vec![])?;
-        }
-        self.buf.logged_delete(core, id, level, self.op)
-    }
-
-    fn report(&self, core: &Core, report: &mut StoreReport) {
+    fn own_report(&self, core: &Core) -> PolicyReport {
         let table = &core.header.unit_pages;
         let pairs: usize = table.values().map(Vec::len).sum();
-        report.rftl = Some(RftlStats {
+        policy_report(&RftlStats {
             gauges: RftlGauges {
                 unit_pages: self.live.pages(),
                 live_units: self.live.units(),
@@ -711,7 +677,7 @@ impl BufferPolicy for RftlPolicy {
                 unit_page_bytes: unit_page::capacity(core.layout.page_size()) as u64,
             },
             ..self.stats
-        });
+        })
     }
 }
 

@@ -5,7 +5,6 @@
 
 use super::*;
 use crate::cache::CacheConfig;
-use crate::device::memory::{MemoryConfig, MemoryDevice};
 use crate::device::shared::SharedDevice;
 use crate::device::Device;
 use crate::node::{Entry, LayoutKind, Node, NodeLayout};
@@ -13,7 +12,7 @@ use crate::store::buffered::placement::LogPlacement;
 use crate::store::log::LogConfig;
 use crate::store::{NodeChange, NodeStore, StoreConfig, StoreControl};
 
-use crate::store::buffered::tests::{devs, entry, layout, mem, PS};
+use crate::store::buffered::tests::{checkpoint_and_reopen, devs, entry, layout, mem, PS};
 
 fn params(max_pages: u32) -> RftlParams {
     RftlParams {
@@ -124,7 +123,7 @@ fn a_node_is_assembled_from_its_units_on_every_page_of_its_list() {
     more.push(entry(5));
     assert_eq!(entries(&mut s, a), more);
     let r = s.report();
-    let g = r.rftl.unwrap().gauges;
+    let g = r.policy_report::<RftlStats>().unwrap().gauges;
     assert_eq!((g.unit_pages, g.live_units, g.mapped_nodes), (3, 6, 2));
     assert_eq!(g.max_node_pages, 3);
     assert_eq!(g.mapping_bytes, 2 * 8 + 4 * 12);
@@ -283,7 +282,6 @@ fn the_translation_table_survives_a_crash_and_a_checkpoint() {
 
 #[test]
 fn the_translation_table_round_trips_through_store_json() {
-    let dir = tempfile::tempdir().unwrap();
     let cfg = StoreConfig::Rftl {
         write_buffer: 8 << 10,
         max_pages: 4,
@@ -291,42 +289,13 @@ fn the_translation_table_round_trips_through_store_json() {
         log_sync: LogSync::EachOp,
         log_device: LogPlacement::Same,
     };
-    let dev = || -> Box<dyn Device> {
-        Box::new(MemoryDevice::open(&MemoryConfig { capacity: 16 << 20 }, PS, None).unwrap())
-    };
-    let shared = SharedDevice::new(dev());
-    let mut s = cfg
-        .create(
-            Box::new(shared.clone()),
-            &CacheConfig::none(),
-            layout(),
-            Some(dir.path()),
-        )
-        .unwrap();
-    for n in 0..4u64 {
-        NodeStore::<2>::create(&mut s, 0, &[entry(n)]).unwrap();
-        NodeStore::<2>::end_operation(&mut s).unwrap();
-    }
-    s.write_back().unwrap();
-    for n in 0..4u64 {
-        NodeStore::<2>::modify(&mut s, n, 0, &[NodeChange::Push(entry(20 + n))]).unwrap();
-        NodeStore::<2>::end_operation(&mut s).unwrap();
-    }
-    NodeStore::<2>::flush(&mut s).unwrap();
-    drop(s);
-    let saved = crate::store::StoreHeader::load(&dir.path().join("store.json")).unwrap();
+    let (saved, s) = checkpoint_and_reopen(&cfg);
     assert_eq!(saved.kind, "rftl");
     assert_eq!(saved.unit_pages.len(), 4, "{saved:?}");
     assert!(saved.unit_pages.values().all(|p| p.len() == 2), "{saved:?}");
-    let mut s = cfg
-        .open(Box::new(shared), &CacheConfig::none(), layout(), dir.path())
-        .unwrap();
-    let page = NodeStore::<2>::read(&mut s, 3, 0).unwrap();
-    let node: Node<2> = layout().decode(page.bytes());
-    assert_eq!(node.entries, vec![entry(3), entry(23)]);
     let r = s.report();
     assert_eq!(r.kind, "rftl");
-    let x = r.rftl.unwrap();
+    let x = r.policy_report::<RftlStats>().unwrap();
     assert_eq!(x.gauges.mapped_nodes, 4);
     assert_eq!(x.gauges.unit_pages, 2);
     assert_eq!(x.settings.max_pages, 4);
@@ -360,7 +329,7 @@ fn a_damaged_unit_page_or_table_is_refused_naming_it() {
     // served from the assembled-node cache reads its list's pages unused).
     let (policy, core) = s.parts_mut();
     policy.live.set(&mut core.header, id, vec![(p, 3)]).unwrap();
-    policy.nodes.clear();
+    policy.lb.nodes.clear();
     let e = NodeStore::<2>::read(&mut s, id, 0)
         .err()
         .unwrap()

@@ -19,10 +19,10 @@
 //! layout's raw encoding. A page that fails any check is refused with an error naming it.
 
 use crate::node::{NodeLayout, PageId};
-use crate::store::buffered::RawChange;
-use crate::store::fast::buffer::{
+use crate::store::buffered::page::{
     apply_one, apply_raw, page_from_entries, page_from_entries_unsealed,
 };
+use crate::store::buffered::RawChange;
 use crate::store::Change;
 use crate::{Error, Result};
 
