@@ -72,6 +72,8 @@ class Index:
 
     def __init__(self, native: "_spidx.Index") -> None:
         self._native = native
+        #: The figures of each construction phase when built by :func:`build`, else None.
+        self.construction: Optional[Dict[str, Any]] = None
 
     @property
     def dims(self) -> int:
@@ -137,6 +139,27 @@ class Index:
         self.close()
 
 
+def _options(
+    index: Union[str, Dict[str, Any]],
+    store: Union[str, Dict[str, Any]],
+    page_size: Union[str, int],
+    layout: str,
+    buffer: str,
+    device: str,
+) -> str:
+    """The index options of :func:`create` and :func:`build` as the native module takes them."""
+    return json.dumps(
+        {
+            "index": {"kind": index} if isinstance(index, str) else dict(index),
+            "store": {"kind": store} if isinstance(store, str) else dict(store),
+            "page_size": str(page_size),
+            "layout": layout,
+            "buffer": buffer,
+            "device": device,
+        }
+    )
+
+
 def create(
     path: PathLike,
     *,
@@ -157,19 +180,49 @@ def create(
     ``ssd-v300``, ``hdd-7200``, ``seed-table2``, ...) or ``file:PATH``; ``buffer`` e.g.
     ``lru:512KB``.
     """
-    index_table = {"kind": index} if isinstance(index, str) else dict(index)
-    store_table = {"kind": store} if isinstance(store, str) else dict(store)
-    native = _spidx.Index.create(
-        os.fspath(path),
-        dims,
-        json.dumps(index_table),
-        json.dumps(store_table),
-        str(page_size),
-        layout,
-        buffer,
-        device,
-    )
+    options = _options(index, store, page_size, layout, buffer, device)
+    native = _spidx.Index.create(os.fspath(path), dims, options)
     return Index(native)
+
+
+def build(
+    path: PathLike,
+    data: PathLike,
+    *,
+    bulk: Optional[str] = None,
+    fill: Union[str, float, None] = None,
+    explode: bool = False,
+    renumber: bool = False,
+    index: Union[str, Dict[str, Any]] = "rstar",
+    store: Union[str, Dict[str, Any]] = "direct",
+    page_size: Union[str, int] = "4KB",
+    layout: str = "checked",
+    buffer: str = "none",
+    device: str = "memory",
+) -> Index:
+    """Builds an index directory at ``path`` from the dataset file ``data`` (any format
+    ``spidx build --data`` reads) as ``spidx build`` does, by the same construction protocol:
+    the exact geometries are stored (2-D datasets), the objects inserted one by one in file
+    order or, with ``bulk`` (``str``, ``omt``, ``hilbert``), bulk loaded with ``fill`` (a
+    percentage, e.g. ``70`` or ``"70%"``; default 100), and what the store buffered is
+    written back. ``explode`` and ``renumber`` as ``spidx build --explode/--renumber``; the
+    other options as in :func:`create` (the dimension comes from the data). The returned
+    index's ``construction`` holds the figures of each phase (``load``, ``construction``,
+    ``final_flush``: CPU, device and elapsed seconds, device counters). A failed build leaves
+    no directory behind.
+    """
+    native, report = _spidx.Index.build(
+        os.fspath(path),
+        os.fspath(data),
+        bulk,
+        None if fill is None else str(fill),
+        explode,
+        renumber,
+        _options(index, store, page_size, layout, buffer, device),
+    )
+    idx = Index(native)
+    idx.construction = json.loads(report)
+    return idx
 
 
 def open(path: PathLike, *, read_only: bool = False) -> Index:  # noqa: A001 (like io.open)

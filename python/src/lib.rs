@@ -9,18 +9,19 @@ use std::sync::Mutex;
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use spidx::cache::CacheConfig;
+use spidx::data::{self, Dataset, ReadOptions};
 use spidx::device::DeviceSpec;
 use spidx::experiment::db::{export, Location};
 use spidx::experiment::session::{self, Event};
 use spidx::experiment::{Experiment, ResultsDb};
 use spidx::geom::Rect;
+use spidx::index::bulk::BulkOptions;
 use spidx::index::written::{parse_index, SPEC_NAMING};
 use spidx::node::{LayoutKind, Occupancy};
 use spidx::query::Predicate;
-use spidx::spatial::{read_manifest, IndexOptions, OpenMode, SpatialIndex};
+use spidx::spatial::{read_manifest, Construction, IndexOptions, OpenMode, SpatialIndex};
 use spidx::store::StoreConfig;
-use spidx::units::parse_size;
+use spidx::units::{parse_percent, parse_size};
 use spidx::with_dims;
 
 /// A library error as a Python exception: invalid options and inputs are `ValueError`,
@@ -107,32 +108,54 @@ impl<const D: usize> DynIndex for SpatialIndex<D> {
     }
 }
 
-/// Index options from the Python keyword arguments, written as in a spec's matrix: the
-/// index as a `[[matrix.index]]` table, the store as a `store` entry, the buffer and
-/// device as their strings.
-fn options(
-    index_json: &str,
-    store_json: &str,
-    page_size: &str,
-    layout: &str,
-    buffer: &str,
-    device: &str,
-) -> spidx::Result<IndexOptions> {
-    let index: toml::Table = serde_json::from_str(index_json)
+/// Creates the index at `path` and constructs it over `ds` (with a final write-back and a
+/// checkpoint); returns it with the construction report as JSON.
+fn build_index<const D: usize>(
+    path: &std::path::Path,
+    opts: IndexOptions,
+    ds: &Dataset,
+    bulk: Option<&BulkOptions>,
+) -> spidx::Result<(Box<dyn DynIndex>, String)> {
+    let mut idx = SpatialIndex::<D>::create(path, opts, ds.as_geo().is_some())?;
+    let how = Construction {
+        bulk,
+        final_flush: true,
+    };
+    let report = idx.construct(ds, how, &mut |_, _| Ok(()))?;
+    idx.flush()?;
+    Ok((Box::new(idx), to_json(&report)?.to_string()))
+}
+
+/// The index options of `spidx.create` and `spidx.build`, as the Python wrapper sends them
+/// (one JSON object): the index as a `[[matrix.index]]` table, the store as a `store` entry,
+/// the other options as their strings.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PyOptions {
+    index: serde_json::Value,
+    store: serde_json::Value,
+    page_size: String,
+    layout: String,
+    buffer: String,
+    device: String,
+}
+
+/// Parses [`PyOptions`] with the same parsers as specs and the CLI.
+fn options(json: &str) -> spidx::Result<IndexOptions> {
+    let o: PyOptions =
+        serde_json::from_str(json).map_err(|e| spidx::Error::invalid("options", e.to_string()))?;
+    let index: toml::Table = serde_json::from_value(o.index)
         .map_err(|e| spidx::Error::invalid("index", e.to_string()))?;
     let kind = parse_index(&index, &SPEC_NAMING)?;
-    let store: StoreConfig = serde_json::from_str(store_json)
+    let store: StoreConfig = serde_json::from_value(o.store)
         .map_err(|e| spidx::Error::invalid("store", e.to_string()))?;
-    let page_size = parse_size("page_size", page_size)?;
-    let layout = LayoutKind::parse(layout)?;
-    let buffer: CacheConfig = buffer.parse()?;
-    let device = DeviceSpec::new(device).resolve()?;
+    let device = DeviceSpec::new(&o.device).resolve()?;
     Ok(IndexOptions {
         kind,
-        page_size: page_size as usize,
-        layout,
+        page_size: parse_size("page_size", &o.page_size)? as usize,
+        layout: LayoutKind::parse(&o.layout)?,
         occupancy: Occupancy::default(),
-        buffer,
+        buffer: o.buffer.parse()?,
         store,
         device_name: device.name,
         device: device.config,
@@ -171,22 +194,67 @@ impl Index {
     /// Creates an index directory (see `spidx.create`).
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
-    fn create(
-        path: PathBuf,
-        dims: usize,
-        index_json: &str,
-        store_json: &str,
-        page_size: &str,
-        layout: &str,
-        buffer: &str,
-        device: &str,
-    ) -> PyResult<Index> {
-        let opts =
-            options(index_json, store_json, page_size, layout, buffer, device).map_err(py_err)?;
+    fn create(path: PathBuf, dims: usize, options_json: &str) -> PyResult<Index> {
+        let opts = options(options_json).map_err(py_err)?;
         let inner: spidx::Result<Box<dyn DynIndex>> = with_dims!(dims, D => {
             SpatialIndex::<D>::create(&path, opts, false).map(|i| Box::new(i) as Box<dyn DynIndex>)
         });
         Ok(Index::new(inner.map_err(py_err)?))
+    }
+
+    /// Builds an index directory from a dataset file by the library's construction protocol
+    /// (see `spidx.build`): the same phases and figures as `spidx build`. Returns the index
+    /// and the construction report as JSON.
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)]
+    fn build(
+        py: Python<'_>,
+        path: PathBuf,
+        data: PathBuf,
+        bulk: Option<&str>,
+        fill: Option<&str>,
+        explode: bool,
+        renumber: bool,
+        options_json: &str,
+    ) -> PyResult<(Index, String)> {
+        let opts = options(options_json).map_err(py_err)?;
+        let bulk = match (bulk, fill) {
+            (None, Some(_)) => {
+                return Err(PyValueError::new_err("fill applies to a bulk load only"));
+            }
+            (None, None) => None,
+            (Some(m), f) => Some(BulkOptions {
+                method: m.parse().map_err(py_err)?,
+                fill: match f {
+                    Some(f) => parse_percent("fill", f).map_err(py_err)?,
+                    None => BulkOptions::DEFAULT_FILL,
+                },
+            }),
+        };
+        let built = py.detach(|| -> spidx::Result<(Box<dyn DynIndex>, String)> {
+            let read = ReadOptions {
+                explode,
+                renumber,
+                ..ReadOptions::default()
+            };
+            let ds = data::read(&data, &read)?.dataset;
+            if ds.is_empty() {
+                return Err(spidx::Error::invalid(
+                    "data",
+                    format!("{} holds no usable object", data.display()),
+                ));
+            }
+            let existed = path.exists();
+            let built =
+                with_dims!(ds.dims(), D => build_index::<D>(&path, opts, &ds, bulk.as_ref()));
+            if built.is_err() && !existed {
+                // A failed build leaves no half-built directory behind.
+                let _ = std::fs::remove_dir_all(&path);
+            }
+            built
+        });
+        let (inner, report) = built.map_err(py_err)?;
+        Ok((Index::new(inner), report))
     }
 
     /// Opens an existing index directory (see `spidx.open`).

@@ -284,3 +284,59 @@ def test_results_equal_the_cli_export_and_parquet_exports_concatenate(tmp_path):
     import pyarrow.dataset as ds
 
     assert ds.dataset([str(p) for p in exports], format="parquet").to_table().num_rows == both.num_rows
+
+
+def _geojson(path, items):
+    feats = [
+        {
+            "type": "Feature",
+            "id": i,
+            "properties": {},
+            "geometry": {
+                "type": "Polygon",
+                "coordinates": [[[lo[0], lo[1]], [hi[0], lo[1]], [hi[0], hi[1]], [lo[0], hi[1]], [lo[0], lo[1]]]],
+            },
+        }
+        for i, lo, hi in items
+    ]
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
+
+
+@pytest.mark.parametrize("bulk,fill", [(None, None), ("str", "70%"), ("omt", 100), ("hilbert", None)])
+def test_build_from_a_file_equals_brute_force(tmp_path, bulk, fill):
+    data = boxes(2000, seed=11)
+    src = tmp_path / "objects.geojson"
+    _geojson(src, data)
+    fast = {"kind": "fast", "write_buffer": "64KB", "flushing_unit": 4, "flush_policy": "fast-star"}
+    idx = spidx.build(tmp_path / "idx", src, bulk=bulk, fill=fill, store=fast, device="ssd-v300", page_size="1KB")
+    with idx:
+        assert idx.check()["violations"] == []
+        c = idx.construction
+        assert set(c) == {"load", "construction", "final_flush"}
+        assert c["construction"]["cpu_s"] > 0
+        # The final write-back emptied FAST's write buffer onto the device.
+        assert c["final_flush"]["device"]["host"]["write_ops"] > 0
+        rng = random.Random(3)
+        for _ in range(30):
+            lo = [rng.random() * 0.9, rng.random() * 0.9]
+            hi = [lo[0] + 0.1, lo[1] + 0.1]
+            expected = sorted(i for i, a, b in data if intersects(a, b, lo, hi))
+            assert idx.query(lo, hi) == expected
+    with spidx.open(tmp_path / "idx", read_only=True) as again:
+        assert again.manifest()["options"]["store"]["kind"] == "fast"
+        assert len(again.query([-1, -1], [2, 2])) == len(data)
+
+
+def test_a_failed_build_raises_and_leaves_no_directory(tmp_path):
+    src = tmp_path / "objects.geojson"
+    _geojson(src, boxes(100))
+    with pytest.raises(ValueError, match="fill"):
+        spidx.build(tmp_path / "a", src, fill=70)
+    with pytest.raises(ValueError, match="150"):
+        spidx.build(tmp_path / "b", src, bulk="str", fill=150)
+    with pytest.raises(ValueError, match="bulk"):
+        spidx.build(tmp_path / "c", src, bulk="quick")
+    with pytest.raises(RuntimeError, match="missing.geojson"):
+        spidx.build(tmp_path / "d", tmp_path / "missing.geojson")
+    for name in "abcd":
+        assert not (tmp_path / name).exists()

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 use spidx::data::{self, Dataset, InsertionOrder, ReadOptions};
 use spidx::index::bulk::BulkOptions;
-use spidx::spatial::{IndexOptions, PhaseReport, SpatialIndex};
+use spidx::spatial::{Construction, IndexOptions, PhaseReport, SpatialIndex, Step};
 use spidx::units::parse_percent;
 use spidx::with_dims;
 
@@ -179,8 +179,9 @@ fn progress(n: u64) -> ProgressBar {
     bar
 }
 
-/// Loads the objects, then inserts them one by one or bulk loads them; returns (load,
-/// construction, summary).
+/// Builds the index by the library's construction protocol ([`SpatialIndex::construct`]:
+/// objects, insertion or bulk load, final write-back), with a checkpoint every `every`
+/// insertions; returns (load, construction, summary).
 fn build<const D: usize>(
     out: &Path,
     opts: IndexOptions,
@@ -189,90 +190,65 @@ fn build<const D: usize>(
     ds: &Dataset,
     checkpointed: &mut u64,
 ) -> Result<(PhaseReport, PhaseReport, serde_json::Value)> {
-    let geo = ds.as_geo();
-    let mut idx = SpatialIndex::<D>::create(out, opts, geo.is_some())?;
+    let mut idx = SpatialIndex::<D>::create(out, opts, ds.as_geo().is_some())?;
     let n = ds.len() as u64;
-    // Phase 1: the objects' exact geometries go to the object store (not index work).
-    let load = match geo {
-        Some(recs) => {
-            let bar = progress(n);
-            bar.set_message("objects");
-            let clock = idx.phase();
-            for r in recs {
-                idx.put_object(r.id, &r.geometry)?;
-                bar.inc(1);
-            }
-            let rep = idx.stop_phase(clock);
-            bar.finish_and_clear();
-            rep
-        }
-        None => PhaseReport::default(),
-    };
-    // Phase 2: one-by-one insertion or a bulk load.
-    let bar = progress(n);
-    bar.set_message(if bulk.is_some() {
+    let index_work = if bulk.is_some() {
         "bulk load"
     } else {
         "insert"
+    };
+    let bar = progress(n);
+    bar.set_message(if ds.as_geo().is_some() {
+        "objects"
+    } else {
+        index_work
     });
-    let clock = idx.phase();
-    match (bulk, ds) {
-        (Some(b), _) => {
-            let objects = ds.boxes::<D>()?;
-            idx.bulk_load(objects, b).context("bulk loading")?;
-            bar.inc(n);
-        }
-        (None, _) => insert_all(&mut idx, ds, every, &bar, checkpointed)?,
-    }
-    let construction = idx.stop_phase(clock);
-    bar.finish_and_clear();
-    finish(idx, out, bulk, load, construction)
-}
-
-/// One-by-one insertion of every object.
-fn insert_all<const D: usize>(
-    idx: &mut SpatialIndex<D>,
-    ds: &Dataset,
-    every: Option<u64>,
-    bar: &ProgressBar,
-    checkpointed: &mut u64,
-) -> Result<()> {
-    let mut done = 0u64;
-    let mut checkpoint = |idx: &mut SpatialIndex<D>| -> Result<()> {
-        done += 1;
-        if every.is_some_and(|n| done.is_multiple_of(n)) {
-            idx.flush()
-                .with_context(|| format!("checkpoint after {done} insertions"))?;
-            *checkpointed = done;
+    let how = Construction {
+        bulk,
+        final_flush: true,
+    };
+    let built = idx.construct(ds, how, &mut |idx, step| {
+        match step {
+            Step::Stored => {
+                bar.inc(1);
+                if bar.position() == n {
+                    bar.set_position(0);
+                    bar.set_message(index_work);
+                }
+            }
+            Step::Inserted(done) => {
+                bar.inc(1);
+                if every.is_some_and(|e| done.is_multiple_of(e)) {
+                    idx.flush().map_err(|e| {
+                        e.context(format_args!("checkpoint after {done} insertions"))
+                    })?;
+                    *checkpointed = done;
+                }
+            }
+            Step::BulkLoaded(k) => bar.inc(k),
         }
         Ok(())
-    };
-    for i in 0..ds.len() {
-        let (id, mbr) = ds.object::<D>(i)?;
-        idx.insert(mbr, id)
-            .with_context(|| format!("inserting object {id}"))?;
-        checkpoint(idx)?;
-        bar.inc(1);
-    }
-    Ok(())
+    });
+    bar.finish_and_clear();
+    let report = built?;
+    idx.flush()?;
+    let summary = summary(&idx, out, bulk, report.final_flush.unwrap_or_default());
+    Ok((
+        report.load.unwrap_or_default(),
+        report.construction,
+        summary,
+    ))
 }
 
-/// The store's final write-back and the summary.
-fn finish<const D: usize>(
-    mut idx: SpatialIndex<D>,
+/// What `spidx build` prints about the index it built.
+fn summary<const D: usize>(
+    idx: &SpatialIndex<D>,
     out: &Path,
     bulk: Option<&BulkOptions>,
-    load: PhaseReport,
-    construction: PhaseReport,
-) -> Result<(PhaseReport, PhaseReport, serde_json::Value)> {
-    // Phase 3: what the store still buffers goes to the device (and the device syncs),
-    // measured apart so a write buffer's deferred cost stays visible.
-    let clock = idx.phase();
-    idx.write_back()?;
-    let final_flush = idx.stop_phase(clock);
-    idx.flush()?;
+    final_flush: PhaseReport,
+) -> serde_json::Value {
     let tree = idx.tree();
-    let summary = json!({
+    json!({
         "index": tree.kind().label(),
         "construction": match bulk {
             // Rounded to 6 decimals: 0.55 is shown as 55%, not 55.00000000000001%.
@@ -296,8 +272,7 @@ fn finish<const D: usize>(
         "store": tree.store().report(),
         "final_flush": final_flush,
         "out": out.display().to_string(),
-    });
-    Ok((load, construction, summary))
+    })
 }
 
 fn print_human(v: &serde_json::Value, c: &PhaseReport, simulated: bool) {
@@ -389,63 +364,38 @@ fn print_human(v: &serde_json::Value, c: &PhaseReport, simulated: bool) {
         "tree      {} splits, {} forced reinsertions",
         v["tree"]["splits"], v["tree"]["forced_reinserts"]
     );
-    let b = &v["store"]["buffered"];
-    if !b.is_null() {
-        println!(
-            "buffer    {} flushes, {} nodes flushed in {} write requests, {} images logged ({} bytes), peak {} bytes",
-            b["flushes"],
-            b["flushed_nodes"],
-            b["flush_write_requests"],
-            b["image_records"],
-            b["image_bytes"],
-            b["gauges"]["peak_bytes"]
-        );
-        let log = &b["log"];
-        println!(
-            "log       {} records, {} bytes, {} page writes, {} syncs, {} compactions",
-            log["records"], log["bytes"], log["pages_written"], log["syncs"], log["compactions"]
-        );
+    // Each store's own figures (the buffered stores' write buffer and log, a policy's
+    // counters), generically: one line per section of the store's report.
+    if let Some(store) = v["store"].as_object() {
+        for (section, figures) in store {
+            if matches!(
+                section.as_str(),
+                "kind" | "nodes" | "cache" | "gauges" | "settings"
+            ) || !figures.is_object()
+            {
+                continue;
+            }
+            let mut flat = Vec::new();
+            flatten_figures("", figures, &mut flat);
+            println!("{section:<9} {}", flat.join(", "));
+        }
     }
-    let fast = &v["store"]["fast"];
-    if !fast.is_null() {
-        println!(
-            "FAST      {} deleted nodes dropped by flushes, {} pages of flushed units had nothing buffered",
-            fast["flushed_deleted_nodes"], fast["unit_pages_not_buffered"]
-        );
-    }
-    let e = &v["store"]["efind"];
-    if !e.is_null() {
-        println!(
-            "eFIND     {} unchanged pages written, read buffer {} hits / {} faults, {} forced in",
-            e["unchanged_pages_written"],
-            e["read_buffer"]["hits"],
-            e["read_buffer"]["misses"],
-            e["forced_into_read_buffer"]
-        );
-    }
-    let l = &v["store"]["lcr"];
-    if !l.is_null() {
-        println!(
-            "LCR-tree  {} log page writes, {} node page writes, {} merges, {} log pages freed, {} log page reads; {} log pages now",
-            l["log_page_writes"],
-            l["node_page_writes"],
-            l["merges"],
-            l["log_pages_freed"],
-            l["log_page_reads"],
-            l["gauges"]["log_pages"]
-        );
-    }
-    let r = &v["store"]["rftl"];
-    if !r.is_null() {
-        println!(
-            "RFTL      {} unit pages written ({} units), {} compactions, {} unit pages freed, {} unit page reads; {} unit pages, {} live units now",
-            r["unit_pages_written"],
-            r["units_written"],
-            r["compactions"],
-            r["unit_pages_freed"],
-            r["unit_page_reads"],
-            r["gauges"]["unit_pages"],
-            r["gauges"]["live_units"]
-        );
+}
+
+/// `figures` as "name value" items, nested names joined with dots (`log.syncs 3`).
+fn flatten_figures(prefix: &str, figures: &serde_json::Value, out: &mut Vec<String>) {
+    match figures {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                let name = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten_figures(&name, v, out);
+            }
+        }
+        serde_json::Value::Null => {}
+        v => out.push(format!("{prefix} {v}")),
     }
 }

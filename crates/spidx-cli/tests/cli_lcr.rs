@@ -60,7 +60,7 @@ fn lcr_builds_report_log_pages_and_answer_like_the_direct_store() {
         .args(["--log-device", "uncounted"])
         .assert()
         .success()
-        .stdout(contains("LCR-tree").and(contains("NOT crash-safe")));
+        .stdout(contains("\nlcr ").and(contains("NOT crash-safe")));
     assert_eq!(q("direct"), q("paper"));
 }
 

@@ -72,7 +72,7 @@ fn rftl_builds_report_unit_pages_and_answer_like_the_direct_store() {
         .args(["--log-device", "uncounted"])
         .assert()
         .success()
-        .stdout(contains("RFTL").and(contains("NOT crash-safe")));
+        .stdout(contains("\nrftl ").and(contains("NOT crash-safe")));
     assert_eq!(q("direct"), q("paper"));
 }
 

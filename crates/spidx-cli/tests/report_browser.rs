@@ -114,24 +114,58 @@ fn browser_or_skip() -> Option<PathBuf> {
     Some(browser)
 }
 
+/// The dataset, protocol and index lines of the report tests' specs.
+const SPEC_HEAD: &str = r#"[dataset]
+generate = { distribution = "buildings", count = 2000, seed = 42 }
+[protocol]
+repetitions = 2
+[matrix]
+index = [{ kind = "rtree", split = "linear" }, { kind = "rstar", reinsert = "30%" }]
+"#;
+
+/// A report test's spec: its name, [`SPEC_HEAD`], then `rest` (page sizes, devices, workloads).
+fn spec(name: &str, rest: &str) -> String {
+    format!("name = \"{name}\"\n{SPEC_HEAD}{rest}")
+}
+
+/// Runs the spec `text` (named `name`) in `dir`, checks it made `runs` runs, writes its
+/// report and returns the report's HTML (its navigation checked complete).
+fn report_of(dir: &Path, name: &str, text: &str, runs: usize) -> String {
+    let spec = dir.join(format!("{name}.toml"));
+    std::fs::write(&spec, text).unwrap();
+    let db = dir.join("r.db");
+    let out = json_of(&[
+        "run",
+        spec.to_str().unwrap(),
+        "--results",
+        db.to_str().unwrap(),
+        "--json",
+        "--quiet",
+    ]);
+    assert_eq!(out["runs"].as_array().unwrap().len(), runs);
+    let rep = dir.join("report");
+    common::spidx()
+        .args(["report", "--results", db.to_str().unwrap(), "--out"])
+        .arg(&rep)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
+    common::assert_navigation_complete(&html);
+    html
+}
+
 #[test]
 fn the_report_renders_without_overlapping_labels_or_empty_charts() {
     let Some(browser) = browser_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("small.toml");
-    std::fs::write(
-        &spec,
-        r#"
-name = "browser"
-[dataset]
-generate = { distribution = "buildings", count = 2000, seed = 42 }
-[protocol]
-repetitions = 2
-[matrix]
-index = [{ kind = "rtree", split = "linear" }, { kind = "rstar", reinsert = "30%" }]
-page_size = ["2KB", "4KB", "16KB"]
+    let html = report_of(
+        dir.path(),
+        "small",
+        &spec(
+            "browser",
+            r#"page_size = ["2KB", "4KB", "16KB"]
 device = ["ssd-v300", "hdd-7200"]
 [[workload]]
 kind = "construction"
@@ -152,33 +186,9 @@ streams = [1, 4]
 instances = "shared"
 memory = "256KB"
 "#,
-    )
-    .unwrap();
-    let db = dir.path().join("r.db");
-    let out = json_of(&[
-        "run",
-        spec.to_str().unwrap(),
-        "--results",
-        db.to_str().unwrap(),
-        "--json",
-        "--quiet",
-    ]);
-    assert_eq!(out["runs"].as_array().unwrap().len(), 12);
-    let rep = dir.path().join("report");
-    json_of(&[
-        "results",
-        "list",
-        "--json",
-        "--results",
-        db.to_str().unwrap(),
-    ]);
-    common::spidx()
-        .args(["report", "--results", db.to_str().unwrap(), "--out"])
-        .arg(&rep)
-        .assert()
-        .success();
-    let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
-    common::assert_navigation_complete(&html);
+        ),
+        12,
+    );
     // The stream workload's rows come back together: one table row per stream count and
     // run (2 × 12), and its latency and throughput charts.
     // (The section's heading; the navigation names it too.)
@@ -267,18 +277,12 @@ fn wide_workload_tables_fit_a_laptop_window() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("stores.toml");
-    std::fs::write(
-        &spec,
-        r#"
-name = "stores"
-[dataset]
-generate = { distribution = "buildings", count = 2000, seed = 42 }
-[protocol]
-repetitions = 2
-[matrix]
-index = [{ kind = "rtree", split = "linear" }, { kind = "rstar", reinsert = "30%" }]
-store = [
+    let html = report_of(
+        dir.path(),
+        "stores",
+        &spec(
+            "stores",
+            r#"store = [
   { kind = "direct" },
   { kind = "fast", write_buffer = "512KB", flushing_unit = 5, flush_policy = "fast-star", log_sync = "each-op" },
   { kind = "efind", buffer = "512KB", read_buffer_perc = 20, read_policy = "lru", temporal_control = "both", timestamp_perc = 50, flushing_unit = 5, flush_policy = "mthao", log_sync = "each-op" },
@@ -296,26 +300,9 @@ kind = "knn"
 k = 5
 queries = 10
 "#,
-    )
-    .unwrap();
-    let db = dir.path().join("r.db");
-    let out = json_of(&[
-        "run",
-        spec.to_str().unwrap(),
-        "--results",
-        db.to_str().unwrap(),
-        "--json",
-        "--quiet",
-    ]);
-    assert_eq!(out["runs"].as_array().unwrap().len(), 24);
-    let rep = dir.path().join("report");
-    common::spidx()
-        .args(["report", "--results", db.to_str().unwrap(), "--out"])
-        .arg(&rep)
-        .assert()
-        .success();
-    let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
-    common::assert_navigation_complete(&html);
+        ),
+        24,
+    );
     assert!(html.contains("<th>erases</th>"));
     let checked = check(&browser, dir.path(), "stores.html", &html);
     assert!(checked.tables >= 5, "{} tables", checked.tables);

@@ -50,6 +50,28 @@ impl Error {
         }
     }
 
+    /// The same error (same kind, so callers still tell a full device from a bad option)
+    /// with `context` — what was being done, e.g. "inserting object 17" — in front of it.
+    pub fn context(self, context: impl std::fmt::Display) -> Self {
+        match self {
+            Error::InvalidOption { what, message } => Error::InvalidOption {
+                what: format!("{what} ({context})"),
+                message,
+            },
+            // Its fields are the addresses; a programming error, not the user's input.
+            e @ Error::OutOfRange { .. } => e,
+            Error::DeviceFull(m) => Error::DeviceFull(format!("{m} ({context})")),
+            Error::Corrupted { what, message } => Error::Corrupted {
+                what: format!("{what} ({context})"),
+                message,
+            },
+            Error::Io { path, source } => Error::Io {
+                path,
+                source: std::io::Error::new(source.kind(), format!("{context}: {source}")),
+            },
+        }
+    }
+
     /// Wraps an I/O error with the path it happened on.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {

@@ -25,8 +25,9 @@ use crate::geom::Rect;
 use crate::index::bulk::BulkOptions;
 use crate::index::{Tree, TreeStats};
 use crate::node::Capacity;
+use crate::spatial::construct::{Construction, Step};
 use crate::spatial::query::QueryReport;
-use crate::spatial::{PhaseReport, SpatialIndex};
+use crate::spatial::SpatialIndex;
 use crate::store::AnyStore;
 use crate::{with_dims, Error, Result};
 
@@ -254,45 +255,27 @@ fn construct<const D: usize>(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(Metrics, serde_json::Value)> {
     let mut m = Metrics::new();
-    if let Some(recs) = ds.as_geo() {
-        let load = work.time(|| {
-            let clock = idx.phase();
-            for r in recs {
-                idx.put_object(r.id, &r.geometry)?;
+    let step = (ds.len() / 200).max(1) as u64;
+    let how = Construction { bulk, final_flush };
+    let report = work.time(|| {
+        idx.construct(ds, how, &mut |_, s| {
+            match s {
+                Step::Inserted(n) if n % step == 0 => progress(Progress::Step(step)),
+                Step::BulkLoaded(n) => progress(Progress::Step(n)),
+                _ => {}
             }
-            Ok(idx.stop_phase(clock))
-        })?;
-        m.extend(protocol::flatten("load", &load));
-    }
-    let step = (ds.len() / 200).max(1);
-    let construction: PhaseReport = work.time(|| {
-        let clock = idx.phase();
-        if let Some(opts) = bulk {
-            idx.bulk_load(ds.boxes::<D>()?, opts)?;
-            progress(Progress::Step(ds.len() as u64));
-            return Ok(idx.stop_phase(clock));
-        }
-        for i in 0..ds.len() {
-            let (id, mbr) = ds.object::<D>(i)?;
-            idx.insert(mbr, id)
-                .map_err(|e| Error::invalid(format!("inserting object {id}"), e.to_string()))?;
-            if (i + 1) % step == 0 {
-                progress(Progress::Step(step as u64));
-            }
-        }
-        Ok(idx.stop_phase(clock))
+            Ok(())
+        })
     })?;
     if bulk.is_none() {
-        progress(Progress::Step((ds.len() % step) as u64));
+        progress(Progress::Step(ds.len() as u64 % step));
     }
-    m.extend(protocol::flatten("", &construction));
-    if final_flush {
-        let flush = work.time(|| {
-            let clock = idx.phase();
-            idx.write_back()?;
-            Ok(idx.stop_phase(clock))
-        })?;
-        m.extend(protocol::flatten("final_flush", &flush));
+    if let Some(load) = &report.load {
+        m.extend(protocol::flatten("load", load));
+    }
+    m.extend(protocol::flatten("", &report.construction));
+    if let Some(flush) = &report.final_flush {
+        m.extend(protocol::flatten("final_flush", flush));
     }
     m.extend(protocol::flatten("tree", &TreeReport::of(idx.tree())));
     m.extend(protocol::flatten("store", &idx.tree().store().report()));

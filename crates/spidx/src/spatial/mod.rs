@@ -24,6 +24,7 @@
 //! [`owner`] and `docs/stores.md`).
 
 pub mod check;
+pub mod construct;
 pub mod measure;
 pub mod owner;
 pub mod query;
@@ -48,6 +49,7 @@ use crate::store::{AnyStore, NodeStore, StoreConfig, StoreControl, StoreFiles};
 use crate::{Error, Result};
 
 pub use check::{CheckDepth, ObjectCheck};
+pub use construct::{Construction, ConstructionReport, Step};
 pub use measure::{PhaseClock, PhaseReport};
 
 const MANIFEST: &str = "index.json";
