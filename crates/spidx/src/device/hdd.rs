@@ -36,39 +36,17 @@ mod tests;
 pub use config::HddConfig;
 pub use geometry::SeekCurve;
 
-use std::collections::{BTreeSet, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use self::geometry::{Geometry, Loc};
-use super::pages::{load_state, save_state};
+use super::paged::PageStore;
+use super::pages::{load_state_as, save_state_as, PAGED_FORMAT};
 use super::stats::{DeviceStats, HddStats, HostCounters};
 use super::{check_request, request_len, validate_page_size, Device};
 use crate::{Error, Result};
-
-/// A fast multiplicative hasher for page numbers (the default SipHash is several times
-/// slower and its DoS resistance is of no use here).
-#[derive(Default, Clone, Copy)]
-struct PageHasher(u64);
-
-impl Hasher for PageHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        let h = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        self.0 = h ^ (h >> 29);
-    }
-}
-
-type Fast = BuildHasherDefault<PageHasher>;
 
 /// The read-ahead stream: the buffer segment the drive is currently filling.
 /// Sectors `seg_start..pos(t)` are in the buffer at time `t`; reading proceeds from `s0`
@@ -119,22 +97,23 @@ struct Mech {
 /// encodes both the same way).
 #[derive(Serialize)]
 struct SavedRef<'a> {
+    /// First, so that the pages file it names can be found (see [`super::paged`]).
+    pages: &'a PageStore,
     config: &'a HddConfig,
     page_size: usize,
     mech: &'a Mech,
     host: &'a HostCounters,
     stats: &'a HddStats,
-    data: &'a HashMap<u64, Box<[u8]>, Fast>,
 }
 
 #[derive(Deserialize)]
 struct Saved {
+    pages: PageStore,
     config: HddConfig,
     page_size: usize,
     mech: Mech,
     host: HostCounters,
     stats: HddStats,
-    data: HashMap<u64, Box<[u8]>, Fast>,
 }
 
 /// Largest clock value a loaded state may hold (146 years), far from overflow.
@@ -150,7 +129,7 @@ pub struct SimHdd {
     geo: Geometry,
     curve: SeekCurve,
     mech: Mech,
-    data: HashMap<u64, Box<[u8]>, Fast>,
+    data: PageStore,
     host: HostCounters,
     stats: HddStats,
     hit_ns: u64,
@@ -191,7 +170,7 @@ impl SimHdd {
             },
             geo,
             curve,
-            data: HashMap::default(),
+            data: PageStore::new(page_size),
             host: HostCounters::default(),
             stats: HddStats::default(),
             hit_ns: ms(config.hit_overhead_us * 1e-3),
@@ -217,7 +196,7 @@ impl SimHdd {
             ));
         }
         if let Some(p) = state.filter(|p| p.exists()) {
-            let saved: Saved = load_state(p, "hdd")?;
+            let mut saved: Saved = load_state_as(p, "hdd", PAGED_FORMAT)?;
             if saved.page_size != page_size {
                 return Err(Error::invalid(
                     "page size",
@@ -237,10 +216,8 @@ impl SimHdd {
                 ));
             }
             let cap = dev.capacity_pages;
-            if saved
-                .data
-                .iter()
-                .any(|(&k, d)| d.len() != page_size || k >= cap)
+            if saved.pages.page_size() != page_size
+                || saved.pages.last_page().is_some_and(|k| k >= cap)
                 || !dev.mech_is_consistent(&saved.mech)
             {
                 return Err(Error::corrupted(
@@ -248,8 +225,9 @@ impl SimHdd {
                     "pages or drive state do not fit the drive",
                 ));
             }
+            saved.pages.attach(p)?;
             dev.mech = saved.mech;
-            dev.data = saved.data;
+            dev.data = saved.pages;
             dev.host = saved.host;
             dev.stats = saved.stats;
         }
@@ -547,10 +525,7 @@ impl Device for SimHdd {
         let n = check_request(page, buf.len(), ps, self.capacity_pages)?;
         self.host.record_read(page, n, ps);
         for (i, chunk) in buf.chunks_exact_mut(ps).enumerate() {
-            match self.data.get(&(page + i as u64)) {
-                Some(p) => chunk.copy_from_slice(p),
-                None => chunk.fill(0),
-            }
+            self.data.read(page + i as u64, chunk)?;
         }
         self.mech.clock = self.time_read(page, n);
         Ok(())
@@ -569,12 +544,7 @@ impl Device for SimHdd {
         let n = check_request(page, data.len(), ps, self.capacity_pages)?;
         self.host.record_write(page, n, ps);
         for (i, chunk) in data.chunks_exact(ps).enumerate() {
-            match self.data.get_mut(&(page + i as u64)) {
-                Some(p) => p.copy_from_slice(chunk),
-                None => {
-                    self.data.insert(page + i as u64, chunk.into());
-                }
-            }
+            self.data.write(page + i as u64, chunk);
         }
         self.mech.clock = self.time_write(page, n);
         Ok(())
@@ -630,18 +600,22 @@ impl Device for SimHdd {
     /// continues exactly where this one stopped.
     fn persist(&mut self) -> Result<()> {
         match &self.state_path {
-            Some(p) => save_state(
-                p,
-                "hdd",
-                &SavedRef {
-                    config: &self.config,
-                    page_size: self.page_size,
-                    mech: &self.mech,
-                    host: &self.host,
-                    stats: &self.stats,
-                    data: &self.data,
-                },
-            ),
+            Some(p) => {
+                self.data.save(p)?;
+                save_state_as(
+                    p,
+                    "hdd",
+                    PAGED_FORMAT,
+                    &SavedRef {
+                        pages: &self.data,
+                        config: &self.config,
+                        page_size: self.page_size,
+                        mech: &self.mech,
+                        host: &self.host,
+                        stats: &self.stats,
+                    },
+                )
+            }
             None => Ok(()),
         }
     }

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::pages::{load_state, save_state, PageArray};
+use super::paged::PageStore;
+use super::pages::{load_state_as, save_state_as, PAGED_FORMAT};
 use super::stats::{DeviceStats, HostCounters};
 use super::{check_request, request_len, validate_page_size, Device};
 use crate::Result;
@@ -25,9 +26,10 @@ impl Default for MemoryConfig {
     }
 }
 
-/// A zero-latency device backed by RAM; its state can be persisted to a file.
+/// A zero-latency device backed by RAM; its state can be persisted to a file (the pages in
+/// a pages file read on demand, see [`super::paged`]).
 pub struct MemoryDevice {
-    pages: PageArray,
+    pages: PageStore,
     capacity_pages: u64,
     host: HostCounters,
     state_path: Option<PathBuf>,
@@ -36,14 +38,15 @@ pub struct MemoryDevice {
 }
 
 impl MemoryDevice {
-    /// Opens a memory device of pages of `page_size` bytes; with `state`, loads the pages
-    /// saved there by a previous [`Device::persist`] (if the file exists) and saves to it.
+    /// Opens a memory device of pages of `page_size` bytes; with `state`, opens the pages
+    /// saved there by a previous [`Device::persist`] (if the file exists; pages are read
+    /// from its pages file when first used) and saves to it.
     pub fn open(config: &MemoryConfig, page_size: usize, state: Option<&Path>) -> Result<Self> {
         validate_page_size(page_size)?;
         let capacity_pages = config.capacity / page_size as u64;
         let pages = match state {
             Some(p) if p.exists() => {
-                let pages: PageArray = load_state(p, "memory")?;
+                let mut pages: PageStore = load_state_as(p, "memory", PAGED_FORMAT)?;
                 if pages.page_size() != page_size {
                     return Err(crate::Error::invalid(
                         "page size",
@@ -53,9 +56,10 @@ impl MemoryDevice {
                         ),
                     ));
                 }
+                pages.attach(p)?;
                 pages
             }
-            _ => PageArray::new(page_size),
+            _ => PageStore::new(page_size),
         };
         Ok(MemoryDevice {
             pages,
@@ -81,7 +85,7 @@ impl Device for MemoryDevice {
         let n = check_request(page, buf.len(), ps, self.capacity_pages)?;
         self.host.record_read(page, n, ps);
         for (i, chunk) in buf.chunks_exact_mut(ps).enumerate() {
-            self.pages.read(page + i as u64, chunk);
+            self.pages.read(page + i as u64, chunk)?;
         }
         Ok(())
     }
@@ -157,7 +161,10 @@ impl Device for MemoryDevice {
 
     fn persist(&mut self) -> Result<()> {
         match &self.state_path {
-            Some(p) => save_state(p, "memory", &self.pages),
+            Some(p) => {
+                self.pages.save(p)?;
+                save_state_as(p, "memory", PAGED_FORMAT, &self.pages)
+            }
             None => Ok(()),
         }
     }

@@ -18,6 +18,7 @@ pub mod flash;
 pub mod hdd;
 pub mod memory;
 pub mod overlay;
+pub mod paged;
 pub mod pages;
 pub mod partition;
 pub mod preset;

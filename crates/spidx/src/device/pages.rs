@@ -51,6 +51,15 @@ impl PageArray {
         }
     }
 
+    /// Copies `out.len()` bytes of page `idx` from byte `off` into `out` (zeros if never
+    /// written).
+    pub fn read_part(&self, idx: u64, off: usize, out: &mut [u8]) {
+        match self.get(idx) {
+            Some(p) => out.copy_from_slice(&p[off..off + out.len()]),
+            None => out.fill(0),
+        }
+    }
+
     /// Copies `data` (one page) into page `idx`.
     pub fn write(&mut self, idx: u64, data: &[u8]) {
         let slot = self.slot(idx);
@@ -115,17 +124,30 @@ impl PageArray {
 
 const MAGIC: &[u8; 8] = b"SPIDXDEV";
 const FORMAT_VERSION: u32 = 1;
+/// The format of the state files of devices whose pages live in a pages file
+/// ([`super::paged::PageStore`]): the payload starts with the page index.
+pub const PAGED_FORMAT: u32 = 2;
 const HEADER: usize = 8 + 4 + 4 + 4 + 8;
 
 /// Saves a simulated device's state to `path` atomically (write a temporary file, fsync,
 /// rename), framed by a magic number, the device kind, a format version, the length and a
 /// CRC-32 of the payload so that truncation and corruption are detected on load.
 pub fn save_state<T: Serialize>(path: &Path, kind: &str, state: &T) -> Result<()> {
+    save_state_as(path, kind, FORMAT_VERSION, state)
+}
+
+/// Loads a state saved by [`save_state`], checking magic, kind, version, length and CRC.
+pub fn load_state<T: DeserializeOwned>(path: &Path, kind: &str) -> Result<T> {
+    load_state_as(path, kind, FORMAT_VERSION)
+}
+
+/// [`save_state`] with format `version` ([`PAGED_FORMAT`] for paged devices).
+pub fn save_state_as<T: Serialize>(path: &Path, kind: &str, version: u32, state: &T) -> Result<()> {
     let payload = postcard::to_stdvec(state)
         .map_err(|e| Error::invalid("device state", format!("cannot serialise: {e}")))?;
     let mut file_bytes = Vec::with_capacity(HEADER + payload.len());
     file_bytes.extend_from_slice(MAGIC);
-    file_bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    file_bytes.extend_from_slice(&version.to_le_bytes());
     file_bytes.extend_from_slice(&kind_tag(kind).to_le_bytes());
     file_bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     file_bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
@@ -141,9 +163,31 @@ pub fn save_state<T: Serialize>(path: &Path, kind: &str, state: &T) -> Result<()
     write().map_err(|e| Error::io(path, e))
 }
 
-/// Loads a state saved by [`save_state`], checking magic, kind, version, length and CRC.
-pub fn load_state<T: DeserializeOwned>(path: &Path, kind: &str) -> Result<T> {
+/// [`load_state`] of a state written with format `version`.
+pub fn load_state_as<T: DeserializeOwned>(path: &Path, kind: &str, expected: u32) -> Result<T> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let payload = checked_payload(&bytes, path, Some(kind), expected)?;
+    let what = format!("device state {}", path.display());
+    postcard::from_bytes(payload).map_err(|e| Error::corrupted(what, format!("cannot decode: {e}")))
+}
+
+/// The name of the pages file a paged device's state file at `path` names (its payload
+/// starts with a [`super::paged::PageStore`]), or `None` if the file cannot be read or
+/// checked.
+pub fn peek_pages_file(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    let payload = checked_payload(&bytes, path, None, PAGED_FORMAT).ok()?;
+    postcard::take_from_bytes::<String>(payload)
+        .ok()
+        .map(|(name, _)| name)
+}
+
+fn checked_payload<'a>(
+    bytes: &'a [u8],
+    path: &Path,
+    kind: Option<&str>,
+    expected: u32,
+) -> Result<&'a [u8]> {
     let what = format!("device state {}", path.display());
     if bytes.len() < HEADER || &bytes[..8] != MAGIC {
         return Err(Error::corrupted(
@@ -153,17 +197,24 @@ pub fn load_state<T: DeserializeOwned>(path: &Path, kind: &str) -> Result<T> {
     }
     let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
     let version = u32_at(8);
-    if version != FORMAT_VERSION {
+    if version != expected {
+        let hint = if version < expected {
+            " (written by an older spidx: rebuild the index)"
+        } else {
+            ""
+        };
         return Err(Error::corrupted(
             what,
-            format!("format version {version}, expected {FORMAT_VERSION}"),
+            format!("format version {version}, expected {expected}{hint}"),
         ));
     }
-    if u32_at(12) != kind_tag(kind) {
-        return Err(Error::corrupted(
-            what,
-            format!("the state is not of a '{kind}' device"),
-        ));
+    if let Some(kind) = kind {
+        if u32_at(12) != kind_tag(kind) {
+            return Err(Error::corrupted(
+                what,
+                format!("the state is not of a '{kind}' device"),
+            ));
+        }
     }
     let crc = u32_at(16);
     let len = u64::from_le_bytes(bytes[20..28].try_into().unwrap());
@@ -177,7 +228,7 @@ pub fn load_state<T: DeserializeOwned>(path: &Path, kind: &str) -> Result<T> {
     if crc32fast::hash(payload) != crc {
         return Err(Error::corrupted(what, "checksum mismatch"));
     }
-    postcard::from_bytes(payload).map_err(|e| Error::corrupted(what, format!("cannot decode: {e}")))
+    Ok(payload)
 }
 
 fn kind_tag(kind: &str) -> u32 {

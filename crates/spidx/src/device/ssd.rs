@@ -81,9 +81,12 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::flash::ftl::{FlashOp, Ftl, OpCause, OpKind};
-use super::flash::simflash::{check_loaded_ftl, check_saved, host_geometry, transfer_ns, us_to_ns};
+use super::flash::simflash::{
+    check_loaded_ftl, check_saved, host_geometry, restore_pages, transfer_ns, us_to_ns,
+};
 use super::flash::FlashConfig;
-use super::pages::{load_state, save_state};
+use super::paged::PageStore;
+use super::pages::{load_state_as, save_state_as, PAGED_FORMAT};
 use super::stats::{DeviceStats, HostCounters};
 use super::{check_request, request_len, Device};
 use crate::{Error, Result};
@@ -243,7 +246,9 @@ struct Costs {
 
 /// The saved state of a [`SimSsd`].
 #[derive(Serialize, Deserialize)]
-struct SavedSsd<F, T> {
+struct SavedSsd<P, F, T> {
+    /// First, so that the pages file it names can be found (see [`crate::device::paged`]).
+    pages: P,
     config: SsdConfig,
     page_size: usize,
     host: HostCounters,
@@ -319,8 +324,10 @@ impl SimSsd {
         let (capacity_pages, geo) = host_geometry(&config.flash, page_size, dies)?;
         let (ftl, host, timing) = match state {
             Some(path) if path.exists() => {
-                let mut saved: SavedSsd<Ftl, Timing> = load_state(path, KIND)?;
+                let mut saved: SavedSsd<PageStore, Ftl, Timing> =
+                    load_state_as(path, KIND, PAGED_FORMAT)?;
                 check_saved(path, &saved.config, saved.page_size, config, page_size)?;
+                restore_pages(path, &mut saved.ftl, saved.pages)?;
                 check_loaded_ftl(path, &mut saved.ftl, &geo)?;
                 let t = &saved.timing;
                 if t.die_free.len() != dies as usize
@@ -583,14 +590,16 @@ impl Device for SimSsd {
         let Some(path) = &self.state_path else {
             return Ok(());
         };
+        self.ftl.pages_mut().save(path)?;
         let saved = SavedSsd {
+            pages: self.ftl.pages(),
             config: self.config.clone(),
             page_size: self.page_size,
             host: self.host,
             timing: &self.timing,
             ftl: &self.ftl,
         };
-        save_state(path, KIND, &saved)
+        save_state_as(path, KIND, PAGED_FORMAT, &saved)
     }
 }
 

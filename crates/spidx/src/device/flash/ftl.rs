@@ -2,11 +2,12 @@
 //! ([`crate::device::ssd::SimSsd`]).
 //!
 //! The FTL owns NAND blocks of `pages_per_block` flash pages, split into `dies` groups
-//! (block `b` belongs to die `b % dies`), and the data itself: every programmed physical
-//! page holds its bytes in a [`PageArray`] keyed by physical page number, and garbage
-//! collection moves those bytes (a `Box`) to the copy's new page. So "reads return what was
-//! last written, across GC, wear levelling and reopen" is a property the tests can check,
-//! not an assumption.
+//! (block `b` belongs to die `b % dies`), and the data itself: the bytes of every mapped
+//! logical page live in a [`PageStore`] keyed by logical page number (read lazily from the
+//! saved pages file, see [`crate::device::paged`]); the mapping decides where a page is on
+//! flash and what each access costs, and the checker verifies that exactly the mapped
+//! pages hold data. So "reads return what was last written, across GC, wear levelling and
+//! reopen" is a property the tests can check, not an assumption.
 //!
 //! Policies:
 //! - **Out-of-place updates** through a logical→physical page map (and its reverse map):
@@ -44,7 +45,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::device::pages::PageArray;
+use crate::device::paged::PageStore;
 use crate::device::stats::FlashStats;
 use crate::{Error, Result};
 
@@ -268,13 +269,17 @@ struct Counters {
 }
 
 /// A page-mapping FTL over NAND blocks that really stores the data (see the module docs).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// Its serialised form leaves the data out: a device saves it with
+/// [`Ftl::pages_mut`] and restores it with [`Ftl::set_pages`].
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Ftl {
     geo: FtlGeometry,
     l2p: SparseMap,
     /// Physical→logical map, grown as blocks are first opened (`NONE` = invalid page).
     p2l: Vec<u32>,
-    data: PageArray,
+    /// The bytes of every mapped logical page, keyed by logical page number.
+    #[serde(skip)]
+    data: PageStore,
     erase: Vec<u32>,
     valid: Vec<u32>,
     state: Vec<BlockState>,
@@ -307,7 +312,7 @@ impl Ftl {
         Ok(Ftl {
             l2p: SparseMap::new(geo.logical_pages),
             p2l: Vec::new(),
-            data: PageArray::new(geo.flash_page_size),
+            data: PageStore::new(geo.flash_page_size),
             erase: vec![0; blocks],
             valid: vec![0; blocks],
             state: vec![BlockState::Free; blocks],
@@ -322,24 +327,25 @@ impl Ftl {
         })
     }
 
-    /// [`Ftl::check_invariants`] plus checks that only matter for a state read from a
-    /// file: every stored page has the flash page size.
+    /// [`Ftl::check_invariants`] for a state read from a file (its pages, restored with
+    /// [`Ftl::set_pages`], were checked against the flash page size when attached).
     pub fn check_loaded(&mut self) -> Result<()> {
-        self.check_invariants()?;
-        let fps = self.geo.flash_page_size;
-        for ppn in 0..self.p2l.len() as u64 {
-            if let Some(page) = self.data.take(ppn) {
-                let len = page.len();
-                self.data.put(ppn, page);
-                if len != fps {
-                    return Err(Error::corrupted(
-                        "flash translation layer",
-                        format!("physical page {ppn} holds {len} bytes, not {fps}"),
-                    ));
-                }
-            }
-        }
-        Ok(())
+        self.check_invariants()
+    }
+
+    /// The stored pages (to save them with the device's state).
+    pub fn pages_mut(&mut self) -> &mut PageStore {
+        &mut self.data
+    }
+
+    /// The stored pages.
+    pub fn pages(&self) -> &PageStore {
+        &self.data
+    }
+
+    /// Restores the pages of a loaded state (the serialised FTL leaves them out).
+    pub fn set_pages(&mut self, pages: PageStore) {
+        self.data = pages;
     }
 
     /// The layout in use.
@@ -442,34 +448,32 @@ impl Ftl {
         cached: &mut impl FnMut(u32) -> bool,
     ) -> Result<()> {
         let fps = self.geo.flash_page_size;
+        // The new image first (reading the old one may fail on a damaged pages file, which
+        // must leave the FTL unchanged). Data is keyed by logical page: GC never moves it.
+        let partial = src.len() != fps;
+        let mut merged = None;
+        if partial {
+            let mut p = vec![0u8; fps];
+            if self.l2p.get(lpn) != NONE {
+                self.data.read(lpn as u64, &mut p)?;
+            }
+            p[off..off + src.len()].copy_from_slice(src);
+            merged = Some(p);
+        }
         // Allocation may run GC, which may move the old version: look it up afterwards.
         let new = self.alloc_host(ops)?;
         let old = self.l2p.get(lpn);
-        let page = if old == NONE {
+        if old == NONE {
             self.mapped += 1;
-            None
         } else {
-            if src.len() != fps && !cached(lpn) {
+            if partial && !cached(lpn) {
                 ops.push(self.op(OpKind::Read, OpCause::Host, old, lpn));
                 self.counters.flash_reads += 1;
             }
-            let p = self.data.take(old as u64);
             self.invalidate(old);
-            p
-        };
-        let page = match page {
-            Some(mut p) if src.len() == fps => {
-                p.copy_from_slice(src);
-                p
-            }
-            None if src.len() == fps => src.into(),
-            p => {
-                let mut p = p.unwrap_or_else(|| vec![0u8; fps].into_boxed_slice());
-                p[off..off + src.len()].copy_from_slice(src);
-                p
-            }
-        };
-        self.data.put(new as u64, page);
+        }
+        self.data
+            .write(lpn as u64, merged.as_deref().unwrap_or(src));
         self.commit(new, lpn);
         ops.push(self.op(OpKind::Program, OpCause::Host, new, lpn));
         self.counters.flash_writes += 1;
@@ -612,7 +616,7 @@ impl Ftl {
         }
     }
 
-    /// Marks physical page `ppn` invalid (its data must already have been taken).
+    /// Marks physical page `ppn` invalid.
     fn invalidate(&mut self, ppn: u32) {
         let b = ppn / self.geo.pages_per_block;
         let bi = b as usize;
@@ -689,11 +693,7 @@ impl Ftl {
             let new = self.reserve(d);
             ops.push(self.op(OpKind::Read, cause, ppn, lpn));
             ops.push(self.op(OpKind::Program, cause, new, lpn));
-            let page = self.data.take(ppn as u64);
             self.invalidate(ppn);
-            if let Some(p) = page {
-                self.data.put(new as u64, p);
-            }
             self.commit(new, lpn);
             self.counters.flash_reads += 1;
             self.counters.flash_writes += 1;

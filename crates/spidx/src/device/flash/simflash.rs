@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::ftl::{FlashOp, Ftl, FtlGeometry, FtlParams, OpKind};
-use crate::device::pages::{load_state, save_state};
+use crate::device::paged::PageStore;
+use crate::device::pages::{load_state_as, save_state_as, PAGED_FORMAT};
 use crate::device::stats::{DeviceStats, HostCounters};
 use crate::device::{check_request, request_len, validate_page_size, Device, SECTOR};
 use crate::{Error, Result};
@@ -253,7 +254,9 @@ pub(crate) fn host_geometry(
 
 /// The saved state of a [`SimFlash`].
 #[derive(Serialize, Deserialize)]
-struct SavedFlash<F> {
+struct SavedFlash<P, F> {
+    /// First, so that the pages file it names can be found (see [`crate::device::paged`]).
+    pages: P,
     config: FlashConfig,
     page_size: usize,
     host: HostCounters,
@@ -298,8 +301,10 @@ impl SimFlash {
         let (capacity_pages, geo) = host_geometry(config, page_size, 1)?;
         let (ftl, host, clock_ns) = match state {
             Some(path) if path.exists() => {
-                let mut saved: SavedFlash<Ftl> = load_state(path, KIND)?;
+                let mut saved: SavedFlash<PageStore, Ftl> =
+                    load_state_as(path, KIND, PAGED_FORMAT)?;
                 check_saved(path, &saved.config, saved.page_size, config, page_size)?;
+                restore_pages(path, &mut saved.ftl, saved.pages)?;
                 check_loaded_ftl(path, &mut saved.ftl, &geo)?;
                 (saved.ftl, saved.host, saved.clock_ns)
             }
@@ -386,6 +391,23 @@ pub(crate) fn check_saved<C: PartialEq + std::fmt::Debug>(
 }
 
 /// Checks a loaded FTL against the planned geometry and its own invariants.
+/// Opens the pages file of a loaded state and gives the pages to its FTL.
+pub(crate) fn restore_pages(path: &Path, ftl: &mut Ftl, mut pages: PageStore) -> Result<()> {
+    if pages.page_size() != ftl.geometry().flash_page_size {
+        return Err(Error::corrupted(
+            format!("device state {}", path.display()),
+            format!(
+                "its pages are of {} bytes, the flash's of {}",
+                pages.page_size(),
+                ftl.geometry().flash_page_size
+            ),
+        ));
+    }
+    pages.attach(path)?;
+    ftl.set_pages(pages);
+    Ok(())
+}
+
 pub(crate) fn check_loaded_ftl(path: &Path, ftl: &mut Ftl, geo: &FtlGeometry) -> Result<()> {
     if ftl.geometry() != geo {
         return Err(Error::corrupted(
@@ -479,13 +501,15 @@ impl Device for SimFlash {
         let Some(path) = &self.state_path else {
             return Ok(());
         };
+        self.ftl.pages_mut().save(path)?;
         let saved = SavedFlash {
+            pages: self.ftl.pages(),
             config: self.config.clone(),
             page_size: self.page_size,
             host: self.host,
             clock_ns: self.clock_ns,
             ftl: &self.ftl,
         };
-        save_state(path, KIND, &saved)
+        save_state_as(path, KIND, PAGED_FORMAT, &saved)
     }
 }

@@ -65,13 +65,7 @@ impl Ftl {
                     self.counters.flash_reads += 1;
                 }
                 if let Some(out) = out {
-                    match self.data.take(ppn as u64) {
-                        Some(page) => {
-                            out.copy_from_slice(&page[off..off + n]);
-                            self.data.put(ppn as u64, page);
-                        }
-                        None => out.fill(0),
-                    }
+                    self.data.read_part(lpn as u64, off, out)?;
                 }
             }
             done += n;

@@ -1,0 +1,644 @@
+//! Page data of a simulated device that opens lazily and saves incrementally.
+//!
+//! A [`PageStore`] holds the pages of a simulated device (the memory device's pages, the
+//! FTL's logical pages, the hard disk's pages). Saved, they live in an append-only *pages
+//! file* next to the device's state file; the state file (written atomically by
+//! [`save_state_as`](super::pages::save_state_as), checksummed) holds the pages file's name,
+//! its committed length and an index giving, for every saved page, its offset in the pages
+//! file and the CRC-32 of its image. Opening a device reads the state file only; a page is
+//! read from the pages file (one `pread`, its CRC checked) the first time it is used, and
+//! kept in memory from then on. Saving appends only the pages written since the last save
+//! and then the state file is replaced, so:
+//!
+//! * a crash after the pages were appended but before the state file was replaced leaves
+//!   the previous state file, which names only bytes below its committed length: the
+//!   previous checkpoint stays readable (the next save truncates the unreferenced tail);
+//! * when more than half of the pages file is superseded page images (and it is larger
+//!   than [`COMPACT_MIN`]), a save writes the live pages to a new pages file of the next
+//!   generation (`<state file>.pages-<generation>`) instead; older generations are deleted
+//!   by a later save, except the one the checkpoint backup `<state file>.bak` names (a
+//!   checkpoint in progress can still put it back; see `crate::spatial`);
+//! * a state file copied under another name (the experiment runner's replay copies) reads
+//!   the pages file it names; saving it writes a pages file of its own.
+//!
+//! Pages file layout: a 32-byte header (magic `SPIDXPGS`, format version, page size,
+//! generation, CRC-32 of the header), then page images of `page_size` bytes each. Every
+//! damage is named: a missing or truncated pages file, a bad header, an index entry past
+//! the committed length and a page failing its CRC are [`Error::Corrupted`] errors, never a
+//! panic or a silently zeroed page.
+
+use std::collections::BTreeSet;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::pages::PageArray;
+use crate::{Error, Result};
+
+const MAGIC: &[u8; 8] = b"SPIDXPGS";
+const VERSION: u32 = 1;
+/// Bytes of the pages file's header.
+pub const HEADER: u64 = 32;
+/// A pages file smaller than this is never compacted (its garbage costs little).
+pub const COMPACT_MIN: u64 = 4 << 20;
+
+/// One saved page: where its image is and its checksum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+struct Slot {
+    page: u64,
+    offset: u64,
+    crc: u32,
+}
+
+/// The saved pages file: its name (in the state file's directory), generation, committed
+/// length, superseded bytes and the index of the pages it holds, sorted by page.
+#[derive(Debug)]
+struct Base {
+    name: String,
+    generation: u64,
+    len: u64,
+    garbage: u64,
+    index: Vec<Slot>,
+    /// The opened file and its path, once [`PageStore::attach`] ran.
+    file: Option<(File, PathBuf)>,
+    writable: bool,
+}
+
+impl Base {
+    fn find(&self, page: u64) -> Option<Slot> {
+        self.index
+            .binary_search_by_key(&page, |s| s.page)
+            .ok()
+            .map(|i| self.index[i])
+    }
+}
+
+/// What a save wrote (for tests and benchmarks).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SaveReport {
+    /// Page images written.
+    pub pages: u64,
+    /// Bytes written to the pages file (header included when a new file was written).
+    pub bytes: u64,
+    /// Whether a new pages file (generation) was written: first save, compaction, or a
+    /// state saved under a new name.
+    pub new_file: bool,
+}
+
+/// The pages of a simulated device, read lazily from a pages file and saved incrementally
+/// (see the module documentation).
+#[derive(Debug, Default)]
+pub struct PageStore {
+    page_size: usize,
+    /// Pages read from the pages file or written since opening.
+    mem: PageArray,
+    /// Pages written since the last save.
+    dirty: BTreeSet<u64>,
+    base: Option<Base>,
+}
+
+impl PageStore {
+    /// An empty store of pages of `page_size` bytes.
+    pub fn new(page_size: usize) -> Self {
+        PageStore {
+            page_size,
+            mem: PageArray::new(page_size),
+            dirty: BTreeSet::new(),
+            base: None,
+        }
+    }
+
+    /// Page size in bytes.
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// Pages written since the last save.
+    pub fn dirty_pages(&self) -> usize {
+        self.dirty.len()
+    }
+
+    /// The pages file in use, once saved or attached.
+    pub fn pages_file(&self) -> Option<PathBuf> {
+        self.base
+            .as_ref()
+            .and_then(|b| b.file.as_ref().map(|(_, p)| p.clone()))
+    }
+
+    /// Whether page `idx` holds written data.
+    pub fn is_written(&self, idx: u64) -> bool {
+        self.mem.is_written(idx) || self.base.as_ref().is_some_and(|b| b.find(idx).is_some())
+    }
+
+    /// The highest page number saved in the pages file, if any.
+    pub fn last_page(&self) -> Option<u64> {
+        self.base.as_ref()?.index.last().map(|s| s.page)
+    }
+
+    /// Number of pages holding data.
+    pub fn written_pages(&self) -> u64 {
+        match &self.base {
+            None => self.mem.written_pages() as u64,
+            Some(b) => {
+                let new = self.dirty.iter().filter(|&&p| b.find(p).is_none()).count();
+                (b.index.len() + new) as u64
+            }
+        }
+    }
+
+    /// Copies page `idx` into `out` (one page; zeros if never written).
+    pub fn read(&mut self, idx: u64, out: &mut [u8]) -> Result<()> {
+        self.read_part(idx, 0, out)
+    }
+
+    /// Copies `out.len()` bytes of page `idx` starting at byte `off` into `out`.
+    pub fn read_part(&mut self, idx: u64, off: usize, out: &mut [u8]) -> Result<()> {
+        if !self.mem.is_written(idx) && !self.load(idx)? {
+            out.fill(0);
+            return Ok(());
+        }
+        self.mem.read_part(idx, off, out);
+        Ok(())
+    }
+
+    /// Brings page `idx` from the pages file into memory; false if it was never saved.
+    fn load(&mut self, idx: u64) -> Result<bool> {
+        let Some(b) = &self.base else {
+            return Ok(false);
+        };
+        let Some(slot) = b.find(idx) else {
+            return Ok(false);
+        };
+        let page = read_slot(b, slot, self.page_size)?;
+        self.mem.put(idx, page);
+        Ok(true)
+    }
+
+    /// Copies `data` (one page) into page `idx`.
+    pub fn write(&mut self, idx: u64, data: &[u8]) {
+        debug_assert_eq!(data.len(), self.page_size);
+        self.mem.write(idx, data);
+        self.dirty.insert(idx);
+    }
+
+    /// Copies the byte ranges `ranges` of `data` (one whole page image) into page `idx`;
+    /// a page not in memory takes the whole image (its other bytes equal `data`'s).
+    pub fn write_ranges(&mut self, idx: u64, data: &[u8], ranges: &[std::ops::Range<usize>]) {
+        if self.mem.is_written(idx) {
+            self.mem.write_ranges(idx, data, ranges);
+        } else {
+            self.mem.write(idx, data);
+        }
+        self.dirty.insert(idx);
+    }
+
+    /// Opens the pages file the index loaded from the state file at `state` names (in the
+    /// same directory), checking its header, its length and the index. Read-only: nothing
+    /// is written until [`PageStore::save`].
+    pub fn attach(&mut self, state: &Path) -> Result<()> {
+        let ps = self.page_size as u64;
+        let Some(b) = &mut self.base else {
+            return Ok(());
+        };
+        let path = dir_of(state).join(&b.name);
+        let what = || format!("device pages file {}", path.display());
+        if b.name.is_empty() || b.name.contains('/') || b.name.starts_with('.') {
+            return Err(Error::corrupted(
+                format!("device state {}", state.display()),
+                format!("invalid pages file name {:?}", b.name),
+            ));
+        }
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::corrupted(
+                    what(),
+                    format!("missing (the device state {} names it)", state.display()),
+                ))
+            }
+            Err(e) => return Err(Error::io(&path, e)),
+        };
+        let flen = file.metadata().map_err(|e| Error::io(&path, e))?.len();
+        if flen < b.len {
+            return Err(Error::corrupted(
+                what(),
+                format!("truncated: {flen} of {} committed bytes", b.len),
+            ));
+        }
+        check_header(&file, &path, self.page_size, b.generation)?;
+        let mut prev = None;
+        for s in &b.index {
+            let in_range = s.offset >= HEADER
+                && (s.offset - HEADER).is_multiple_of(ps)
+                && s.offset.checked_add(ps).is_some_and(|e| e <= b.len);
+            if !in_range || prev.is_some_and(|p| p >= s.page) {
+                return Err(Error::corrupted(
+                    format!("device state {}", state.display()),
+                    format!(
+                        "its page index is inconsistent at page {} (offset {}, {} committed bytes)",
+                        s.page, s.offset, b.len
+                    ),
+                ));
+            }
+            prev = Some(s.page);
+        }
+        let live = b.index.len() as u64 * ps;
+        if b.len < HEADER || b.garbage.checked_add(live) != Some(b.len - HEADER) {
+            return Err(Error::corrupted(
+                format!("device state {}", state.display()),
+                format!(
+                    "its page index does not account for the pages file ({} live pages, {} \
+                     superseded bytes, {} committed bytes)",
+                    b.index.len(),
+                    b.garbage,
+                    b.len
+                ),
+            ));
+        }
+        b.file = Some((file, path));
+        b.writable = false;
+        Ok(())
+    }
+
+    /// Reads and checks every saved page not yet in memory (a full verification).
+    pub fn verify_all(&mut self) -> Result<u64> {
+        let pages: Vec<u64> = match &self.base {
+            Some(b) => b.index.iter().map(|s| s.page).collect(),
+            None => return Ok(0),
+        };
+        let mut n = 0;
+        for p in pages {
+            if !self.mem.is_written(p) {
+                self.load(p)?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Saves the pages written since the last save to the pages file of the state file at
+    /// `state` (appending them, or writing a new generation; see the module docs) and makes
+    /// them durable. The state file must be saved afterwards (it serialises the index).
+    pub fn save(&mut self, state: &Path) -> Result<SaveReport> {
+        let ps = self.page_size as u64;
+        let own = format!("{}.pages-", file_name(state)?);
+        let dir = dir_of(state);
+        if self.base.is_none() && self.dirty.is_empty() {
+            return Ok(SaveReport::default());
+        }
+        let compact = match &self.base {
+            None => true,
+            Some(b) if !b.name.starts_with(&own) || b.file.is_none() => true,
+            Some(b) => {
+                let rewritten = self.dirty.iter().filter(|&&p| b.find(p).is_some()).count() as u64;
+                let len = b.len + self.dirty.len() as u64 * ps;
+                let garbage = b.garbage + rewritten * ps;
+                len > COMPACT_MIN && garbage * 2 > len
+            }
+        };
+        if !compact && self.dirty.is_empty() {
+            return Ok(SaveReport::default());
+        }
+        let current = self.base.as_ref().map(|b| b.name.clone());
+        remove_stale(&dir, &own, current.as_deref(), state)?;
+        let report = if compact {
+            self.write_generation(&dir, &own)?
+        } else {
+            self.append()?
+        };
+        self.dirty.clear();
+        Ok(report)
+    }
+
+    /// Appends the dirty pages to the current pages file and updates the index.
+    fn append(&mut self) -> Result<SaveReport> {
+        let ps = self.page_size as u64;
+        let b = self.base.as_mut().expect("append needs a pages file");
+        let (file, path) = b.file.take().expect("attached");
+        let file = if b.writable {
+            file
+        } else {
+            drop(file);
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .map_err(|e| Error::io(&path, e))?
+        };
+        b.writable = true;
+        let io = |e| Error::io(&path, e);
+        // An interrupted save may have left bytes past the committed length.
+        file.set_len(b.len).map_err(io)?;
+        let mut w = BufWriter::with_capacity(1 << 20, &file);
+        w.seek(SeekFrom::Start(b.len)).map_err(io)?;
+        let mut added = Vec::with_capacity(self.dirty.len());
+        let mut off = b.len;
+        let mut buf = vec![0u8; self.page_size];
+        for &p in &self.dirty {
+            self.mem.read(p, &mut buf);
+            w.write_all(&buf).map_err(io)?;
+            added.push(Slot {
+                page: p,
+                offset: off,
+                crc: crc32fast::hash(&buf),
+            });
+            off += ps;
+        }
+        w.flush().map_err(io)?;
+        drop(w);
+        file.sync_data().map_err(io)?;
+        // Merge the new slots into the index (both sorted by page).
+        let old = std::mem::take(&mut b.index);
+        let mut merged = Vec::with_capacity(old.len() + added.len());
+        let (mut i, mut j) = (0, 0);
+        while i < old.len() || j < added.len() {
+            if j == added.len() || (i < old.len() && old[i].page < added[j].page) {
+                merged.push(old[i]);
+                i += 1;
+            } else {
+                if i < old.len() && old[i].page == added[j].page {
+                    b.garbage += ps;
+                    i += 1;
+                }
+                merged.push(added[j]);
+                j += 1;
+            }
+        }
+        b.index = merged;
+        let bytes = off - b.len;
+        b.len = off;
+        b.file = Some((file, path));
+        Ok(SaveReport {
+            pages: added.len() as u64,
+            bytes,
+            new_file: false,
+        })
+    }
+
+    /// Writes every live page to a new pages file of the next generation.
+    fn write_generation(&mut self, dir: &Path, own: &str) -> Result<SaveReport> {
+        let ps = self.page_size as u64;
+        let generation = self.base.as_ref().map_or(1, |b| b.generation + 1);
+        let name = format!("{own}{generation}");
+        let path = dir.join(&name);
+        let io = |e| Error::io(&path, e);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(io)?;
+        let mut w = BufWriter::with_capacity(1 << 20, &file);
+        w.write_all(&header(self.page_size, generation))
+            .map_err(io)?;
+        let mut pages: BTreeSet<u64> = self.dirty.clone();
+        if let Some(b) = &self.base {
+            pages.extend(b.index.iter().map(|s| s.page));
+        }
+        let mut index = Vec::with_capacity(pages.len());
+        let mut off = HEADER;
+        let mut buf = vec![0u8; self.page_size];
+        for p in pages {
+            if self.mem.is_written(p) {
+                self.mem.read(p, &mut buf);
+            } else {
+                // Not in memory: copied (checked) from the old pages file, not kept.
+                let b = self.base.as_ref().expect("a saved page has a pages file");
+                let slot = b.find(p).expect("a saved page is indexed");
+                buf.copy_from_slice(&read_slot(b, slot, self.page_size)?);
+            }
+            w.write_all(&buf).map_err(io)?;
+            index.push(Slot {
+                page: p,
+                offset: off,
+                crc: crc32fast::hash(&buf),
+            });
+            off += ps;
+        }
+        w.flush().map_err(io)?;
+        drop(w);
+        file.sync_data().map_err(io)?;
+        crate::store::header::sync_parent(&path).map_err(io)?;
+        let pages = index.len() as u64;
+        self.base = Some(Base {
+            name,
+            generation,
+            len: off,
+            garbage: 0,
+            index,
+            file: Some((file, path)),
+            writable: true,
+        });
+        Ok(SaveReport {
+            pages,
+            bytes: off,
+            new_file: true,
+        })
+    }
+}
+
+fn dir_of(state: &Path) -> PathBuf {
+    match state.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn file_name(state: &Path) -> Result<String> {
+    state
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(str::to_string)
+        .ok_or_else(|| {
+            Error::invalid(
+                "device state",
+                format!("{} has no UTF-8 file name", state.display()),
+            )
+        })
+}
+
+fn header(page_size: usize, generation: u64) -> [u8; HEADER as usize] {
+    let mut h = [0u8; HEADER as usize];
+    h[..8].copy_from_slice(MAGIC);
+    h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    h[12..16].copy_from_slice(&(page_size as u32).to_le_bytes());
+    h[16..24].copy_from_slice(&generation.to_le_bytes());
+    let crc = crc32fast::hash(&h[..24]);
+    h[24..28].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+fn check_header(file: &File, path: &Path, page_size: usize, generation: u64) -> Result<()> {
+    let mut h = [0u8; HEADER as usize];
+    file.read_exact_at(&mut h, 0)
+        .map_err(|e| Error::io(path, e))?;
+    let what = format!("device pages file {}", path.display());
+    if &h[..8] != MAGIC {
+        return Err(Error::corrupted(what, "not a spidx pages file (bad magic)"));
+    }
+    if h != header(page_size, generation) {
+        let version = u32::from_le_bytes(h[8..12].try_into().unwrap());
+        let ps = u32::from_le_bytes(h[12..16].try_into().unwrap());
+        let g = u64::from_le_bytes(h[16..24].try_into().unwrap());
+        return Err(Error::corrupted(
+            what,
+            format!(
+                "header (format {version}, {ps}-byte pages, generation {g}) does not match \
+                 the device state (format {VERSION}, {page_size}-byte pages, generation \
+                 {generation}) or fails its checksum"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads the page image of `slot` from the attached pages file and checks its CRC.
+fn read_slot(b: &Base, slot: Slot, page_size: usize) -> Result<Box<[u8]>> {
+    let Some((file, path)) = &b.file else {
+        return Err(Error::corrupted(
+            "device pages",
+            "a saved page was read before its pages file was opened",
+        ));
+    };
+    let mut page = vec![0u8; page_size].into_boxed_slice();
+    file.read_exact_at(&mut page, slot.offset)
+        .map_err(|e| Error::io(path, e))?;
+    if crc32fast::hash(&page) != slot.crc {
+        return Err(Error::corrupted(
+            format!("device pages file {}", path.display()),
+            format!(
+                "page {} (at byte {}) fails its checksum",
+                slot.page, slot.offset
+            ),
+        ));
+    }
+    Ok(page)
+}
+
+/// Deletes pages files of older generations of the state at `state` (names starting with
+/// `own`): all but `current` and the one the checkpoint backup `<state>.bak` names. When
+/// the backup exists but cannot be read, nothing is deleted.
+fn remove_stale(dir: &Path, own: &str, current: Option<&str>, state: &Path) -> Result<()> {
+    let mut bak = state.as_os_str().to_owned();
+    bak.push(".bak");
+    let bak = PathBuf::from(bak);
+    let backed = if bak.exists() {
+        match super::pages::peek_pages_file(&bak) {
+            Some(name) => Some(name),
+            None => return Ok(()),
+        }
+    } else {
+        None
+    };
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
+    for e in entries {
+        let e = e.map_err(|e| Error::io(dir, e))?;
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(gen) = name.strip_prefix(own) else {
+            continue;
+        };
+        if gen.is_empty()
+            || !gen.bytes().all(|c| c.is_ascii_digit())
+            || Some(name) == current
+            || Some(name) == backed.as_deref()
+        {
+            continue;
+        }
+        let p = e.path();
+        std::fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
+    }
+    Ok(())
+}
+
+/// The index as saved in the state file. Its first member is the pages file's name, and a
+/// paged device's saved state starts with its [`PageStore`], so that
+/// [`peek_pages_file`](super::pages::peek_pages_file) finds the name in any of them.
+#[derive(Serialize)]
+struct SavedRef<'a> {
+    file: &'a str,
+    page_size: u64,
+    generation: u64,
+    len: u64,
+    garbage: u64,
+    index: &'a [Slot],
+}
+
+#[derive(Deserialize)]
+struct Saved {
+    file: String,
+    page_size: u64,
+    generation: u64,
+    len: u64,
+    garbage: u64,
+    index: Vec<Slot>,
+}
+
+impl Serialize for PageStore {
+    /// Serialises the index of the saved pages; pages written since the last
+    /// [`PageStore::save`] cannot be serialised (an error, never a silent loss).
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        if !self.dirty.is_empty() {
+            return Err(serde::ser::Error::custom(format!(
+                "{} pages written since the last save of the pages file",
+                self.dirty.len()
+            )));
+        }
+        let empty = SavedRef {
+            file: "",
+            page_size: self.page_size as u64,
+            generation: 0,
+            len: 0,
+            garbage: 0,
+            index: &[],
+        };
+        match &self.base {
+            None => empty.serialize(s),
+            Some(b) => SavedRef {
+                file: &b.name,
+                page_size: self.page_size as u64,
+                generation: b.generation,
+                len: b.len,
+                garbage: b.garbage,
+                index: &b.index,
+            }
+            .serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PageStore {
+    /// Restores the index; [`PageStore::attach`] must then open the pages file.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = Saved::deserialize(d)?;
+        let page_size = usize::try_from(s.page_size)
+            .ok()
+            .filter(|&p| p > 0 && p <= 1 << 30)
+            .ok_or_else(|| serde::de::Error::custom("invalid page size"))?;
+        if s.file.is_empty() && !s.index.is_empty() {
+            return Err(serde::de::Error::custom("saved pages without a pages file"));
+        }
+        let base = (!s.file.is_empty()).then_some(Base {
+            name: s.file,
+            generation: s.generation,
+            len: s.len,
+            garbage: s.garbage,
+            index: s.index,
+            file: None,
+            writable: false,
+        });
+        Ok(PageStore {
+            page_size,
+            mem: PageArray::new(page_size),
+            dirty: BTreeSet::new(),
+            base,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
