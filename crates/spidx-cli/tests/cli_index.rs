@@ -43,13 +43,18 @@ fn build_query_check_match_brute_force() {
     let (x0, y0, x1, y1) = (ext.min[0], ext.min[1], ext.max[0], ext.max[1]);
     let configs: &[&[&str]] = &[
         &[
-            "--index", "rtree", "--split", "linear", "--device", "memory",
+            "--index",
+            "rtree",
+            "--index-opt",
+            "split=linear",
+            "--device",
+            "memory",
         ],
         &[
             "--index",
             "rtree",
-            "--split",
-            "greene",
+            "--index-opt",
+            "split=greene",
             "--page-size",
             "1KB",
             "--device",
@@ -60,8 +65,8 @@ fn build_query_check_match_brute_force() {
         &[
             "--index",
             "rstar",
-            "--reinsert",
-            "30",
+            "--index-opt",
+            "reinsert=30",
             "--device",
             "flashdbsim",
             "--buffer",
@@ -70,10 +75,10 @@ fn build_query_check_match_brute_force() {
         &[
             "--index",
             "rstar",
-            "--reinsert",
-            "20%",
-            "--reinsert-policy",
-            "far",
+            "--index-opt",
+            "reinsert=20%",
+            "--index-opt",
+            "reinsert_policy=far",
             "--layout",
             "seed",
             "--page-size",
@@ -301,16 +306,16 @@ fn bad_input_fails_clearly_and_corruption_names_the_page() {
     let cases: &[(&[&str], &str)] = &[
         (&["--index", "btree"], "unknown index 'btree'"),
         (
-            &["--index", "rstar", "--split", "linear"],
-            "--split applies to --index rtree",
+            &["--index", "rstar", "--index-opt", "split=linear"],
+            "--index-opt split applies to --index rtree",
         ),
         (
-            &["--index", "rtree", "--reinsert", "30"],
-            "--reinsert applies to --index rstar",
+            &["--index", "rtree", "--index-opt", "reinsert=30"],
+            "--index-opt reinsert applies to --index rstar",
         ),
         (
-            &["--index", "rtree", "--split", "cubic"],
-            "unknown split 'cubic'",
+            &["--index", "rtree", "--index-opt", "split=cubic"],
+            "invalid --index-opt split: unknown variant `cubic`",
         ),
         (&["--index", "rtree", "--page-size", "3000"], "page size"),
         (
@@ -324,10 +329,21 @@ fn bad_input_fails_clearly_and_corruption_names_the_page() {
             "unknown device 'tape'",
         ),
         (
-            &["--index", "rtree", "--split", "exponential"],
+            &["--index", "rtree", "--index-opt", "split=exponential"],
             "exponential",
         ),
-        (&["--index", "rstar", "--reinsert-policy", "near"], "near"),
+        (
+            &["--index", "rstar", "--index-opt", "reinsert_policy=near"],
+            "invalid --index-opt reinsert_policy: unknown variant `near`",
+        ),
+        (
+            &["--index", "rstar", "--index-opt", "reinsrt=3"],
+            "unknown key for --index rstar",
+        ),
+        (
+            &["--index", "hilbert", "--index-opt", "order=x"],
+            "invalid --index-opt order",
+        ),
         (
             &["--index", "rtree", "--store", "lsm"],
             "unknown store 'lsm'",
@@ -536,4 +552,73 @@ fn the_direct_store_takes_log_sync() {
         ],
         "sometimes",
     );
+}
+
+/// `--index-opt` reaches the stored index (`index.json`) for every variant, and an index
+/// built without options holds exactly the library's defaults (each option's one default).
+#[test]
+fn index_opts_round_trip_every_variant_and_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = generate(
+        dir.path(),
+        "u.fgb",
+        &["--distribution", "uniform", "--count", "300", "--dims", "2"],
+    );
+    let stored = |out: &std::path::Path| -> serde_json::Value {
+        let m: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("index.json")).unwrap()).unwrap();
+        m["options"]["kind"].clone()
+    };
+    let cases: [(&str, &[&str], serde_json::Value); 4] = [
+        (
+            "rtree",
+            &["split=greene"],
+            serde_json::json!({"index": "rtree", "split": "greene"}),
+        ),
+        (
+            "rstar",
+            &[
+                "reinsert=20%",
+                "reinsert_internal=10",
+                "reinsert_policy=far",
+                "candidates=4",
+            ],
+            serde_json::json!({"index": "rstar", "reinsert_leaf": 0.2,
+                "reinsert_internal": 0.1, "policy": "far", "candidates": 4}),
+        ),
+        (
+            "hilbert",
+            &["order=12", "siblings=3", "extent=[-10, 1010]"],
+            serde_json::json!({"index": "hilbert", "order": 12, "siblings": 3,
+                "extent": [-10.0, 1010.0]}),
+        ),
+        (
+            "fortree",
+            &["write_read_ratio=8", "root_fix=false"],
+            serde_json::json!({"index": "fortree", "write_read_ratio": 8.0, "root_fix": false}),
+        ),
+    ];
+    let defaults = spidx::index::IndexKind::registered();
+    for ((kind, opts, want), default) in cases.iter().zip(defaults) {
+        let out = dir.path().join(kind);
+        let mut args = vec!["build", "--data", &data, "--index", kind];
+        for o in *opts {
+            args.extend(["--index-opt", o]);
+        }
+        let o = out.to_str().unwrap();
+        args.extend(["--out", o, "--json"]);
+        json_of(&args);
+        assert_eq!(&stored(&out), want, "{kind} {opts:?}");
+        assert_eq!(json_of(&["check", o, "--json"])["ok"], true, "{kind}");
+        let bare = dir.path().join(format!("{kind}-default"));
+        let b = bare.to_str().unwrap();
+        json_of(&[
+            "build", "--data", &data, "--index", kind, "--out", b, "--json",
+        ]);
+        assert_eq!(
+            stored(&bare),
+            serde_json::to_value(default).unwrap(),
+            "{kind}"
+        );
+    }
 }
