@@ -2,7 +2,7 @@
 //! pages, its buffer and its device. Every value is validated; options that do not apply
 //! to the chosen index are errors, never silently ignored.
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use spidx::cache::CacheConfig;
 use spidx::device::DeviceSpec;
@@ -14,7 +14,6 @@ use spidx::store::buffered::placement::LogPlacement;
 use spidx::store::log::LogSync;
 use spidx::store::StoreConfig;
 use spidx::units::{parse_percent, parse_size};
-use spidx::Error as SpidxError;
 
 use crate::store_args::{Shared, StoreArgs};
 
@@ -201,12 +200,7 @@ impl IndexArgs {
     /// parser ([`spidx::index::written`]), which holds the defaults.
     pub fn kind(&self) -> Result<IndexKind> {
         let opts = self.index_opts.iter().map(String::as_str);
-        parse_opts(&self.index, opts, &CLI_NAMING).map_err(|e| match e {
-            SpidxError::InvalidOption { what, message } if message.starts_with("applies to") => {
-                anyhow!("{what} {message}")
-            }
-            other => other.into(),
-        })
+        Ok(parse_opts(&self.index, opts, &CLI_NAMING)?)
     }
 
     /// Validates everything and builds the index options.

@@ -106,8 +106,7 @@ fn every_bulk_method_and_fill_builds_a_sound_tree_that_answers_like_insertion() 
         &data_path,
         "--index",
         "hilbert",
-        "--index-opt",
-        "siblings=3",
+        "--index-opt=siblings=3",
         "--page-size",
         "1KB",
         "--out",
@@ -203,15 +202,15 @@ fn bad_bulk_values_are_refused_and_leave_nothing_behind() {
             "which OMT (cutting by coordinates) does not follow",
         ),
         (
-            &["--index", "hilbert", "--index-opt", "siblings=0"],
+            &["--index", "hilbert", "--index-opt=siblings=0"],
             "--index-opt siblings",
         ),
         (
-            &["--index", "hilbert", "--index-opt", "extent=5"],
+            &["--index", "hilbert", "--index-opt=extent=5"],
             "invalid --index-opt extent",
         ),
         (
-            &["--index", "rstar", "--index-opt", "siblings=2"],
+            &["--index", "rstar", "--index-opt=siblings=2"],
             "applies to --index hilbert only",
         ),
     ];

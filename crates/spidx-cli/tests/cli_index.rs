@@ -45,16 +45,14 @@ fn build_query_check_match_brute_force() {
         &[
             "--index",
             "rtree",
-            "--index-opt",
-            "split=linear",
+            "--index-opt=split=linear",
             "--device",
             "memory",
         ],
         &[
             "--index",
             "rtree",
-            "--index-opt",
-            "split=greene",
+            "--index-opt=split=greene",
             "--page-size",
             "1KB",
             "--device",
@@ -65,8 +63,7 @@ fn build_query_check_match_brute_force() {
         &[
             "--index",
             "rstar",
-            "--index-opt",
-            "reinsert=30",
+            "--index-opt=reinsert=30",
             "--device",
             "flashdbsim",
             "--buffer",
@@ -75,10 +72,8 @@ fn build_query_check_match_brute_force() {
         &[
             "--index",
             "rstar",
-            "--index-opt",
-            "reinsert=20%",
-            "--index-opt",
-            "reinsert_policy=far",
+            "--index-opt=reinsert=20%",
+            "--index-opt=reinsert_policy=far",
             "--layout",
             "seed",
             "--page-size",
@@ -306,15 +301,15 @@ fn bad_input_fails_clearly_and_corruption_names_the_page() {
     let cases: &[(&[&str], &str)] = &[
         (&["--index", "btree"], "unknown index 'btree'"),
         (
-            &["--index", "rstar", "--index-opt", "split=linear"],
-            "--index-opt split applies to --index rtree",
+            &["--index", "rstar", "--index-opt=split=linear"],
+            "invalid --index-opt split: applies to --index rtree only",
         ),
         (
-            &["--index", "rtree", "--index-opt", "reinsert=30"],
-            "--index-opt reinsert applies to --index rstar",
+            &["--index", "rtree", "--index-opt=reinsert=30"],
+            "invalid --index-opt reinsert: applies to --index rstar only",
         ),
         (
-            &["--index", "rtree", "--index-opt", "split=cubic"],
+            &["--index", "rtree", "--index-opt=split=cubic"],
             "invalid --index-opt split: unknown variant `cubic`",
         ),
         (&["--index", "rtree", "--page-size", "3000"], "page size"),
@@ -329,19 +324,19 @@ fn bad_input_fails_clearly_and_corruption_names_the_page() {
             "unknown device 'tape'",
         ),
         (
-            &["--index", "rtree", "--index-opt", "split=exponential"],
+            &["--index", "rtree", "--index-opt=split=exponential"],
             "exponential",
         ),
         (
-            &["--index", "rstar", "--index-opt", "reinsert_policy=near"],
+            &["--index", "rstar", "--index-opt=reinsert_policy=near"],
             "invalid --index-opt reinsert_policy: unknown variant `near`",
         ),
         (
-            &["--index", "rstar", "--index-opt", "reinsrt=3"],
+            &["--index", "rstar", "--index-opt=reinsrt=3"],
             "unknown key for --index rstar",
         ),
         (
-            &["--index", "hilbert", "--index-opt", "order=x"],
+            &["--index", "hilbert", "--index-opt=order=x"],
             "invalid --index-opt order",
         ),
         (
@@ -554,71 +549,39 @@ fn the_direct_store_takes_log_sync() {
     );
 }
 
-/// `--index-opt` reaches the stored index (`index.json`) for every variant, and an index
-/// built without options holds exactly the library's defaults (each option's one default).
+/// `--index-opt` reaches the stored index (`index.json`) as the library parses it, for every
+/// variant, and an index built without options holds exactly the library's defaults (each
+/// option's one default).
 #[test]
 fn index_opts_round_trip_every_variant_and_defaults() {
+    use spidx::index::written::{parse_opts, CLI_NAMING};
     let dir = tempfile::tempdir().unwrap();
-    let data = generate(
-        dir.path(),
-        "u.fgb",
-        &["--distribution", "uniform", "--count", "300", "--dims", "2"],
-    );
-    let stored = |out: &std::path::Path| -> serde_json::Value {
-        let m: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(out.join("index.json")).unwrap()).unwrap();
-        m["options"]["kind"].clone()
-    };
-    let cases: [(&str, &[&str], serde_json::Value); 4] = [
-        (
-            "rtree",
-            &["split=greene"],
-            serde_json::json!({"index": "rtree", "split": "greene"}),
-        ),
-        (
-            "rstar",
-            &[
-                "reinsert=20%",
-                "reinsert_internal=10",
-                "reinsert_policy=far",
-                "candidates=4",
-            ],
-            serde_json::json!({"index": "rstar", "reinsert_leaf": 0.2,
-                "reinsert_internal": 0.1, "policy": "far", "candidates": 4}),
-        ),
-        (
-            "hilbert",
-            &["order=12", "siblings=3", "extent=[-10, 1010]"],
-            serde_json::json!({"index": "hilbert", "order": 12, "siblings": 3,
-                "extent": [-10.0, 1010.0]}),
-        ),
-        (
-            "fortree",
-            &["write_read_ratio=8", "root_fix=false"],
-            serde_json::json!({"index": "fortree", "write_read_ratio": 8.0, "root_fix": false}),
-        ),
+    let data = generate(dir.path(), "u.fgb", &["--count", "300", "--dims", "2"]);
+    let cases: [&[&str]; 4] = [
+        &["split=greene"],
+        &[
+            "reinsert=20%",
+            "reinsert_internal=10",
+            "reinsert_policy=far",
+            "candidates=4",
+        ],
+        &["order=12", "siblings=3", "extent=[-10, 1010]"],
+        &["write_read_ratio=8", "root_fix=false"],
     ];
-    let defaults = spidx::index::IndexKind::registered();
-    for ((kind, opts, want), default) in cases.iter().zip(defaults) {
-        let out = dir.path().join(kind);
-        let mut args = vec!["build", "--data", &data, "--index", kind];
-        for o in *opts {
-            args.extend(["--index-opt", o]);
+    for (opts, default) in cases.into_iter().zip(spidx::index::IndexKind::registered()) {
+        let kind = spidx::index::written::name(&default);
+        let parsed = parse_opts(&kind, opts.iter().copied(), &CLI_NAMING).unwrap();
+        assert_ne!(parsed, default);
+        for (opts, want) in [(opts, parsed), (&[][..], default)] {
+            let out = dir.path().join(format!("{kind}{}", opts.len()));
+            let o = out.to_str().unwrap();
+            let mut args = vec!["build", "--data", &data, "--index", &kind, "--out", o];
+            args.extend(opts.iter().flat_map(|x| ["--index-opt", x]));
+            json_of(&[&args[..], &["--json"]].concat());
+            let m: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(out.join("index.json")).unwrap()).unwrap();
+            assert_eq!(m["options"]["kind"], serde_json::to_value(want).unwrap());
+            assert_eq!(json_of(&["check", o, "--json"])["ok"], true, "{kind}");
         }
-        let o = out.to_str().unwrap();
-        args.extend(["--out", o, "--json"]);
-        json_of(&args);
-        assert_eq!(&stored(&out), want, "{kind} {opts:?}");
-        assert_eq!(json_of(&["check", o, "--json"])["ok"], true, "{kind}");
-        let bare = dir.path().join(format!("{kind}-default"));
-        let b = bare.to_str().unwrap();
-        json_of(&[
-            "build", "--data", &data, "--index", kind, "--out", b, "--json",
-        ]);
-        assert_eq!(
-            stored(&bare),
-            serde_json::to_value(default).unwrap(),
-            "{kind}"
-        );
     }
 }
