@@ -556,7 +556,11 @@ fn the_direct_store_takes_log_sync() {
 fn index_opts_round_trip_every_variant_and_defaults() {
     use spidx::index::written::{parse_opts, CLI_NAMING};
     let dir = tempfile::tempdir().unwrap();
-    let data = generate(dir.path(), "u.fgb", &["--count", "300", "--dims", "2"]);
+    let data = generate(
+        dir.path(),
+        "u.fgb",
+        &["--distribution", "uniform", "--count", "300"],
+    );
     let cases: [&[&str]; 4] = [
         &["split=greene"],
         &[
