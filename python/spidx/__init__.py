@@ -173,8 +173,9 @@ def create(
 ) -> Index:
     """Creates an index directory at ``path`` (which must not hold an index yet).
 
-    ``index`` is an index name (``rtree``, ``rstar``, ``hilbert``) or a table as in a
-    spec's ``[[matrix.index]]``, e.g. ``{"kind": "rtree", "split": "linear"}``. ``store`` is
+    ``index`` is an index name (``rtree``, ``rstar``, ``hilbert``, ``fortree``) or a table
+    as in a spec's ``[[matrix.index]]`` (the keys of docs/indexes.md, unwritten ones taking
+    their defaults), e.g. ``{"kind": "rtree", "split": "linear"}``. ``store`` is
     ``direct`` or a table as in a spec's ``matrix.store`` with the store's required keys, e.g.
     ``{"kind": "fast", "write_buffer": "512KB", "flushing_unit": 4, "flush_policy": "fast-star"}``. ``device`` is a preset (``memory``,
     ``ssd-v300``, ``hdd-7200``, ``seed-table2``, ...) or ``file:PATH``; ``buffer`` e.g.

@@ -90,11 +90,38 @@ def test_queries_in_memory_equal_brute_force(tmp_path):
         assert idx.manifest()["dims"] == 3
 
 
+@pytest.mark.parametrize(
+    "index,stored",
+    [
+        ({"kind": "rtree", "split": "greene"}, {"index": "rtree", "split": "greene"}),
+        (
+            {"kind": "rstar", "reinsert": "20%", "reinsert_internal": 10, "reinsert_policy": "far", "candidates": 4},
+            {"index": "rstar", "reinsert_leaf": 0.2, "reinsert_internal": 0.1, "policy": "far", "candidates": 4},
+        ),
+        (
+            {"kind": "hilbert", "order": 12, "siblings": 3, "extent": [-1, 2]},
+            {"index": "hilbert", "order": 12, "siblings": 3, "extent": [-1.0, 2.0]},
+        ),
+        (
+            {"kind": "fortree", "write_read_ratio": 8, "root_fix": False},
+            {"index": "fortree", "write_read_ratio": 8.0, "root_fix": False},
+        ),
+        # Unwritten options take the library's defaults (the options structs' `Default`).
+        ("hilbert", {"index": "hilbert", "order": None, "siblings": 2, "extent": None}),
+    ],
+)
+def test_index_options_are_the_spec_keys_and_reach_the_manifest(tmp_path, index, stored):
+    with spidx.create(tmp_path / "i", index=index) as idx:
+        assert idx.manifest()["options"]["kind"] == stored
+
+
 def test_invalid_options_raise_value_error_naming_the_option(tmp_path):
     with pytest.raises(ValueError, match="split"):
         spidx.create(tmp_path / "a", index={"kind": "rtree", "split": "nosuch"})
     with pytest.raises(ValueError, match="nosuchkey"):
         spidx.create(tmp_path / "b", index={"kind": "rstar", "nosuchkey": 1})
+    with pytest.raises(ValueError, match="candidates"):
+        spidx.create(tmp_path / "b", index={"kind": "rstar", "candidates": "many"})
     with pytest.raises(ValueError, match="device"):
         spidx.create(tmp_path / "c", device="nosuch-device")
     with pytest.raises(ValueError, match="store"):

@@ -16,9 +16,8 @@ use spidx::clock::process_cpu_ns;
 use spidx::device::{DeviceSpec, DeviceStats};
 use spidx::geom::Rect;
 use spidx::index::bulk::{BulkMethod, BulkOptions};
-use spidx::index::{
-    ForTreeOptions, HilbertOptions, IndexKind, MbrPredicate, RStarOptions, SplitAlgorithm, Tree,
-};
+use spidx::index::written::{parse_opts, SPEC_NAMING};
+use spidx::index::{IndexKind, MbrPredicate, Tree};
 use spidx::node::{Capacity, LayoutKind, Occupancy};
 use spidx::store::direct::DirectStore;
 
@@ -467,40 +466,40 @@ impl Subject for Sqlite {
     }
 }
 
-/// The spidx index kind of a variant name.
+/// The spidx index kind of a variant name, written as `spidx build --index KIND
+/// --index-opt KEY=VALUE` writes it (the library's defaults for the rest).
 pub fn spidx_kind(variant: &str) -> Option<IndexKind> {
-    Some(match variant {
-        "spidx-linear" => IndexKind::RTree {
-            split: SplitAlgorithm::Linear,
-        },
-        "spidx-quadratic" => IndexKind::RTree {
-            split: SplitAlgorithm::Quadratic,
-        },
-        "spidx-rstar30" => IndexKind::RStar(RStarOptions::default()),
-        "spidx-hilbert" => IndexKind::Hilbert(HilbertOptions::default()),
-        "spidx-fortree" => IndexKind::ForTree(ForTreeOptions::default()),
+    let (kind, opts): (&str, &[&str]) = match variant {
+        "spidx-linear" => ("rtree", &["split=linear"]),
+        "spidx-quadratic" => ("rtree", &["split=quadratic"]),
+        "spidx-rstar30" => ("rstar", &["reinsert=30%"]),
+        "spidx-hilbert" => ("hilbert", &[]),
+        "spidx-fortree" => ("fortree", &[]),
         _ => return None,
-    })
+    };
+    Some(written_kind(kind, opts))
+}
+
+/// The index `kind` with `opts` (`KEY=VALUE`), parsed as `spidx build --index-opt` is.
+pub fn written_kind(kind: &str, opts: &[&str]) -> IndexKind {
+    parse_opts(kind, opts.iter().copied(), &SPEC_NAMING)
+        .unwrap_or_else(|e| panic!("the bench's index {kind} {opts:?}: {e}"))
 }
 
 /// The spidx tree variant and bulk load of a bulk-loading implementation's name.
 pub fn spidx_bulk(variant: &str) -> Option<(IndexKind, BulkOptions)> {
-    let rstar = IndexKind::RStar(RStarOptions::default());
     let (kind, method) = match variant {
-        "spidx-bulk-str" => (rstar, BulkMethod::Str),
-        "spidx-bulk-hilbert" => (rstar, BulkMethod::Hilbert),
-        "spidx-bulk-omt" => (rstar, BulkMethod::Omt),
-        "spidx-hilbert-bulk" => (
-            IndexKind::Hilbert(HilbertOptions::default()),
-            BulkMethod::Hilbert,
-        ),
+        "spidx-bulk-str" => ("spidx-rstar30", BulkMethod::Str),
+        "spidx-bulk-hilbert" => ("spidx-rstar30", BulkMethod::Hilbert),
+        "spidx-bulk-omt" => ("spidx-rstar30", BulkMethod::Omt),
+        "spidx-hilbert-bulk" => ("spidx-hilbert", BulkMethod::Hilbert),
         _ => return None,
     };
     let opts = BulkOptions {
         method,
         fill: BulkOptions::DEFAULT_FILL,
     };
-    Some((kind, opts))
+    Some((spidx_kind(kind)?, opts))
 }
 
 /// Whether a simulated device preset exists in this build (`Err` explains why not).
@@ -858,4 +857,31 @@ pub fn read_ids(path: &Path) -> Result<Vec<Vec<u64>>> {
         out.push(list);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spidx::index::SplitAlgorithm;
+
+    #[test]
+    fn the_spidx_variants_are_written_indexes_with_the_library_defaults() {
+        for v in SPIDX_VARIANTS {
+            assert!(spidx_kind(v).is_some(), "{v}");
+        }
+        for v in BULK_VARIANTS.iter().filter(|v| v.starts_with("spidx")) {
+            assert!(spidx_bulk(v).is_some(), "{v}");
+        }
+        assert_eq!(
+            spidx_kind("spidx-linear"),
+            Some(IndexKind::RTree {
+                split: SplitAlgorithm::Linear
+            })
+        );
+        let [_, rstar, hilbert, fortree] = IndexKind::registered();
+        assert_eq!(spidx_kind("spidx-rstar30"), Some(rstar));
+        assert_eq!(spidx_kind("spidx-hilbert"), Some(hilbert));
+        assert_eq!(spidx_kind("spidx-fortree"), Some(fortree));
+        assert_eq!(spidx_kind("rstar"), None);
+    }
 }

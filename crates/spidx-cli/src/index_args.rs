@@ -2,11 +2,11 @@
 //! pages, its buffer and its device. Every value is validated; options that do not apply
 //! to the chosen index are errors, never silently ignored.
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use spidx::cache::CacheConfig;
 use spidx::device::DeviceSpec;
-use spidx::index::written::{parse_index, CLI_NAMING};
+use spidx::index::written::{parse_opts, CLI_NAMING};
 use spidx::index::IndexKind;
 use spidx::node::{LayoutKind, Occupancy};
 use spidx::spatial::IndexOptions;
@@ -14,7 +14,6 @@ use spidx::store::buffered::placement::LogPlacement;
 use spidx::store::log::LogSync;
 use spidx::store::StoreConfig;
 use spidx::units::{parse_percent, parse_size};
-use spidx::Error as SpidxError;
 
 use crate::store_args::{Shared, StoreArgs};
 
@@ -24,40 +23,12 @@ pub struct IndexArgs {
     /// Index: rtree, rstar, hilbert (the Hilbert R-tree) or fortree (the FOR-tree).
     #[arg(long)]
     pub index: String,
-    /// R-tree split: linear, quadratic, exponential, greene or angtan (default quadratic).
-    #[arg(long)]
-    pub split: Option<String>,
-    /// R*-tree reinsertion percentage for leaves and internal nodes, e.g. 30 or 30% (default 30).
-    #[arg(long)]
-    pub reinsert: Option<String>,
-    /// R*-tree reinsertion percentage for internal nodes only (overrides --reinsert for them).
-    #[arg(long)]
-    pub reinsert_internal: Option<String>,
-    /// R*-tree reinsertion order: close or far (default close).
-    #[arg(long)]
-    pub reinsert_policy: Option<String>,
-    /// R*-tree candidates examined for least overlap enlargement (default 32).
-    #[arg(long)]
-    pub candidates: Option<usize>,
-    /// Hilbert R-tree: grid bits per axis (the spec key `order`), D × order at most 64
-    /// (default min(32, 64 / D)). `--order` is the insertion order of the data.
-    #[arg(id = "hilbert_order", long = "hilbert-order", value_name = "BITS")]
-    pub order: Option<u32>,
-    /// Hilbert R-tree: cooperating siblings s, 1 to 16 (default 2: the 2-to-3 split).
-    #[arg(long)]
-    pub siblings: Option<usize>,
-    /// Hilbert R-tree: a uniform grid over LO,HI on every axis (default: the grid of the
-    /// coordinates' bit patterns, no extent needed).
-    #[arg(long, value_name = "LO,HI")]
-    pub extent: Option<String>,
-    /// FOR-tree: cost of a page write over a page read, the factor of the merge-back
-    /// threshold (a number > 0; default 10).
-    #[arg(long, value_name = "RATIO")]
-    pub write_read_ratio: Option<f64>,
-    /// FOR-tree: count the nodes insertions read (true, the default: the fix of the
-    /// published defect) or not (false: the paper's unbounded root chain).
-    #[arg(long, value_name = "BOOL")]
-    pub root_fix: Option<bool>,
+    /// An option of the index (repeatable): a key of a spec's `[[matrix.index]]` entry and
+    /// its value, e.g. split=linear (rtree), reinsert=20% (rstar), order=12 (hilbert),
+    /// write_read_ratio=8 (fortree); see docs/indexes.md. VALUE is a TOML value or a bare
+    /// word; an unknown key or a bad value is an error naming the key.
+    #[arg(long = "index-opt", value_name = "KEY=VALUE")]
+    pub index_opts: Vec<String>,
     /// Node page size, 1KB to 256KB.
     #[arg(long, default_value = "4KB")]
     pub page_size: String,
@@ -225,59 +196,11 @@ impl IndexArgs {
         }
     }
 
-    /// The tree and its options: the given flags become the table a spec would hold and
-    /// go through the same parser ([`spidx::index::written`]), which holds the defaults.
+    /// The tree and its options: `--index` and the `--index-opt`s, parsed by the spec's
+    /// parser ([`spidx::index::written`]), which holds the defaults.
     pub fn kind(&self) -> Result<IndexKind> {
-        let mut t = toml::Table::new();
-        t.insert("kind".into(), self.index.clone().into());
-        let text = [
-            ("split", &self.split),
-            ("reinsert", &self.reinsert),
-            ("reinsert_internal", &self.reinsert_internal),
-            ("reinsert_policy", &self.reinsert_policy),
-        ];
-        for (key, v) in text {
-            if let Some(v) = v {
-                t.insert(key.into(), v.clone().into());
-            }
-        }
-        if let Some(c) = self.candidates {
-            let c = i64::try_from(c).map_err(|_| anyhow!("--candidates {c} is too large"))?;
-            t.insert("candidates".into(), c.into());
-        }
-        if let Some(o) = self.order {
-            t.insert("order".into(), i64::from(o).into());
-        }
-        if let Some(s) = self.siblings {
-            let s = i64::try_from(s).map_err(|_| anyhow!("--siblings {s} is too large"))?;
-            t.insert("siblings".into(), s.into());
-        }
-        if let Some(e) = &self.extent {
-            let bounds: Vec<f64> = e
-                .split(',')
-                .map(|x| x.trim().parse::<f64>())
-                .collect::<std::result::Result<_, _>>()
-                .map_err(|_| anyhow!("--extent '{e}': use LO,HI (two numbers)"))?;
-            let [lo, hi] = bounds[..] else {
-                bail!("--extent '{e}': use LO,HI (two numbers)");
-            };
-            t.insert(
-                "extent".into(),
-                toml::Value::Array(vec![lo.into(), hi.into()]),
-            );
-        }
-        if let Some(r) = self.write_read_ratio {
-            t.insert("write_read_ratio".into(), r.into());
-        }
-        if let Some(b) = self.root_fix {
-            t.insert("root_fix".into(), b.into());
-        }
-        parse_index(&t, &CLI_NAMING).map_err(|e| match e {
-            SpidxError::InvalidOption { what, message } if message.starts_with("applies to") => {
-                anyhow!("{what} {message}")
-            }
-            other => other.into(),
-        })
+        let opts = self.index_opts.iter().map(String::as_str);
+        Ok(parse_opts(&self.index, opts, &CLI_NAMING)?)
     }
 
     /// Validates everything and builds the index options.

@@ -106,8 +106,7 @@ fn every_bulk_method_and_fill_builds_a_sound_tree_that_answers_like_insertion() 
         &data_path,
         "--index",
         "hilbert",
-        "--siblings",
-        "3",
+        "--index-opt=siblings=3",
         "--page-size",
         "1KB",
         "--out",
@@ -202,10 +201,16 @@ fn bad_bulk_values_are_refused_and_leave_nothing_behind() {
             &["--index", "hilbert", "--bulk", "omt"],
             "which OMT (cutting by coordinates) does not follow",
         ),
-        (&["--index", "hilbert", "--siblings", "0"], "--siblings"),
-        (&["--index", "hilbert", "--extent", "5"], "--extent '5'"),
         (
-            &["--index", "rstar", "--siblings", "2"],
+            &["--index", "hilbert", "--index-opt=siblings=0"],
+            "--index-opt siblings",
+        ),
+        (
+            &["--index", "hilbert", "--index-opt=extent=5"],
+            "invalid --index-opt extent",
+        ),
+        (
+            &["--index", "rstar", "--index-opt=siblings=2"],
             "applies to --index hilbert only",
         ),
     ];

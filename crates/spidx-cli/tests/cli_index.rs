@@ -43,13 +43,16 @@ fn build_query_check_match_brute_force() {
     let (x0, y0, x1, y1) = (ext.min[0], ext.min[1], ext.max[0], ext.max[1]);
     let configs: &[&[&str]] = &[
         &[
-            "--index", "rtree", "--split", "linear", "--device", "memory",
+            "--index",
+            "rtree",
+            "--index-opt=split=linear",
+            "--device",
+            "memory",
         ],
         &[
             "--index",
             "rtree",
-            "--split",
-            "greene",
+            "--index-opt=split=greene",
             "--page-size",
             "1KB",
             "--device",
@@ -60,8 +63,7 @@ fn build_query_check_match_brute_force() {
         &[
             "--index",
             "rstar",
-            "--reinsert",
-            "30",
+            "--index-opt=reinsert=30",
             "--device",
             "flashdbsim",
             "--buffer",
@@ -70,10 +72,8 @@ fn build_query_check_match_brute_force() {
         &[
             "--index",
             "rstar",
-            "--reinsert",
-            "20%",
-            "--reinsert-policy",
-            "far",
+            "--index-opt=reinsert=20%",
+            "--index-opt=reinsert_policy=far",
             "--layout",
             "seed",
             "--page-size",
@@ -301,16 +301,16 @@ fn bad_input_fails_clearly_and_corruption_names_the_page() {
     let cases: &[(&[&str], &str)] = &[
         (&["--index", "btree"], "unknown index 'btree'"),
         (
-            &["--index", "rstar", "--split", "linear"],
-            "--split applies to --index rtree",
+            &["--index", "rstar", "--index-opt=split=linear"],
+            "invalid --index-opt split: applies to --index rtree only",
         ),
         (
-            &["--index", "rtree", "--reinsert", "30"],
-            "--reinsert applies to --index rstar",
+            &["--index", "rtree", "--index-opt=reinsert=30"],
+            "invalid --index-opt reinsert: applies to --index rstar only",
         ),
         (
-            &["--index", "rtree", "--split", "cubic"],
-            "unknown split 'cubic'",
+            &["--index", "rtree", "--index-opt=split=cubic"],
+            "invalid --index-opt split: unknown variant `cubic`",
         ),
         (&["--index", "rtree", "--page-size", "3000"], "page size"),
         (
@@ -324,10 +324,21 @@ fn bad_input_fails_clearly_and_corruption_names_the_page() {
             "unknown device 'tape'",
         ),
         (
-            &["--index", "rtree", "--split", "exponential"],
+            &["--index", "rtree", "--index-opt=split=exponential"],
             "exponential",
         ),
-        (&["--index", "rstar", "--reinsert-policy", "near"], "near"),
+        (
+            &["--index", "rstar", "--index-opt=reinsert_policy=near"],
+            "invalid --index-opt reinsert_policy: unknown variant `near`",
+        ),
+        (
+            &["--index", "rstar", "--index-opt=reinsrt=3"],
+            "unknown key for --index rstar",
+        ),
+        (
+            &["--index", "hilbert", "--index-opt=order=x"],
+            "invalid --index-opt order",
+        ),
         (
             &["--index", "rtree", "--store", "lsm"],
             "unknown store 'lsm'",
@@ -536,4 +547,41 @@ fn the_direct_store_takes_log_sync() {
         ],
         "sometimes",
     );
+}
+
+/// `--index-opt` reaches the stored index (`index.json`) as the library parses it, for every
+/// variant, and an index built without options holds exactly the library's defaults (each
+/// option's one default).
+#[test]
+fn index_opts_round_trip_every_variant_and_defaults() {
+    use spidx::index::written::{parse_opts, CLI_NAMING};
+    let dir = tempfile::tempdir().unwrap();
+    let data = generate(dir.path(), "u.fgb", &["--count", "300", "--dims", "2"]);
+    let cases: [&[&str]; 4] = [
+        &["split=greene"],
+        &[
+            "reinsert=20%",
+            "reinsert_internal=10",
+            "reinsert_policy=far",
+            "candidates=4",
+        ],
+        &["order=12", "siblings=3", "extent=[-10, 1010]"],
+        &["write_read_ratio=8", "root_fix=false"],
+    ];
+    for (opts, default) in cases.into_iter().zip(spidx::index::IndexKind::registered()) {
+        let kind = spidx::index::written::name(&default);
+        let parsed = parse_opts(&kind, opts.iter().copied(), &CLI_NAMING).unwrap();
+        assert_ne!(parsed, default);
+        for (opts, want) in [(opts, parsed), (&[][..], default)] {
+            let out = dir.path().join(format!("{kind}{}", opts.len()));
+            let o = out.to_str().unwrap();
+            let mut args = vec!["build", "--data", &data, "--index", &kind, "--out", o];
+            args.extend(opts.iter().flat_map(|x| ["--index-opt", x]));
+            json_of(&[&args[..], &["--json"]].concat());
+            let m: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(out.join("index.json")).unwrap()).unwrap();
+            assert_eq!(m["options"]["kind"], serde_json::to_value(want).unwrap());
+            assert_eq!(json_of(&["check", o, "--json"])["ok"], true, "{kind}");
+        }
+    }
 }

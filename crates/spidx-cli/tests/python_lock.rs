@@ -1,13 +1,20 @@
-//! The Python package (`python/`, its own Cargo workspace for maturin) locks every crate it
-//! shares with the main workspace at the main workspace's version: the Python module runs the
-//! same dependency code as the CLI, and version equality is the first condition for the two
-//! release builds to share compiled crates in one `target/` (the second, equal features, does
-//! not hold yet: PyO3's macros enable more of `syn`). After `cargo update` in the root, bring
-//! `python/Cargo.lock` along:
-//! `cp Cargo.lock python/ && (cd python && cargo metadata --format-version 1 >/dev/null)`.
+//! The CLI's and the Python module's release builds share their compiled dependencies in one
+//! `target/` (README, "Python"). Two conditions, checked here:
+//! - the Python package (`python/`, its own Cargo workspace for maturin) locks every crate it
+//!   shares with the main workspace at the main workspace's version. After `cargo update` in
+//!   the root, bring `python/Cargo.lock` along:
+//!   `cp Cargo.lock python/ && (cd python && cargo metadata --format-version 1 >/dev/null)`;
+//! - both builds resolve every shared crate with the same features, which the feature union
+//!   `crates/spidx-build-union` (a dependency of both) arranges. When this fails after a
+//!   dependency change, add the features it names to that crate's `Cargo.toml`.
 
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
 
 /// name → versions of every package in a `Cargo.lock`.
 fn packages(path: &Path) -> BTreeMap<String, Vec<String>> {
@@ -24,7 +31,7 @@ fn packages(path: &Path) -> BTreeMap<String, Vec<String>> {
 
 #[test]
 fn the_python_lock_uses_the_workspace_versions_of_shared_crates() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = root();
     let main = packages(&root.join("Cargo.lock"));
     let python = packages(&root.join("python/Cargo.lock"));
     let differ: Vec<String> = python
@@ -38,4 +45,58 @@ fn the_python_lock_uses_the_workspace_versions_of_shared_crates() {
         .collect();
     assert!(differ.is_empty(), "{differ:#?}");
     assert!(python.contains_key("spidx") && python.contains_key("pyo3"));
+}
+
+/// `crate vX.Y.Z` → the feature lists it is compiled with (one per variant: a crate built
+/// for the host and for the target may differ), as `cargo tree` resolves them for the normal
+/// and build dependencies of one package (what its release build compiles).
+fn features(manifest: &Path, package: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let out = Command::new(env!("CARGO"))
+        .args(["tree", "--locked", "--prefix", "none"])
+        .args(["-e", "normal,build", "--format", "{p}|{f}", "-p", package])
+        .arg("--manifest-path")
+        .arg(manifest)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cargo tree: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut map: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let Some((package, features)) = line.split_once('|') else {
+            continue;
+        };
+        // `name vX.Y.Z (path) (*)`: the name and version identify it in both workspaces.
+        let id: Vec<&str> = package.split_whitespace().take(2).collect();
+        // A repeated crate ends in ` (*)` after its features.
+        map.entry(id.join(" "))
+            .or_default()
+            .insert(features.trim_end_matches(" (*)").to_string());
+    }
+    map
+}
+
+#[test]
+fn the_cli_and_the_python_module_resolve_shared_crates_with_the_same_features() {
+    let root = root();
+    let cli = features(&root.join("Cargo.toml"), "spidx-cli");
+    let python = features(&root.join("python/Cargo.toml"), "spidx-py");
+    let differ: Vec<String> = python
+        .iter()
+        .filter(|(name, _)| !name.starts_with("spidx"))
+        .filter_map(|(name, py)| {
+            let c = cli.get(name)?;
+            (c != py).then(|| {
+                let only_cli: Vec<_> = c.difference(py).collect();
+                let only_py: Vec<_> = py.difference(c).collect();
+                format!("{name}: CLI only {only_cli:?}, Python only {only_py:?}")
+            })
+        })
+        .collect();
+    assert!(differ.is_empty(), "{differ:#?}");
+    // The comparison saw the crates both builds compile (serde, SQLite, geo, ...).
+    let shared = python.keys().filter(|k| cli.contains_key(*k)).count();
+    assert!(shared > 100, "only {shared} shared crates: {python:?}");
 }

@@ -17,11 +17,11 @@ use clap::Parser;
 use spidx::cache::{CacheConfig, PageCache};
 use spidx::device::memory::{MemoryConfig, MemoryDevice};
 use spidx::geom::Rect;
-use spidx::index::{IndexKind, MbrPredicate, RStarOptions, ReinsertPolicy, SplitAlgorithm, Tree};
+use spidx::index::{IndexKind, MbrPredicate, Tree};
 use spidx::node::{Capacity, LayoutKind, NodeLayout, Occupancy};
 use spidx::store::direct::DirectStore;
 use spidx::store::NodeStore;
-use spidx_bench::data;
+use spidx_bench::{data, runs};
 
 #[derive(Parser, Debug)]
 #[command(about = "Digests of spidx trees (checks that refactors keep the trees)")]
@@ -34,45 +34,32 @@ struct Args {
     seed: u64,
 }
 
+/// The configurations: name, index (as `spidx build --index-opt` writes it), max fill.
 fn kinds() -> Vec<(String, IndexKind, f64)> {
-    let mut v = Vec::new();
-    for split in [
-        SplitAlgorithm::Linear,
-        SplitAlgorithm::Quadratic,
-        SplitAlgorithm::Greene,
-        SplitAlgorithm::AngTan,
-    ] {
-        v.push((split.name().to_string(), IndexKind::RTree { split }, 1.0));
-    }
-    v.push((
-        "exponential".into(),
-        IndexKind::RTree {
-            split: SplitAlgorithm::Exponential,
-        },
-        0.0,
-    ));
-    let rstar = |leaf: f64, internal: f64, policy, candidates| RStarOptions {
-        reinsert_leaf: leaf,
-        reinsert_internal: internal,
-        policy,
-        candidates,
-    };
-    v.push((
-        "rstar30".into(),
-        IndexKind::RStar(RStarOptions::default()),
-        1.0,
-    ));
-    v.push((
-        "rstar20/40far".into(),
-        IndexKind::RStar(rstar(0.2, 0.4, ReinsertPolicy::Far, 32)),
-        1.0,
-    ));
-    v.push((
-        "rstar40/0p2".into(),
-        IndexKind::RStar(rstar(0.4, 0.0, ReinsertPolicy::Close, 2)),
-        1.0,
-    ));
-    v
+    let configs: [(&str, &str, &[&str], f64); 8] = [
+        ("linear", "rtree", &["split=linear"], 1.0),
+        ("quadratic", "rtree", &["split=quadratic"], 1.0),
+        ("greene", "rtree", &["split=greene"], 1.0),
+        ("angtan", "rtree", &["split=angtan"], 1.0),
+        ("exponential", "rtree", &["split=exponential"], 0.0),
+        ("rstar30", "rstar", &[], 1.0),
+        (
+            "rstar20/40far",
+            "rstar",
+            &["reinsert=20", "reinsert_internal=40", "reinsert_policy=far"],
+            1.0,
+        ),
+        (
+            "rstar40/0p2",
+            "rstar",
+            &["reinsert=40", "reinsert_internal=0", "candidates=2"],
+            1.0,
+        ),
+    ];
+    configs
+        .into_iter()
+        .map(|(name, kind, opts, fill)| (name.to_string(), runs::written_kind(kind, opts), fill))
+        .collect()
 }
 
 fn digest(t: &mut Tree<DirectStore, 2>) -> Result<String> {

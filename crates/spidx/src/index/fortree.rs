@@ -47,8 +47,9 @@ use crate::node::{Entry, NodeView, PageId};
 use crate::store::NodeChange;
 use crate::{Error, Result};
 
-/// Options of the FOR-tree.
+/// Options of the FOR-tree (defaults: [`Default`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ForTreeOptions {
     /// Cost of a page write over the cost of a page read, the factor of the merge-back
     /// threshold. Default 10: the program/read latency ratio of the seeds' flash chip

@@ -43,8 +43,9 @@ use crate::{Error, Result};
 /// The most cooperating siblings (`s`) accepted.
 pub const MAX_SIBLINGS: usize = 16;
 
-/// Options of the Hilbert R-tree.
+/// Options of the Hilbert R-tree (defaults: [`Default`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct HilbertOptions {
     /// Grid bits per axis; `None`: `min(32, 64 / D)`.
     pub order: Option<u32>,

@@ -42,13 +42,17 @@ use crate::store::{NodeChange, NodePage, NodeStore, TreeMeta, TreeState};
 use crate::{Error, Result};
 use strategy::{NodeAccess, Spanned, Strategy};
 
-/// Which tree algorithm to run.
+/// Which tree algorithm to run, with its options: one struct (or struct variant) per
+/// variant, each option a field whose default is the struct's `Default` (serde fills in
+/// what is not written). This serde form is what `index.json` stores; users write the same
+/// keys ([`written`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "index", rename_all = "lowercase")]
+#[serde(tag = "index", rename_all = "lowercase", deny_unknown_fields)]
 pub enum IndexKind {
     /// Guttman's R-tree with a split algorithm.
     RTree {
         /// The split algorithm.
+        #[serde(default)]
         split: SplitAlgorithm,
     },
     /// The R*-tree.
@@ -61,10 +65,29 @@ pub enum IndexKind {
 }
 
 impl IndexKind {
+    /// Every variant with its default options: the registry the written forms (spec keys,
+    /// `--index-opt`, their names and defaults) are derived from, one entry per variant.
+    pub fn registered() -> [IndexKind; 4] {
+        [
+            IndexKind::RTree {
+                split: SplitAlgorithm::default(),
+            },
+            IndexKind::RStar(RStarOptions::default()),
+            IndexKind::Hilbert(HilbertOptions::default()),
+            IndexKind::ForTree(ForTreeOptions::default()),
+        ]
+    }
+
     /// Checks the options that do not depend on the node capacities (keys named as users
     /// write them).
     pub fn check_options(&self) -> Result<()> {
         match self {
+            IndexKind::RTree {
+                split: SplitAlgorithm::RStar,
+            } => Err(Error::invalid(
+                "split",
+                "rstar is the R*-tree's split: use the R*-tree (index rstar)",
+            )),
             IndexKind::RTree { .. } => Ok(()),
             IndexKind::RStar(o) => {
                 for (name, v) in [

@@ -18,7 +18,7 @@ use super::strategy::{
 };
 use crate::geom::Rect;
 use crate::node::{Entry, NodeView};
-use crate::{Error, Result};
+use crate::Result;
 
 /// Order in which the R*-tree reinserts the entries it removed from an overflowing node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,22 +30,11 @@ pub enum ReinsertPolicy {
     Far,
 }
 
-impl ReinsertPolicy {
-    /// Parses `close` or `far`.
-    pub fn parse(text: &str) -> Result<Self> {
-        match text {
-            "close" => Ok(Self::Close),
-            "far" => Ok(Self::Far),
-            o => Err(Error::invalid(
-                "reinsert policy",
-                format!("unknown policy '{o}'; use close or far"),
-            )),
-        }
-    }
-}
-
-/// Options of the R*-tree.
+/// Options of the R*-tree (defaults: [`Default`]). Users write `reinsert`,
+/// `reinsert_internal` (percentages) and `reinsert_policy` for the first three
+/// (see [`super::written`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct RStarOptions {
     /// Share of a leaf's max entries removed and reinserted on its first overflow (0 disables).
     pub reinsert_leaf: f64,

@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::geom::Rect;
 use crate::node::Entry;
-use crate::{Error, Result};
 
 /// The largest `M + 1` the exhaustive split accepts (2^(M+1) partitions are examined).
 pub const EXPONENTIAL_MAX_ENTRIES: usize = 20;
@@ -37,26 +36,6 @@ pub enum SplitAlgorithm {
 }
 
 impl SplitAlgorithm {
-    /// Parses `linear|quadratic|exponential|greene|angtan|rstar`.
-    pub fn parse(text: &str) -> Result<Self> {
-        Ok(match text {
-            "linear" => Self::Linear,
-            "quadratic" => Self::Quadratic,
-            "exponential" => Self::Exponential,
-            "greene" => Self::Greene,
-            "angtan" => Self::AngTan,
-            "rstar" => Self::RStar,
-            o => {
-                return Err(Error::invalid(
-                    "split",
-                    format!(
-                        "unknown split '{o}'; use linear, quadratic, exponential, greene or angtan"
-                    ),
-                ))
-            }
-        })
-    }
-
     /// The name users type.
     pub fn name(self) -> &'static str {
         match self {

@@ -13,7 +13,6 @@
 //! different index. Files written before the seal (no checksum) are refused with a message
 //! asking for a rebuild: their content cannot be verified.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -23,8 +22,13 @@ use crate::node::{NodeLayout, PageId};
 use crate::{Error, Result};
 
 /// The format of `store.json` written (inside the sealed object; see the module
-/// documentation).
-pub const STORE_HEADER_FORMAT: u64 = 2;
+/// documentation). Format 3 keeps a store's own state opaque in `policy_state`; format 2
+/// kept the LCR-tree's and RFTL's tables as members of their own and is read only when
+/// it holds no such member (every header of the other stores).
+pub const STORE_HEADER_FORMAT: u64 = 3;
+
+/// The oldest format of `store.json` read.
+const OLDEST_STORE_HEADER_FORMAT: u64 = 2;
 
 /// Page allocation and tree metadata of a node store.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -55,15 +59,12 @@ pub struct StoreHeader {
     /// journal: only a journal of the same checkpoint is rolled back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<u64>,
-    /// The LCR-tree's mapping table: node page -> its log page
-    /// ([`crate::store::lcr`]; empty and not saved for other stores).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub log_pages: BTreeMap<PageId, PageId>,
-    /// RFTL's node translation table: node page -> the unit pages holding its index
-    /// units, in the order they were written, each with the number of the node's units on
-    /// it ([`crate::store::rftl`]; empty and not saved for other stores).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub unit_pages: BTreeMap<PageId, Vec<(PageId, u32)>>,
+    /// The state of the store of [`kind`](Self::kind) beyond allocation and metadata
+    /// (e.g. the LCR-tree's mapping table, RFTL's node translation table), as the store
+    /// encoded it: opaque to the header and to every other store, as [`TreeState`] is to
+    /// the stores (not saved for stores without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_state: Option<serde_json::Value>,
 }
 
 impl StoreHeader {
@@ -144,19 +145,29 @@ impl StoreHeader {
         let what = || format!("store header {}", path.display());
         let mut v = unseal_json(bytes, &what())?;
         let m = v.as_object_mut().expect("unseal_json returns an object");
-        match m.remove("format").and_then(|f| f.as_u64()) {
-            Some(STORE_HEADER_FORMAT) => {}
+        let format = m.remove("format").and_then(|f| f.as_u64());
+        match format {
+            Some(OLDEST_STORE_HEADER_FORMAT..=STORE_HEADER_FORMAT) => {}
             f => {
                 return Err(Error::corrupted(
                     what(),
                     format!(
-                        "format {} is not {STORE_HEADER_FORMAT}",
+                        "format {} is not {OLDEST_STORE_HEADER_FORMAT} to {STORE_HEADER_FORMAT}",
                         f.map_or("missing".to_string(), |f| f.to_string())
                     ),
                 ))
             }
         }
-        serde_json::from_value(v).map_err(|e| Error::corrupted(what(), e.to_string()))
+        serde_json::from_value(v).map_err(|e| {
+            let old = match format {
+                Some(f) if f < STORE_HEADER_FORMAT => format!(
+                    " (format {f}, written by an older spidx that kept a store's own state in \
+                     members of its own: rebuild the index with this version)"
+                ),
+                _ => String::new(),
+            };
+            Error::corrupted(what(), format!("{e}{old}"))
+        })
     }
 
     /// Reads the header saved at `path`, or an empty one for `kind` if none was saved yet
@@ -322,5 +333,36 @@ mod tests {
         .and_then(|()| StoreHeader::load(&path).map_err(|e| e.to_string()))
         .unwrap_err();
         assert!(err.contains("store header"), "{err}");
+    }
+
+    /// A store's own state round-trips opaque; a format-2 header (before the state was
+    /// opaque) is read when it holds no state of its own and refused, asking for a
+    /// rebuild, when it holds the LCR-tree's or RFTL's table as a member.
+    #[test]
+    fn policy_state_round_trips_and_old_formats_are_read_or_refused_clearly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.json");
+        let mut h = StoreHeader::new("lcr");
+        h.next_page = 5;
+        h.policy_state = Some(serde_json::json!({"log_pages": {"3": 4}}));
+        h.save(&path).unwrap();
+        assert_eq!(StoreHeader::load(&path).unwrap(), h);
+
+        let old = |extra: &str| {
+            let text = format!(r#"{{"kind":"lcr","meta":null,"next_page":5{extra},"format":2}}"#);
+            std::fs::write(&path, text).unwrap();
+            reseal_file(&path).unwrap();
+            StoreHeader::load(&path)
+        };
+        let mut plain = StoreHeader::new("lcr");
+        plain.next_page = 5;
+        assert_eq!(old("").unwrap(), plain);
+        let e = old(r#","log_pages":{"3":4}"#).unwrap_err().to_string();
+        assert!(e.contains("log_pages") && e.contains("format 2"), "{e}");
+        assert!(e.contains("rebuild"), "{e}");
+        std::fs::write(&path, r#"{"meta":null,"next_page":5,"format":1}"#).unwrap();
+        reseal_file(&path).unwrap();
+        let e = StoreHeader::load(&path).unwrap_err().to_string();
+        assert!(e.contains("format 1 is not 2 to 3"), "{e}");
     }
 }

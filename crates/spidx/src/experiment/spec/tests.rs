@@ -600,3 +600,24 @@ fn bad_dimension_axes_name_the_key_and_line() {
         .replace(", vectors = true", ""));
     assert!(e.contains("matrix.dims"), "{e}");
 }
+
+#[test]
+fn index_entries_take_the_options_structs_defaults_and_name_bad_keys() {
+    let text = GOOD.replace(
+        r#"index = [{ kind = "rtree", split = "linear" }, { kind = "rstar", reinsert = "30%" }]"#,
+        r#"index = [{ kind = "rtree" }, { kind = "rstar" }, { kind = "hilbert" }, { kind = "fortree" }]"#,
+    );
+    let s = parse_str(&text).unwrap();
+    let kinds: Vec<IndexKind> = s.matrix.index.iter().map(|c| c.kind).collect();
+    assert_eq!(kinds, IndexKind::registered());
+    let e = err(&GOOD.replace(r#"reinsert = "30%""#, r#"candidates = "many""#));
+    assert!(
+        e.contains("line 6") && e.contains("matrix.index.candidates"),
+        "{e}"
+    );
+    let e = err(&GOOD.replace(r#"reinsert = "30%""#, r#"reinsert_leaf = 0.3"#));
+    assert!(
+        e.contains("line 6") && e.contains("unknown key") && e.contains("reinsert_policy"),
+        "{e}"
+    );
+}

@@ -136,6 +136,11 @@ pub trait LoggedPolicy: Send {
 
     /// The policy's own report (see [`BufferPolicy::report`]).
     fn own_report(&self, core: &Core) -> PolicyReport;
+
+    /// The policy's own state saved with the header (see [`BufferPolicy::saved_state`]).
+    fn saved_state(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 impl<P: LoggedPolicy> BufferPolicy for P {
@@ -259,5 +264,9 @@ impl<P: LoggedPolicy> BufferPolicy for P {
 
     fn report(&self, core: &Core) -> PolicyReport {
         self.own_report(core)
+    }
+
+    fn saved_state(&self) -> Option<serde_json::Value> {
+        LoggedPolicy::saved_state(self)
     }
 }

@@ -65,7 +65,9 @@ use crate::{Error, Result};
 pub use buffer::{BufferGauges, BufferedNode, NodeBuffer, NodeStatus};
 pub use logged::{LoggedBuffer, LoggedPolicy};
 use placement::{LogDevices, LogPlacement};
-pub use record::{EncodeRecord, Encoded, NodeRecord, Record, RecordFormat};
+pub use record::{
+    EncodeRecord, Encoded, NodeRecord, Reader, Record, RecordFormat, Writer, OWN_FIRST,
+};
 pub use stats::{BufferSettings, BufferedStats};
 
 /// A change with its entry encoded as the node layout stores it in a page (what buffers
@@ -340,6 +342,17 @@ impl Core {
         }
     }
 
+    /// The policy's own state the header holds ([`StoreHeader::policy_state`]; none: `T`'s
+    /// default), decoded as policy `name` saved it ([`BufferPolicy::saved_state`]).
+    pub fn policy_state<T: serde::de::DeserializeOwned + Default>(&self, name: &str) -> Result<T> {
+        match &self.header.policy_state {
+            None => Ok(T::default()),
+            Some(v) => T::deserialize(v).map_err(|e| {
+                Error::corrupted(format!("{name} state in the store header"), e.to_string())
+            }),
+        }
+    }
+
     /// Allocates a node page through the header.
     pub fn allocate(&mut self) -> Result<PageId> {
         let cap = self.cache.device().capacity_pages();
@@ -523,6 +536,13 @@ pub trait BufferPolicy: Send {
     /// The policy's own counters, gauges and settings, reported as `store.<kind>` beside
     /// the skeleton's [`BufferedStats`] (`store.buffered`); opaque to the skeleton.
     fn report(&self, core: &Core) -> PolicyReport;
+
+    /// The policy's own state to save with the header ([`StoreHeader::policy_state`]),
+    /// opaque to the skeleton and every other policy; the policy reads it back from the
+    /// header when it recovers. `None`: it keeps none.
+    fn saved_state(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// A policy's own report: its counters, gauges and settings as a JSON object (see
@@ -763,6 +783,7 @@ impl<P: BufferPolicy + ?Sized, const D: usize> NodeStore<D> for BufferedStore<P>
         self.core.log.commit()?;
         self.policy.checkpoint(&mut self.core)?;
         self.core.persist_devices()?;
+        self.core.header.policy_state = self.policy.saved_state();
         self.core.save_header()
     }
 
@@ -791,6 +812,7 @@ impl<P: BufferPolicy + ?Sized> StoreControl for BufferedStore<P> {
     }
 
     fn save_header(&mut self) -> Result<()> {
+        self.core.header.policy_state = self.policy.saved_state();
         self.core.save_header()
     }
 

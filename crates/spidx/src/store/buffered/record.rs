@@ -20,8 +20,7 @@
 //! | `Written` | these buffered nodes reached their pages | ✓ | |
 //! | `Snapshot` | allocation, metadata (and the logical clock) at a compaction | ✓ | ✓ |
 //! | `State` | a buffered node's entry versions (compacted log) | | ✓ |
-//! | `LogPage` | a node's log page set or dropped (the LCR-tree's mapping table) | | |
-//! | `UnitPages` | the pages holding a node's index units (RFTL's node translation table) | | |
+//! | `Own` | a record of one policy's own, opaque to the others (the LCR-tree's mapping table, RFTL's node translation table) | | |
 //!
 //! # Formats
 //! The codec is one; the [`RecordFormat`] says how integers, lengths and timestamps are
@@ -35,7 +34,9 @@
 //!   the logical time of the change): LEB128 variable-length integers, byte strings and
 //!   lists prefixed by their length, timestamps on changes and the clock in snapshots.
 //!
-//! Every record starts with a one-byte kind; changes carry a one-byte change kind (1 set,
+//! A policy's own records ([`Record::Own`]) take kinds from [`OWN_FIRST`] on; the policy
+//! writes and reads their body with the same codec ([`Writer`], [`Reader`]) and refuses a
+//! kind it does not log. Every record starts with a one-byte kind; changes carry a one-byte change kind (1 set,
 //! 2 push, 3 remove). The formats keep the record sizes of the two codecs they replace
 //! (FAST's hand-written one byte for byte; eFIND's postcard encoding size for size), so the
 //! log volumes, and every count derived from them, are unchanged. Logs of the old eFIND
@@ -50,8 +51,7 @@ use super::RawChange;
 
 mod writer;
 
-use self::writer::Writer;
-pub use self::writer::{EncodeRecord, Encoded, NodeRecord};
+pub use self::writer::{EncodeRecord, Encoded, NodeRecord, Writer};
 
 /// How a policy's records are encoded. See the module documentation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,22 +173,13 @@ pub enum Record {
         /// The node.
         state: NodeState,
     },
-    /// Node `id`'s log page is now `page` (`None`: it has none), the LCR-tree's mapping
-    /// table ([`crate::store::lcr`]).
-    LogPage {
-        /// The node's page.
-        id: PageId,
-        /// Its log page.
-        page: Option<PageId>,
-    },
-    /// Node `id`'s index units are on `pages` (in the order written, each with the number
-    /// of the node's units on it; empty: none), RFTL's node translation table
-    /// ([`crate::store::rftl`]).
-    UnitPages {
-        /// The node's page.
-        id: PageId,
-        /// Its unit pages and units on each.
-        pages: Vec<(PageId, u32)>,
+    /// A record of one policy's own (kind [`OWN_FIRST`] or later), its body written and
+    /// read by the policy ([`Record::own`], [`Record::read_own`]).
+    Own {
+        /// The record kind.
+        kind: u8,
+        /// The body, in the policy's format.
+        body: Vec<u8>,
     },
 }
 
@@ -205,8 +196,8 @@ const CHANGE: u8 = 10;
 const REWRITE: u8 = 11;
 /// The tag of a `State` record (eFIND encodes its states straight from its write buffer).
 pub(crate) const STATE: u8 = 12;
-const LOG_PAGE: u8 = 13;
-const UNIT_PAGES: u8 = 14;
+/// The first record kind a policy may give a record of its own ([`Record::Own`]).
+pub const OWN_FIRST: u8 = 13;
 
 const SET: u8 = 1;
 const PUSH: u8 = 2;
@@ -223,9 +214,7 @@ impl Record {
             | Record::Rewrite { id, .. }
             | Record::Image { id, .. }
             | Record::Deleted { id, .. }
-            | Record::State { id, .. }
-            | Record::LogPage { id, .. }
-            | Record::UnitPages { id, .. } => Some(*id),
+            | Record::State { id, .. } => Some(*id),
             _ => None,
         }
     }
@@ -267,6 +256,40 @@ impl Record {
             },
             _ => return None,
         })
+    }
+
+    /// A record of a policy's own of `kind` ([`OWN_FIRST`] or later), its body written by
+    /// `body` in `format`.
+    pub fn own(kind: u8, format: RecordFormat, body: impl FnOnce(&mut Writer<'_>)) -> Record {
+        let mut b = Vec::new();
+        body(&mut Writer { b: &mut b, format });
+        Record::Own { kind, body: b }
+    }
+
+    /// Reads the body of a policy's own record of `kind` with `read` (which must read all
+    /// of it); `None` for any other record.
+    pub fn read_own<T>(
+        &self,
+        kind: u8,
+        format: RecordFormat,
+        read: impl FnOnce(&mut Reader<'_>) -> Result<T>,
+    ) -> Option<Result<T>> {
+        let Record::Own { kind: k, body } = self else {
+            return None;
+        };
+        if *k != kind {
+            return None;
+        }
+        let mut r = Reader {
+            p: body,
+            at: 0,
+            format,
+            entry_size: 0,
+        };
+        Some(read(&mut r).and_then(|v| match r.done() {
+            true => Ok(v),
+            false => Err(bad("trailing bytes")),
+        }))
     }
 
     /// Encodes the record as a log payload in `format`.
@@ -347,25 +370,15 @@ impl Record {
                 w.ids(free);
                 w.stamp(*clock)?;
             }
-            Record::LogPage { id, page } => {
-                w.b.push(LOG_PAGE);
-                w.id(*id);
-                match page {
-                    Some(p) => {
-                        w.b.push(1);
-                        w.id(*p);
-                    }
-                    None => w.b.push(0),
+            Record::Own { kind, body } => {
+                if *kind < OWN_FIRST {
+                    return Err(Error::invalid(
+                        "log record",
+                        format!("a policy's own record kind {kind} is below {OWN_FIRST}"),
+                    ));
                 }
-            }
-            Record::UnitPages { id, pages } => {
-                w.b.push(UNIT_PAGES);
-                w.id(*id);
-                w.len(pages.len());
-                for (p, n) in pages {
-                    w.id(*p);
-                    w.small(*n);
-                }
+                w.b.push(*kind);
+                w.b.extend_from_slice(body);
             }
             Record::State { id, state } => {
                 w.b.push(STATE);
@@ -496,15 +509,13 @@ impl Record {
                     },
                 }
             }
-            LOG_PAGE => {
-                let id = r.id()?;
-                let page = if r.flag()? { Some(r.id()?) } else { None };
-                Record::LogPage { id, page }
+            k if k >= OWN_FIRST => {
+                r.at = p.len();
+                Record::Own {
+                    kind: k,
+                    body: p[1..].to_vec(),
+                }
             }
-            UNIT_PAGES => Record::UnitPages {
-                id: r.id()?,
-                pages: r.list(|r| Ok((r.id()?, r.small()?)))?,
-            },
             k => return Err(bad(&format!("unknown record kind {k}"))),
         };
         if !r.done() {
@@ -518,7 +529,9 @@ fn bad(why: &str) -> Error {
     Error::corrupted("log record", why.to_string())
 }
 
-struct Reader<'a> {
+/// Reads a record's fields in its format (a policy reads the body of its own records with
+/// it: [`Record::read_own`]).
+pub struct Reader<'a> {
     p: &'a [u8],
     at: usize,
     format: RecordFormat,
@@ -539,7 +552,8 @@ impl<'a> Reader<'a> {
         Ok(self.take(1)?[0])
     }
 
-    fn flag(&mut self) -> Result<bool> {
+    /// A flag: one byte, 0 or 1.
+    pub fn flag(&mut self) -> Result<bool> {
         match self.u8()? {
             0 => Ok(false),
             1 => Ok(true),
@@ -559,14 +573,15 @@ impl<'a> Reader<'a> {
         Err(bad("integer longer than 64 bits"))
     }
 
-    fn id(&mut self) -> Result<u64> {
+    pub fn id(&mut self) -> Result<u64> {
         match self.format {
             RecordFormat::Fixed => Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8"))),
             RecordFormat::Compact => self.varint(),
         }
     }
 
-    fn small(&mut self) -> Result<u32> {
+    /// A level or position.
+    pub fn small(&mut self) -> Result<u32> {
         match self.format {
             RecordFormat::Fixed => Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4"))),
             RecordFormat::Compact => {
@@ -592,7 +607,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A list: counted (compact) or running to the end of the record (fixed).
-    fn list<T>(&mut self, mut item: impl FnMut(&mut Self) -> Result<T>) -> Result<Vec<T>> {
+    pub fn list<T>(&mut self, mut item: impl FnMut(&mut Self) -> Result<T>) -> Result<Vec<T>> {
         let mut out = Vec::new();
         match self.format {
             RecordFormat::Fixed => {

@@ -192,7 +192,10 @@ mod tests {
     #[test]
     fn the_table_holds_the_latest_record_of_each_node_in_page_order() {
         let f = RecordFormat::Fixed;
-        let lp = |id, page| Record::LogPage { id, page };
+        let lp = |id, page: Option<u64>| Record::Own {
+            kind: crate::store::buffered::OWN_FIRST,
+            body: [id, page.unwrap_or(0)].map(u64::to_le_bytes).concat(),
+        };
         let mut t = EncodedTable::of([(7, lp(7, Some(70))), (3, lp(3, Some(30)))], f).unwrap();
         t.set(7, Some(lp(7, Some(71)).encode(f).unwrap()));
         t.set(4, Some(lp(4, Some(40)).encode(f).unwrap()));

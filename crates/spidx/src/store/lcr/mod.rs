@@ -8,9 +8,9 @@
 //! * **One log page per node** ([`log_page`]): a node's changes since its page was written
 //!   are kept, compacted (newest version of each entry wins), on at most one log page of
 //!   its own; reading a node costs at most two page reads (its page and its log page),
-//!   then the buffered changes are applied. The node → log page mapping table lives in the
-//!   store header ([`StoreHeader::log_pages`](crate::store::StoreHeader)), saved in
-//!   `store.json` at checkpoints and logged (`LogPage` records) in between.
+//!   then the buffered changes are applied. The node → log page mapping table is the
+//!   policy's state ([`LcrState`]), saved in `store.json` at checkpoints (the header's
+//!   opaque `policy_state`) and logged (its own `LogPage` records) in between.
 //! * **Write buffer, flush-all**: changes are buffered in memory (the skeleton's logged
 //!   write buffer, [`crate::store::buffered::write_buffer`]: per node its ordered changes or
 //!   its image); at the end
@@ -37,12 +37,14 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use self::log_page::{DeltaView, Encoded, NodeDelta};
+use std::collections::BTreeMap;
+
 use super::buffered::logged::foreign_record;
 use super::buffered::page::{apply_raw, page_from_entries_unsealed};
 use super::buffered::snapshot::{self, EncodedRecords, EncodedTable};
 use super::buffered::{
     policy_report, sizing, BufferedStore, Core, LoggedBuffer, LoggedPolicy, NodeStatus,
-    PolicyReport, Record, UnitDurability,
+    PolicyReport, Reader, Record, RecordFormat, UnitDurability, OWN_FIRST,
 };
 use super::log::LogSync;
 use crate::cache::KeyMap;
@@ -132,6 +134,30 @@ struct Current {
     now: Arc<[u8]>,
 }
 
+/// The kind of the LCR-tree's own log record: node `id`'s log page is now `page` (none:
+/// it has none).
+const LOG_PAGE: u8 = OWN_FIRST;
+
+/// The `LogPage` record of node `id`'s log page `page`.
+fn log_page_record(id: PageId, page: Option<PageId>, format: RecordFormat) -> Record {
+    Record::own(LOG_PAGE, format, |w| {
+        w.id(id);
+        w.flag(page.is_some());
+        if let Some(p) = page {
+            w.id(p);
+        }
+    })
+}
+
+/// The LCR-tree's state saved with the store header: the mapping table, node page -> its
+/// log page.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LcrState {
+    /// Node page -> its log page.
+    pub log_pages: BTreeMap<PageId, PageId>,
+}
+
 /// The LCR-tree store: the buffered-store skeleton with the LCR policy.
 pub type LcrStore = BufferedStore<LcrPolicy>;
 
@@ -142,8 +168,10 @@ pub struct LcrPolicy {
     /// pages, unused; see [`node_cache`](super::buffered::node_cache)).
     lb: LoggedBuffer,
     stats: LcrStats,
-    /// The mapping table's `LogPage` records, encoded (kept with
-    /// [`StoreHeader::log_pages`](crate::store::StoreHeader); see [`snapshot`]).
+    /// The mapping table, node page -> its log page.
+    log_pages: BTreeMap<PageId, PageId>,
+    /// The mapping table's `LogPage` records, encoded (kept with `log_pages`; see
+    /// [`snapshot`]).
     table: EncodedTable,
     /// The mapping table hashed (kept with it): every node read looks its node up.
     lps: KeyMap<PageId>,
@@ -163,6 +191,7 @@ impl LcrPolicy {
             params,
             lb: LoggedBuffer::default(),
             stats: LcrStats::default(),
+            log_pages: BTreeMap::new(),
             table: EncodedTable::default(),
             lps: KeyMap::default(),
             snap: EncodedRecords::default(),
@@ -181,6 +210,11 @@ impl LcrPolicy {
         self.stats
     }
 
+    /// The mapping table, node page -> its log page.
+    pub fn log_pages(&self) -> &BTreeMap<PageId, PageId> {
+        &self.log_pages
+    }
+
     /// Node `id` as on the device: its page (kept if `keep_base`) and, if it has a log
     /// page, the page with its delta applied, its checksum not yet computed (see
     /// [`DiskNode::now`]). A page not kept, that nobody else holds (the page cache did not
@@ -197,7 +231,7 @@ impl LcrPolicy {
         let mut base = core
             .cache
             .read_checked(id, level, |b| layout.verify(b, id))?;
-        let Some(lp) = Self::log_page_of(lps, core, id) else {
+        let Some(lp) = lps.get(&id).copied() else {
             return Ok(DiskNode {
                 base: keep_base.then(|| Arc::clone(&base)),
                 now: base,
@@ -326,7 +360,7 @@ impl LcrPolicy {
                 None
             }
         };
-        if let Some(lp) = Self::log_page_of(&self.lps, core, id) {
+        if let Some(lp) = self.lps.get(&id).copied() {
             let es = layout.entry_size();
             core.cache
                 .read_unused(lp, level, |b| NodeDelta::verify(b, lp, id, es))?;
@@ -335,21 +369,12 @@ impl LcrPolicy {
         Ok(base)
     }
 
-    /// Node `id`'s log page in the mapping table, if it has one (from the hashed copy,
-    /// checked against the table in debug builds).
-    #[inline]
-    fn log_page_of(lps: &KeyMap<PageId>, core: &Core, id: PageId) -> Option<PageId> {
-        let lp = lps.get(&id).copied();
-        debug_assert_eq!(lp, core.header.log_pages.get(&id).copied(), "node {id}");
-        lp
-    }
-
     /// Frees node `id`'s log page, if it has one (logged).
     fn drop_log_page(&mut self, core: &mut Core, id: PageId) -> Result<()> {
-        if let Some(lp) = core.header.log_pages.remove(&id) {
+        if let Some(lp) = self.log_pages.remove(&id) {
             self.table.set(id, None);
             self.lps.remove(&id);
-            core.append(&Record::LogPage { id, page: None })?;
+            core.append(log_page_record(id, None, core.format))?;
             core.cache.invalidate(lp);
             core.header.free.push(lp);
             self.stats.log_pages_freed += 1;
@@ -359,25 +384,22 @@ impl LcrPolicy {
 
     /// Node `id`'s log page: the one it has, or one allocated now (logged).
     fn log_page(&mut self, core: &mut Core, id: PageId) -> Result<PageId> {
-        if let Some(lp) = Self::log_page_of(&self.lps, core, id) {
+        if let Some(lp) = self.lps.get(&id).copied() {
             return Ok(lp);
         }
         let lp = core.allocate()?;
-        core.header.log_pages.insert(id, lp);
+        self.log_pages.insert(id, lp);
         self.lps.insert(id, lp);
-        let rec = Record::LogPage { id, page: Some(lp) };
+        let rec = log_page_record(id, Some(lp), core.format);
         core.append(&rec)?;
         self.table.set(id, Some(rec.encode(core.format)?));
         Ok(lp)
     }
 
-    /// The encoded mapping table of `header.log_pages`: what [`Self::table`] holds.
-    fn encoded_table(core: &Core) -> Result<EncodedTable> {
-        let entries = core.header.log_pages.iter().map(|(&id, &lp)| {
-            let page = Some(lp);
-            (id, Record::LogPage { id, page })
-        });
-        EncodedTable::of(entries, core.format)
+    /// The mapping table's records.
+    fn table_records(&self, format: RecordFormat) -> impl Iterator<Item = (PageId, Record)> + '_ {
+        let rec = move |(&id, &lp)| (id, log_page_record(id, Some(lp), format));
+        self.log_pages.iter().map(rec)
     }
 
     /// Adds a page of `ps` bytes to the flush batch: page `id` at `level` (its content
@@ -504,21 +526,12 @@ impl LcrPolicy {
     /// the mapping table and the buffer's records.
     fn check_snapshot(&self, core: &Core, first: Option<PageId>) {
         if cfg!(debug_assertions) {
-            let mut records: Vec<Record> = core
-                .header
-                .log_pages
-                .iter()
-                .map(|(&id, &lp)| Record::LogPage { id, page: Some(lp) })
-                .collect();
+            let mut records: Vec<Record> =
+                self.table_records(core.format).map(|(_, r)| r).collect();
             records.extend(self.lb.buf.snapshot_records());
             let cached = self.table.payloads().chain(self.snap.from_node(first));
             snapshot::assert_encodes(&records, core.format, cached);
-            let lps = core
-                .header
-                .log_pages
-                .iter()
-                .map(|(&k, &v)| (k, v))
-                .collect();
+            let lps = self.log_pages.iter().map(|(&k, &v)| (k, v)).collect();
             assert!(self.lps == lps, "the hashed mapping table went out of step");
         }
     }
@@ -577,19 +590,33 @@ impl LoggedPolicy for LcrPolicy {
         snapshot::compact(core, self.table.payloads(), self.snap.from_node(Some(0)))
     }
 
-    fn snapshot_replayed(&mut self, core: &mut Core) {
-        core.header.log_pages.clear();
+    /// Starts from the mapping table the header holds.
+    fn begin_recovery(&mut self, core: &mut Core) -> Result<()> {
+        let state: LcrState = core.policy_state(Self::NAME)?;
+        self.log_pages = state.log_pages;
+        Ok(())
+    }
+
+    fn snapshot_replayed(&mut self, _core: &mut Core) {
+        self.log_pages.clear();
     }
 
     /// Replays the mapping table's `LogPage` records.
     fn replay_own(&mut self, core: &mut Core, record: Record) -> Result<()> {
-        match record {
-            Record::LogPage { id, page: Some(lp) } => {
+        let read = |r: &mut Reader<'_>| {
+            let id = r.id()?;
+            Ok((id, if r.flag()? { Some(r.id()?) } else { None }))
+        };
+        let Some(decoded) = record.read_own(LOG_PAGE, core.format, read) else {
+            return Err(foreign_record(Self::NAME, &record));
+        };
+        match decoded? {
+            (id, Some(lp)) => {
                 core.header.replay_allocate(lp);
-                core.header.log_pages.insert(id, lp);
+                self.log_pages.insert(id, lp);
             }
-            Record::LogPage { id, page: None } => {
-                let lp = core.header.log_pages.remove(&id).ok_or_else(|| {
+            (id, None) => {
+                let lp = self.log_pages.remove(&id).ok_or_else(|| {
                     Error::corrupted(
                         "LCR-tree log",
                         format!("frees the log page of node {id}, which has none"),
@@ -597,25 +624,26 @@ impl LoggedPolicy for LcrPolicy {
                 })?;
                 core.header.free.push(lp);
             }
-            other => return Err(foreign_record(Self::NAME, &other)),
         }
         Ok(())
     }
 
     /// Rebuilds the encoded and hashed copies of the recovered mapping table.
     fn recovered(&mut self, core: &mut Core) -> Result<()> {
-        self.table = Self::encoded_table(core)?;
-        self.lps = core
-            .header
-            .log_pages
-            .iter()
-            .map(|(&k, &v)| (k, v))
-            .collect();
+        self.table = EncodedTable::of(self.table_records(core.format), core.format)?;
+        self.lps = self.log_pages.iter().map(|(&k, &v)| (k, v)).collect();
         Ok(())
     }
 
+    fn saved_state(&self) -> Option<serde_json::Value> {
+        let state = LcrState {
+            log_pages: self.log_pages.clone(),
+        };
+        (!state.log_pages.is_empty()).then(|| serde_json::to_value(state).ok())?
+    }
+
     fn own_report(&self, core: &Core) -> PolicyReport {
-        let n = core.header.log_pages.len() as u64;
+        let n = self.log_pages.len() as u64;
         let slots = log_page::capacity(core.layout.page_size(), core.layout.entry_size());
         policy_report(&LcrStats {
             gauges: LcrGauges {

@@ -84,7 +84,7 @@ fn deltas_go_to_one_log_page_reads_cost_two_pages_and_overflow_merges() {
         },
     );
     StoreControl::write_back(&mut s).unwrap();
-    let lp = *s.core().header.log_pages.get(&id).expect("a log page");
+    let lp = *s.policy().log_pages().get(&id).expect("a log page");
     assert_ne!(lp, id);
     let st = s.policy().lcr_stats();
     assert_eq!((st.node_page_writes, st.log_page_writes), (1, 1));
@@ -102,7 +102,7 @@ fn deltas_go_to_one_log_page_reads_cost_two_pages_and_overflow_merges() {
     );
     modify(&mut s, id, NodeChange::Push(entry(60)));
     StoreControl::write_back(&mut s).unwrap();
-    assert_eq!(s.core().header.log_pages.get(&id), Some(&lp));
+    assert_eq!(s.policy().log_pages().get(&id), Some(&lp));
     let want = vec![entry(0), entry(51), entry(2), entry(60)];
     assert_eq!(entries(&mut s, id), want);
     let r = s.report();
@@ -130,7 +130,7 @@ fn deltas_go_to_one_log_page_reads_cost_two_pages_and_overflow_merges() {
         (st.merges, st.log_pages_freed, st.node_page_writes),
         (1, 1, 2)
     );
-    assert!(s.core().header.log_pages.is_empty());
+    assert!(s.policy().log_pages().is_empty());
     assert_eq!(s.report().gauges.pages_in_use, 1, "the log page was freed");
     let before = reads(&s);
     assert_eq!(entries(&mut s, id), want);
@@ -151,10 +151,10 @@ fn deleting_a_node_frees_its_log_page_and_the_mapping_survives_reopening() {
         modify(&mut s, id, NodeChange::Push(entry(10 + id)));
     }
     StoreControl::write_back(&mut s).unwrap();
-    assert_eq!(s.core().header.log_pages.len(), 6);
+    assert_eq!(s.policy().log_pages().len(), 6);
     NodeStore::<2>::delete(&mut s, ids[2], 0).unwrap();
     NodeStore::<2>::end_operation(&mut s).unwrap();
-    assert_eq!(s.core().header.log_pages.len(), 5);
+    assert_eq!(s.policy().log_pages().len(), 5);
     assert_eq!(s.policy().lcr_stats().log_pages_freed, 1);
     assert_eq!(s.report().gauges.pages_in_use, 5 + 5);
     // Buffered changes on top of log pages, then a crash (no checkpoint): the log rebuilds
@@ -167,17 +167,17 @@ fn deleting_a_node_frees_its_log_page_and_the_mapping_survives_reopening() {
             entry: entry(90),
         },
     );
-    let mapping = s.core().header.log_pages.clone();
+    let mapping = s.policy().log_pages().clone();
     drop(s);
     let mut s = open(&nodes, &log, true);
-    assert_eq!(s.core().header.log_pages, mapping);
+    assert_eq!(s.policy().log_pages(), &mapping);
     assert_eq!(entries(&mut s, ids[0]), vec![entry(90), entry(10)]);
     assert_eq!(entries(&mut s, ids[5]), vec![entry(5), entry(15)]);
     // A checkpoint compacts the log into a snapshot holding the mapping; reopen again.
     NodeStore::<2>::flush(&mut s).unwrap();
     drop(s);
     let mut s = open(&nodes, &log, true);
-    assert_eq!(s.core().header.log_pages, mapping);
+    assert_eq!(s.policy().log_pages(), &mapping);
     assert_eq!(entries(&mut s, ids[0]), vec![entry(90), entry(10)]);
     assert_eq!(s.report().recovery.unwrap().buffered_nodes, 0);
 }
@@ -192,7 +192,9 @@ fn the_mapping_table_round_trips_through_store_json() {
     };
     let (saved, s) = checkpoint_and_reopen(&cfg);
     assert_eq!(saved.kind, "lcr");
-    assert_eq!(saved.log_pages.len(), 4, "{saved:?}");
+    let state: super::LcrState =
+        serde_json::from_value(saved.policy_state.clone().unwrap()).unwrap();
+    assert_eq!(state.log_pages.len(), 4, "{saved:?}");
     let r = s.report();
     assert_eq!(r.kind, "lcr");
     assert_eq!(
@@ -210,7 +212,7 @@ fn a_damaged_log_page_is_refused_naming_it() {
     StoreControl::write_back(&mut s).unwrap();
     modify(&mut s, id, NodeChange::Push(entry(2)));
     StoreControl::write_back(&mut s).unwrap();
-    let lp = s.core().header.log_pages[&id];
+    let lp = s.policy().log_pages()[&id];
     let mut page = vec![0u8; PS];
     let mut d = nodes.clone();
     d.read(lp, &mut page).unwrap();
@@ -409,4 +411,28 @@ proptest::proptest! {
             }
         }
     }
+}
+
+/// The LCR-tree's own `LogPage` records keep the bytes of the record kind the shared codec
+/// had for them (kind 13, page ids, a flag), so logs written before stay readable.
+#[test]
+fn log_page_records_keep_their_bytes() {
+    use crate::store::buffered::{Record, RecordFormat};
+    let f = RecordFormat::Fixed;
+    let mut want = vec![13u8];
+    want.extend_from_slice(&9u64.to_le_bytes());
+    want.push(1);
+    want.extend_from_slice(&(1u64 << 33).to_le_bytes());
+    assert_eq!(
+        super::log_page_record(9, Some(1 << 33), f)
+            .encode(f)
+            .unwrap(),
+        want
+    );
+    let none = super::log_page_record(9, None, f).encode(f).unwrap();
+    assert_eq!(none, [&[13u8][..], &9u64.to_le_bytes(), &[0]].concat());
+    assert_eq!(
+        Record::decode(&want, f, 40).unwrap(),
+        super::log_page_record(9, Some(1 << 33), f)
+    );
 }

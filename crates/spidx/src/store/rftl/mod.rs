@@ -29,8 +29,8 @@
 //! * **Durability** (ours, not the paper's: the paper keeps the reservation buffer in
 //!   memory and loses it on a crash): the skeleton's write-ahead log, as FAST logs it
 //!   (the fixed record format: `Create`, `Modify`, `Rewrite`, `Free`, `Meta`, `Written`
-//!   after a flush) plus `UnitPages` records for the translation table, which is also saved
-//!   in the header (`store.json`) at checkpoints. Unit pages are written out of place, so
+//!   after a flush) plus its own `UnitPages` records for the translation table, which is
+//!   also saved with the header (`store.json`'s opaque `policy_state`) at checkpoints. Unit pages are written out of place, so
 //!   no images are logged; before a flush writes pages the log is made durable (pages
 //!   freed by earlier operations are reused only once their freeing is durable), and the
 //!   flush's table changes commit with its `Written` record after its pages are written
@@ -55,7 +55,7 @@ use super::buffered::snapshot::{self, EncodedRecords, EncodedTable};
 use super::buffered::write_buffer::WriteBuffer;
 use super::buffered::{
     policy_report, sizing, BufferedStore, Core, Encoded, LoggedBuffer, LoggedPolicy, NodeStatus,
-    PolicyReport, Record, UnitDurability,
+    PolicyReport, Reader, Record, RecordFormat, UnitDurability, OWN_FIRST,
 };
 use super::log::LogSync;
 use crate::cache::PageCache;
@@ -155,6 +155,23 @@ pub struct RftlSettings {
     pub unit_page_bytes: u64,
 }
 
+/// The kind of RFTL's own log record: node `id`'s index units are on these pages (in the
+/// order written, each with the number of the node's units on it; none: the node has
+/// none).
+const UNIT_PAGES: u8 = OWN_FIRST + 1;
+
+/// The `UnitPages` record of node `id`'s unit pages `pages`.
+fn unit_pages_record(id: PageId, pages: &[(PageId, u32)], format: RecordFormat) -> Record {
+    Record::own(UNIT_PAGES, format, |w| {
+        w.id(id);
+        w.len(pages.len());
+        for (p, n) in pages {
+            w.id(*p);
+            w.small(*n);
+        }
+    })
+}
+
 /// The RFTL store: the buffered-store skeleton with the RFTL policy.
 pub type RftlStore = BufferedStore<RftlPolicy>;
 
@@ -171,9 +188,8 @@ pub struct RftlPolicy {
     lb: LoggedBuffer,
     live: LiveUnits,
     stats: RftlStats,
-    /// The translation table's `UnitPages` records, encoded (kept with
-    /// [`StoreHeader::unit_pages`](crate::store::StoreHeader); see
-    /// [`snapshot`](super::buffered::snapshot)).
+    /// The translation table's `UnitPages` records, encoded (kept with the table in
+    /// `live`; see [`snapshot`](super::buffered::snapshot)).
     table: EncodedTable,
     /// The buffered nodes' records of a compaction (reused: CPU only).
     snap: EncodedRecords,
@@ -539,15 +555,11 @@ impl RftlPolicy {
     /// Sets node `id`'s unit pages in the table (logged: a `UnitPages` record), freeing
     /// pages left without live units.
     fn set_pages(&mut self, core: &mut Core, id: PageId, pages: Vec<(PageId, u32)>) -> Result<()> {
-        let rec = Record::UnitPages { id, pages };
         // Encoded once, for the log and the kept table.
-        let encoded = rec.encode(core.format)?;
+        let encoded = unit_pages_record(id, &pages, core.format).encode(core.format)?;
         core.append(Encoded(&encoded))?;
-        let Record::UnitPages { pages, .. } = rec else {
-            unreachable!("just built")
-        };
         self.table.set(id, (!pages.is_empty()).then_some(encoded));
-        for p in self.live.set(&mut core.header, id, pages)? {
+        for p in self.live.set(&mut core.header.free, id, pages)? {
             core.cache.invalidate(p);
             self.stats.unit_pages_freed += 1;
         }
@@ -555,11 +567,11 @@ impl RftlPolicy {
     }
 
     /// The translation table's records, one per node in page order.
-    fn table_records(core: &Core) -> impl Iterator<Item = (PageId, Record)> + '_ {
-        core.header.unit_pages.iter().map(|(&id, pages)| {
-            let pages = pages.clone();
-            (id, Record::UnitPages { id, pages })
-        })
+    fn table_records(&self, format: RecordFormat) -> impl Iterator<Item = (PageId, Record)> + '_ {
+        let table = &self.live.table().unit_pages;
+        table
+            .iter()
+            .map(move |(&id, pages)| (id, unit_pages_record(id, pages, format)))
     }
 }
 
@@ -616,13 +628,13 @@ impl LoggedPolicy for RftlPolicy {
     fn compact_log(&mut self, core: &mut Core) -> Result<()> {
         self.snap.set(self.lb.buf.snapshot(), core.format)?;
         if cfg!(debug_assertions) {
-            // The hashed table and live units are the ones derived from the header's table.
+            // The hashed table and live units are the ones derived from the table.
             assert!(
-                self.live == LiveUnits::of(&core.header),
+                self.live == LiveUnits::of(self.live.table().clone()),
                 "the hashed translation table went out of step"
             );
             // The table kept encoded is the one encoded from scratch.
-            let mut records: Vec<Record> = Self::table_records(core).map(|r| r.1).collect();
+            let mut records: Vec<Record> = self.table_records(core.format).map(|r| r.1).collect();
             records.extend(self.lb.buf.snapshot_records());
             let cached = self.table.payloads().chain(self.snap.from_node(Some(0)));
             snapshot::assert_encodes(&records, core.format, cached);
@@ -632,37 +644,41 @@ impl LoggedPolicy for RftlPolicy {
 
     /// Starts from the translation table the header holds (and its live units per page).
     fn begin_recovery(&mut self, core: &mut Core) -> Result<()> {
-        self.live = LiveUnits::of(&core.header);
+        self.live = LiveUnits::of(core.policy_state(Self::NAME)?);
         Ok(())
     }
 
-    fn snapshot_replayed(&mut self, core: &mut Core) {
-        core.header.unit_pages.clear();
+    fn snapshot_replayed(&mut self, _core: &mut Core) {
         self.live.clear();
     }
 
     /// Replays the translation table's `UnitPages` records.
     fn replay_own(&mut self, core: &mut Core, record: Record) -> Result<()> {
-        match record {
-            Record::UnitPages { id, pages } => {
-                for (p, _) in &pages {
-                    core.header.replay_allocate(*p);
-                }
-                self.live.set(&mut core.header, id, pages)?;
-                Ok(())
-            }
-            other => Err(foreign_record(Self::NAME, &other)),
+        let read = |r: &mut Reader<'_>| Ok((r.id()?, r.list(|r| Ok((r.id()?, r.small()?)))?));
+        let Some(decoded) = record.read_own(UNIT_PAGES, core.format, read) else {
+            return Err(foreign_record(Self::NAME, &record));
+        };
+        let (id, pages) = decoded?;
+        for (p, _) in &pages {
+            core.header.replay_allocate(*p);
         }
+        self.live.set(&mut core.header.free, id, pages)?;
+        Ok(())
     }
 
     /// Encodes the recovered translation table.
     fn recovered(&mut self, core: &mut Core) -> Result<()> {
-        self.table = EncodedTable::of(Self::table_records(core), core.format)?;
+        self.table = EncodedTable::of(self.table_records(core.format), core.format)?;
         Ok(())
     }
 
+    fn saved_state(&self) -> Option<serde_json::Value> {
+        let state = self.live.table();
+        (!state.unit_pages.is_empty()).then(|| serde_json::to_value(state).ok())?
+    }
+
     fn own_report(&self, core: &Core) -> PolicyReport {
-        let table = &core.header.unit_pages;
+        let table = &self.live.table().unit_pages;
         let pairs: usize = table.values().map(Vec::len).sum();
         policy_report(&RftlStats {
             gauges: RftlGauges {

@@ -65,8 +65,9 @@ fn create(s: &mut RftlStore, es: &[Entry<2>]) -> PageId {
 }
 
 fn table(s: &RftlStore, id: PageId) -> Vec<(PageId, u32)> {
-    s.core()
-        .header
+    s.policy()
+        .live_units()
+        .table()
         .unit_pages
         .get(&id)
         .cloned()
@@ -253,13 +254,13 @@ fn the_translation_table_survives_a_crash_and_a_checkpoint() {
         .map(|&i| entries(&mut s, i))
         .collect();
     let (mapping, free) = (
-        s.core().header.unit_pages.clone(),
+        s.policy().live_units().table().unit_pages.clone(),
         s.core().header.free.clone(),
     );
     let live = s.policy().live_units().clone();
     drop(s);
     let mut s = open(&nodes, &log, 2, true);
-    assert_eq!(s.core().header.unit_pages, mapping);
+    assert_eq!(s.policy().live_units().table().unit_pages, mapping);
     assert_eq!(s.core().header.free, free);
     assert_eq!(s.policy().live_units(), &live);
     let got: Vec<Vec<Entry<2>>> = ids
@@ -271,11 +272,14 @@ fn the_translation_table_survives_a_crash_and_a_checkpoint() {
     assert_eq!(got[0][0], entry(90));
     // A checkpoint compacts the log into a snapshot holding the table; reopen again.
     NodeStore::<2>::flush(&mut s).unwrap();
-    let mapping = s.core().header.unit_pages.clone();
+    let mapping = s.policy().live_units().table().unit_pages.clone();
     drop(s);
     let mut s = open(&nodes, &log, 2, true);
-    assert_eq!(s.core().header.unit_pages, mapping);
-    assert_eq!(s.policy().live_units(), &LiveUnits::of(&s.core().header));
+    assert_eq!(s.policy().live_units().table().unit_pages, mapping);
+    assert_eq!(
+        s.policy().live_units(),
+        &LiveUnits::of(s.policy().live_units().table().clone())
+    );
     assert_eq!(entries(&mut s, ids[0])[0], entry(90));
     assert_eq!(s.report().recovery.unwrap().buffered_nodes, 0);
 }
@@ -291,8 +295,10 @@ fn the_translation_table_round_trips_through_store_json() {
     };
     let (saved, s) = checkpoint_and_reopen(&cfg);
     assert_eq!(saved.kind, "rftl");
-    assert_eq!(saved.unit_pages.len(), 4, "{saved:?}");
-    assert!(saved.unit_pages.values().all(|p| p.len() == 2), "{saved:?}");
+    let state: super::mapping::RftlState =
+        serde_json::from_value(saved.policy_state.clone().unwrap()).unwrap();
+    assert_eq!(state.unit_pages.len(), 4, "{saved:?}");
+    assert!(state.unit_pages.values().all(|p| p.len() == 2), "{saved:?}");
     let r = s.report();
     assert_eq!(r.kind, "rftl");
     let x = r.policy_report::<RftlStats>().unwrap();
@@ -328,7 +334,10 @@ fn a_damaged_unit_page_or_table_is_refused_naming_it() {
     // A table that does not match its pages (found when the node is assembled: a node
     // served from the assembled-node cache reads its list's pages unused).
     let (policy, core) = s.parts_mut();
-    policy.live.set(&mut core.header, id, vec![(p, 3)]).unwrap();
+    policy
+        .live
+        .set(&mut core.header.free, id, vec![(p, 3)])
+        .unwrap();
     policy.lb.nodes.clear();
     let e = NodeStore::<2>::read(&mut s, id, 0)
         .err()
@@ -336,7 +345,7 @@ fn a_damaged_unit_page_or_table_is_refused_naming_it() {
         .to_string();
     assert!(e.contains("the table says 3"), "{e}");
     let (policy, core) = s.parts_mut();
-    policy.live.set(&mut core.header, id, vec![]).unwrap();
+    policy.live.set(&mut core.header.free, id, vec![]).unwrap();
     let e = NodeStore::<2>::read(&mut s, id, 0)
         .err()
         .unwrap()
@@ -408,4 +417,22 @@ fn invalid_options_are_refused_naming_the_key() {
         let e = toml::from_str::<Spec>(bad).unwrap_err().to_string();
         assert!(e.contains(want), "{bad}: {e}");
     }
+}
+
+/// RFTL's own `UnitPages` records keep the bytes of the record kind the shared codec had
+/// for them (kind 14, the node, then page and unit count pairs), so logs written before
+/// stay readable.
+#[test]
+fn unit_pages_records_keep_their_bytes() {
+    use crate::store::buffered::{Record, RecordFormat};
+    let f = RecordFormat::Fixed;
+    let rec = super::unit_pages_record(9, &[(1 << 33, 3), (4, 1)], f);
+    let mut want = vec![14u8];
+    want.extend_from_slice(&9u64.to_le_bytes());
+    for (p, n) in [(1u64 << 33, 3u32), (4, 1)] {
+        want.extend_from_slice(&p.to_le_bytes());
+        want.extend_from_slice(&n.to_le_bytes());
+    }
+    assert_eq!(rec.encode(f).unwrap(), want);
+    assert_eq!(Record::decode(&want, f, 40).unwrap(), rec);
 }

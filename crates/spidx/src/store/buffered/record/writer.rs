@@ -149,7 +149,9 @@ impl<T: EncodeRecord> EncodeRecord for &T {
     }
 }
 
-pub(super) struct Writer<'a> {
+/// Writes a record's fields in its format (a policy writes the body of its own records
+/// with it: [`Record::own`]).
+pub struct Writer<'a> {
     pub(super) b: &'a mut Vec<u8>,
     pub(super) format: RecordFormat,
 }
@@ -164,7 +166,7 @@ impl Writer<'_> {
     }
 
     /// A page id, count or time: `u64`.
-    pub(super) fn id(&mut self, v: u64) {
+    pub fn id(&mut self, v: u64) {
         match self.format {
             RecordFormat::Fixed => self.b.extend_from_slice(&v.to_le_bytes()),
             RecordFormat::Compact => self.varint(v),
@@ -172,7 +174,7 @@ impl Writer<'_> {
     }
 
     /// A level or position: `u32`.
-    pub(super) fn small(&mut self, v: u32) {
+    pub fn small(&mut self, v: u32) {
         match self.format {
             RecordFormat::Fixed => self.b.extend_from_slice(&v.to_le_bytes()),
             RecordFormat::Compact => self.varint(u64::from(v)),
@@ -181,10 +183,15 @@ impl Writer<'_> {
 
     /// The length of a list or byte string (the fixed format writes none: the record's
     /// end or the entry size delimits it).
-    pub(super) fn len(&mut self, n: usize) {
+    pub fn len(&mut self, n: usize) {
         if self.format == RecordFormat::Compact {
             self.varint(n as u64);
         }
+    }
+
+    /// A flag: one byte, 0 or 1.
+    pub fn flag(&mut self, f: bool) {
+        self.b.push(u8::from(f));
     }
 
     pub(super) fn stamp(&mut self, s: Option<u64>) -> Result<()> {
