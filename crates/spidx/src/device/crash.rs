@@ -5,10 +5,11 @@
 //! returns the inner device with exactly what had been persisted, for recovery to open.
 
 use std::collections::HashMap;
+use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::stats::DeviceStats;
+use super::wrapper::{self, ReadReq, WriteReq};
 use super::{check_request, Device, SECTOR};
 use crate::Result;
 
@@ -92,18 +93,24 @@ impl CrashWatch {
     }
 }
 
-impl Device for CrashDevice {
-    fn page_size(&self) -> usize {
-        self.inner.page_size()
+impl wrapper::DeviceWrapper for CrashDevice {
+    fn inner(&self) -> impl Deref<Target = dyn Device> + '_ {
+        &*self.inner
     }
 
-    fn capacity_pages(&self) -> u64 {
-        self.inner.capacity_pages()
+    fn inner_mut(&mut self) -> impl DerefMut<Target = dyn Device> + '_ {
+        &mut *self.inner
     }
 
-    fn read(&mut self, page: u64, buf: &mut [u8]) -> Result<()> {
+    /// Reads the medium with the pages written after the cut laid over; a read whose bytes
+    /// are not used needs no overlay.
+    fn read(&mut self, page: u64, req: ReadReq<'_>) -> Result<()> {
+        let buf = match req {
+            ReadReq::Into(buf) => buf,
+            unused => return unused.forward(&mut *self.inner, page),
+        };
         self.inner.read(page, buf)?;
-        let ps = self.page_size();
+        let ps = self.inner.page_size();
         for (i, chunk) in buf.chunks_exact_mut(ps).enumerate() {
             if let Some(v) = self.volatile.get(&(page + i as u64)) {
                 chunk.copy_from_slice(v);
@@ -112,19 +119,17 @@ impl Device for CrashDevice {
         Ok(())
     }
 
-    /// The bytes are not used, so the volatile copies need not be laid over them.
-    fn read_unused(&mut self, page: u64, pages: u64) -> Result<()> {
-        self.inner.read_unused(page, pages)
-    }
-
-    fn write(&mut self, page: u64, data: &[u8]) -> Result<()> {
-        let ps = self.page_size();
-        check_request(page, data.len(), ps, self.capacity_pages())?;
+    /// Counts the write (a partial-page write too); before the cut it reaches the medium
+    /// as it was made, from the cut on only the volatile overlay (and a torn prefix).
+    fn write(&mut self, page: u64, req: WriteReq<'_>) -> Result<()> {
+        let ps = self.inner.page_size();
+        let data = req.data;
+        check_request(page, data.len(), ps, self.inner.capacity_pages())?;
         let n = self.writes;
         self.writes += 1;
         self.seen.store(self.writes, Ordering::Relaxed);
         if n < self.cut {
-            return self.inner.write(page, data);
+            return req.forward(&mut *self.inner, page);
         }
         if n == self.cut {
             if let Tear::Sectors(s) = self.tear {
@@ -151,18 +156,6 @@ impl Device for CrashDevice {
             return Ok(());
         }
         self.inner.sync()
-    }
-
-    fn drop_caches(&mut self) -> Result<()> {
-        self.inner.drop_caches()
-    }
-
-    fn device_ns(&self) -> u64 {
-        self.inner.device_ns()
-    }
-
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
     }
 
     fn persist(&mut self) -> Result<()> {

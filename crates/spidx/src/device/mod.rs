@@ -28,10 +28,12 @@ pub mod ssd;
 pub mod stats;
 pub mod tap;
 pub mod throttled;
+pub mod wrapper;
 
 pub use config::DeviceConfig;
 pub use spec::{DeviceSpec, ResolvedDevice};
 pub use stats::{DeviceStats, FlashStats, HddStats, HostCounters, ThrottleStats};
+pub use wrapper::DeviceWrapper;
 
 use crate::{Error, Result};
 
@@ -109,13 +111,7 @@ pub trait Device: Send {
     /// allows. Devices without a virtual clock refuse.
     fn submit_at(&mut self, at_ns: u64) -> Result<()> {
         let _ = at_ns;
-        Err(Error::invalid(
-            "device",
-            format!(
-                "the {} device has no virtual clock to simulate concurrent hosts on (memory, simflash, ssd and hdd devices have one)",
-                self.stats().kind
-            ),
-        ))
+        Err(no_virtual_clock(&self.stats().kind))
     }
 
     /// Virtual completion time in ns of the latest request (with [`Device::submit_at`]).
@@ -129,6 +125,16 @@ pub trait Device: Send {
     fn read_time_ignores_contents(&self) -> bool {
         false
     }
+}
+
+/// The error of [`Device::submit_at`] on a device of kind `kind` that cannot take it.
+pub fn no_virtual_clock(kind: &str) -> Error {
+    Error::invalid(
+        "device",
+        format!(
+            "the {kind} device has no virtual clock to simulate concurrent hosts on (memory, simflash, ssd and hdd devices have one)"
+        ),
+    )
 }
 
 /// Bytes of a request for `pages` pages of `page_size` bytes; an error if that overflows.

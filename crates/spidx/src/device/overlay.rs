@@ -5,8 +5,9 @@
 //! were. Only `spidx recover` (and writers) repair on the device itself.
 
 use std::collections::HashMap;
+use std::ops::{Deref, DerefMut};
 
-use super::stats::DeviceStats;
+use super::wrapper::{self, ReadReq, WriteReq};
 use super::{check_request, Device};
 use crate::Result;
 
@@ -31,22 +32,28 @@ impl ReadOnlyOverlay {
     }
 }
 
-impl Device for ReadOnlyOverlay {
-    fn page_size(&self) -> usize {
-        self.inner.page_size()
+impl wrapper::DeviceWrapper for ReadOnlyOverlay {
+    fn inner(&self) -> impl Deref<Target = dyn Device> + '_ {
+        &*self.inner
     }
 
-    fn capacity_pages(&self) -> u64 {
-        self.inner.capacity_pages()
+    fn inner_mut(&mut self) -> impl DerefMut<Target = dyn Device> + '_ {
+        &mut *self.inner
     }
 
-    fn read(&mut self, page: u64, buf: &mut [u8]) -> Result<()> {
+    /// Reads from the device beneath with the overlay's pages laid over; a read whose
+    /// bytes are not used needs no overlay.
+    fn read(&mut self, page: u64, req: ReadReq<'_>) -> Result<()> {
+        let buf = match req {
+            ReadReq::Into(buf) => buf,
+            unused => return unused.forward(&mut *self.inner, page),
+        };
         let ps = self.inner.page_size();
         let n = check_request(page, buf.len(), ps, self.inner.capacity_pages())?;
-        if self.pages.is_empty() || (0..n).all(|i| !self.pages.contains_key(&(page + i))) {
-            return self.inner.read(page, buf);
-        }
         self.inner.read(page, buf)?;
+        if self.pages.is_empty() {
+            return Ok(());
+        }
         for i in 0..n {
             if let Some(p) = self.pages.get(&(page + i)) {
                 buf[i as usize * ps..(i as usize + 1) * ps].copy_from_slice(p);
@@ -55,35 +62,19 @@ impl Device for ReadOnlyOverlay {
         Ok(())
     }
 
-    /// The bytes are not used, so the overlay's pages need not be laid over them.
-    fn read_unused(&mut self, page: u64, pages: u64) -> Result<()> {
-        self.inner.read_unused(page, pages)
-    }
-
-    fn write(&mut self, page: u64, data: &[u8]) -> Result<()> {
+    /// Keeps the pages (whole, also for a partial-page write) in memory.
+    fn write(&mut self, page: u64, req: WriteReq<'_>) -> Result<()> {
         let ps = self.inner.page_size();
-        let n = check_request(page, data.len(), ps, self.inner.capacity_pages())?;
+        let n = check_request(page, req.data.len(), ps, self.inner.capacity_pages())?;
         for i in 0..n {
             let at = i as usize * ps;
-            self.pages.insert(page + i, data[at..at + ps].into());
+            self.pages.insert(page + i, req.data[at..at + ps].into());
         }
         Ok(())
     }
 
     fn sync(&mut self) -> Result<()> {
         Ok(())
-    }
-
-    fn drop_caches(&mut self) -> Result<()> {
-        self.inner.drop_caches()
-    }
-
-    fn device_ns(&self) -> u64 {
-        self.inner.device_ns()
-    }
-
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
     }
 
     fn persist(&mut self) -> Result<()> {

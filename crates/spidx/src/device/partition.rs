@@ -3,15 +3,17 @@
 //! device, so its counters and its clock (head position, die queues, caches) reflect the
 //! interleaving of both, as on a real disk holding a table and its index.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::ops::{Deref, DerefMut};
 
-use super::stats::DeviceStats;
-use super::{check_request, request_len, Device};
+use super::shared::SharedDevice;
+use super::wrapper::{self, ReadReq, WriteReq};
+use super::{check_request, Device};
 use crate::{Error, Result};
 
-/// A range `[base, base + len)` of pages of a shared device, itself a [`Device`].
+/// A range `[base, base + len)` of pages of a shared device, itself a [`Device`] whose
+/// statistics are the whole shared device's.
 pub struct Partition {
-    shared: Arc<Mutex<Box<dyn Device>>>,
+    shared: SharedDevice,
     base: u64,
     len: u64,
     page_size: usize,
@@ -28,109 +30,43 @@ impl Partition {
             ));
         }
         let page_size = device.page_size();
-        let shared = Arc::new(Mutex::new(device));
-        Ok((
-            Partition {
-                shared: Arc::clone(&shared),
-                base: 0,
-                len: at,
-                page_size,
-            },
-            Partition {
-                shared,
-                base: at,
-                len: cap - at,
-                page_size,
-            },
-        ))
+        let shared = SharedDevice::new(device);
+        let part = |shared, base, len| Partition {
+            shared,
+            base,
+            len,
+            page_size,
+        };
+        Ok((part(shared.clone(), 0, at), part(shared, at, cap - at)))
     }
 
     /// First page of this partition on the shared device.
     pub fn base(&self) -> u64 {
         self.base
     }
-
-    fn dev(&self) -> MutexGuard<'_, Box<dyn Device>> {
-        // A panic while holding the lock cannot leave the device half-updated in a way
-        // the counters care about, so a poisoned lock is still usable.
-        self.shared.lock().unwrap_or_else(|p| p.into_inner())
-    }
 }
 
-impl Device for Partition {
-    fn page_size(&self) -> usize {
-        self.page_size
+impl wrapper::DeviceWrapper for Partition {
+    fn inner(&self) -> impl Deref<Target = dyn Device> + '_ {
+        &self.shared as &dyn Device
+    }
+
+    fn inner_mut(&mut self) -> impl DerefMut<Target = dyn Device> + '_ {
+        &mut self.shared as &mut dyn Device
     }
 
     fn capacity_pages(&self) -> u64 {
         self.len
     }
 
-    fn read(&mut self, page: u64, buf: &mut [u8]) -> Result<()> {
-        check_request(page, buf.len(), self.page_size, self.len)?;
-        let base = self.base;
-        self.dev().read(base + page, buf)
+    fn read(&mut self, page: u64, req: ReadReq<'_>) -> Result<()> {
+        check_request(page, req.len(self.page_size)?, self.page_size, self.len)?;
+        req.forward(&mut self.shared, self.base + page)
     }
 
-    fn read_unused(&mut self, page: u64, pages: u64) -> Result<()> {
-        check_request(
-            page,
-            request_len(pages, self.page_size)?,
-            self.page_size,
-            self.len,
-        )?;
-        let base = self.base;
-        self.dev().read_unused(base + page, pages)
-    }
-
-    fn write(&mut self, page: u64, data: &[u8]) -> Result<()> {
-        check_request(page, data.len(), self.page_size, self.len)?;
-        let base = self.base;
-        self.dev().write(base + page, data)
-    }
-
-    fn write_changed(
-        &mut self,
-        page: u64,
-        data: &[u8],
-        changed: &[std::ops::Range<usize>],
-    ) -> Result<()> {
-        check_request(page, data.len(), self.page_size, self.len)?;
-        let base = self.base;
-        self.dev().write_changed(base + page, data, changed)
-    }
-
-    fn submit_at(&mut self, at_ns: u64) -> Result<()> {
-        self.dev().submit_at(at_ns)
-    }
-
-    fn completed_ns(&self) -> u64 {
-        self.dev().completed_ns()
-    }
-
-    fn read_time_ignores_contents(&self) -> bool {
-        self.dev().read_time_ignores_contents()
-    }
-
-    fn sync(&mut self) -> Result<()> {
-        self.dev().sync()
-    }
-
-    fn drop_caches(&mut self) -> Result<()> {
-        self.dev().drop_caches()
-    }
-
-    fn device_ns(&self) -> u64 {
-        self.dev().device_ns()
-    }
-
-    /// The statistics of the whole shared device.
-    fn stats(&self) -> DeviceStats {
-        self.dev().stats()
-    }
-
-    fn persist(&mut self) -> Result<()> {
-        self.dev().persist()
+    fn write(&mut self, page: u64, req: WriteReq<'_>) -> Result<()> {
+        check_request(page, req.data.len(), self.page_size, self.len)?;
+        req.forward(&mut self.shared, self.base + page)
     }
 }
 

@@ -2,11 +2,11 @@
 //! device, so a test can hand one handle to a store (which owns it like any device) and
 //! keep another to look at — or reopen — the same medium after a simulated power cut.
 
+use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::stats::DeviceStats;
+use super::wrapper;
 use super::Device;
-use crate::Result;
 
 /// A cloneable handle over `Arc<Mutex<Box<dyn Device>>>`, itself a [`Device`].
 #[derive(Clone)]
@@ -34,66 +34,30 @@ impl SharedDevice {
     }
 }
 
-impl Device for SharedDevice {
-    fn page_size(&self) -> usize {
-        self.dev().page_size()
+impl wrapper::DeviceWrapper for SharedDevice {
+    fn inner(&self) -> impl Deref<Target = dyn Device> + '_ {
+        Locked(self.dev())
     }
 
-    fn capacity_pages(&self) -> u64 {
-        self.dev().capacity_pages()
+    fn inner_mut(&mut self) -> impl DerefMut<Target = dyn Device> + '_ {
+        Locked(self.dev())
     }
+}
 
-    fn read(&mut self, page: u64, buf: &mut [u8]) -> Result<()> {
-        self.dev().read(page, buf)
+/// The locked device behind a [`SharedDevice`].
+struct Locked<'a>(MutexGuard<'a, Box<dyn Device>>);
+
+impl Deref for Locked<'_> {
+    type Target = dyn Device;
+
+    fn deref(&self) -> &(dyn Device + 'static) {
+        &**self.0
     }
+}
 
-    fn read_unused(&mut self, page: u64, pages: u64) -> Result<()> {
-        self.dev().read_unused(page, pages)
-    }
-
-    fn write(&mut self, page: u64, data: &[u8]) -> Result<()> {
-        self.dev().write(page, data)
-    }
-
-    fn write_changed(
-        &mut self,
-        page: u64,
-        data: &[u8],
-        changed: &[std::ops::Range<usize>],
-    ) -> Result<()> {
-        self.dev().write_changed(page, data, changed)
-    }
-
-    fn submit_at(&mut self, at_ns: u64) -> Result<()> {
-        self.dev().submit_at(at_ns)
-    }
-
-    fn completed_ns(&self) -> u64 {
-        self.dev().completed_ns()
-    }
-
-    fn read_time_ignores_contents(&self) -> bool {
-        self.dev().read_time_ignores_contents()
-    }
-
-    fn sync(&mut self) -> Result<()> {
-        self.dev().sync()
-    }
-
-    fn drop_caches(&mut self) -> Result<()> {
-        self.dev().drop_caches()
-    }
-
-    fn device_ns(&self) -> u64 {
-        self.dev().device_ns()
-    }
-
-    fn stats(&self) -> DeviceStats {
-        self.dev().stats()
-    }
-
-    fn persist(&mut self) -> Result<()> {
-        self.dev().persist()
+impl DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut (dyn Device + 'static) {
+        &mut **self.0
     }
 }
 

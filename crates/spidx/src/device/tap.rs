@@ -3,9 +3,11 @@
 //! of each query this way and replays them, interleaved, in a simulation of concurrent
 //! query streams ([`crate::experiment::concurrent`]). The tap changes no count or time.
 
+use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex};
 
-use super::{request_len, Device, DeviceStats};
+use super::wrapper::{self, ReadReq, WriteReq};
+use super::Device;
 use crate::Result;
 
 /// One device request as the tap saw it.
@@ -84,78 +86,28 @@ impl Tap {
     }
 }
 
-impl Device for Tap {
-    fn page_size(&self) -> usize {
-        self.inner.page_size()
+impl wrapper::DeviceWrapper for Tap {
+    fn inner(&self) -> impl Deref<Target = dyn Device> + '_ {
+        &*self.inner
     }
 
-    fn capacity_pages(&self) -> u64 {
-        self.inner.capacity_pages()
+    fn inner_mut(&mut self) -> impl DerefMut<Target = dyn Device> + '_ {
+        &mut *self.inner
     }
 
-    fn read(&mut self, page: u64, buf: &mut [u8]) -> Result<()> {
-        self.inner.read(page, buf)?;
-        self.log
-            .note(page, buf.len(), self.inner.page_size(), false);
-        Ok(())
-    }
-
-    fn read_unused(&mut self, page: u64, pages: u64) -> Result<()> {
-        self.inner.read_unused(page, pages)?;
+    fn read(&mut self, page: u64, req: ReadReq<'_>) -> Result<()> {
         let ps = self.inner.page_size();
-        self.log.note(page, request_len(pages, ps)?, ps, false);
+        let len = req.len(ps)?;
+        req.forward(&mut *self.inner, page)?;
+        self.log.note(page, len, ps, false);
         Ok(())
     }
 
-    fn write(&mut self, page: u64, data: &[u8]) -> Result<()> {
-        self.inner.write(page, data)?;
+    fn write(&mut self, page: u64, req: WriteReq<'_>) -> Result<()> {
+        req.forward(&mut *self.inner, page)?;
         self.log
-            .note(page, data.len(), self.inner.page_size(), true);
+            .note(page, req.data.len(), self.inner.page_size(), true);
         Ok(())
-    }
-
-    fn write_changed(
-        &mut self,
-        page: u64,
-        data: &[u8],
-        changed: &[std::ops::Range<usize>],
-    ) -> Result<()> {
-        self.inner.write_changed(page, data, changed)?;
-        self.log
-            .note(page, data.len(), self.inner.page_size(), true);
-        Ok(())
-    }
-
-    fn sync(&mut self) -> Result<()> {
-        self.inner.sync()
-    }
-
-    fn drop_caches(&mut self) -> Result<()> {
-        self.inner.drop_caches()
-    }
-
-    fn device_ns(&self) -> u64 {
-        self.inner.device_ns()
-    }
-
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
-
-    fn persist(&mut self) -> Result<()> {
-        self.inner.persist()
-    }
-
-    fn submit_at(&mut self, at_ns: u64) -> Result<()> {
-        self.inner.submit_at(at_ns)
-    }
-
-    fn completed_ns(&self) -> u64 {
-        self.inner.completed_ns()
-    }
-
-    fn read_time_ignores_contents(&self) -> bool {
-        self.inner.read_time_ignores_contents()
     }
 }
 

@@ -22,13 +22,15 @@
 //! its own clock, which does not see the time spent waiting for tokens (a simulated HDD's
 //! platters do not turn while the throttle holds a request back).
 
+use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::pages::{load_state, save_state};
 use super::stats::{DeviceStats, ThrottleStats};
-use super::{request_len, Device};
+use super::wrapper::{self, ReadReq, WriteReq};
+use super::{no_virtual_clock, Device};
 use crate::{Error, Result};
 
 /// Parameters of a throttled (cloud) disk.
@@ -254,37 +256,29 @@ impl Bucket {
     }
 }
 
-impl Device for Throttled {
-    fn page_size(&self) -> usize {
-        self.inner.page_size()
+impl wrapper::DeviceWrapper for Throttled {
+    fn inner(&self) -> impl Deref<Target = dyn Device> + '_ {
+        &*self.inner
     }
 
-    fn capacity_pages(&self) -> u64 {
-        self.inner.capacity_pages()
+    fn inner_mut(&mut self) -> impl DerefMut<Target = dyn Device> + '_ {
+        &mut *self.inner
     }
 
-    fn read(&mut self, page: u64, buf: &mut [u8]) -> Result<()> {
+    fn read(&mut self, page: u64, req: ReadReq<'_>) -> Result<()> {
+        let len = req.len(self.inner.page_size())?;
         let before = self.inner.device_ns();
-        self.inner.read(page, buf)?;
-        let ns = self.inner.device_ns().saturating_sub(before);
-        self.charge(ns, buf.len() as u64);
-        Ok(())
-    }
-
-    fn read_unused(&mut self, page: u64, pages: u64) -> Result<()> {
-        let len = request_len(pages, self.inner.page_size())?;
-        let before = self.inner.device_ns();
-        self.inner.read_unused(page, pages)?;
+        req.forward(&mut *self.inner, page)?;
         let ns = self.inner.device_ns().saturating_sub(before);
         self.charge(ns, len as u64);
         Ok(())
     }
 
-    fn write(&mut self, page: u64, data: &[u8]) -> Result<()> {
+    fn write(&mut self, page: u64, req: WriteReq<'_>) -> Result<()> {
         let before = self.inner.device_ns();
-        self.inner.write(page, data)?;
+        req.forward(&mut *self.inner, page)?;
         let ns = self.inner.device_ns().saturating_sub(before);
-        self.charge(ns, data.len() as u64);
+        self.charge(ns, req.data.len() as u64);
         Ok(())
     }
 
@@ -324,6 +318,15 @@ impl Device for Throttled {
             Some(p) => save_state(p, "throttled", &self.clock),
             None => Ok(()),
         }
+    }
+
+    /// Refused: the buckets model one host's stream of requests.
+    fn submit_at(&mut self, _at_ns: u64) -> Result<()> {
+        Err(no_virtual_clock("throttled"))
+    }
+
+    fn completed_ns(&self) -> u64 {
+        self.clock.now
     }
 }
 
