@@ -168,7 +168,7 @@ impl IndexArgs {
                         missing.join(", ")
                     );
                 }
-                Ok(StoreConfig::Fast {
+                Ok(StoreConfig::Fast(spidx::store::fast::FastOptions {
                     write_buffer: parse_size(
                         "--write-buffer",
                         self.write_buffer.as_deref().expect("checked"),
@@ -188,7 +188,7 @@ impl IndexArgs {
                         Some(s) => s.parse()?,
                         None => LogPlacement::Same,
                     },
-                })
+                }))
             }
             "lcr" => crate::store_args::lcr(&self.shared()),
             "rftl" => crate::store_args::rftl(&self.shared(), self.max_pages),

@@ -9,7 +9,7 @@ use spidx::cache::CachePolicy;
 use spidx::store::buffered::placement::LogPlacement;
 use spidx::store::efind::{EfindConfig, FlushPolicy, Size, TemporalControl};
 use spidx::store::log::LogSync;
-use spidx::store::rftl::RftlParams;
+use spidx::store::rftl::RftlOptions;
 use spidx::store::StoreConfig;
 use spidx::units::parse_size;
 
@@ -155,25 +155,25 @@ fn flush_all_flags(shared: &Shared<'_>, store: &str, who: &str) -> Result<FlushA
 /// [`flush_all_flags`]).
 pub fn lcr(shared: &Shared<'_>) -> Result<StoreConfig> {
     let f = flush_all_flags(shared, "lcr", "the LCR-tree")?;
-    Ok(StoreConfig::Lcr {
+    Ok(StoreConfig::Lcr(spidx::store::lcr::LcrOptions {
         write_buffer: f.write_buffer,
         log_size: f.log_size,
         log_sync: f.log_sync,
         log_device: f.log_device,
-    })
+    }))
 }
 
 /// `--store rftl` (RFTL, Wu, Chang, Kuo 2003) from the shared flags (see
 /// [`flush_all_flags`]) and its own `--max-pages` (default 4).
 pub fn rftl(shared: &Shared<'_>, max_pages: Option<u32>) -> Result<StoreConfig> {
     let f = flush_all_flags(shared, "rftl", "RFTL")?;
-    Ok(StoreConfig::Rftl {
+    Ok(StoreConfig::Rftl(RftlOptions {
         write_buffer: f.write_buffer,
-        max_pages: max_pages.unwrap_or(RftlParams::DEFAULT_MAX_PAGES),
+        max_pages: max_pages.unwrap_or(RftlOptions::DEFAULT_MAX_PAGES),
         log_size: f.log_size,
         log_sync: f.log_sync,
         log_device: f.log_device,
-    })
+    }))
 }
 
 /// The flags FAST, eFIND, the LCR-tree and RFTL share (defined once, in `IndexArgs`).
