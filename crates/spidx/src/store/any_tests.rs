@@ -116,7 +116,10 @@ fn stores_are_written_as_before() {
             ),
         ),
         (r#"{"kind":"direct"}"#, None),
-        (r#"{"kind":"direct","journal":false,"log_sync":"group:4"}"#, None),
+        (
+            r#"{"kind":"direct","journal":false,"log_sync":"group:4"}"#,
+            None,
+        ),
     ] {
         let c: StoreConfig = serde_json::from_str(json).unwrap();
         assert_eq!(serde_json::to_string(&c).unwrap(), written.unwrap_or(json));

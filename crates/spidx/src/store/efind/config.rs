@@ -148,7 +148,9 @@ impl fmt::Display for Size {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EfindConfig {
-    /// Total buffer (write buffer plus read buffer), in bytes.
+    /// Total buffer (write buffer plus read buffer), in bytes; also read as `write_buffer`,
+    /// the key (and `spidx build --write-buffer`) every buffered store shares.
+    #[serde(alias = "write_buffer")]
     pub buffer: Size,
     /// Share of `buffer` given to the read buffer, in percent (default 20 with a read
     /// policy, 0 with `none`).
