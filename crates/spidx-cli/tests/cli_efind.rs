@@ -132,7 +132,7 @@ fn bad_efind_options_fail_clearly() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["--index", "rtree", "--store", "efind"],
-            "needs --write-buffer",
+            "--store efind: missing field `buffer`",
         ),
         (
             vec!["--index", "rtree", "--write-buffer", "512KB"],

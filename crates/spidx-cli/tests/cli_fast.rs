@@ -83,7 +83,7 @@ fn bad_fast_options_are_clear_errors() {
         ),
         (
             &["--store", "fast", "--write-buffer", "64KB"],
-            "needs --flushing-unit, --flush-policy",
+            "--store fast: missing field `flushing_unit`",
         ),
         (
             &fast_with("--store-opt", "flushing_unit=40"),

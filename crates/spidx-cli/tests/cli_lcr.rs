@@ -71,7 +71,7 @@ fn bad_lcr_options_are_clear_errors() {
     let o = o.to_str().unwrap();
     let lcr = ["--index", "rtree", "--store", "lcr"];
     let cases: Vec<(Vec<&str>, &str)> = vec![
-        (lcr.to_vec(), "--store lcr needs --write-buffer"),
+        (lcr.to_vec(), "--store lcr: missing field `write_buffer`"),
         (
             [
                 &lcr[..],

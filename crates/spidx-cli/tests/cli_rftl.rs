@@ -85,7 +85,7 @@ fn bad_rftl_options_are_clear_errors() {
     let rftl = ["--index", "rtree", "--store", "rftl"];
     let with = |extra: &[&'static str]| [&rftl[..], extra].concat();
     let cases: Vec<(Vec<&str>, &str)> = vec![
-        (rftl.to_vec(), "--store rftl needs --write-buffer"),
+        (rftl.to_vec(), "--store rftl: missing field `write_buffer`"),
         (
             with(&["--write-buffer", "64KB", "--store-opt", "flushing_unit=3"]),
             "--store-opt flushing_unit: unknown field",
