@@ -20,7 +20,7 @@ use spidx::index::written::{parse_index, SPEC_NAMING};
 use spidx::node::{LayoutKind, Occupancy};
 use spidx::query::Predicate;
 use spidx::spatial::{read_manifest, Construction, IndexOptions, OpenMode, SpatialIndex};
-use spidx::store::StoreConfig;
+use spidx::store::written::parse_store;
 use spidx::units::{parse_percent, parse_size};
 use spidx::with_dims;
 
@@ -147,7 +147,9 @@ fn options(json: &str) -> spidx::Result<IndexOptions> {
     let index: toml::Table = serde_json::from_value(o.index)
         .map_err(|e| spidx::Error::invalid("index", e.to_string()))?;
     let kind = parse_index(&index, &SPEC_NAMING)?;
-    let store: StoreConfig = serde_json::from_value(o.store)
+    let store: toml::Table = serde_json::from_value(o.store)
+        .map_err(|e| spidx::Error::invalid("store", e.to_string()))?;
+    let store = parse_store(&store, &SPEC_NAMING)
         .map_err(|e| spidx::Error::invalid("store", e.to_string()))?;
     let device = DeviceSpec::new(&o.device).resolve()?;
     Ok(IndexOptions {

@@ -1,193 +1,85 @@
-//! eFIND's own options (`--store efind`); the flags it shares with FAST (`--write-buffer`,
-//! `--flushing-unit`, `--flush-policy`, `--log-size`, `--log-sync`, `--log-device`) live in `IndexArgs`.
-//! Parsed into a [`StoreConfig`]. Every flag is validated; a flag given for a store it does not apply to
-//! is an error, never silently ignored.
+//! The node store's flags of `spidx build`: `--store KIND`, `--store-opt KEY=VALUE` and the
+//! common flags (`--write-buffer`, `--log-size`, `--log-sync`, `--log-device`, short for the
+//! `--store-opt` of the same key). They are parsed by the library's store parser
+//! ([`spidx::store::written`]): the options struct of each store (its fields and serde
+//! defaults) is the one declaration of its keys, so nothing here lists a store's options.
+//! An unknown key or a bad value is an error naming it, never silently ignored.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::Args;
-use spidx::cache::CachePolicy;
-use spidx::store::buffered::placement::LogPlacement;
-use spidx::store::efind::{EfindConfig, FlushPolicy, Size, TemporalControl};
-use spidx::store::log::LogSync;
-use spidx::store::rftl::RftlParams;
+use spidx::index::written::Naming;
+use spidx::store::written::parse_opts;
 use spidx::store::StoreConfig;
-use spidx::units::parse_size;
 
-/// eFIND-only flags.
-#[derive(Args, Debug, Default)]
+/// The node store and its options.
+#[derive(Args, Debug)]
 pub struct StoreArgs {
-    /// eFIND: share of --write-buffer given to the read buffer, 0-100 (default 20).
+    /// Node store: direct (changes written in place), fast (FAST: write buffer, flushing
+    /// units, log; needs write_buffer, flushing_unit and flush_policy), efind (eFIND: needs
+    /// write_buffer; see docs/efind.md), lcr (the LCR-tree: one log page per node,
+    /// flush-all; needs write_buffer) or rftl (RFTL: index units packed into shared pages,
+    /// flush-all, nodes assembled from their units; needs write_buffer; see max_pages).
+    #[arg(long, default_value = "direct")]
+    pub store: String,
+    /// An option of the store (repeatable): a key of a spec's `store` table and its value,
+    /// e.g. flushing_unit=5 and flush_policy=fast-star (fast), read_policy=2q (efind),
+    /// max_pages=8 (rftl), journal=false (direct); see docs/stores.md and docs/efind.md.
+    /// VALUE is a TOML value or a bare word; an unknown key or a bad value is an error
+    /// naming the key.
+    #[arg(long = "store-opt", value_name = "KEY=VALUE")]
+    pub store_opts: Vec<String>,
+    /// Same as --store-opt write_buffer=SIZE: the write buffer's capacity (eFIND: the total
+    /// buffer, write plus read), e.g. 512KB. Every store but direct.
     #[arg(long)]
-    pub read_buffer_perc: Option<f64>,
-    /// eFIND: read-buffer policy: none, lru, hlru, s2q or 2q (default lru).
+    pub write_buffer: Option<String>,
+    /// Same as --store-opt log_size=SIZE: bytes of the device given to the log (FAST default:
+    /// 16 x the write buffer, >= 1MB; LCR-tree, RFTL: >= 4MB; eFIND: see docs/efind.md).
+    /// Every store but direct.
     #[arg(long)]
-    pub read_policy: Option<String>,
-    /// eFIND: 2Q's Kin / S2Q's A1 threshold, percent of the read buffer (default 25).
+    pub log_size: Option<String>,
+    /// Same as --store-opt log_sync=MODE: when operations become durable: none (default: at
+    /// checkpoints), group:N or each-op (buffered stores: the log synced; direct: the pages
+    /// synced and, on a file: device, the journal restarted). Every store.
     #[arg(long)]
-    pub read_kin: Option<f64>,
-    /// eFIND: 2Q's Kout, percent of the read buffer (default 50).
-    #[arg(long)]
-    pub read_kout: Option<f64>,
-    /// eFIND: temporal control: none, reads, writes or both (default both).
-    #[arg(long)]
-    pub temporal_control: Option<String>,
-    /// eFIND: FIFO length of recently read pages (default 64).
-    #[arg(long)]
-    pub read_tc_size: Option<usize>,
-    /// eFIND: FIFO length of recently flushed pages (default 16).
-    #[arg(long)]
-    pub write_tc_size: Option<usize>,
-    /// eFIND: pages within which a candidate is sequential to a recent flush (default 4).
-    #[arg(long)]
-    pub min_distance: Option<u64>,
-    /// eFIND: pages beyond which a candidate is strided from recent flushes (default 64).
-    #[arg(long)]
-    pub stride: Option<u64>,
-    /// eFIND: share of the oldest buffered nodes that are flushing candidates (default 50).
-    #[arg(long)]
-    pub timestamp_perc: Option<f64>,
+    pub log_sync: Option<String>,
+    /// Same as --store-opt log_device=PLACEMENT: where the log is written: same (default:
+    /// the end of the device, counted, crash-safe), separate:DEVICE (a second device, e.g.
+    /// separate:ssd-v300 or separate:ssd-v300{queue_depth=8}, counted apart) or uncounted
+    /// (the papers' testbed: a plain file, not counted, never synced: NOT crash-safe).
+    /// Every store but direct.
+    #[arg(long, value_name = "PLACEMENT")]
+    pub log_device: Option<String>,
 }
+
+/// Names keys as the user may have given them: a common flag or `--store-opt`.
+const NAMING: Naming = Naming {
+    key: |k| match k {
+        "write_buffer" | "log_size" | "log_sync" | "log_device" => {
+            format!("--{} (--store-opt {k})", k.replace('_', "-"))
+        }
+        _ => format!("--store-opt {k}"),
+    },
+    kind: |k| format!("--store {k}"),
+};
 
 impl StoreArgs {
-    fn given(&self) -> Vec<&'static str> {
-        [
-            (self.read_buffer_perc.is_some(), "--read-buffer-perc"),
-            (self.read_policy.is_some(), "--read-policy"),
-            (self.read_kin.is_some(), "--read-kin"),
-            (self.read_kout.is_some(), "--read-kout"),
-            (self.temporal_control.is_some(), "--temporal-control"),
-            (self.read_tc_size.is_some(), "--read-tc-size"),
-            (self.write_tc_size.is_some(), "--write-tc-size"),
-            (self.min_distance.is_some(), "--min-distance"),
-            (self.stride.is_some(), "--stride"),
-            (self.timestamp_perc.is_some(), "--timestamp-perc"),
-        ]
-        .into_iter()
-        .filter_map(|(set, name)| set.then_some(name))
-        .collect()
+    /// The store and its options, validated by serde (not yet against the page size).
+    pub fn config(&self) -> Result<StoreConfig> {
+        let common = [
+            ("write_buffer", &self.write_buffer),
+            ("log_size", &self.log_size),
+            ("log_sync", &self.log_sync),
+            ("log_device", &self.log_device),
+        ];
+        let mut opts: Vec<String> = common
+            .iter()
+            .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}={v}")))
+            .collect();
+        opts.extend(self.store_opts.iter().cloned());
+        Ok(parse_opts(
+            &self.store,
+            opts.iter().map(String::as_str),
+            &NAMING,
+        )?)
     }
-
-    /// The eFIND-only flags given (errors with another store).
-    pub fn first_given(&self) -> Option<&'static str> {
-        self.given().first().copied()
-    }
-
-    /// `--store efind` from these flags and the flags it shares with FAST.
-    pub fn efind(&self, shared: &Shared<'_>) -> Result<StoreConfig> {
-        let Some(total) = shared.write_buffer else {
-            bail!("--store efind needs --write-buffer SIZE (the total buffer, e.g. 512KB)");
-        };
-        let mut c = EfindConfig::with_buffer(parse_size("--write-buffer", total)?);
-        c.read_buffer_perc = self.read_buffer_perc;
-        if let Some(p) = &self.read_policy {
-            c.read_policy = CachePolicy::from_name(p)?;
-        }
-        c.read_kin = self.read_kin;
-        c.read_kout = self.read_kout;
-        if let Some(t) = &self.temporal_control {
-            c.temporal_control = TemporalControl::parse(t)?;
-        }
-        c.read_tc_size = self.read_tc_size;
-        c.write_tc_size = self.write_tc_size;
-        c.min_distance = self.min_distance;
-        c.stride = self.stride;
-        c.timestamp_perc = self.timestamp_perc;
-        if let Some(u) = shared.flushing_unit {
-            c.flushing_unit = u as usize;
-        }
-        if let Some(p) = shared.flush_policy {
-            c.flush_policy = FlushPolicy::parse(p)?;
-        }
-        if let Some(l) = shared.log_size {
-            c.log_size = Some(Size(parse_size("--log-size", l)?));
-        }
-        if let Some(l) = shared.log_sync {
-            c.log_sync = l.parse::<LogSync>()?;
-        }
-        if let Some(l) = shared.log_device {
-            c.log_device = l.parse()?;
-        }
-        Ok(StoreConfig::Efind(c))
-    }
-}
-
-/// What the flush-all stores (the LCR-tree, RFTL) take from the flags they share with FAST:
-/// `--write-buffer` (required), `--log-size`, `--log-sync`, `--log-device`. They flush their
-/// whole buffer, so `--flushing-unit` and `--flush-policy` are errors; `store` is the
-/// `--store` value and `who` the store's name in messages.
-struct FlushAllFlags {
-    write_buffer: u64,
-    log_size: Option<u64>,
-    log_sync: LogSync,
-    log_device: LogPlacement,
-}
-
-fn flush_all_flags(shared: &Shared<'_>, store: &str, who: &str) -> Result<FlushAllFlags> {
-    if shared.flushing_unit.is_some() {
-        bail!("--flushing-unit applies to --store fast or efind only ({who} flushes its whole buffer)");
-    }
-    if shared.flush_policy.is_some() {
-        bail!(
-            "--flush-policy applies to --store fast or efind only ({who} flushes its whole buffer)"
-        );
-    }
-    let Some(buffer) = shared.write_buffer else {
-        bail!("--store {store} needs --write-buffer SIZE (e.g. 512KB)");
-    };
-    Ok(FlushAllFlags {
-        write_buffer: parse_size("--write-buffer", buffer)?,
-        log_size: shared
-            .log_size
-            .map(|s| parse_size("--log-size", s))
-            .transpose()?,
-        log_sync: match shared.log_sync {
-            Some(s) => s.parse()?,
-            None => LogSync::default(),
-        },
-        log_device: match shared.log_device {
-            Some(s) => s.parse()?,
-            None => Default::default(),
-        },
-    })
-}
-
-/// `--store lcr` (the LCR-tree, Lv et al. 2011) from the shared flags (see
-/// [`flush_all_flags`]).
-pub fn lcr(shared: &Shared<'_>) -> Result<StoreConfig> {
-    let f = flush_all_flags(shared, "lcr", "the LCR-tree")?;
-    Ok(StoreConfig::Lcr {
-        write_buffer: f.write_buffer,
-        log_size: f.log_size,
-        log_sync: f.log_sync,
-        log_device: f.log_device,
-    })
-}
-
-/// `--store rftl` (RFTL, Wu, Chang, Kuo 2003) from the shared flags (see
-/// [`flush_all_flags`]) and its own `--max-pages` (default 4).
-pub fn rftl(shared: &Shared<'_>, max_pages: Option<u32>) -> Result<StoreConfig> {
-    let f = flush_all_flags(shared, "rftl", "RFTL")?;
-    Ok(StoreConfig::Rftl {
-        write_buffer: f.write_buffer,
-        max_pages: max_pages.unwrap_or(RftlParams::DEFAULT_MAX_PAGES),
-        log_size: f.log_size,
-        log_sync: f.log_sync,
-        log_device: f.log_device,
-    })
-}
-
-/// The flags FAST, eFIND, the LCR-tree and RFTL share (defined once, in `IndexArgs`).
-pub struct Shared<'a> {
-    /// `--write-buffer` (eFIND: the total buffer, write plus read).
-    pub write_buffer: Option<&'a str>,
-    /// `--flushing-unit`.
-    pub flushing_unit: Option<u32>,
-    /// `--flush-policy`.
-    pub flush_policy: Option<&'a str>,
-    /// `--log-size`.
-    pub log_size: Option<&'a str>,
-    /// `--log-sync`.
-    pub log_sync: Option<&'a str>,
-    /// `--log-device`.
-    pub log_device: Option<&'a str>,
 }

@@ -31,22 +31,22 @@ fn efind_index_matches_brute_force() {
             "rstar",
             "--write-buffer",
             "32KB",
-            "--read-buffer-perc",
-            "30",
-            "--read-policy",
-            "2q",
-            "--read-kin",
-            "20",
-            "--temporal-control",
-            "writes",
-            "--stride",
-            "32",
-            "--timestamp-perc",
-            "70",
-            "--flushing-unit",
-            "3",
-            "--flush-policy",
-            "mth",
+            "--store-opt",
+            "read_buffer_perc=30",
+            "--store-opt",
+            "read_policy=2q",
+            "--store-opt",
+            "read_kin=20",
+            "--store-opt",
+            "temporal_control=writes",
+            "--store-opt",
+            "stride=32",
+            "--store-opt",
+            "timestamp_perc=70",
+            "--store-opt",
+            "flushing_unit=3",
+            "--store-opt",
+            "flush_policy=mth",
             "--log-size",
             "4MB",
             "--log-sync",
@@ -132,55 +132,76 @@ fn bad_efind_options_fail_clearly() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["--index", "rtree", "--store", "efind"],
-            "needs --write-buffer",
+            "--store efind: missing field `buffer`",
         ),
         (
             vec!["--index", "rtree", "--write-buffer", "512KB"],
-            "--write-buffer applies to --store fast, efind, lcr or rftl only",
+            "--write-buffer (--store-opt write_buffer): unknown field",
         ),
         (
-            vec!["--index", "rtree", "--flush-policy", "m"],
-            "--flush-policy applies to --store fast or efind only",
+            vec!["--index", "rtree", "--store-opt", "flush_policy=m"],
+            "--store-opt flush_policy: unknown field",
         ),
         (
-            [&e[..], &["--read-buffer-perc", "150"]].concat(),
+            [&e[..], &["--store-opt", "read_buffer_perc=150"]].concat(),
             "outside 0-100",
         ),
         (
-            [&e[..], &["--read-buffer-perc", "100"]].concat(),
+            [&e[..], &["--store-opt", "read_buffer_perc=100"]].concat(),
             "no write buffer",
         ),
-        ([&e[..], &["--timestamp-perc=-5"]].concat(), "outside 0-100"),
         (
-            [&e[..], &["--read-policy", "mru"]].concat(),
-            "'mru' is not a policy",
+            [&e[..], &["--store-opt", "timestamp_perc=-5"]].concat(),
+            "outside 0-100",
         ),
         (
-            [&e[..], &["--flush-policy", "fast"]].concat(),
-            "'fast' is not a policy",
+            [&e[..], &["--store-opt", "read_policy=mru"]].concat(),
+            "--store-opt read_policy",
         ),
         (
-            [&e[..], &["--temporal-control", "always"]].concat(),
-            "'always' is not one of",
+            [&e[..], &["--store-opt", "flush_policy=fast"]].concat(),
+            "--store-opt flush_policy",
         ),
         (
-            [&e[..], &["--flushing-unit", "0"]].concat(),
+            [&e[..], &["--store-opt", "temporal_control=always"]].concat(),
+            "--store-opt temporal_control",
+        ),
+        (
+            [&e[..], &["--store-opt", "flushing_unit=0"]].concat(),
             "flushing_unit = 0",
         ),
         (
-            [&e[..], &["--flushing-unit", "100000"]].concat(),
+            [&e[..], &["--store-opt", "flushing_unit=100000"]].concat(),
             "flushing_unit = 100000",
         ),
         (
-            [&e[..], &["--read-kout", "10"]].concat(),
+            [&e[..], &["--store-opt", "read_kout=10"]].concat(),
             "read_kout applies to read_policy 2q",
         ),
         (
-            [&e[..], &["--temporal-control", "reads", "--stride", "9"]].concat(),
+            [
+                &e[..],
+                &[
+                    "--store-opt",
+                    "temporal_control=reads",
+                    "--store-opt",
+                    "stride=9",
+                ],
+            ]
+            .concat(),
             "stride applies",
         ),
         (
-            [&e[..], &["--flush-policy", "m", "--timestamp-perc", "50"]].concat(),
+            [
+                &e[..],
+                &[
+                    "--store-opt",
+                    "flush_policy=m",
+                    "--store-opt",
+                    "timestamp_perc=50",
+                ],
+            ]
+            .concat(),
             "timestamp_perc does not apply",
         ),
         (
@@ -217,7 +238,7 @@ fn bad_efind_options_fail_clearly() {
         ),
         (
             vec!["--index", "rtree", "--log-device", "uncounted"],
-            "--log-device applies to --store fast, efind, lcr or rftl only",
+            "--log-device (--store-opt log_device): unknown field",
         ),
     ];
     for (extra, needle) in cases {

@@ -13,10 +13,10 @@ const FAST: [&str; 8] = [
     "fast",
     "--write-buffer",
     "64KB",
-    "--flushing-unit",
-    "3",
-    "--flush-policy",
-    "fast-star",
+    "--store-opt",
+    "flushing_unit=3",
+    "--store-opt",
+    "flush_policy=fast-star",
 ];
 
 #[test]
@@ -78,22 +78,25 @@ fn bad_fast_options_are_clear_errors() {
     let data = buildings(tmp.path(), "3000");
     let cases: [(&[&str], &str); 8] = [
         (
-            &["--store", "direct", "--flush-policy", "fast"],
-            "--flush-policy applies to --store fast or efind only",
+            &["--store", "direct", "--store-opt", "flush_policy=fast"],
+            "--store-opt flush_policy: unknown field",
         ),
         (
             &["--store", "fast", "--write-buffer", "64KB"],
-            "needs --flushing-unit, --flush-policy",
+            "--store fast: missing field `flushing_unit`",
         ),
         (
-            &fast_with("--flushing-unit", "40"),
+            &fast_with("--store-opt", "flushing_unit=40"),
             "more than the 65536-byte write buffer can ever hold",
         ),
         (&fast_with("--write-buffer", "0"), "0 bytes"),
-        (&fast_with("--flushing-unit", "0"), "at least 1 node"),
         (
-            &fast_with("--flush-policy", "lru"),
-            "choose flush-all, random, fast, fast-star or fast-star-festival",
+            &fast_with("--store-opt", "flushing_unit=0"),
+            "at least 1 node",
+        ),
+        (
+            &fast_with("--store-opt", "flush_policy=lru"),
+            "--store-opt flush_policy",
         ),
         (
             &[&FAST[..], &["--log-sync", "group:0"]].concat(),
@@ -119,7 +122,12 @@ fn bad_fast_options_are_clear_errors() {
 /// FAST's flags with one value replaced.
 fn fast_with(flag: &str, value: &'static str) -> Vec<&'static str> {
     let mut v = FAST.to_vec();
-    let i = v.iter().position(|a| *a == flag).unwrap();
+    // A flag, or a `--store-opt KEY=VALUE` of the same key.
+    let key = |a: &str| a.split('=').next().unwrap().to_string();
+    let i = match flag {
+        "--store-opt" => v.iter().position(|a| key(a) == key(value)).unwrap() - 1,
+        _ => v.iter().position(|a| *a == flag).unwrap(),
+    };
     v[i + 1] = value;
     v
 }
@@ -206,7 +214,7 @@ fn log_placements_are_named_measured_and_validated() {
     let cases: [(&[&str], &str); 5] = [
         (
             &["--store", "direct", "--log-device", "uncounted"],
-            "--log-device applies to --store fast, efind, lcr or rftl only",
+            "--log-device (--store-opt log_device): unknown field",
         ),
         (
             &[&FAST[..], &["--log-device", "nowhere"]].concat(),

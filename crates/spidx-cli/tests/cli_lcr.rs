@@ -71,30 +71,30 @@ fn bad_lcr_options_are_clear_errors() {
     let o = o.to_str().unwrap();
     let lcr = ["--index", "rtree", "--store", "lcr"];
     let cases: Vec<(Vec<&str>, &str)> = vec![
-        (lcr.to_vec(), "--store lcr needs --write-buffer"),
+        (lcr.to_vec(), "--store lcr: missing field `write_buffer`"),
         (
             [
                 &lcr[..],
-                &["--write-buffer", "64KB", "--flushing-unit", "3"],
+                &["--write-buffer", "64KB", "--store-opt", "flushing_unit=3"],
             ]
             .concat(),
-            "--flushing-unit applies to --store fast or efind only",
+            "--store-opt flushing_unit: unknown field",
         ),
         (
             [
                 &lcr[..],
-                &["--write-buffer", "64KB", "--flush-policy", "fast"],
+                &["--write-buffer", "64KB", "--store-opt", "flush_policy=fast"],
             ]
             .concat(),
-            "--flush-policy applies to --store fast or efind only",
+            "--store-opt flush_policy: unknown field",
         ),
         (
             [
                 &lcr[..],
-                &["--write-buffer", "64KB", "--read-policy", "lru"],
+                &["--write-buffer", "64KB", "--store-opt", "read_policy=lru"],
             ]
             .concat(),
-            "--read-policy applies to --store efind only",
+            "--store-opt read_policy: unknown field",
         ),
         (
             [&lcr[..], &["--write-buffer", "0"]].concat(),
@@ -109,8 +109,15 @@ fn bad_lcr_options_are_clear_errors() {
             "each-op, group:N",
         ),
         (
-            vec!["--index", "rtree", "--store", "lcr", "--no-journal"],
-            "--no-journal applies to --store direct only",
+            vec![
+                "--index",
+                "rtree",
+                "--store",
+                "lcr",
+                "--store-opt",
+                "journal=false",
+            ],
+            "--store-opt journal: unknown field",
         ),
     ];
     for (extra, needle) in cases {

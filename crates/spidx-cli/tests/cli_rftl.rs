@@ -32,8 +32,8 @@ fn rftl_builds_report_unit_pages_and_answer_like_the_direct_store() {
         "rftl",
         "--write-buffer",
         "32KB",
-        "--max-pages",
-        "3",
+        "--store-opt",
+        "max_pages=3",
     ];
     let direct = json_of(&[&base[..], &["--out", &out("direct")]].concat());
     let j = json_of(&[&base[..], &rftl[..], &["--out", &out("rftl")]].concat());
@@ -85,18 +85,18 @@ fn bad_rftl_options_are_clear_errors() {
     let rftl = ["--index", "rtree", "--store", "rftl"];
     let with = |extra: &[&'static str]| [&rftl[..], extra].concat();
     let cases: Vec<(Vec<&str>, &str)> = vec![
-        (rftl.to_vec(), "--store rftl needs --write-buffer"),
+        (rftl.to_vec(), "--store rftl: missing field `write_buffer`"),
         (
-            with(&["--write-buffer", "64KB", "--flushing-unit", "3"]),
-            "--flushing-unit applies to --store fast or efind only (RFTL flushes",
+            with(&["--write-buffer", "64KB", "--store-opt", "flushing_unit=3"]),
+            "--store-opt flushing_unit: unknown field",
         ),
         (
-            with(&["--write-buffer", "64KB", "--flush-policy", "fast"]),
-            "--flush-policy applies to --store fast or efind only",
+            with(&["--write-buffer", "64KB", "--store-opt", "flush_policy=fast"]),
+            "--store-opt flush_policy: unknown field",
         ),
         (
-            with(&["--write-buffer", "64KB", "--read-policy", "lru"]),
-            "--read-policy applies to --store efind only",
+            with(&["--write-buffer", "64KB", "--store-opt", "read_policy=lru"]),
+            "--store-opt read_policy: unknown field",
         ),
         (with(&["--write-buffer", "0"]), "RFTL write_buffer"),
         (
@@ -104,12 +104,12 @@ fn bad_rftl_options_are_clear_errors() {
             "less than one 4096-byte unit page",
         ),
         (
-            with(&["--write-buffer", "64KB", "--max-pages", "0"]),
+            with(&["--write-buffer", "64KB", "--store-opt", "max_pages=0"]),
             "RFTL max_pages",
         ),
         (
-            with(&["--write-buffer", "64KB", "--max-pages", "many"]),
-            "--max-pages",
+            with(&["--write-buffer", "64KB", "--store-opt", "max_pages=many"]),
+            "--store-opt max_pages",
         ),
         (
             with(&["--write-buffer", "64KB", "--log-size", "64KB"]),
@@ -120,13 +120,13 @@ fn bad_rftl_options_are_clear_errors() {
             "each-op, group:N",
         ),
         (
-            with(&["--no-journal"]),
-            "--no-journal applies to --store direct only",
+            with(&["--store-opt", "journal=false"]),
+            "--store-opt journal: unknown field",
         ),
         // RFTL's own flag on other stores.
         (
-            vec!["--index", "rtree", "--max-pages", "3"],
-            "--max-pages applies to --store rftl only",
+            vec!["--index", "rtree", "--store-opt", "max_pages=3"],
+            "--store-opt max_pages: unknown field",
         ),
         (
             vec![
@@ -136,10 +136,10 @@ fn bad_rftl_options_are_clear_errors() {
                 "lcr",
                 "--write-buffer",
                 "64KB",
-                "--max-pages",
-                "3",
+                "--store-opt",
+                "max_pages=3",
             ],
-            "--max-pages applies to --store rftl only",
+            "--store-opt max_pages: unknown field",
         ),
         (
             vec![
@@ -149,14 +149,14 @@ fn bad_rftl_options_are_clear_errors() {
                 "fast",
                 "--write-buffer",
                 "64KB",
-                "--flushing-unit",
-                "2",
-                "--flush-policy",
-                "fast",
-                "--max-pages",
-                "3",
+                "--store-opt",
+                "flushing_unit=2",
+                "--store-opt",
+                "flush_policy=fast",
+                "--store-opt",
+                "max_pages=3",
             ],
-            "--max-pages applies to --store rftl only",
+            "--store-opt max_pages: unknown field",
         ),
     ];
     for (extra, needle) in cases {

@@ -316,8 +316,8 @@ fn a_corrupted_log_tail_recovers_the_valid_prefix_and_reports_the_rest() {
     // Damage the log region's last written page: the log is the end of the device.
     let mut dev = medium.clone();
     let cap = dev.capacity_pages();
-    let params = cfg.fast_params().unwrap();
-    let log_first = cap - params.log_pages(PAGE);
+    let options = cfg.buffered_options().unwrap();
+    let log_first = cap - options.log_pages(PAGE).unwrap();
     let mut page = vec![0u8; PAGE];
     let mut last_written = None;
     for p in log_first + 2..cap {

@@ -15,7 +15,7 @@ use spidx::device::DeviceConfig;
 use spidx::index::{IndexKind, RStarOptions};
 use spidx::node::{LayoutKind, Occupancy};
 use spidx::spatial::{IndexOptions, SpatialIndex};
-use spidx::store::fast::FlushPolicy;
+use spidx::store::fast::{FastOptions, FlushPolicy};
 use spidx::store::log::LogSync;
 use spidx::store::StoreConfig;
 
@@ -39,14 +39,11 @@ fn options(store: StoreConfig, device: &Path) -> IndexOptions {
 }
 
 fn fast() -> StoreConfig {
-    StoreConfig::Fast {
-        write_buffer: 8 << 10,
-        flushing_unit: 2,
-        flush_policy: FlushPolicy::FastStar,
+    StoreConfig::Fast(FastOptions {
         log_size: Some(1 << 20),
         log_sync: LogSync::EachOp,
-        log_device: Default::default(),
-    }
+        ..FastOptions::new(8 << 10, 2, FlushPolicy::FastStar)
+    })
 }
 
 /// One bit flipped in the middle of a crashed index's log (valid records after it): every

@@ -10,15 +10,16 @@ use serde::{Deserialize, Serialize};
 
 use std::collections::BTreeMap;
 
+use super::buffered::options::PolicyOptions;
 use super::buffered::placement::{attach, LogPlacement};
 use super::buffered::{BufferPolicy, BufferedStats, BufferedStore};
 use super::direct::{DirectStore, Journaling};
-use super::efind::{EfindConfig, EfindPolicy};
-use super::fast::{FastParams, FastPolicy, FlushPolicy};
+use super::efind::EfindConfig;
+use super::fast::FastOptions;
 use super::journal::JOURNAL_FILE;
-use super::lcr::{LcrParams, LcrPolicy};
+use super::lcr::LcrOptions;
 use super::log::{LogConfig, LogSync};
-use super::rftl::{RftlParams, RftlPolicy};
+use super::rftl::RftlOptions;
 use super::{NodeChange, NodePage, NodeStore, StoreControl, StoreStats, TreeMeta, TreeState};
 use crate::cache::{CacheConfig, CacheStats, PageCache};
 use crate::device::{Device, DeviceConfig};
@@ -50,79 +51,16 @@ pub enum StoreConfig {
     /// eFIND: write buffer, read buffer, flushing policies, temporal control
     /// (see [`super::efind`]).
     Efind(EfindConfig),
-    /// FAST (Sarwat et al. 2013): a write buffer flushed in units, with a log.
-    Fast {
-        /// Write buffer capacity in bytes (`"512KB"` or a number).
-        #[serde(with = "size_bytes")]
-        write_buffer: u64,
-        /// Nodes per flushing unit.
-        flushing_unit: u32,
-        /// `flush-all`, `random`, `fast` or `fast-star`.
-        flush_policy: FlushPolicy,
-        /// Bytes of the device given to the log (default: 16 x the write buffer, at
-        /// least 1MB).
-        #[serde(
-            default,
-            with = "opt_size_bytes",
-            skip_serializing_if = "Option::is_none"
-        )]
-        log_size: Option<u64>,
-        /// `none` (default: durable at checkpoints), `group:N` or `each-op`.
-        #[serde(default)]
-        log_sync: LogSync,
-        /// Where the log is written: `same` (default), `separate:<device>` or
-        /// `uncounted` (see [`LogPlacement`]).
-        #[serde(default, skip_serializing_if = "LogPlacement::is_same")]
-        log_device: LogPlacement,
-    },
+    /// FAST (Sarwat et al. 2013): a write buffer flushed in units, with a log (see
+    /// [`super::fast`]).
+    Fast(FastOptions),
     /// The LCR-tree (Lv et al. 2011): nodes in place, one log page of compacted changes
     /// per node, a flush-all write buffer (see [`super::lcr`]).
-    Lcr {
-        /// Write buffer capacity in bytes (`"512KB"` or a number).
-        #[serde(with = "size_bytes")]
-        write_buffer: u64,
-        /// Bytes of the device given to the write-ahead log (default: 16 x the write
-        /// buffer, at least 4MB).
-        #[serde(
-            default,
-            with = "opt_size_bytes",
-            skip_serializing_if = "Option::is_none"
-        )]
-        log_size: Option<u64>,
-        /// `none` (default: durable at checkpoints), `group:N` or `each-op`.
-        #[serde(default)]
-        log_sync: LogSync,
-        /// Where the log is written: `same` (default), `separate:<device>` or
-        /// `uncounted` (the paper's behaviour: not crash-safe, log I/O not counted).
-        #[serde(default, skip_serializing_if = "LogPlacement::is_same")]
-        log_device: LogPlacement,
-    },
+    Lcr(LcrOptions),
     /// RFTL (Wu, Chang, Kuo 2003): index units buffered and flushed (flush-all) into new
     /// pages shared by several nodes, a node -> pages translation table, nodes assembled
     /// from their units, compaction beyond `max_pages` (see [`super::rftl`]).
-    Rftl {
-        /// Reservation (write) buffer capacity in bytes (`"512KB"` or a number).
-        #[serde(with = "size_bytes")]
-        write_buffer: u64,
-        /// Most unit pages a node may span before a flush compacts it (default 4).
-        #[serde(default = "rftl_max_pages")]
-        max_pages: u32,
-        /// Bytes of the device given to the write-ahead log (default: 16 x the write
-        /// buffer, at least 4MB).
-        #[serde(
-            default,
-            with = "opt_size_bytes",
-            skip_serializing_if = "Option::is_none"
-        )]
-        log_size: Option<u64>,
-        /// `none` (default: durable at checkpoints), `group:N` or `each-op`.
-        #[serde(default)]
-        log_sync: LogSync,
-        /// Where the log is written: `same` (default), `separate:<device>` or
-        /// `uncounted` (the paper's behaviour: not crash-safe, log I/O not counted).
-        #[serde(default, skip_serializing_if = "LogPlacement::is_same")]
-        log_device: LogPlacement,
-    },
+    Rftl(RftlOptions),
 }
 
 impl Default for StoreConfig {
@@ -133,10 +71,6 @@ impl Default for StoreConfig {
 
 fn yes() -> bool {
     true
-}
-
-fn rftl_max_pages() -> u32 {
-    RftlParams::DEFAULT_MAX_PAGES
 }
 
 fn is_true(b: &bool) -> bool {
@@ -182,134 +116,30 @@ impl<'a> StoreFiles<'a> {
     }
 }
 
-/// Sizes written as numbers of bytes or strings such as "512KB".
-mod size_bytes {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    pub(super) enum Size {
-        Bytes(u64),
-        Text(String),
-    }
-
-    impl Size {
-        pub(super) fn bytes<E: serde::de::Error>(self) -> Result<u64, E> {
-            match self {
-                Size::Bytes(b) => Ok(b),
-                Size::Text(t) => crate::units::parse_size("size", &t).map_err(E::custom),
-            }
-        }
-    }
-
-    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(*v)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-        Size::deserialize(d)?.bytes()
-    }
-}
-
-/// Optional sizes (see `size_bytes`).
-mod opt_size_bytes {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(b) => s.serialize_u64(*b),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-        Option::<super::size_bytes::Size>::deserialize(d)?
-            .map(|s| s.bytes())
-            .transpose()
-    }
-}
-
 impl StoreConfig {
+    /// The buffered stores' registration: each one's options (`None` for the direct
+    /// store). One arm per store; everything else is written once, over [`PolicyOptions`].
+    pub fn buffered_options(&self) -> Option<&dyn PolicyOptions> {
+        match self {
+            StoreConfig::Direct { .. } => None,
+            StoreConfig::Efind(o) => Some(o),
+            StoreConfig::Fast(o) => Some(o),
+            StoreConfig::Lcr(o) => Some(o),
+            StoreConfig::Rftl(o) => Some(o),
+        }
+    }
+
     /// Checks the options against the node page size.
     pub fn validate(&self, page_size: usize) -> Result<()> {
-        match self {
-            StoreConfig::Direct { .. } => Ok(()),
-            StoreConfig::Efind(c) => c.resolve(page_size).map(|_| ()),
-            StoreConfig::Fast { .. } => self.fast_params().expect("fast").validate(page_size),
-            StoreConfig::Lcr { .. } => self.lcr_params().expect("lcr").validate(page_size),
-            StoreConfig::Rftl { .. } => self.rftl_params().expect("rftl").validate(page_size),
-        }
-    }
-
-    /// FAST's resolved options (`None` for other stores).
-    pub fn fast_params(&self) -> Option<FastParams> {
-        match *self {
-            StoreConfig::Fast {
-                write_buffer,
-                flushing_unit,
-                flush_policy,
-                log_size,
-                log_sync,
-                ..
-            } => Some(FastParams {
-                write_buffer,
-                flushing_unit,
-                flush_policy,
-                log_size: log_size.unwrap_or_else(|| FastParams::default_log_size(write_buffer)),
-                log_sync,
-            }),
-            StoreConfig::Direct { .. }
-            | StoreConfig::Efind(_)
-            | StoreConfig::Lcr { .. }
-            | StoreConfig::Rftl { .. } => None,
-        }
-    }
-
-    /// The LCR-tree's resolved options (`None` for other stores).
-    pub fn lcr_params(&self) -> Option<LcrParams> {
-        match *self {
-            StoreConfig::Lcr {
-                write_buffer,
-                log_size,
-                log_sync,
-                ..
-            } => Some(LcrParams {
-                write_buffer,
-                log_size: log_size.unwrap_or_else(|| LcrParams::default_log_size(write_buffer)),
-                log_sync,
-            }),
-            _ => None,
-        }
-    }
-
-    /// RFTL's resolved options (`None` for other stores).
-    pub fn rftl_params(&self) -> Option<RftlParams> {
-        match *self {
-            StoreConfig::Rftl {
-                write_buffer,
-                max_pages,
-                log_size,
-                log_sync,
-                ..
-            } => Some(RftlParams {
-                write_buffer,
-                max_pages,
-                log_size: log_size.unwrap_or_else(|| RftlParams::default_log_size(write_buffer)),
-                log_sync,
-            }),
-            _ => None,
+        match self.buffered_options() {
+            None => Ok(()),
+            Some(o) => o.validate(page_size),
         }
     }
 
     /// Where a buffered store writes its log (`None` for the direct store).
     pub fn log_placement(&self) -> Option<&LogPlacement> {
-        match self {
-            StoreConfig::Direct { .. } => None,
-            StoreConfig::Efind(c) => Some(&c.log_device),
-            StoreConfig::Fast { log_device, .. }
-            | StoreConfig::Lcr { log_device, .. }
-            | StoreConfig::Rftl { log_device, .. } => Some(log_device),
-        }
+        self.buffered_options().map(|o| o.log_device())
     }
 
     /// The unit of durability, named for reports: `checkpoint` (the direct store, and the
@@ -317,28 +147,24 @@ impl StoreConfig {
     /// (group commit); `none` for a log that is not crash-safe (`log_device = uncounted`).
     /// Configurations compared side by side should share it.
     pub fn durability_unit(&self) -> String {
-        let sync = match self {
-            StoreConfig::Direct {
-                journal: false,
-                log_sync: LogSync::None,
-            } => return "none between checkpoints".into(),
-            StoreConfig::Direct {
-                journal: false,
-                log_sync,
-            } => return format!("{} (no journal: not crash-safe)", sync_unit(*log_sync)),
-            StoreConfig::Direct {
-                journal: true,
-                log_sync,
-            } => return sync_unit(*log_sync),
-            StoreConfig::Efind(c) => c.log_sync,
-            StoreConfig::Fast { log_sync, .. }
-            | StoreConfig::Lcr { log_sync, .. }
-            | StoreConfig::Rftl { log_sync, .. } => *log_sync,
-        };
-        if matches!(self.log_placement(), Some(LogPlacement::Uncounted)) {
-            return "checkpoint (log not crash-safe)".into();
+        match (self, self.buffered_options()) {
+            (_, Some(o)) if *o.log_device() == LogPlacement::Uncounted => {
+                "checkpoint (log not crash-safe)".into()
+            }
+            (_, Some(o)) => sync_unit(o.log_sync()),
+            (
+                StoreConfig::Direct {
+                    journal: true,
+                    log_sync,
+                },
+                None,
+            ) => sync_unit(*log_sync),
+            (&StoreConfig::Direct { log_sync, .. }, None) => match log_sync {
+                LogSync::None => "none between checkpoints".into(),
+                s => format!("{} (no journal: not crash-safe)", sync_unit(s)),
+            },
+            (_, None) => unreachable!("every store but the direct one is buffered"),
         }
-        sync_unit(sync)
     }
 
     /// Where the store's log is written, named for reports: `no log` (direct), `same
@@ -385,18 +211,10 @@ impl StoreConfig {
                 }
                 parts.join(" ")
             }
-            StoreConfig::Efind(c) => c.label(),
-            // FESTIval's FAST* is named: it is the seeds' setting, not the FAST paper's.
-            StoreConfig::Fast {
-                flush_policy: FlushPolicy::FastStarFestival,
-                ..
-            } => "FAST festival".into(),
-            StoreConfig::Fast { .. } => "FAST".into(),
-            StoreConfig::Lcr { .. } => "LCR".into(),
-            StoreConfig::Rftl { max_pages, .. } => match *max_pages {
-                RftlParams::DEFAULT_MAX_PAGES => "RFTL".into(),
-                n => format!("RFTL(max_pages={n})"),
-            },
+            _ => self
+                .buffered_options()
+                .map(|o| o.label())
+                .unwrap_or_default(),
         };
         match self.log_placement().map(LogPlacement::label) {
             Some(l) if !l.is_empty() => format!("{base} {l}"),
@@ -513,70 +331,30 @@ impl StoreConfig {
                 ))
             }
             _ => {
-                let b = self
-                    .buffered(layout.page_size())?
-                    .expect("not the direct store");
-                let p = self.log_placement().expect("a buffered store");
-                let devs = attach(p, device, log_device, b.log_pages, b.name, files, !reopen)?;
+                let o = self.buffered_options().expect("not the direct store");
+                let ps = layout.page_size();
+                let (pages, policy) = (o.log_pages(ps)?, o.policy(ps)?);
+                let devs = attach(
+                    o.log_device(),
+                    device,
+                    log_device,
+                    pages,
+                    o.name(),
+                    files,
+                    !reopen,
+                )?;
                 let log = LogConfig {
                     accept_loss: files.accept_loss,
-                    ..LogConfig::new(b.log_sync)
+                    ..LogConfig::new(o.log_sync())
                 };
                 Ok(AnyStore::Buffered(Box::new(if reopen {
-                    BufferedStore::open_boxed(devs, buffer, layout, log, b.policy, header)?
+                    BufferedStore::open_boxed(devs, buffer, layout, log, policy, header)?
                 } else {
-                    BufferedStore::create_boxed(devs, buffer, layout, log, b.policy, header)?
+                    BufferedStore::create_boxed(devs, buffer, layout, log, policy, header)?
                 })))
             }
         }
     }
-
-    /// The buffered stores' registration: for each policy its name in messages, its log's
-    /// durability and size, and the policy object built from the options (`None` for the
-    /// direct store). One arm per policy.
-    fn buffered(&self, page_size: usize) -> Result<Option<Buffered>> {
-        let (name, log_sync, log_pages, policy): (_, _, _, Box<dyn BufferPolicy>) = match self {
-            StoreConfig::Direct { .. } => return Ok(None),
-            StoreConfig::Efind(c) => {
-                let p = EfindPolicy::new(c, page_size)?;
-                ("eFIND", c.log_sync, p.log_pages(), Box::new(p))
-            }
-            StoreConfig::Fast { .. } => {
-                let p = self.fast_params().expect("fast");
-                let pages = p.log_pages(page_size);
-                ("FAST", p.log_sync, pages, Box::new(FastPolicy::new(p)))
-            }
-            StoreConfig::Lcr { .. } => {
-                let p = self.lcr_params().expect("lcr");
-                let pages = p.log_pages(page_size);
-                ("LCR-tree", p.log_sync, pages, Box::new(LcrPolicy::new(p)))
-            }
-            StoreConfig::Rftl { .. } => {
-                let p = self.rftl_params().expect("rftl");
-                let pages = p.log_pages(page_size);
-                ("RFTL", p.log_sync, pages, Box::new(RftlPolicy::new(p)))
-            }
-        };
-        Ok(Some(Buffered {
-            name,
-            log_sync,
-            log_pages,
-            policy,
-        }))
-    }
-}
-
-/// A buffered store's policy as [`StoreConfig`] builds it, with what the skeleton needs to
-/// place and open its log.
-struct Buffered {
-    /// The store's name in messages (`"FAST"`).
-    name: &'static str,
-    /// The log's durability.
-    log_sync: LogSync,
-    /// Pages of the log.
-    log_pages: u64,
-    /// The policy.
-    policy: Box<dyn BufferPolicy>,
 }
 
 /// What a store reports about itself after a phase of work. Counters are plain fields

@@ -18,6 +18,7 @@ pub mod journal;
 pub mod lcr;
 pub mod log;
 pub mod rftl;
+pub mod written;
 
 pub use any::{AnyStore, StoreConfig, StoreFiles, StoreGauges, StoreReport, StoreSettings};
 pub use header::StoreHeader;

@@ -6,8 +6,10 @@
 
 use spidx::cache::CachePolicy;
 use spidx::store::efind::{self, EfindConfig, TemporalControl};
-use spidx::store::fast::FlushPolicy;
+use spidx::store::fast::{FastOptions, FlushPolicy};
+use spidx::store::lcr::LcrOptions;
 use spidx::store::log::LogSync;
+use spidx::store::rftl::RftlOptions;
 use spidx::store::StoreConfig;
 
 /// Node page size of the store tests (small pages: many nodes, many flushes).
@@ -15,38 +17,32 @@ pub const PAGE: usize = 1024;
 
 /// A FAST configuration with a small buffer so that flushes really happen.
 pub fn fast(policy: FlushPolicy, unit: u32, buffer: u64, sync: LogSync) -> StoreConfig {
-    StoreConfig::Fast {
-        write_buffer: buffer,
-        flushing_unit: unit,
-        flush_policy: policy,
-        log_size: None,
+    StoreConfig::Fast(FastOptions {
         log_sync: sync,
-        log_device: Default::default(),
-    }
+        ..FastOptions::new(buffer, unit, policy)
+    })
 }
 
 /// An LCR-tree configuration with a small buffer so that flushes (and merges) really happen
 /// (a 1 MB log: the test devices are small).
 pub fn lcr(buffer: u64, sync: LogSync) -> StoreConfig {
-    StoreConfig::Lcr {
-        write_buffer: buffer,
+    StoreConfig::Lcr(LcrOptions {
         log_size: Some(1 << 20),
         log_sync: sync,
-        log_device: Default::default(),
-    }
+        ..LcrOptions::new(buffer)
+    })
 }
 
 /// An RFTL configuration with a small buffer and a low compaction threshold so that
 /// flushes, shared unit pages and compactions really happen (a 1 MB log: the test devices
 /// are small).
 pub fn rftl(buffer: u64, max_pages: u32, sync: LogSync) -> StoreConfig {
-    StoreConfig::Rftl {
-        write_buffer: buffer,
+    StoreConfig::Rftl(RftlOptions {
         max_pages,
         log_size: Some(1 << 20),
         log_sync: sync,
-        log_device: Default::default(),
-    }
+        ..RftlOptions::new(buffer)
+    })
 }
 
 /// An eFIND configuration with a small total buffer so that flushes really happen.
@@ -103,16 +99,11 @@ pub fn store_configs() -> Vec<StoreConfig> {
 }
 
 /// `cfg` with its log placed as `placement` says (`same`, `uncounted`, `separate:...`).
-pub fn placed(mut cfg: StoreConfig, placement: &str) -> StoreConfig {
-    let p = placement.parse().unwrap();
-    match &mut cfg {
-        StoreConfig::Fast { log_device, .. } => *log_device = p,
-        StoreConfig::Efind(c) => c.log_device = p,
-        StoreConfig::Lcr { log_device, .. } => *log_device = p,
-        StoreConfig::Rftl { log_device, .. } => *log_device = p,
-        StoreConfig::Direct { .. } => panic!("the direct store has no log"),
-    }
-    cfg
+/// Set through the options' written form, as users set it.
+pub fn placed(cfg: StoreConfig, placement: &str) -> StoreConfig {
+    let mut v = serde_json::to_value(cfg).unwrap();
+    v["log_device"] = placement.into();
+    serde_json::from_value(v).unwrap()
 }
 
 /// Every log placement other than the default, over a FAST and an eFIND configuration

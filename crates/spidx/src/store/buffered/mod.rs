@@ -37,6 +37,7 @@ pub mod bits;
 pub mod buffer;
 pub mod logged;
 pub mod node_cache;
+pub mod options;
 pub mod page;
 pub mod placement;
 pub mod record;

@@ -34,10 +34,10 @@ pub fn check_log_size(key: &str, log_size: u64, min: u64, of: &str) -> Result<()
     Ok(())
 }
 
-/// The log size of a flush-all policy (the LCR-tree, RFTL) when none is given: 16 times
-/// the write buffer, at least 4MB (a compacted log also holds the policy's mapping table).
-pub fn flush_all_log_size(write_buffer: u64) -> u64 {
-    default_log_size(write_buffer, 4 << 20)
+/// The log size of a flush-all policy (the LCR-tree, RFTL): `given`, or else 16 times the
+/// write buffer, at least 4MB (a compacted log also holds the policy's mapping table).
+pub fn flush_all_log_size(write_buffer: u64, given: Option<u64>) -> u64 {
+    given.unwrap_or_else(|| default_log_size(write_buffer, 4 << 20))
 }
 
 /// Checks a flush-all policy's sizes: a write buffer of at least `least` bytes (at least 1)

@@ -8,7 +8,7 @@ use crate::device::DeviceConfig;
 use crate::geom::Rect;
 use crate::node::{LayoutKind, Node};
 use crate::store::efind::{EfindConfig, EfindPolicy};
-use crate::store::fast::{FastParams, FastPolicy, FlushPolicy};
+use crate::store::fast::{FastOptions, FastPolicy, FlushPolicy};
 
 pub(crate) const PS: usize = 1024;
 
@@ -75,29 +75,27 @@ pub(crate) fn checkpoint_and_reopen(
 }
 
 fn fast() -> FastPolicy {
-    FastPolicy::new(FastParams {
-        write_buffer: 4 << 10,
-        flushing_unit: 2,
-        flush_policy: FlushPolicy::FastStar,
-        log_size: 8 << 20,
+    FastPolicy::new(FastOptions {
+        log_size: Some(8 << 20),
         log_sync: LogSync::EachOp,
+        ..FastOptions::new(4 << 10, 2, FlushPolicy::FastStar)
     })
 }
 
 fn lcr() -> crate::store::lcr::LcrPolicy {
-    crate::store::lcr::LcrPolicy::new(crate::store::lcr::LcrParams {
-        write_buffer: 4 << 10,
-        log_size: 8 << 20,
+    crate::store::lcr::LcrPolicy::new(crate::store::lcr::LcrOptions {
+        log_size: Some(8 << 20),
         log_sync: LogSync::EachOp,
+        ..crate::store::lcr::LcrOptions::new(4 << 10)
     })
 }
 
 fn rftl() -> crate::store::rftl::RftlPolicy {
-    crate::store::rftl::RftlPolicy::new(crate::store::rftl::RftlParams {
-        write_buffer: 4 << 10,
+    crate::store::rftl::RftlPolicy::new(crate::store::rftl::RftlOptions {
         max_pages: 3,
-        log_size: 8 << 20,
+        log_size: Some(8 << 20),
         log_sync: LogSync::EachOp,
+        ..crate::store::rftl::RftlOptions::new(4 << 10)
     })
 }
 

@@ -8,7 +8,9 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::cache::{CachePolicy, DEFAULT_KIN_PCT, DEFAULT_KOUT_PCT, MAX_KOUT_PCT};
+use crate::store::buffered::options::PolicyOptions;
 use crate::store::buffered::placement::LogPlacement;
+use crate::store::buffered::BufferPolicy;
 use crate::store::log::LogSync;
 use crate::units::{format_size, parse_size};
 use crate::{Error, Result};
@@ -146,7 +148,9 @@ impl fmt::Display for Size {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EfindConfig {
-    /// Total buffer (write buffer plus read buffer), in bytes.
+    /// Total buffer (write buffer plus read buffer), in bytes; also read as `write_buffer`,
+    /// the key (and `spidx build --write-buffer`) every buffered store shares.
+    #[serde(alias = "write_buffer")]
     pub buffer: Size,
     /// Share of `buffer` given to the read buffer, in percent (default 20 with a read
     /// policy, 0 with `none`).
@@ -423,10 +427,36 @@ impl EfindConfig {
             policy: self.flush_policy,
         })
     }
+}
 
-    /// A short label for run names, e.g. `eFIND(512KB,mthao)`.
-    pub fn label(&self) -> String {
+impl PolicyOptions for EfindConfig {
+    fn name(&self) -> &'static str {
+        "eFIND"
+    }
+
+    fn log_sync(&self) -> LogSync {
+        self.log_sync
+    }
+
+    fn log_device(&self) -> &LogPlacement {
+        &self.log_device
+    }
+
+    fn validate(&self, page_size: usize) -> Result<()> {
+        self.resolve(page_size).map(|_| ())
+    }
+
+    fn log_pages(&self, page_size: usize) -> Result<u64> {
+        Ok(self.resolve(page_size)?.log_pages)
+    }
+
+    /// e.g. `eFIND(512KB,mthao)`.
+    fn label(&self) -> String {
         format!("eFIND({},{})", self.buffer, self.flush_policy.name())
+    }
+
+    fn policy(&self, page_size: usize) -> Result<Box<dyn BufferPolicy>> {
+        Ok(Box::new(super::EfindPolicy::new(self, page_size)?))
     }
 }
 

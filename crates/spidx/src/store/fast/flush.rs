@@ -212,8 +212,8 @@ mod tests {
     use crate::device::memory::{MemoryConfig, MemoryDevice};
     use crate::geom::Rect;
     use crate::node::{Entry, LayoutKind, NodeLayout};
-    use crate::store::fast::{FastParams, FastStore};
-    use crate::store::log::{LogConfig, LogSync};
+    use crate::store::fast::{FastOptions, FastStore};
+    use crate::store::log::LogConfig;
     use crate::store::{NodeChange, NodeStore};
 
     fn store(policy: FlushPolicy) -> FastStore {
@@ -225,12 +225,9 @@ mod tests {
             Box::new(MemoryDevice::open(&MemoryConfig { capacity: cap }, 1024, None).unwrap())
         };
         let layout = NodeLayout::new(LayoutKind::Checked, 1024, 2).unwrap();
-        let params = FastParams {
-            write_buffer: 1 << 20,
-            flushing_unit,
-            flush_policy: policy,
-            log_size: 16 << 20,
-            log_sync: LogSync::None,
+        let params = FastOptions {
+            log_size: Some(16 << 20),
+            ..FastOptions::new(1 << 20, flushing_unit, policy)
         };
         let devs = crate::store::buffered::placement::LogDevices {
             nodes: mem(1 << 20),

@@ -41,10 +41,13 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use self::standings::UnitWatch;
+use super::buffered::options::{opt_size_bytes, size_bytes, PolicyOptions};
 use super::buffered::page::{apply_raw, page_from_entries};
+use super::buffered::placement::LogPlacement;
 use super::buffered::sizing;
 use super::buffered::{
-    policy_report, BufferSettings, BufferedStore, Core, LoggedBuffer, LoggedPolicy, PolicyReport,
+    policy_report, BufferPolicy, BufferSettings, BufferedStore, Core, LoggedBuffer, LoggedPolicy,
+    PolicyReport,
 };
 use super::log::LogSync;
 use crate::node::PageId;
@@ -55,29 +58,68 @@ pub use flush::FlushPolicy;
 /// Seed of the `random` flushing policy's generator (deterministic runs).
 pub const RANDOM_POLICY_SEED: u64 = 0x5EED_FA57;
 
-/// FAST's options, resolved (sizes in bytes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FastParams {
-    /// Capacity of the write buffer in bytes.
+/// FAST's options: what users write (`kind = "fast"`, `--store-opt KEY=VALUE`), with one
+/// default per option, and what the policy is built from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FastOptions {
+    /// Write buffer capacity in bytes (`"512KB"` or a number).
+    #[serde(with = "size_bytes")]
     pub write_buffer: u64,
     /// Nodes per flushing unit.
     pub flushing_unit: u32,
-    /// How the unit to flush is chosen.
+    /// `flush-all`, `random`, `fast`, `fast-star` or `fast-star-festival`.
     pub flush_policy: FlushPolicy,
-    /// Bytes of the device given to the log.
-    pub log_size: u64,
-    /// Durability of the log.
+    /// Bytes of the device given to the log (default: 16 x the write buffer, at least 1MB;
+    /// see [`FastOptions::log_size`]).
+    #[serde(
+        default,
+        with = "opt_size_bytes",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub log_size: Option<u64>,
+    /// `none` (default: durable at checkpoints), `group:N` or `each-op`.
+    #[serde(default)]
     pub log_sync: LogSync,
+    /// Where the log is written: `same` (default), `separate:<device>` or `uncounted` (see
+    /// [`LogPlacement`]).
+    #[serde(default, skip_serializing_if = "LogPlacement::is_same")]
+    pub log_device: LogPlacement,
 }
 
-impl FastParams {
-    /// The log size used when none is given: 16 times the write buffer, at least 1MB.
-    pub fn default_log_size(write_buffer: u64) -> u64 {
-        sizing::default_log_size(write_buffer, 1 << 20)
+impl FastOptions {
+    /// The required options, every other at its default.
+    pub fn new(write_buffer: u64, flushing_unit: u32, flush_policy: FlushPolicy) -> Self {
+        FastOptions {
+            write_buffer,
+            flushing_unit,
+            flush_policy,
+            log_size: None,
+            log_sync: LogSync::default(),
+            log_device: LogPlacement::default(),
+        }
     }
 
-    /// Checks the options against the node page size.
-    pub fn validate(&self, page_size: usize) -> Result<()> {
+    /// Bytes of the log: as given, or 16 times the write buffer, at least 1MB.
+    pub fn log_size(&self) -> u64 {
+        (self.log_size).unwrap_or_else(|| sizing::default_log_size(self.write_buffer, 1 << 20))
+    }
+}
+
+impl PolicyOptions for FastOptions {
+    fn name(&self) -> &'static str {
+        "FAST"
+    }
+
+    fn log_sync(&self) -> LogSync {
+        self.log_sync
+    }
+
+    fn log_device(&self) -> &LogPlacement {
+        &self.log_device
+    }
+
+    fn validate(&self, page_size: usize) -> Result<()> {
         if self.write_buffer == 0 {
             return Err(Error::invalid(
                 "FAST write buffer",
@@ -104,15 +146,26 @@ impl FastParams {
         let min = sizing::min_log_size(self.write_buffer, self.flushing_unit, page_size);
         sizing::check_log_size(
             "FAST log size",
-            self.log_size,
+            self.log_size(),
             min,
             "this write buffer and flushing unit",
         )
     }
 
-    /// Pages of the log region on a device of `page_size`-byte pages.
-    pub fn log_pages(&self, page_size: usize) -> u64 {
-        self.log_size / page_size as u64
+    fn log_pages(&self, page_size: usize) -> Result<u64> {
+        Ok(self.log_size() / page_size as u64)
+    }
+
+    /// FESTIval's FAST* is named: it is the seeds' setting, not the FAST paper's.
+    fn label(&self) -> String {
+        match self.flush_policy {
+            FlushPolicy::FastStarFestival => "FAST festival".into(),
+            _ => "FAST".into(),
+        }
+    }
+
+    fn policy(&self, _page_size: usize) -> Result<Box<dyn BufferPolicy>> {
+        Ok(Box::new(FastPolicy::new(self.clone())))
     }
 }
 
@@ -131,7 +184,7 @@ pub type FastStore = BufferedStore<FastPolicy>;
 
 /// FAST's buffer, flushing-unit choice and log records. See the module documentation.
 pub struct FastPolicy {
-    params: FastParams,
+    params: FastOptions,
     /// The write buffer (its clock is FAST*'s), watched by the units' standings, and the
     /// pages of buffered nodes with their changes replayed.
     lb: LoggedBuffer<UnitWatch>,
@@ -142,18 +195,13 @@ pub struct FastPolicy {
 impl FastPolicy {
     /// The policy with options `params` (validated against the node page size by the
     /// store configuration).
-    pub fn new(params: FastParams) -> Self {
+    pub fn new(params: FastOptions) -> Self {
         FastPolicy {
-            params,
             lb: LoggedBuffer::with_watch(UnitWatch::new(params.flushing_unit)),
+            params,
             rng: ChaCha8Rng::seed_from_u64(RANDOM_POLICY_SEED),
             stats: FastStats::default(),
         }
-    }
-
-    /// The options.
-    pub fn params(&self) -> &FastParams {
-        &self.params
     }
 
     /// Node `id`'s current content as [`LoggedPolicy::node_page`] finds it, without

@@ -40,44 +40,85 @@ use self::log_page::{DeltaView, Encoded, NodeDelta};
 use std::collections::BTreeMap;
 
 use super::buffered::logged::foreign_record;
+use super::buffered::options::{opt_size_bytes, size_bytes, PolicyOptions};
 use super::buffered::page::{apply_raw, page_from_entries_unsealed};
+use super::buffered::placement::LogPlacement;
 use super::buffered::snapshot::{self, EncodedRecords, EncodedTable};
 use super::buffered::{
-    policy_report, sizing, BufferedStore, Core, LoggedBuffer, LoggedPolicy, NodeStatus,
-    PolicyReport, Reader, Record, RecordFormat, UnitDurability, OWN_FIRST,
+    policy_report, sizing, BufferPolicy, BufferedStore, Core, LoggedBuffer, LoggedPolicy,
+    NodeStatus, PolicyReport, Reader, Record, RecordFormat, UnitDurability, OWN_FIRST,
 };
 use super::log::LogSync;
 use crate::cache::KeyMap;
 use crate::node::PageId;
 use crate::{Error, Result};
 
-/// The LCR-tree's options, resolved (sizes in bytes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LcrParams {
-    /// Capacity of the write buffer in bytes.
+/// The LCR-tree's options: what users write (`kind = "lcr"`, `--store-opt KEY=VALUE`), with
+/// one default per option, and what the policy is built from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LcrOptions {
+    /// Write buffer capacity in bytes (`"512KB"` or a number).
+    #[serde(with = "size_bytes")]
     pub write_buffer: u64,
-    /// Bytes of the device given to the write-ahead log.
-    pub log_size: u64,
-    /// Durability of the log.
+    /// Bytes of the device given to the write-ahead log (default: 16 x the write buffer, at
+    /// least 4MB: a compacted log also holds the mapping table).
+    #[serde(
+        default,
+        with = "opt_size_bytes",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub log_size: Option<u64>,
+    /// `none` (default: durable at checkpoints), `group:N` or `each-op`.
+    #[serde(default)]
     pub log_sync: LogSync,
+    /// Where the log is written: `same` (default), `separate:<device>` or `uncounted` (the
+    /// paper's behaviour: not crash-safe, log I/O not counted).
+    #[serde(default, skip_serializing_if = "LogPlacement::is_same")]
+    pub log_device: LogPlacement,
 }
 
-impl LcrParams {
-    /// The log size used when none is given: 16 times the write buffer, at least 4MB (a
-    /// compacted log also holds the mapping table).
-    pub fn default_log_size(write_buffer: u64) -> u64 {
-        sizing::flush_all_log_size(write_buffer)
+impl LcrOptions {
+    /// A write buffer of `write_buffer` bytes, every other option at its default.
+    pub fn new(write_buffer: u64) -> Self {
+        LcrOptions {
+            write_buffer,
+            log_size: None,
+            log_sync: LogSync::default(),
+            log_device: LogPlacement::default(),
+        }
+    }
+}
+
+impl PolicyOptions for LcrOptions {
+    fn name(&self) -> &'static str {
+        "LCR-tree"
     }
 
-    /// Checks the options against the node page size; errors name the key.
-    pub fn validate(&self, page_size: usize) -> Result<()> {
-        let (wb, log) = (self.write_buffer, self.log_size);
-        sizing::check_flush_all("LCR-tree", wb, 1, log, page_size)
+    fn log_sync(&self) -> LogSync {
+        self.log_sync
     }
 
-    /// Pages of the log region on a device of `page_size`-byte pages.
-    pub fn log_pages(&self, page_size: usize) -> u64 {
-        self.log_size / page_size as u64
+    fn log_device(&self) -> &LogPlacement {
+        &self.log_device
+    }
+
+    fn validate(&self, page_size: usize) -> Result<()> {
+        let log = sizing::flush_all_log_size(self.write_buffer, self.log_size);
+        sizing::check_flush_all("LCR-tree", self.write_buffer, 1, log, page_size)
+    }
+
+    fn log_pages(&self, page_size: usize) -> Result<u64> {
+        let log = sizing::flush_all_log_size(self.write_buffer, self.log_size);
+        Ok(log / page_size as u64)
+    }
+
+    fn label(&self) -> String {
+        "LCR".into()
+    }
+
+    fn policy(&self, _page_size: usize) -> Result<Box<dyn BufferPolicy>> {
+        Ok(Box::new(LcrPolicy::new(self.clone())))
     }
 }
 
@@ -163,7 +204,7 @@ pub type LcrStore = BufferedStore<LcrPolicy>;
 
 /// The LCR-tree's buffer, flush and mapping table. See the module documentation.
 pub struct LcrPolicy {
-    params: LcrParams,
+    params: LcrOptions,
     /// The write buffer and the assembled nodes (CPU only: every read still reads its
     /// pages, unused; see [`node_cache`](super::buffered::node_cache)).
     lb: LoggedBuffer,
@@ -186,7 +227,7 @@ pub struct LcrPolicy {
 
 impl LcrPolicy {
     /// The policy with options `params` (validated by the store configuration).
-    pub fn new(params: LcrParams) -> Self {
+    pub fn new(params: LcrOptions) -> Self {
         LcrPolicy {
             params,
             lb: LoggedBuffer::default(),
@@ -198,11 +239,6 @@ impl LcrPolicy {
             scratch: Vec::new(),
             placed: Vec::new(),
         }
-    }
-
-    /// The options.
-    pub fn params(&self) -> &LcrParams {
-        &self.params
     }
 
     /// The LCR-tree's own counters.

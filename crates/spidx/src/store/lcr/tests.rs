@@ -13,11 +13,11 @@ use crate::store::{NodeChange, NodeStore, StoreConfig, StoreControl};
 
 use crate::store::buffered::tests::{checkpoint_and_reopen, devs, entry, layout, mem, PS};
 
-fn params() -> LcrParams {
-    LcrParams {
-        write_buffer: 1 << 20,
-        log_size: 8 << 20,
+fn params() -> LcrOptions {
+    LcrOptions {
+        log_size: Some(8 << 20),
         log_sync: LogSync::EachOp,
+        ..LcrOptions::new(1 << 20)
     }
 }
 
@@ -26,7 +26,7 @@ fn open(nodes: &SharedDevice, log: &SharedDevice, reopen: bool) -> LcrStore {
 }
 
 /// Creates (or reopens) an LCR store with options `p` on `nodes` and `log`.
-fn open_with(p: LcrParams, nodes: &SharedDevice, log: &SharedDevice, reopen: bool) -> LcrStore {
+fn open_with(p: LcrOptions, nodes: &SharedDevice, log: &SharedDevice, reopen: bool) -> LcrStore {
     let cfg = LogConfig::new(LogSync::EachOp);
     let (c, l, p) = (CacheConfig::none(), layout(), LcrPolicy::new(p));
     if reopen {
@@ -37,11 +37,15 @@ fn open_with(p: LcrParams, nodes: &SharedDevice, log: &SharedDevice, reopen: boo
 }
 
 /// Options with a `write_buffer` and the smallest log they allow (compactions are frequent).
-fn smallest_log(write_buffer: u64) -> LcrParams {
-    LcrParams {
-        write_buffer,
-        log_size: crate::store::buffered::sizing::min_log_size(write_buffer, 1, PS),
+fn smallest_log(write_buffer: u64) -> LcrOptions {
+    LcrOptions {
+        log_size: Some(crate::store::buffered::sizing::min_log_size(
+            write_buffer,
+            1,
+            PS,
+        )),
         log_sync: LogSync::EachOp,
+        ..LcrOptions::new(write_buffer)
     }
 }
 
@@ -184,12 +188,11 @@ fn deleting_a_node_frees_its_log_page_and_the_mapping_survives_reopening() {
 
 #[test]
 fn the_mapping_table_round_trips_through_store_json() {
-    let cfg = StoreConfig::Lcr {
-        write_buffer: 8 << 10,
-        log_size: None,
+    let cfg = StoreConfig::Lcr(LcrOptions {
         log_sync: LogSync::EachOp,
         log_device: LogPlacement::Same,
-    };
+        ..LcrOptions::new(8 << 10)
+    });
     let (saved, s) = checkpoint_and_reopen(&cfg);
     assert_eq!(saved.kind, "lcr");
     let state: super::LcrState =
@@ -234,14 +237,14 @@ fn a_damaged_log_page_is_refused_naming_it() {
 
 #[test]
 fn invalid_options_are_refused_naming_the_key() {
-    let zero = LcrParams {
+    let zero = LcrOptions {
         write_buffer: 0,
         ..params()
     };
     let e = zero.validate(PS).unwrap_err().to_string();
     assert!(e.contains("LCR-tree write_buffer"), "{e}");
-    let small = LcrParams {
-        log_size: 4096,
+    let small = LcrOptions {
+        log_size: Some(4096),
         ..params()
     };
     let e = small.validate(PS).unwrap_err().to_string();
@@ -259,7 +262,8 @@ fn invalid_options_are_refused_naming_the_key() {
     )
     .unwrap();
     assert_eq!(s.store.label(), "LCR log=uncounted");
-    assert_eq!(s.store.lcr_params().unwrap().log_size, 4 << 20);
+    let o = s.store.buffered_options().unwrap();
+    assert_eq!(o.log_pages(4096).unwrap(), (4 << 20) / 4096);
     let json = serde_json::to_string(&s.store).unwrap();
     assert_eq!(serde_json::from_str::<StoreConfig>(&json).unwrap(), s.store);
     for (bad, want) in [
@@ -286,8 +290,8 @@ fn invalid_options_are_refused_naming_the_key() {
 #[test]
 fn a_flush_all_whose_images_outgrow_the_log_is_written_in_batches() {
     let p = smallest_log(64 << 10);
-    let (nodes, log) = (mem(8 << 20), mem(p.log_size + (64 << 10)));
-    let open = |reopen: bool| open_with(p, &nodes, &log, reopen);
+    let (nodes, log) = (mem(8 << 20), mem(p.log_size.unwrap() + (64 << 10)));
+    let open = |reopen: bool| open_with(p.clone(), &nodes, &log, reopen);
     let mut s = open(false);
     let fits = layout().fits() as u64;
     let n = 700u64;
@@ -314,7 +318,7 @@ fn a_flush_all_whose_images_outgrow_the_log_is_written_in_batches() {
     let b = s.report().buffered.unwrap();
     assert!(b.flushes > flushes + 1, "more than one batch: {b:?}");
     assert!(
-        b.image_bytes > p.log_size,
+        b.image_bytes > p.log_size.unwrap(),
         "the images outgrew the log: {b:?}"
     );
     for i in 0..n {
@@ -342,8 +346,8 @@ proptest::proptest! {
         ops in proptest::collection::vec((0u8..7, 0u64..10, 0u64..1000), 1..300),
     ) {
         let p = smallest_log(1 << 10);
-        let (nodes, log) = (mem(4 << 20), mem(p.log_size + (64 << 10)));
-        let open = |reopen: bool| open_with(p, &nodes, &log, reopen);
+        let (nodes, log) = (mem(4 << 20), mem(p.log_size.unwrap() + (64 << 10)));
+        let open = |reopen: bool| open_with(p.clone(), &nodes, &log, reopen);
         let mut s = open(false);
         let mut model: Vec<Option<Vec<Entry<2>>>> = Vec::new();
         for i in 0..10u64 {

@@ -50,58 +50,110 @@ use serde::{Deserialize, Serialize};
 use self::mapping::LiveUnits;
 use self::unit_page::{IndexUnit, PageAssembly};
 use super::buffered::logged::foreign_record;
+use super::buffered::options::{opt_size_bytes, size_bytes, PolicyOptions};
 use super::buffered::page::{apply_raw, page_from_entries_unsealed};
+use super::buffered::placement::LogPlacement;
 use super::buffered::snapshot::{self, EncodedRecords, EncodedTable};
 use super::buffered::write_buffer::WriteBuffer;
 use super::buffered::{
-    policy_report, sizing, BufferedStore, Core, Encoded, LoggedBuffer, LoggedPolicy, NodeStatus,
-    PolicyReport, Reader, Record, RecordFormat, UnitDurability, OWN_FIRST,
+    policy_report, sizing, BufferPolicy, BufferedStore, Core, Encoded, LoggedBuffer, LoggedPolicy,
+    NodeStatus, PolicyReport, Reader, Record, RecordFormat, UnitDurability, OWN_FIRST,
 };
 use super::log::LogSync;
 use crate::cache::PageCache;
 use crate::node::PageId;
 use crate::{Error, Result};
 
-/// RFTL's options, resolved (sizes in bytes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RftlParams {
-    /// Capacity of the reservation (write) buffer in bytes.
+/// RFTL's options: what users write (`kind = "rftl"`, `--store-opt KEY=VALUE`), with one
+/// default per option, and what the policy is built from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RftlOptions {
+    /// Reservation (write) buffer capacity in bytes (`"512KB"` or a number).
+    #[serde(with = "size_bytes")]
     pub write_buffer: u64,
-    /// Most unit pages a node's units may span before a flush compacts it.
+    /// Most unit pages a node may span before a flush compacts it (default
+    /// [`RftlOptions::DEFAULT_MAX_PAGES`]).
+    #[serde(default = "RftlOptions::default_max_pages")]
     pub max_pages: u32,
-    /// Bytes of the device given to the write-ahead log.
-    pub log_size: u64,
-    /// Durability of the log.
+    /// Bytes of the device given to the write-ahead log (default: 16 x the write buffer, at
+    /// least 4MB: a compacted log also holds the node translation table).
+    #[serde(
+        default,
+        with = "opt_size_bytes",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub log_size: Option<u64>,
+    /// `none` (default: durable at checkpoints), `group:N` or `each-op`.
+    #[serde(default)]
     pub log_sync: LogSync,
+    /// Where the log is written: `same` (default), `separate:<device>` or `uncounted` (the
+    /// paper's behaviour: not crash-safe, log I/O not counted).
+    #[serde(default, skip_serializing_if = "LogPlacement::is_same")]
+    pub log_device: LogPlacement,
 }
 
-impl RftlParams {
+impl RftlOptions {
     /// The compaction threshold used when none is given: 4 pages per node, the bound on
     /// the lengths of the node translation table's lists in the evaluation of BFTL, RFTL's
     /// B-tree twin by the same authors (the RFTL paper's own text was not available to us).
     pub const DEFAULT_MAX_PAGES: u32 = 4;
 
-    /// The log size used when none is given: a flush-all policy's, 16 times the write
-    /// buffer, at least 4MB (a compacted log also holds the node translation table).
-    pub fn default_log_size(write_buffer: u64) -> u64 {
-        sizing::flush_all_log_size(write_buffer)
+    fn default_max_pages() -> u32 {
+        Self::DEFAULT_MAX_PAGES
     }
 
-    /// Checks the options against the node page size; errors name the key.
-    pub fn validate(&self, page_size: usize) -> Result<()> {
+    /// A reservation buffer of `write_buffer` bytes, every other option at its default.
+    pub fn new(write_buffer: u64) -> Self {
+        RftlOptions {
+            write_buffer,
+            max_pages: Self::DEFAULT_MAX_PAGES,
+            log_size: None,
+            log_sync: LogSync::default(),
+            log_device: LogPlacement::default(),
+        }
+    }
+}
+
+impl PolicyOptions for RftlOptions {
+    fn name(&self) -> &'static str {
+        "RFTL"
+    }
+
+    fn log_sync(&self) -> LogSync {
+        self.log_sync
+    }
+
+    fn log_device(&self) -> &LogPlacement {
+        &self.log_device
+    }
+
+    fn validate(&self, page_size: usize) -> Result<()> {
         if self.max_pages == 0 {
             return Err(Error::invalid(
                 "RFTL max_pages",
                 "0 pages; a node's units span at least 1 page (default 4)",
             ));
         }
-        let (wb, log) = (self.write_buffer, self.log_size);
-        sizing::check_flush_all("RFTL", wb, page_size as u64, log, page_size)
+        let log = sizing::flush_all_log_size(self.write_buffer, self.log_size);
+        let least = page_size as u64;
+        sizing::check_flush_all("RFTL", self.write_buffer, least, log, page_size)
     }
 
-    /// Pages of the log region on a device of `page_size`-byte pages.
-    pub fn log_pages(&self, page_size: usize) -> u64 {
-        self.log_size / page_size as u64
+    fn log_pages(&self, page_size: usize) -> Result<u64> {
+        let log = sizing::flush_all_log_size(self.write_buffer, self.log_size);
+        Ok(log / page_size as u64)
+    }
+
+    fn label(&self) -> String {
+        match self.max_pages {
+            Self::DEFAULT_MAX_PAGES => "RFTL".into(),
+            n => format!("RFTL(max_pages={n})"),
+        }
+    }
+
+    fn policy(&self, _page_size: usize) -> Result<Box<dyn BufferPolicy>> {
+        Ok(Box::new(RftlPolicy::new(self.clone())))
     }
 }
 
@@ -178,7 +230,7 @@ pub type RftlStore = BufferedStore<RftlPolicy>;
 /// RFTL's reservation buffer, flush, translation table and compaction. See the module
 /// documentation.
 pub struct RftlPolicy {
-    params: RftlParams,
+    params: RftlOptions,
     /// The reservation buffer and the assembled nodes (CPU only: every read still reads
     /// its unit pages, unused; see [`node_cache`](super::buffered::node_cache)). A node's
     /// content changes only through the tree (create, modify, rewrite, delete: each keeps
@@ -280,7 +332,7 @@ impl Packing {
 
 impl RftlPolicy {
     /// The policy with options `params` (validated by the store configuration).
-    pub fn new(params: RftlParams) -> Self {
+    pub fn new(params: RftlOptions) -> Self {
         RftlPolicy {
             params,
             lb: LoggedBuffer::default(),
@@ -291,11 +343,6 @@ impl RftlPolicy {
             packing: Packing::default(),
             placed: Vec::new(),
         }
-    }
-
-    /// The options.
-    pub fn params(&self) -> &RftlParams {
-        &self.params
     }
 
     /// RFTL's own counters (gauges and settings are filled in by the report).

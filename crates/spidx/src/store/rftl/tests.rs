@@ -14,12 +14,12 @@ use crate::store::{NodeChange, NodeStore, StoreConfig, StoreControl};
 
 use crate::store::buffered::tests::{checkpoint_and_reopen, devs, entry, layout, mem, PS};
 
-fn params(max_pages: u32) -> RftlParams {
-    RftlParams {
-        write_buffer: 1 << 20,
+fn params(max_pages: u32) -> RftlOptions {
+    RftlOptions {
         max_pages,
-        log_size: 8 << 20,
+        log_size: Some(8 << 20),
         log_sync: LogSync::EachOp,
+        ..RftlOptions::new(1 << 20)
     }
 }
 
@@ -286,13 +286,11 @@ fn the_translation_table_survives_a_crash_and_a_checkpoint() {
 
 #[test]
 fn the_translation_table_round_trips_through_store_json() {
-    let cfg = StoreConfig::Rftl {
-        write_buffer: 8 << 10,
-        max_pages: 4,
-        log_size: None,
+    let cfg = StoreConfig::Rftl(RftlOptions {
         log_sync: LogSync::EachOp,
         log_device: LogPlacement::Same,
-    };
+        ..RftlOptions::new(8 << 10)
+    });
     let (saved, s) = checkpoint_and_reopen(&cfg);
     assert_eq!(saved.kind, "rftl");
     let state: super::mapping::RftlState =
@@ -357,14 +355,14 @@ fn a_damaged_unit_page_or_table_is_refused_naming_it() {
 fn invalid_options_are_refused_naming_the_key() {
     for (p, want) in [
         (
-            RftlParams {
+            RftlOptions {
                 write_buffer: 0,
                 ..params(4)
             },
             "RFTL write_buffer",
         ),
         (
-            RftlParams {
+            RftlOptions {
                 write_buffer: 512,
                 ..params(4)
             },
@@ -372,8 +370,8 @@ fn invalid_options_are_refused_naming_the_key() {
         ),
         (params(0), "RFTL max_pages"),
         (
-            RftlParams {
-                log_size: 4096,
+            RftlOptions {
+                log_size: Some(4096),
                 ..params(4)
             },
             "RFTL log_size",
@@ -392,8 +390,11 @@ fn invalid_options_are_refused_naming_the_key() {
     )
     .unwrap();
     assert_eq!(s.store.label(), "RFTL log=uncounted");
-    let p = s.store.rftl_params().unwrap();
-    assert_eq!((p.log_size, p.max_pages), (4 << 20, 4));
+    let StoreConfig::Rftl(p) = &s.store else {
+        panic!("{:?}", s.store)
+    };
+    assert_eq!(p.max_pages, 4);
+    assert_eq!(p.log_pages(4096).unwrap(), (4 << 20) / 4096);
     let json = serde_json::to_string(&s.store).unwrap();
     assert_eq!(serde_json::from_str::<StoreConfig>(&json).unwrap(), s.store);
     let s: Spec =
