@@ -129,15 +129,42 @@ fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
-/// The SSD model's first guess (see the module documentation).
-fn ssd_initial(f: &ProbeFigures) -> Result<SsdConfig> {
+/// How the fitted SSD acknowledges writes: the two candidates of the fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WritePolicy {
+    /// From a write cache (command + link); a sync waits for the programs.
+    WriteBack,
+    /// When programmed (command + link + program, parallel over the dies); a sync costs a
+    /// command.
+    WriteThrough,
+}
+
+/// Link time per byte in µs from the medians of the 4 KB and page-size random probes
+/// (medians: one slow request in a hundred must not make the link look slow).
+fn link_us_per_byte(f: &ProbeFigures) -> Result<f64> {
+    let extra = (f.page_size - SMALL) as f64;
+    if extra <= 0.0 {
+        return Ok(0.0);
+    }
+    let p50 = |k| -> Result<f64> {
+        let p = f.get(k)?;
+        Ok(p.latency.map_or(1e6 / p.iops, |l| l.p50_us))
+    };
+    let d = (p50(ProbeKind::RandReadPage)? - p50(ProbeKind::RandRead4k)?
+        + p50(ProbeKind::RandWritePage)?
+        - p50(ProbeKind::RandWrite4k)?)
+        / 2.0;
+    Ok(if d > 0.5 { d / extra } else { 0.0 })
+}
+
+/// The SSD model's first guess for `policy` (see the module documentation).
+fn ssd_initial(f: &ProbeFigures, policy: WritePolicy) -> Result<SsdConfig> {
     let w4 = f.mean_us(ProbeKind::RandWrite4k)?;
     let r4 = f.mean_us(ProbeKind::RandRead4k)?;
-    let wp = f.mean_us(ProbeKind::RandWritePage)?;
     let sync = f.mean_us(ProbeKind::Sync4k)?;
-    let extra = (f.page_size - SMALL) as f64;
-    let host_mb_s = if extra > 0.0 && wp - w4 > 0.5 {
-        round2((extra / (wp - w4)).clamp(1.0, 100_000.0))
+    let per_byte = link_us_per_byte(f)?;
+    let host_mb_s = if per_byte > 0.0 {
+        round2((1.0 / per_byte).clamp(1.0, 100_000.0))
     } else {
         0.0
     };
@@ -146,9 +173,26 @@ fn ssd_initial(f: &ProbeFigures) -> Result<SsdConfig> {
     } else {
         0.0
     };
-    let program_us = round2(sync.max(1.0));
-    let peak = (1e6 / w4).max(f.get(ProbeKind::RandWriteQd)?.iops);
-    let dies = ((8.0 * peak * program_us / 1e6).ceil() as u32)
+    let qd_peak = f
+        .get(ProbeKind::RandReadQd)?
+        .iops
+        .max(f.get(ProbeKind::RandWriteQd)?.iops);
+    let (command, read_us, program_us, busy_us, cache) = match policy {
+        WritePolicy::WriteBack => {
+            let cmd = (w4 - link).max(0.5);
+            (cmd, r4 - w4, sync, sync, true)
+        }
+        WritePolicy::WriteThrough => {
+            let cmd = (1e6 / qd_peak).min(0.9 * r4.min(w4) - link).max(0.5);
+            let read = r4 - cmd - link;
+            let program = w4 - cmd - link;
+            (cmd, read, program, read.max(program), false)
+        }
+    };
+    let read_us = round2(read_us.max(0.5));
+    let program_us = round2(program_us.max(1.0));
+    let peak = (1e6 / w4).max(qd_peak);
+    let dies = ((8.0 * peak * busy_us.max(1.0) / 1e6).ceil() as u32)
         .next_power_of_two()
         .clamp(8, 1024);
     let capacity = f.capacity.max(f.span).max(1 << 30);
@@ -156,7 +200,7 @@ fn ssd_initial(f: &ProbeFigures) -> Result<SsdConfig> {
         flash: FlashConfig {
             page_size: SMALL,
             pages_per_block: 256,
-            read_us: round2((r4 - w4).max(0.5)),
+            read_us,
             program_us,
             erase_us: 3800.0,
             transfer_mb_s: 0.0,
@@ -171,14 +215,34 @@ fn ssd_initial(f: &ProbeFigures) -> Result<SsdConfig> {
         dies_per_channel: dies / 8,
         channel_mb_s: 0.0,
         host_mb_s,
-        command_overhead_us: round2((w4 - link).max(0.5)),
-        write_cache: dies as u64 * SMALL as u64,
+        command_overhead_us: round2(command),
+        write_cache: if cache { dies as u64 * SMALL as u64 } else { 0 },
         queue_depth: 1,
     })
 }
 
+/// Fits both write policies and keeps the one whose probe rates are closer to the drive's
+/// (smaller mean |ln(model / drive)| over every probe; write-back on a tie).
 fn fit_ssd(f: &ProbeFigures) -> Result<SsdConfig> {
-    let mut c = ssd_initial(f)?;
+    let mut best: Option<(f64, SsdConfig)> = None;
+    for policy in [WritePolicy::WriteBack, WritePolicy::WriteThrough] {
+        let c = fit_ssd_policy(f, policy)?;
+        let p = predict(&DeviceConfig::Ssd(c.clone()), f)?;
+        let mut score = 0.0;
+        for kind in ProbeKind::ALL {
+            score += (p.get(kind)?.iops / f.get(kind)?.iops).ln().abs();
+        }
+        if best.as_ref().is_none_or(|(s, _)| score < *s) {
+            best = Some((score, c));
+        }
+    }
+    Ok(best.expect("two candidates").1)
+}
+
+/// The first guess for `policy`, then corrected by the model's own errors on the 4 KB
+/// random write and read probes (and the sync, write-back only).
+fn fit_ssd_policy(f: &ProbeFigures, policy: WritePolicy) -> Result<SsdConfig> {
+    let mut c = ssd_initial(f, policy)?;
     let (w, r, s) = (
         f.mean_us(ProbeKind::RandWrite4k)?,
         f.mean_us(ProbeKind::RandRead4k)?,
@@ -194,9 +258,17 @@ fn fit_ssd(f: &ProbeFigures) -> Result<SsdConfig> {
         let dw = w - p.mean_us(ProbeKind::RandWrite4k)?;
         let dr = r - p.mean_us(ProbeKind::RandRead4k)?;
         let ds = s - p.mean_us(ProbeKind::Sync4k)?;
-        c.command_overhead_us = round2((c.command_overhead_us + dw).max(0.5));
-        c.flash.read_us = round2((c.flash.read_us + dr - dw).max(0.5));
-        c.flash.program_us = round2((c.flash.program_us + ds).max(1.0));
+        match policy {
+            WritePolicy::WriteBack => {
+                c.command_overhead_us = round2((c.command_overhead_us + dw).max(0.5));
+                c.flash.read_us = round2((c.flash.read_us + dr - dw).max(0.5));
+                c.flash.program_us = round2((c.flash.program_us + ds).max(1.0));
+            }
+            WritePolicy::WriteThrough => {
+                c.flash.read_us = round2((c.flash.read_us + dr).max(0.5));
+                c.flash.program_us = round2((c.flash.program_us + dw).max(1.0));
+            }
+        }
     }
     Ok(c)
 }
