@@ -91,6 +91,7 @@ pub fn run(a: IotestArgs) -> Result<()> {
         read_fraction,
         prefill,
         layout_budget,
+        time_limit: None,
     };
     let report = iotest::run(dev.as_mut(), &opts)?;
     dev.persist()?;
@@ -140,6 +141,12 @@ fn print_human(name: &str, kind: &str, r: &IoTestReport) {
     match (r.iops, r.mb_s) {
         (Some(iops), Some(mb_s)) => println!("rate      {iops:.0} IOPS, {mb_s:.1} MB/s"),
         _ => println!("rate      - (the device takes no time)"),
+    }
+    if let Some(l) = &r.latency {
+        println!(
+            "latency   mean {:.1} us, p50 {:.1} us, p90 {:.1} us, p99 {:.1} us, max {:.1} us",
+            l.mean_us, l.p50_us, l.p90_us, l.p99_us, l.max_us
+        );
     }
     println!("host      {} reads, {} writes", r.host_reads, r.host_writes);
     if let Some(f) = &r.device.flash {

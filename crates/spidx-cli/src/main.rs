@@ -2,6 +2,7 @@
 //! Each subcommand lives in its own module; this file parses arguments and dispatches.
 
 mod build;
+mod calibrate;
 mod check;
 mod dataset;
 mod devices;
@@ -50,6 +51,8 @@ enum Command {
     Dataset(dataset::DatasetCmd),
     /// List the device presets, or show one preset's parameters.
     Devices(devices::DevicesArgs),
+    /// Fit a device model to probes of a real drive and write it as a device file.
+    Calibrate(calibrate::CalibrateArgs),
     /// Probe a device with an access pattern (a small fio).
     Iotest(iotest::IotestArgs),
     /// Run an experiment spec (a matrix of index configurations, devices and workloads).
@@ -87,6 +90,7 @@ fn main() -> ExitCode {
         Command::Check(a) => check::run(a),
         Command::Dataset(cmd) => dataset::run(cmd),
         Command::Devices(a) => devices::run(a),
+        Command::Calibrate(a) => calibrate::run(a),
         Command::Iotest(a) => iotest::run(a),
         Command::Run(a) => run::run(a),
         Command::Results(c) => results::run(c),

@@ -7,8 +7,16 @@
 //! layout phase) so reads hit written data, then drop the caches; that preparation is not
 //! counted. The measured phase ends with a `sync`, whose cost (draining write caches) is
 //! counted, so write figures include getting the data to the medium.
+//!
+//! Every measured request's device time (the growth of [`Device::device_ns`] across it:
+//! the measured system call on a `file:` device, the request's latency on a model at queue
+//! depth 1) goes into a histogram ([`hdrhistogram`]), reported as [`Latency`] percentiles.
+//! An optional wall-time limit ends the measured phase early (`spidx calibrate` bounds
+//! each of its probes so).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -75,6 +83,9 @@ pub struct IoTestOptions {
     /// Largest span, in bytes, that may be laid out (simulated devices hold their data in
     /// memory, so the CLI bounds it by the memory available); `None` for no bound.
     pub layout_budget: Option<u64>,
+    /// Wall time after which the measured phase stops (the report then counts the
+    /// operations done); `None` runs all `ops`.
+    pub time_limit: Option<Duration>,
 }
 
 /// Whether the span is written before the measured phase.
@@ -131,12 +142,62 @@ pub struct IoTestReport {
     /// Flash writes per host flash write (flash devices).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub write_amplification: Option<f64>,
+    /// Distribution of the measured requests' device times (absent when the device takes
+    /// no time); the final `sync` is not in it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
     /// Every counter of the device for the measured phase.
     pub device: DeviceStats,
 }
 
+/// Percentiles of per-request device time, in microseconds (3 significant digits).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+pub struct Latency {
+    /// Mean.
+    pub mean_us: f64,
+    /// Median.
+    pub p50_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// Largest.
+    pub max_us: f64,
+}
+
+impl Latency {
+    /// Summarises a histogram of nanoseconds; `None` when it is empty or all zero.
+    pub fn from_histogram(h: &Histogram<u64>) -> Option<Latency> {
+        if h.is_empty() || h.max() == 0 {
+            return None;
+        }
+        let us = |ns: u64| ns as f64 / 1e3;
+        Some(Latency {
+            mean_us: h.mean() / 1e3,
+            p50_us: us(h.value_at_quantile(0.5)),
+            p90_us: us(h.value_at_quantile(0.9)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            max_us: us(h.max()),
+        })
+    }
+}
+
+/// An empty histogram of nanoseconds: 1 ns to an hour, 3 significant digits.
+pub fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
 /// Runs an iotest on `dev`.
 pub fn run(dev: &mut dyn Device, opts: &IoTestOptions) -> Result<IoTestReport> {
+    run_with_histogram(dev, opts).map(|(report, _)| report)
+}
+
+/// [`run`], also returning the histogram of per-request device times in ns (so that the
+/// histograms of several concurrent runs can be merged).
+pub fn run_with_histogram(
+    dev: &mut dyn Device,
+    opts: &IoTestOptions,
+) -> Result<(IoTestReport, Histogram<u64>)> {
     if opts.ops == 0 {
         return Err(Error::invalid("ops", "must be at least 1"));
     }
@@ -182,8 +243,14 @@ pub fn run(dev: &mut dyn Device, opts: &IoTestOptions) -> Result<IoTestReport> {
         dev.drop_caches()?;
     }
     let before = dev.stats();
+    let mut hist = latency_histogram();
     let (cpu0, wall0) = (process_cpu_ns(), Instant::now());
+    let mut done = 0;
     for i in 0..opts.ops {
+        if done > 0 && opts.time_limit.is_some_and(|t| wall0.elapsed() >= t) {
+            break;
+        }
+        let t0 = dev.device_ns();
         let (page, is_read) = match opts.pattern {
             Pattern::SeqRead => (i % opts.span_pages, true),
             Pattern::SeqWrite => (i % opts.span_pages, false),
@@ -200,24 +267,26 @@ pub fn run(dev: &mut dyn Device, opts: &IoTestOptions) -> Result<IoTestReport> {
             stamp(&mut buf, page, i);
             dev.write(page, &buf)?;
         }
+        hist.saturating_record(dev.device_ns().saturating_sub(t0));
+        done += 1;
     }
     dev.sync()?;
     let cpu_s = (process_cpu_ns() - cpu0) as f64 * 1e-9;
     let elapsed_s = wall0.elapsed().as_secs_f64();
     let d = dev.stats().since(&before);
     let device_s = d.device_s();
-    let bytes = opts.ops * ps as u64;
+    let bytes = done * ps as u64;
     let rate = |x: f64| (device_s > 0.0).then(|| x / device_s);
-    Ok(IoTestReport {
+    let report = IoTestReport {
         pattern: opts.pattern,
         page_size: ps,
         span_pages: opts.span_pages,
-        ops: opts.ops,
+        ops: done,
         bytes,
         device_s,
         cpu_s,
         elapsed_s,
-        iops: rate(opts.ops as f64),
+        iops: rate(done as f64),
         mb_s: rate(bytes as f64 / 1e6),
         host_reads: d.host.read_ops,
         host_writes: d.host.write_ops,
@@ -226,8 +295,10 @@ pub fn run(dev: &mut dyn Device, opts: &IoTestOptions) -> Result<IoTestReport> {
         erases: d.flash.map(|f| f.erases),
         gc_copies: d.flash.map(|f| f.gc_copies),
         write_amplification: d.flash.map(|f| f.write_amplification),
+        latency: Latency::from_histogram(&hist),
         device: d,
-    })
+    };
+    Ok((report, hist))
 }
 
 /// Writes the whole span sequentially, in runs of up to 64 pages.
@@ -265,6 +336,7 @@ mod tests {
             read_fraction: 0.5,
             prefill: Prefill::Auto,
             layout_budget: None,
+            time_limit: None,
         }
     }
 

@@ -22,6 +22,7 @@
 #![allow(clippy::needless_range_loop)] // geometry code indexes several arrays by axis
 
 pub mod cache;
+pub mod calibrate;
 pub mod clock;
 pub mod data;
 pub mod device;

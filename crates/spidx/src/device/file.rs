@@ -206,6 +206,24 @@ impl FileDevice {
         })
     }
 
+    /// Another device on the same open file (the same lock), with its own counters and
+    /// clock: lets several threads drive one file at once (`spidx calibrate` probes a
+    /// drive at queue depth N with N threads so).
+    pub fn try_clone(&self) -> Result<FileDevice> {
+        Ok(FileDevice {
+            file: self
+                .file
+                .try_clone()
+                .map_err(|e| Error::io(&self.config.path, e))?,
+            config: self.config.clone(),
+            page_size: self.page_size,
+            capacity_pages: self.capacity_pages,
+            bounce: AlignedBuf::new(self.page_size),
+            host: HostCounters::default(),
+            device_ns: 0,
+        })
+    }
+
     fn io_error(&self, e: std::io::Error, what: &str, page: u64) -> Error {
         let hint = if e.raw_os_error() == Some(libc::EINVAL) && self.config.direct {
             " (direct I/O needs the page size to be a multiple of the disk's logical sector size)"
