@@ -341,7 +341,7 @@ fn bad_input_fails_clearly_and_corruption_names_the_page() {
         ),
         (
             &["--index", "rtree", "--store", "lsm"],
-            "unknown store 'lsm'",
+            "invalid --store lsm: unknown variant `lsm`, expected one of",
         ),
     ];
     for (extra, needle) in cases {
