@@ -68,7 +68,8 @@ struct Args {
     knn_queries: usize,
     /// Workload directory (see `spidx_bench::data::Files`): read the rectangles, windows
     /// and kNN points from it if it holds a workload (`--n`, `--queries`, `--knn-queries`,
-    /// `--seed` are then taken from it), else generate them and write them there, with
+    /// `--seed` and a `--k` above 0 are then taken from it; a `--k` above 0 over a workload
+    /// written with `--k 0` is refused), else generate them and write them there, with
     /// the brute-force answers, for other implementations to run.
     #[arg(long)]
     workload_dir: Option<PathBuf>,
@@ -650,6 +651,15 @@ fn parent(args: &Args) -> Result<ExitCode> {
         Some(dir) if dir.join("workload.json").exists() => {
             let f = data::Files::read(dir)?;
             let m = &f.manifest;
+            if args.k > 0 && m.k == 0 {
+                bail!(
+                    "--k {}: the workload in {} was written without kNN answers (k = 0); \
+                     pass --k 0 to run it without kNN, or write a workload with kNN in \
+                     another --workload-dir",
+                    args.k,
+                    dir.display()
+                );
+            }
             writeln!(out, "workload read from {}", dir.display())?;
             let args = Args {
                 n: m.n,
