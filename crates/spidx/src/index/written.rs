@@ -144,12 +144,27 @@ pub fn parse_opts<'a>(
     opts: impl IntoIterator<Item = &'a str>,
     naming: &Naming,
 ) -> Result<IndexKind> {
+    let table = opts_table(kind, opts, naming, "split=linear", "index")?;
+    parse_index(&table, naming)
+}
+
+/// The table of `kind` and its `KEY=VALUE` options (`--index-opt`, `--store-opt`): VALUE
+/// is a TOML value, or else a bare word taken as a string. A malformed option, `kind` or
+/// a key given twice is refused, naming the key (`example` shows the form, `thing` is
+/// what the kind names: `index`, `store`).
+pub(crate) fn opts_table<'a>(
+    kind: &str,
+    opts: impl IntoIterator<Item = &'a str>,
+    naming: &Naming,
+    example: &str,
+    thing: &str,
+) -> Result<Table> {
     let mut table = Table::from_iter([("kind".to_string(), Value::from(kind))]);
     for opt in opts {
         let Some((k, v)) = opt.split_once('=') else {
             return Err(Error::invalid(
                 (naming.key)(opt),
-                "write KEY=VALUE (e.g. split=linear)",
+                format!("write KEY=VALUE (e.g. {example})"),
             ));
         };
         let k = k.trim();
@@ -161,11 +176,11 @@ pub fn parse_opts<'a>(
         if k == "kind" || table.insert(k.to_string(), value).is_some() {
             return Err(Error::invalid(
                 (naming.key)(k),
-                "given twice (the index is named once, by its kind)",
+                format!("given twice (the {thing} is named once, by its kind)"),
             ));
         }
     }
-    parse_index(&table, naming)
+    Ok(table)
 }
 
 /// Deserialises the stored form of variant `kind` from its keys.

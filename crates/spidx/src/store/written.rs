@@ -11,7 +11,7 @@ use serde::Deserialize;
 use toml::{Table, Value};
 
 use super::StoreConfig;
-use crate::index::written::Naming;
+use crate::index::written::{opts_table, Naming};
 use crate::{Error, Result};
 
 /// Names as `spidx build`'s `--store` and `--store-opt` write them.
@@ -64,27 +64,7 @@ pub fn parse_opts<'a>(
     opts: impl IntoIterator<Item = &'a str>,
     naming: &Naming,
 ) -> Result<StoreConfig> {
-    let mut table = Table::from_iter([("kind".to_string(), Value::from(kind))]);
-    for opt in opts {
-        let Some((k, v)) = opt.split_once('=') else {
-            return Err(Error::invalid(
-                (naming.key)(opt),
-                "write KEY=VALUE (e.g. write_buffer=512KB)",
-            ));
-        };
-        let k = k.trim();
-        let value = format!("v = {v}")
-            .parse::<Table>()
-            .ok()
-            .and_then(|mut t| (t.len() == 1).then(|| t.remove("v")).flatten())
-            .unwrap_or_else(|| Value::from(v.trim()));
-        if k == "kind" || table.insert(k.to_string(), value).is_some() {
-            return Err(Error::invalid(
-                (naming.key)(k),
-                "given twice (the store is named once, by its kind)",
-            ));
-        }
-    }
+    let table = opts_table(kind, opts, naming, "write_buffer=512KB", "store")?;
     parse_store(&table, naming)
 }
 
