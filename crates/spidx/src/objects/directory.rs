@@ -139,16 +139,28 @@ impl Directory {
             let mut d = Directory::new(whole.nonce);
             d.end = whole.end;
             d.len = whole.entries.len() as u64;
-            d.changes = whole.entries.into_iter().map(|(k, v)| (k, Some(v))).collect();
+            d.changes = whole
+                .entries
+                .into_iter()
+                .map(|(k, v)| (k, Some(v)))
+                .collect();
             d.path = Some(path.to_path_buf());
             return Ok(d);
         }
         let s: Saved = load_state_as(path, KIND, PAGED_FORMAT)?;
         let mut pages = s.pages;
         pages.attach(path)?;
-        let bad = |msg: String| Err(Error::corrupted(format!("object directory {}", path.display()), msg));
+        let bad = |msg: String| {
+            Err(Error::corrupted(
+                format!("object directory {}", path.display()),
+                msg,
+            ))
+        };
         if pages.page_size() != DIR_PAGE {
-            return bad(format!("pages of {} bytes, not {DIR_PAGE}", pages.page_size()));
+            return bad(format!(
+                "pages of {} bytes, not {DIR_PAGE}",
+                pages.page_size()
+            ));
         }
         let mut used = std::collections::HashSet::new();
         let mut total = 0u64;
@@ -157,10 +169,16 @@ impl Directory {
                 return bad(format!("its page table is not sorted at entry {i}"));
             }
             if r.count == 0 || r.count as usize > PER_PAGE {
-                return bad(format!("page {} holds {} entries (1 to {PER_PAGE})", r.page, r.count));
+                return bad(format!(
+                    "page {} holds {} entries (1 to {PER_PAGE})",
+                    r.page, r.count
+                ));
             }
             if r.page >= s.next_page || !used.insert(r.page) || !pages.is_written(r.page) {
-                return bad(format!("page {} of its table is not a saved page or is named twice", r.page));
+                return bad(format!(
+                    "page {} of its table is not a saved page or is named twice",
+                    r.page
+                ));
             }
             total += u64::from(r.count);
         }
@@ -170,7 +188,10 @@ impl Directory {
             }
         }
         if total != s.len {
-            return bad(format!("its pages hold {total} entries but it counts {}", s.len));
+            return bad(format!(
+                "its pages hold {total} entries but it counts {}",
+                s.len
+            ));
         }
         Ok(Directory {
             pages,

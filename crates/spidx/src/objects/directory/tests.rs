@@ -138,7 +138,13 @@ fn a_save_writes_only_the_pages_that_changed() {
     assert!(d.decoded.iter().all(Option::is_none));
     assert_eq!(d.get(5000).unwrap(), Some((250_000, 40)));
     assert_eq!(d.decoded.iter().filter(|p| p.is_some()).count(), 1);
-    assert_eq!(d.save(&path).unwrap(), DirSaveReport { pages: 0, total_pages: pages });
+    assert_eq!(
+        d.save(&path).unwrap(),
+        DirSaveReport {
+            pages: 0,
+            total_pages: pages
+        }
+    );
     // Two changes in one page, one in another, one new id past the end.
     d.insert(10, (1, 20), true);
     assert!(d.remove(12).unwrap());
@@ -202,16 +208,25 @@ fn damage_is_a_named_error() {
         bad[at] ^= 0x40;
         std::fs::write(&pages_file, &bad).unwrap();
         let e = lookup_all(&path).unwrap_err().to_string();
-        assert!(e.contains("objects.dir.pages-1") && e.contains("checksum"), "{e}");
+        assert!(
+            e.contains("objects.dir.pages-1") && e.contains("checksum"),
+            "{e}"
+        );
     }
     // A truncated pages file: opening fails, naming it.
     std::fs::write(&pages_file, &good_pages[..good_pages.len() - 10]).unwrap();
     let e = Directory::load(&path).unwrap_err().to_string();
-    assert!(e.contains("objects.dir.pages-1") && e.contains("truncated"), "{e}");
+    assert!(
+        e.contains("objects.dir.pages-1") && e.contains("truncated"),
+        "{e}"
+    );
     // A missing pages file.
     std::fs::remove_file(&pages_file).unwrap();
     let e = Directory::load(&path).unwrap_err().to_string();
-    assert!(e.contains("objects.dir.pages-1") && e.contains("missing"), "{e}");
+    assert!(
+        e.contains("objects.dir.pages-1") && e.contains("missing"),
+        "{e}"
+    );
     std::fs::write(&pages_file, &good_pages).unwrap();
     // A damaged or truncated state file.
     for cut in [5, good_state.len() / 2, good_state.len() - 1] {
@@ -240,10 +255,14 @@ fn a_page_disagreeing_with_the_table_is_refused() {
     };
     let mut buf = vec![0u8; DIR_PAGE];
     encode_page(&[(10, (0, 1)), (12, (1, 1)), (11, (2, 1))], &mut buf);
-    assert!(decode_page(&buf, r, None).unwrap_err().contains("out of order"));
+    assert!(decode_page(&buf, r, None)
+        .unwrap_err()
+        .contains("out of order"));
     encode_page(&[(10, (0, 1)), (12, (1, 1)), (20, (2, 1))], &mut buf);
     assert!(decode_page(&buf, r, Some(20)).is_err());
     assert!(decode_page(&buf, r, Some(21)).is_ok());
     encode_page(&[(10, (0, 1)), (12, (1, 1))], &mut buf);
-    assert!(decode_page(&buf, r, None).unwrap_err().contains("table says 3"));
+    assert!(decode_page(&buf, r, None)
+        .unwrap_err()
+        .contains("table says 3"));
 }
