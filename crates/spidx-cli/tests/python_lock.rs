@@ -7,6 +7,10 @@
 //! - both builds resolve every shared crate with the same features, which the feature union
 //!   `crates/spidx-build-union` (a dependency of both) arranges. When this fails after a
 //!   dependency change, add the features it names to that crate's `Cargo.toml`.
+//!
+//! The test suites share theirs the same way: `scripts/test-python` builds the module in
+//! `python/`'s dev profile, whose settings must be those of the main workspace's test
+//! profile (what `cargo test` compiles with), checked here too.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -99,4 +103,36 @@ fn the_cli_and_the_python_module_resolve_shared_crates_with_the_same_features() 
     // The comparison saw the crates both builds compile (serde, SQLite, geo, ...).
     let shared = python.keys().filter(|k| cli.contains_key(*k)).count();
     assert!(shared > 100, "only {shared} shared crates: {python:?}");
+}
+
+/// The `[profile.NAME]` table of a `Cargo.toml`, with `package` overrides.
+fn profile(manifest: &Path, name: &str) -> toml::Table {
+    let text = std::fs::read_to_string(manifest).unwrap();
+    let doc: toml::Table = toml::from_str(&text).unwrap();
+    doc.get("profile")
+        .and_then(|p| p.get(name))
+        .and_then(|p| p.as_table())
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_python_dev_profile_has_the_settings_of_the_workspace_test_profile() {
+    let root = root();
+    let main = root.join("Cargo.toml");
+    let python = root.join("python/Cargo.toml");
+    // The test profile inherits the dev profile's settings it does not set (Cargo's rule).
+    let mut test = profile(&main, "dev");
+    test.extend(profile(&main, "test"));
+    let dev = profile(&python, "dev");
+    assert!(
+        !test.is_empty(),
+        "the main workspace sets no test or dev profile"
+    );
+    assert_eq!(
+        dev, test,
+        "python/Cargo.toml's [profile.dev] (left) must equal the settings of the main \
+         workspace's [profile.test] over its [profile.dev] (right), or scripts/test-python \
+         compiles every dependency again"
+    );
 }

@@ -16,6 +16,7 @@ use std::time::Instant;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spidx::cache::{CacheConfig, CachePolicy, PageCache};
+use spidx::clock::process_cpu_ns;
 use spidx::device::memory::{MemoryConfig, MemoryDevice};
 
 const PAGES: u64 = 200_000;
@@ -42,6 +43,11 @@ fn trace(n: usize) -> Vec<(u64, u32)> {
         .collect()
 }
 
+/// CPU seconds of the process since `cpu0` (from [`process_cpu_ns`]).
+fn cpu_s(cpu0: u64) -> f64 {
+    ((process_cpu_ns() - cpu0) as f64 * 1e-9).max(1e-9)
+}
+
 fn main() -> spidx::Result<()> {
     let n: usize = match std::env::args().nth(1) {
         Some(a) => a
@@ -55,15 +61,15 @@ fn main() -> spidx::Result<()> {
         PAGE_SIZE / 1024
     );
     println!(
-        "{:<6} {:>14} {:>9} {:>16} {:>9}",
-        "policy", "policy ops/s", "hit %", "PageCache ops/s", "hit %"
+        "{:<6} {:>14} {:>14} {:>9} {:>16} {:>16} {:>9}",
+        "policy", "policy ops/s", "(CPU)", "hit %", "PageCache ops/s", "(CPU)", "hit %"
     );
     for kind in CachePolicy::ALL {
         // The policy alone.
         let mut p = kind.build(CACHE_PAGES as usize, 25.0, 50.0);
         let mut evicted = Vec::new();
         let mut hits = 0u64;
-        let start = Instant::now();
+        let (start, cpu0) = (Instant::now(), process_cpu_ns());
         for &(page, level) in &accesses {
             if p.contains(page) {
                 p.touch(page, level);
@@ -74,6 +80,7 @@ fn main() -> spidx::Result<()> {
             }
         }
         let policy_rate = n as f64 / start.elapsed().as_secs_f64();
+        let policy_cpu_rate = n as f64 / cpu_s(cpu0);
         let policy_hits = 100.0 * hits as f64 / n as f64;
 
         // The page cache over a memory device.
@@ -90,19 +97,22 @@ fn main() -> spidx::Result<()> {
             CacheConfig::new(kind, CACHE_PAGES * PAGE_SIZE as u64)
         };
         let mut cache = PageCache::new(Box::new(dev), &config)?;
-        let start = Instant::now();
+        let (start, cpu0) = (Instant::now(), process_cpu_ns());
         for &(p, level) in &accesses {
             let data = cache.read(p, level)?;
             std::hint::black_box(&data);
         }
         let cache_rate = n as f64 / start.elapsed().as_secs_f64();
+        let cache_cpu_rate = n as f64 / cpu_s(cpu0);
         let s = cache.stats();
         println!(
-            "{:<6} {:>14.0} {:>9.2} {:>16.0} {:>9.2}",
+            "{:<6} {:>14.0} {:>14.0} {:>9.2} {:>16.0} {:>16.0} {:>9.2}",
             kind.name(),
             policy_rate,
+            policy_cpu_rate,
             policy_hits,
             cache_rate,
+            cache_cpu_rate,
             100.0 * s.hit_ratio()
         );
     }

@@ -1,10 +1,12 @@
 //! Speed of the simulators themselves: how many simulated 4 KB operations per second of
-//! wall time SimHdd and Throttled sustain, next to the simulated device's own IOPS.
+//! wall time and of CPU time SimHdd and Throttled sustain, next to the simulated device's
+//! own IOPS.
 //!
 //! Run with `cargo run --release -p spidx --example bench_hdd`.
 
 use std::time::Instant;
 
+use spidx::clock::process_cpu_ns;
 use spidx::device::hdd::{HddConfig, SimHdd};
 use spidx::device::memory::{MemoryConfig, MemoryDevice};
 use spidx::device::throttled::{ThrottleConfig, Throttled};
@@ -27,6 +29,7 @@ impl XorShift {
 fn bench(name: &str, dev: &mut dyn Device, ops: u64, write: bool, mut page: impl FnMut() -> u64) {
     let mut buf = vec![0x5Au8; PS];
     let ns0 = dev.device_ns();
+    let cpu0 = process_cpu_ns();
     let start = Instant::now();
     for _ in 0..ops {
         let p = page();
@@ -37,10 +40,12 @@ fn bench(name: &str, dev: &mut dyn Device, ops: u64, write: bool, mut page: impl
         }
     }
     let wall = start.elapsed().as_secs_f64();
+    let cpu = (process_cpu_ns() - cpu0) as f64 * 1e-9;
     let sim_s = (dev.device_ns() - ns0) as f64 * 1e-9;
     println!(
-        "{name:<34} {:>12.0} simulated ops/s of wall time   device: {:>10.0} IOPS",
+        "{name:<34} {:>12.0} simulated ops/s of wall time {:>12.0} of CPU time   device: {:>10.0} IOPS",
         ops as f64 / wall,
+        ops as f64 / cpu.max(1e-9),
         ops as f64 / sim_s
     );
 }

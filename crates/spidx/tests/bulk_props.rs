@@ -1,10 +1,10 @@
-//! Bulk loading against one-by-one insertion and brute force: for random object sets,
-//! every method (STR, Hilbert packing, OMT), several fill factors, every tree variant and
-//! every node store (direct, FAST, eFIND), the bulk-loaded tree passes the checker and its
-//! fill check, answers every window and kNN query exactly like the tree built by
-//! one-by-one insertion and like a scan, also after reopening; later inserts, deletes and
-//! updates keep it sound (checker after every operation). The Hilbert R-tree is bulk loaded
-//! by Hilbert packing in its own key order (STR and OMT are refused for it).
+//! Bulk loading against one-by-one insertion and brute force: for random object sets, every
+//! method (STR, Hilbert packing, OMT), several fill factors, every tree variant and every
+//! node store (direct, FAST, eFIND, LCR-tree, RFTL), the bulk-loaded tree passes the
+//! checker and its fill check, answers every window and kNN query exactly like the tree
+//! built by one-by-one insertion and like a scan, also after reopening; later inserts,
+//! deletes and updates keep it sound (checker after every operation). The Hilbert R-tree is
+//! bulk loaded by Hilbert packing in its own key order (STR and OMT are refused for it).
 
 mod model;
 mod stores;

@@ -1,12 +1,12 @@
 //! Property tests of the FOR-tree (Jin et al. 2015) against brute force: random inserts,
-//! deletes, updates and queries under every node store (direct, FAST, eFIND), with merge
-//! thresholds from "merge at once" to "almost never" and with the published defect on and
-//! off; after every operation the checker passes (multi-page nodes included: no page
-//! reached twice, parent entries cover all pages, no page more than the entries need) and
-//! every query kind answers like a scan of the live objects, also after reopening. Also:
-//! the defect (an insert-only build grows the root's chain of overflow nodes without bound
-//! when insertions are not counted) and its fix, the chain surviving a reopen, and a
-//! corrupted chain refused.
+//! deletes, updates and queries under every node store (direct, FAST, eFIND, LCR-tree,
+//! RFTL), with merge thresholds from "merge at once" to "almost never" and with the
+//! published defect on and off; after every operation the checker passes (multi-page nodes
+//! included: no page reached twice, parent entries cover all pages, no page more than the
+//! entries need) and every query kind answers like a scan of the live objects, also after
+//! reopening. Also: the defect (an insert-only build grows the root's chain of overflow
+//! nodes without bound when insertions are not counted) and its fix, the chain surviving a
+//! reopen, and a corrupted chain refused.
 
 mod model;
 mod stores;

@@ -1,10 +1,10 @@
 //! Property tests of the Hilbert R-tree (Kamel and Faloutsos 1994) against brute force:
-//! random inserts, deletes and updates under every node store (direct, FAST, eFIND), with
-//! s = 1 to 4 cooperating siblings, coarse and fine grids (coarse ones give many equal
-//! keys), the bit-pattern and the extent grid; after every operation the checker passes
-//! (its LHV-correctness and LHV-order invariants included) and every query kind answers
-//! like a scan of the live objects, also after reopening. Also in 3 dimensions, and the
-//! options the variant refuses.
+//! random inserts, deletes and updates under every node store (direct, FAST, eFIND,
+//! LCR-tree, RFTL), with s = 1 to 4 cooperating siblings, coarse and fine grids (coarse
+//! ones give many equal keys), the bit-pattern and the extent grid; after every operation
+//! the checker passes (its LHV-correctness and LHV-order invariants included) and every
+//! query kind answers like a scan of the live objects, also after reopening. Also in 3
+//! dimensions, and the options the variant refuses.
 
 mod model;
 mod stores;

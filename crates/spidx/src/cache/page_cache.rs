@@ -495,7 +495,7 @@ impl PageCache {
     /// Writes consecutive pages `first_page..first_page + n` from `data` (`n` pages, one
     /// level per page in `levels`) as **one** device request, as flash-aware stores flush
     /// their units sequentially; then updates the cache as [`write`](Self::write) does for
-    /// each page. A run is a store's explicit flush of a unit (FAST, eFIND): it reaches the
+    /// each page. A run is a store's explicit flush of a unit (the buffered stores): it reaches the
     /// device at once in a write-back cache too, and its pages are clean afterwards.
     pub fn write_run(&mut self, first_page: u64, data: &[u8], levels: &[u32]) -> Result<()> {
         let ps = self.page_size;

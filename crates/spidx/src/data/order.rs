@@ -2,7 +2,7 @@
 //! construction.
 //!
 //! The order matters as much as the data: a page buffer or a flash-aware write buffer
-//! (FAST, eFIND) absorbs the changes of spatially close insertions, so a spatially local
+//! (FAST, eFIND, the LCR-tree, RFTL) absorbs the changes of spatially close insertions, so a spatially local
 //! order makes far fewer page writes than a random one. Real extracts are not random: an
 //! OpenStreetMap file lists objects by id, and ids are handed out as mappers trace one area
 //! at a time, so consecutive objects are mostly near each other. This module reorders a

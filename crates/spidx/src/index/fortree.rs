@@ -40,8 +40,8 @@ use serde::{Deserialize, Serialize};
 use super::insert::InsertCtx;
 use super::rtree::{least_enlargement, LeastEnlargement};
 use super::strategy::{
-    mbr_of, CondenseReinsert, NodeAccess, NodePages, OverflowTreatment, Overflowing, Spanned,
-    Strategy, Treated, VariantState,
+    mbr_of, CondenseReinsert, NodeAccess, NodePages, OnePageChange, OverflowTreatment, Overflowing,
+    Spanned, Strategy, Treated, VariantState,
 };
 use crate::node::{Entry, NodeView, PageId};
 use crate::store::NodeChange;
@@ -389,6 +389,33 @@ impl<const D: usize> NodePages<D> for ForTree {
         if need == 1 {
             self.counts().remove(&id);
         }
+        Ok(())
+    }
+
+    fn choose_on_page(&self, v: NodeView<'_, D>, _level: u32, e: &Entry<D>) -> usize {
+        least_enlargement(v.mbrs(), &e.mbr)
+    }
+
+    fn write_one_page(
+        &self,
+        tree: &mut dyn NodeAccess<D>,
+        id: PageId,
+        level: u32,
+        change: OnePageChange<D>,
+    ) -> Result<()> {
+        // As `write`'s one-page case: entries compare without their slots, written as 0.
+        let change = match change {
+            OnePageChange::Set { pos, old, new } => (old.mbr != new.mbr || old.ptr != new.ptr)
+                .then(|| NodeChange::Set {
+                    pos,
+                    entry: Entry::new(new.mbr, new.ptr),
+                }),
+            OnePageChange::Push(e) => Some(NodeChange::Push(Entry::new(e.mbr, e.ptr))),
+        };
+        if let Some(c) = change {
+            tree.modify(id, level, &[c])?;
+        }
+        self.counts().remove(&id);
         Ok(())
     }
 }

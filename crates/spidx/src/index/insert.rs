@@ -8,11 +8,11 @@
 
 use std::collections::VecDeque;
 
-use super::strategy::{mbr_of, NodePages, OnPage, Overflowing, Spanned, Treated};
+use super::strategy::{mbr_of, NodePages, OnPage, OnePageChange, Overflowing, Spanned, Treated};
 use super::Tree;
 use crate::geom::Rect;
 use crate::node::{Entry, Node, NodeView, PageId};
-use crate::store::{apply_changes, NodeChange, NodeStore, TreeMeta};
+use crate::store::{apply_changes, NodeChange, NodePage, NodeStore, TreeMeta};
 use crate::{Error, Result};
 
 /// What an insertion did to a subtree, reported to its parent.
@@ -174,7 +174,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         ctx: &mut InsertCtx<D>,
     ) -> Result<Outcome<D>> {
         if let Some(np) = self.strategy.pages.clone() {
-            return self.insert_spanned(&*np, id, level, e, target, ctx);
+            return self.insert_spanned(&*np, (id, level, known), e, target, ctx);
         }
         let max = self.cap.max(level);
         if level == target {
@@ -284,22 +284,30 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     }
 
     /// [`Self::insert_rec`] for a variant whose nodes may span several pages
-    /// ([`NodePages`]): the node is read whole (all its pages, decoded), the subtree is
-    /// chosen among all its entries, and it is written back through the variant. A node
-    /// holding more entries than its pages, or one the variant asks for, goes to the
-    /// overflow treatment at its parent.
+    /// ([`NodePages`]). A one-page node is worked on its page
+    /// ([`Self::insert_one_page`]); a node of several pages is read whole (all its pages,
+    /// decoded), the subtree is chosen among all its entries, and it is written back
+    /// through the variant. A node holding more entries than its pages, or one the
+    /// variant asks for, goes to the overflow treatment at its parent.
     fn insert_spanned(
         &mut self,
         np: &dyn NodePages<D>,
-        id: PageId,
-        level: u32,
+        (id, level, known): (PageId, u32, Option<(Rect<D>, u64)>),
         e: Entry<D>,
         target: u32,
         ctx: &mut InsertCtx<D>,
     ) -> Result<Outcome<D>> {
-        let (mut node, stored) = self.read_spanned(id, level)?;
-        let pages = 1 + stored.pages.len();
-        np.visited(id, level, pages, true);
+        let page = self.read(id, level)?;
+        let mut further = Vec::new();
+        np.further_pages(page.view::<D>(), &mut further);
+        if further.is_empty() {
+            return self.insert_one_page(np, page, (id, level, known), e, target, ctx);
+        }
+        let mut entries = Vec::new();
+        np.extend_entries(page.view::<D>(), &mut entries);
+        drop(page);
+        let (mut node, stored) = self.read_further_pages(np, id, level, further, entries)?;
+        np.visited(id, level, 1 + stored.pages.len(), true);
         if level == target {
             node.entries.push(e);
         } else {
@@ -311,36 +319,182 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             }
             let i = np.choose(&node.entries, level, &e);
             let child = node.entries[i];
-            match self.insert_rec(
+            let out = self.insert_rec(
                 child.ptr,
                 level - 1,
                 Some((child.mbr, child.aux)),
                 e,
                 target,
                 ctx,
-            )? {
-                Outcome::Unchanged => {}
-                Outcome::Changed(m, a) => {
-                    node.entries[i].mbr = m;
-                    node.entries[i].aux = a;
-                }
-                Outcome::Overflow(cnode, cstored, on_page) => {
-                    let parent = node.entries.clone();
-                    match self.treat_overflow(
-                        child.ptr,
-                        cnode,
-                        &parent,
-                        i,
-                        (cstored, on_page),
-                        ctx,
-                    )? {
-                        Treated::Resized(m) => node.entries[i].mbr = m,
-                        Treated::Parent(changes) => apply_changes(&mut node.entries, &changes)?,
-                    }
+            )?;
+            self.take_child_outcome(&mut node.entries, i, child, out, ctx)?;
+        }
+        self.finish_spanned(np, id, node, stored, None)
+    }
+
+    /// [`Self::insert_spanned`] for a one-page node: as [`Self::insert_rec`], the node
+    /// stays a page image (not decoded) while the insertion goes down and is written as
+    /// one entry-level change through [`NodePages::write_one_page`]; it is decoded only
+    /// when it or its child overflows, or the variant asks for its treatment. The same
+    /// calls reach the variant and the store as through the decoded path.
+    fn insert_one_page(
+        &mut self,
+        np: &dyn NodePages<D>,
+        page: NodePage,
+        (id, level, known): (PageId, u32, Option<(Rect<D>, u64)>),
+        e: Entry<D>,
+        target: u32,
+        ctx: &mut InsertCtx<D>,
+    ) -> Result<Outcome<D>> {
+        np.visited(id, level, 1, true);
+        let decoded = |page: &NodePage| {
+            let mut entries = Vec::new();
+            np.extend_entries(page.view::<D>(), &mut entries);
+            let stored = Spanned {
+                pages: Vec::new(),
+                entries: entries.clone(),
+            };
+            (Node { level, entries }, stored)
+        };
+        // The node's MBR and largest key with entry `i` (or a new one, `i` = its length)
+        // as `(m, a)`, folded over the page in entry order as `Node::mbr` does.
+        let fold = |v: NodeView<'_, D>, i: usize, (m, a): (Rect<D>, u64)| {
+            let mut mbr = Rect::empty();
+            let mut aux = 0;
+            for j in 0..v.len().max(i + 1) {
+                let (b, k) = if j == i {
+                    (m, a)
+                } else {
+                    let x = np.entry(v, j);
+                    (x.mbr, x.aux)
+                };
+                mbr.expand(&b);
+                aux = aux.max(k);
+            }
+            (mbr, aux)
+        };
+        let v = page.view::<D>();
+        if level == target {
+            // Nothing changes the node between here and its write: the variant's say
+            // whether to treat it is asked now, as the decoded path asks it after the push.
+            if v.len() + 1 > self.cap.max(level) || np.treat_anyway(id, level, 1) {
+                let (mut node, stored) = decoded(&page);
+                node.entries.push(e);
+                return Ok(Outcome::Overflow(node, Some(stored), OnPage::Unknown));
+            }
+            let (mbr, aux) = match known {
+                Some((k, ka)) => (k.union(&e.mbr), ka.max(e.aux)),
+                None => fold(v, v.len(), (e.mbr, e.aux)),
+            };
+            drop(page);
+            np.write_one_page(self, id, level, OnePageChange::Push(e))?;
+            return Ok(Outcome::Changed(mbr, aux));
+        }
+        if v.is_empty() {
+            return Err(Error::corrupted(
+                format!("node page {id}"),
+                "internal node without entries",
+            ));
+        }
+        let i = np.choose_on_page(v, level, &e);
+        let child = np.entry(v, i);
+        let out = self.insert_rec(
+            child.ptr,
+            level - 1,
+            Some((child.mbr, child.aux)),
+            e,
+            target,
+            ctx,
+        )?;
+        let changed = match out {
+            Outcome::Unchanged => None,
+            Outcome::Changed(m, a) => Some((m, a)),
+            out => {
+                let (mut node, stored) = decoded(&page);
+                drop(page);
+                self.take_child_outcome(&mut node.entries, i, child, out, ctx)?;
+                return self.finish_spanned(np, id, node, stored, None);
+            }
+        };
+        if np.treat_anyway(id, level, 1) {
+            let (mut node, stored) = decoded(&page);
+            drop(page);
+            if let Some((m, a)) = changed {
+                node.entries[i].mbr = m;
+                node.entries[i].aux = a;
+            }
+            return self.finish_spanned(np, id, node, stored, Some(true));
+        }
+        let Some((m, a)) = changed.filter(|&(m, a)| m != child.mbr || a != child.aux) else {
+            return Ok(Outcome::Unchanged);
+        };
+        let (mbr, aux) = match known {
+            // The child only grew: the node grows by the same union.
+            Some((k, ka)) if m.contains(&child.mbr) && a >= child.aux => (k.union(&m), ka.max(a)),
+            _ => fold(page.view::<D>(), i, (m, a)),
+        };
+        drop(page);
+        let new = Entry {
+            mbr: m,
+            ptr: child.ptr,
+            aux: a,
+        };
+        np.write_one_page(
+            self,
+            id,
+            level,
+            OnePageChange::Set {
+                pos: i,
+                old: child,
+                new,
+            },
+        )?;
+        Ok(Outcome::Changed(mbr, aux))
+    }
+
+    /// Applies what the insertion did below entry `i` (`child`) of a decoded node's
+    /// `entries`: the child's new box and key, or its overflow treated here.
+    fn take_child_outcome(
+        &mut self,
+        entries: &mut Vec<Entry<D>>,
+        i: usize,
+        child: Entry<D>,
+        out: Outcome<D>,
+        ctx: &mut InsertCtx<D>,
+    ) -> Result<()> {
+        match out {
+            Outcome::Unchanged => {}
+            Outcome::Changed(m, a) => {
+                entries[i].mbr = m;
+                entries[i].aux = a;
+            }
+            Outcome::Overflow(cnode, cstored, on_page) => {
+                let parent = entries.clone();
+                match self.treat_overflow(child.ptr, cnode, &parent, i, (cstored, on_page), ctx)? {
+                    Treated::Resized(m) => entries[i].mbr = m,
+                    Treated::Parent(changes) => apply_changes(entries, &changes)?,
                 }
             }
         }
-        if node.entries.len() > self.cap.max(level) * pages || np.treat_anyway(id, level, pages) {
+        Ok(())
+    }
+
+    /// The end of a decoded node's insertion: an overflow (more entries than its pages
+    /// hold, or the variant's `treat_anyway`, asked unless `anyway` gives its answer) goes
+    /// to the parent; otherwise the node is written through the variant if it changed.
+    fn finish_spanned(
+        &mut self,
+        np: &dyn NodePages<D>,
+        id: PageId,
+        node: Node<D>,
+        stored: Spanned<D>,
+        anyway: Option<bool>,
+    ) -> Result<Outcome<D>> {
+        let level = node.level;
+        let pages = 1 + stored.pages.len();
+        if node.entries.len() > self.cap.max(level) * pages
+            || anyway.unwrap_or_else(|| np.treat_anyway(id, level, pages))
+        {
             return Ok(Outcome::Overflow(node, Some(stored), OnPage::Unknown));
         }
         if node.entries == stored.entries {

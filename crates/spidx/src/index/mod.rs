@@ -479,18 +479,29 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         };
         let mut pages = Vec::new();
         let mut entries = Vec::new();
+        // Lent, not shared: no page reference or copy per page (the same reads).
+        self.with_node(id, level, |v| {
+            np.extend_entries(v, &mut entries);
+            np.further_pages(v, &mut pages);
+        })?;
+        self.read_further_pages(&*np, id, level, pages, entries)
+    }
+
+    /// The rest of [`Self::read_spanned`] once node `id`'s first page is read: its
+    /// further `pages` as that page names them, and its `entries`.
+    fn read_further_pages(
+        &mut self,
+        np: &dyn strategy::NodePages<D>,
+        id: PageId,
+        level: u32,
+        mut pages: Vec<PageId>,
+        mut entries: Vec<Entry<D>>,
+    ) -> Result<(Node<D>, Spanned<D>)> {
         // Pages already read, for the loop check: the chain itself while it is short
         // (a scan of a few ids), a set beyond.
         let mut seen: Option<std::collections::HashSet<PageId>> = None;
         let mut next = 0;
-        let mut current = id;
-        loop {
-            // Lent, not shared: no page reference or copy per page (the same reads).
-            self.with_node(current, level, |v| {
-                np.extend_entries(v, &mut entries);
-                np.further_pages(v, &mut pages);
-            })?;
-            let Some(&p) = pages.get(next) else { break };
+        while let Some(&p) = pages.get(next) {
             let looped = match &mut seen {
                 Some(set) => !set.insert(p),
                 None if next < SHORT_CHAIN => p == id || pages[..next].contains(&p),
@@ -510,7 +521,10 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 ));
             }
             next += 1;
-            current = p;
+            self.with_node(p, level, |v| {
+                np.extend_entries(v, &mut entries);
+                np.further_pages(v, &mut pages);
+            })?;
         }
         let stored = Spanned {
             pages,

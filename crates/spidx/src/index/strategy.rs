@@ -222,6 +222,37 @@ pub trait NodePages<const D: usize>: Send + Sync {
         stored: Option<&Spanned<D>>,
         entries: &[Entry<D>],
     ) -> Result<()>;
+
+    /// [`Self::choose`] on the page `v` of a one-page node: the same choice, without
+    /// decoding the node (an insertion's descent through one-page nodes stays on their
+    /// pages, as the one-page variants' does).
+    fn choose_on_page(&self, v: NodeView<'_, D>, level: u32, e: &Entry<D>) -> usize;
+
+    /// What [`Self::write`] does for one-page node `id` that stays on its one page after
+    /// one `change`, without its stored entries decoded.
+    fn write_one_page(
+        &self,
+        tree: &mut dyn NodeAccess<D>,
+        id: PageId,
+        level: u32,
+        change: OnePageChange<D>,
+    ) -> Result<()>;
+}
+
+/// One change to a one-page node that stays on its page ([`NodePages::write_one_page`]).
+#[derive(Debug, Clone, Copy)]
+pub enum OnePageChange<const D: usize> {
+    /// The entry at `pos` (`old`, as [`NodePages::entry`] read it) becomes `new`.
+    Set {
+        /// Its position.
+        pos: usize,
+        /// The entry it held.
+        old: Entry<D>,
+        /// The entry it holds now.
+        new: Entry<D>,
+    },
+    /// An entry appended.
+    Push(Entry<D>),
 }
 
 /// State a variant keeps about the tree beyond its nodes (e.g. the FOR-tree's access
