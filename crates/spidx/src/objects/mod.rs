@@ -3,10 +3,11 @@
 //! counted like the filter step's.
 //!
 //! Records are appended into pages: `[len u32][crc32 u32][id u64][payload]`, possibly
-//! spanning pages. A directory (object id → record offset and length) is held in memory and
-//! saved in a file next to the index, like a heap file's tuple map; reading an object
-//! costs the device reads of the pages its record covers. Updates append a new version;
-//! deletes drop the directory entry.
+//! spanning pages. A directory (object id → record offset and length) is saved next to the
+//! index, like a heap file's tuple map, as pages sorted by id read when first needed
+//! ([`directory`]): opening costs a small state file, a checkpoint writes the directory
+//! pages that changed. Reading an object costs the device reads of the pages its record
+//! covers. Updates append a new version; deletes drop the directory entry.
 //!
 //! Durability: the directory is saved at checkpoints ([`ObjectStore::flush`]). Records
 //! appended after it are found again when the store is reopened with `scan_tail` (stores
@@ -15,14 +16,16 @@
 //! a record left by another store on the same device never does. [`ObjectStore::sync_pending`]
 //! writes the partly filled last page and syncs, making every record stored so far durable.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::device::pages::{load_state, save_state};
 use crate::device::Device;
 use crate::{Error, Result};
+
+pub mod directory;
+
+use directory::Directory;
 
 const RECORD_HEADER: usize = 16;
 
@@ -37,17 +40,6 @@ pub struct ObjectStats {
     pub objects_written: u64,
     /// Pages written to the device.
     pub pages_written: u64,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Directory {
-    /// id → (byte offset, record length)
-    entries: HashMap<u64, (u64, u32)>,
-    /// Bytes appended so far.
-    end: u64,
-    /// Seeds the records' checksums (0 for stores saved before it existed).
-    #[serde(default)]
-    nonce: u64,
 }
 
 /// Appends and reads object records on a device. See the module documentation.
@@ -78,10 +70,7 @@ impl ObjectStore {
         ObjectStore {
             dev,
             page_size,
-            dir: Directory {
-                nonce,
-                ..Directory::default()
-            },
+            dir: Directory::new(nonce),
             tail: Vec::with_capacity(page_size),
             dir_path: dir_path.map(Path::to_path_buf),
             stats: ObjectStats::default(),
@@ -94,7 +83,7 @@ impl ObjectStore {
     /// Reopens a store whose directory was saved at `dir_path`; with `scan_tail`, records
     /// appended after that save are found again (see the module documentation).
     pub fn open(dev: Box<dyn Device>, dir_path: &Path, scan_tail: bool) -> Result<Self> {
-        let dir: Directory = load_state(dir_path, "objects")?;
+        let dir = Directory::load(dir_path)?;
         let page_size = dev.page_size();
         let mut s = ObjectStore {
             dev,
@@ -137,7 +126,8 @@ impl ObjectStore {
             if check_record(rec, None, cap - offset, nonce).is_err() {
                 break;
             }
-            self.dir.entries.insert(id, (offset, len));
+            let existed = self.dir.get(id)?.is_some();
+            self.dir.insert(id, (offset, len), existed);
             offset += len as u64;
             self.recovered += 1;
         }
@@ -152,17 +142,17 @@ impl ObjectStore {
 
     /// Number of live objects.
     pub fn len(&self) -> usize {
-        self.dir.entries.len()
+        self.dir.len() as usize
     }
 
     /// Whether the store holds no object.
     pub fn is_empty(&self) -> bool {
-        self.dir.entries.is_empty()
+        self.dir.len() == 0
     }
 
-    /// Whether object `id` exists.
-    pub fn contains(&self, id: u64) -> bool {
-        self.dir.entries.contains_key(&id)
+    /// Whether object `id` exists (may read a directory page).
+    pub fn contains(&mut self, id: u64) -> Result<bool> {
+        Ok(self.dir.get(id)?.is_some())
     }
 
     /// The store's counters.
@@ -192,6 +182,7 @@ impl ObjectStore {
         rec.extend_from_slice(&record_crc(self.dir.nonce, id, payload).to_le_bytes());
         rec.extend_from_slice(&id.to_le_bytes());
         rec.extend_from_slice(payload);
+        let existed = self.dir.get(id)?.is_some();
         let offset = self.dir.end;
         let mut rest = &rec[..];
         while !rest.is_empty() {
@@ -207,7 +198,7 @@ impl ObjectStore {
             }
         }
         self.dir.end = end;
-        self.dir.entries.insert(id, (offset, len32));
+        self.dir.insert(id, (offset, len32), existed);
         self.stats.objects_written += 1;
         self.pending = true;
         Ok(())
@@ -215,7 +206,7 @@ impl ObjectStore {
 
     /// Reads the current version of object `id`, if it exists.
     pub fn get(&mut self, id: u64) -> Result<Option<&[u8]>> {
-        let Some(&(offset, len)) = self.dir.entries.get(&id) else {
+        let Some((offset, len)) = self.dir.get(id)? else {
             return Ok(None);
         };
         if len < RECORD_HEADER as u32 || offset + len as u64 > self.dir.end {
@@ -272,11 +263,16 @@ impl ObjectStore {
         &self.buf[start..start + len]
     }
 
-    /// Ids of the live objects, in record order.
-    pub fn ids(&self) -> Vec<u64> {
-        let mut ids: Vec<(u64, u64)> = self.dir.entries.iter().map(|(id, e)| (e.0, *id)).collect();
+    /// Ids of the live objects, in record order (reads the whole directory).
+    pub fn ids(&mut self) -> Result<Vec<u64>> {
+        let mut ids: Vec<(u64, u64)> = self
+            .dir
+            .entries()?
+            .into_iter()
+            .map(|(id, e)| (e.0, id))
+            .collect();
         ids.sort_unstable();
-        ids.into_iter().map(|(_, id)| id).collect()
+        Ok(ids.into_iter().map(|(_, id)| id).collect())
     }
 
     /// Walks the whole record area from its first byte to its end, record after record
@@ -310,7 +306,7 @@ impl ObjectStore {
                 rep.problems
                     .push(format!("the record of object {id} at byte {offset} {msg}"));
             }
-            let live = self.dir.entries.get(&id) == Some(&(offset, len));
+            let live = self.dir.get(id)? == Some((offset, len));
             rep.records += 1;
             rep.live += u64::from(live);
             offset += len as u64;
@@ -319,9 +315,9 @@ impl ObjectStore {
         Ok(rep)
     }
 
-    /// Forgets object `id`; returns whether it existed.
-    pub fn remove(&mut self, id: u64) -> bool {
-        self.dir.entries.remove(&id).is_some()
+    /// Forgets object `id`; returns whether it existed (may read a directory page).
+    pub fn remove(&mut self, id: u64) -> Result<bool> {
+        self.dir.remove(id)
     }
 
     /// Writes the partly filled last page, if records were stored since the last call,
@@ -348,10 +344,10 @@ impl ObjectStore {
         Ok(())
     }
 
-    /// Saves the directory file as it is, without device I/O (a new store).
-    pub fn save_directory(&self) -> Result<()> {
+    /// Saves the directory as it is, without device I/O (a new store).
+    pub fn save_directory(&mut self) -> Result<()> {
         match &self.dir_path {
-            Some(p) => save_state(p, "objects", &self.dir),
+            Some(p) => self.dir.save(p).map(|_| ()),
             None => Ok(()),
         }
     }
@@ -368,7 +364,7 @@ impl ObjectStore {
         }
         self.dev.sync()?;
         if let Some(p) = &self.dir_path {
-            save_state(p, "objects", &self.dir)?;
+            self.dir.save(p)?;
         }
         Ok(())
     }
@@ -428,6 +424,7 @@ mod tests {
     use super::*;
     use crate::device::memory::{MemoryConfig, MemoryDevice};
     use proptest::prelude::*;
+    use std::collections::HashMap;
 
     fn dev(state: Option<&Path>) -> Box<dyn Device> {
         Box::new(MemoryDevice::open(&MemoryConfig { capacity: 4 << 20 }, 1024, state).unwrap())
@@ -442,7 +439,7 @@ mod tests {
             let mut model: HashMap<u64, Vec<u8>> = HashMap::new();
             for (id, payload, remove) in &ops {
                 if *remove {
-                    prop_assert_eq!(s.remove(*id), model.remove(id).is_some());
+                    prop_assert_eq!(s.remove(*id).unwrap(), model.remove(id).is_some());
                 } else {
                     s.put(*id, payload).unwrap();
                     model.insert(*id, payload.clone());

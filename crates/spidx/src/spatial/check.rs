@@ -113,7 +113,7 @@ impl<const D: usize> SpatialIndex<D> {
         }
         let crashed = self.recovery_state().crashed.is_some();
         let store = self.objects.as_mut().expect("checked above");
-        let ids = store.ids();
+        let ids = store.ids()?;
         rep.records = ids.len() as u64;
         for id in &ids {
             let geometry = match store.get(*id) {
@@ -154,11 +154,12 @@ impl<const D: usize> SpatialIndex<D> {
             }
         }
         if let Some(map) = &entries {
-            let mut missing: Vec<u64> = map
-                .keys()
-                .filter(|id| !store.contains(**id))
-                .copied()
-                .collect();
+            let mut missing = Vec::new();
+            for id in map.keys() {
+                if !store.contains(*id)? {
+                    missing.push(*id);
+                }
+            }
             missing.sort_unstable();
             for id in missing {
                 ObjectCheck::note(&mut rep.missing, &mut rep.violations, || {

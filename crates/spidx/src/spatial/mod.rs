@@ -6,7 +6,9 @@
 //! * `index.json` — the manifest: every option the index was built with, the device
 //!   description and the spidx version;
 //! * `store.json` — the node store's header (root, height, page allocation);
-//! * `objects.dir` — the object store's directory (2-D geometry indices);
+//! * `objects.dir`, `objects.dir.pages-<n>` — the object store's directory (2-D geometry
+//!   indices): a small state file and the pages it names, read on demand (see
+//!   [`crate::objects::directory`]);
 //! * `device.state` — the simulated device's state (data, mapping, wear, clock); a `file:`
 //!   device keeps its pages in its own file;
 //! * `log.uncounted`, `log-device.state` — a FAST or eFIND log placed outside the device
@@ -578,12 +580,12 @@ impl<const D: usize> SpatialIndex<D> {
                 indexed.insert(e.ptr);
             })?;
         let orphans: Vec<u64> = store
-            .ids()
+            .ids()?
             .into_iter()
             .filter(|id| !indexed.contains(id))
             .collect();
         for id in &orphans {
-            store.remove(*id);
+            store.remove(*id)?;
         }
         Ok(orphans)
     }

@@ -14,7 +14,7 @@ impl<const D: usize> SpatialIndex<D> {
         let found = self.tree.delete(mbr, id)?;
         if found {
             if let Some(o) = &mut self.objects {
-                o.remove(id);
+                o.remove(id)?;
             }
         }
         Ok(found)
