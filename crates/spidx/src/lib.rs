@@ -20,6 +20,7 @@
 //!   protocol and the results database.
 
 #![allow(clippy::needless_range_loop)] // geometry code indexes several arrays by axis
+#![warn(unreachable_pub)]
 
 pub mod cache;
 pub mod calibrate;

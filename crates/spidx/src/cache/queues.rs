@@ -73,7 +73,7 @@ pub(crate) struct Queues {
 
 impl Queues {
     /// `lists` empty lists.
-    pub fn new(lists: usize) -> Self {
+    pub(super) fn new(lists: usize) -> Self {
         Queues {
             nodes: Vec::new(),
             free: Vec::new(),
@@ -83,36 +83,36 @@ impl Queues {
     }
 
     /// Number of lists.
-    pub fn list_count(&self) -> usize {
+    pub(super) fn list_count(&self) -> usize {
         self.lists.len()
     }
 
     /// Adds empty lists until there are at least `n`.
-    pub fn ensure_lists(&mut self, n: usize) {
+    pub(super) fn ensure_lists(&mut self, n: usize) {
         if self.lists.len() < n {
             self.lists.resize(n, EMPTY);
         }
     }
 
     /// The list holding `key`, if any.
-    pub fn list_of(&self, key: u64) -> Option<usize> {
+    pub(super) fn list_of(&self, key: u64) -> Option<usize> {
         self.index
             .get(&key)
             .map(|&i| self.nodes[i as usize].list as usize)
     }
 
     /// Length of one list.
-    pub fn len(&self, list: usize) -> usize {
+    pub(super) fn len(&self, list: usize) -> usize {
         self.lists[list].len
     }
 
     /// Keys in all lists.
-    pub fn total(&self) -> usize {
+    pub(super) fn total(&self) -> usize {
         self.index.len()
     }
 
     /// Inserts a key that is in no list at the front of `list`.
-    pub fn push_front(&mut self, list: usize, key: u64, stamp: u64) {
+    pub(super) fn push_front(&mut self, list: usize, key: u64, stamp: u64) {
         let node = Node {
             key,
             stamp,
@@ -138,7 +138,7 @@ impl Queues {
 
     /// Moves a present key to the front of `list` (its own or another) with a new stamp;
     /// returns false if the key is in no list.
-    pub fn move_front(&mut self, key: u64, list: usize, stamp: u64) -> bool {
+    pub(super) fn move_front(&mut self, key: u64, list: usize, stamp: u64) -> bool {
         let Some(&i) = self.index.get(&key) else {
             return false;
         };
@@ -157,7 +157,7 @@ impl Queues {
     }
 
     /// The oldest key of `list` and its stamp.
-    pub fn back(&self, list: usize) -> Option<(u64, u64)> {
+    pub(super) fn back(&self, list: usize) -> Option<(u64, u64)> {
         let t = self.lists[list].tail;
         (t != NIL).then(|| {
             let n = &self.nodes[t as usize];
@@ -166,14 +166,14 @@ impl Queues {
     }
 
     /// Removes and returns the oldest key of `list`.
-    pub fn pop_back(&mut self, list: usize) -> Option<u64> {
+    pub(super) fn pop_back(&mut self, list: usize) -> Option<u64> {
         let (key, _) = self.back(list)?;
         self.remove(key);
         Some(key)
     }
 
     /// Removes a key from whichever list holds it; returns that list.
-    pub fn remove(&mut self, key: u64) -> Option<usize> {
+    pub(super) fn remove(&mut self, key: u64) -> Option<usize> {
         let i = self.index.remove(&key)?;
         let list = self.nodes[i as usize].list as usize;
         self.unlink(i);
@@ -182,7 +182,7 @@ impl Queues {
     }
 
     /// Empties every list (the number of lists is kept).
-    pub fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.nodes.clear();
         self.free.clear();
         self.index.clear();
@@ -190,7 +190,7 @@ impl Queues {
     }
 
     /// Keys of one list from front (newest) to back (oldest); O(n), for tests and debugging.
-    pub fn keys(&self, list: usize) -> Vec<u64> {
+    pub(super) fn keys(&self, list: usize) -> Vec<u64> {
         let mut out = Vec::with_capacity(self.lists[list].len);
         let mut i = self.lists[list].head;
         while i != NIL {

@@ -22,13 +22,13 @@
 //! generated data lives in the square [`generate::EXTENT`] (think metres). Z and M values are
 //! dropped on import (the indices are 2-D for geometries).
 
-pub mod formats;
+pub(crate) mod formats;
 pub mod generate;
 pub mod info;
-pub mod order;
+pub(crate) mod order;
 mod raw;
 mod repair;
-pub mod report;
+pub(crate) mod report;
 
 pub use formats::Format;
 pub use geo_types;

@@ -35,10 +35,10 @@ use crate::index::curve::HilbertGrid;
 use crate::{Error, Result};
 
 /// Seed of `shuffled` and `clustered` when none is written.
-pub const DEFAULT_ORDER_SEED: u64 = 42;
+pub(crate) const DEFAULT_ORDER_SEED: u64 = 42;
 
 /// Window of `clustered` when none is written: objects per spatially local run.
-pub const DEFAULT_WINDOW: usize = 4096;
+pub(crate) const DEFAULT_WINDOW: usize = 4096;
 
 /// Bits per axis of the Hilbert grid for 2-D data (2^16 = 65 536 cells per axis).
 const HILBERT_BITS_2D: u32 = 16;

@@ -82,7 +82,7 @@ pub enum Issue {
 }
 
 /// Geometries with more vertices than this are reported as [`Issue::ManyVertices`].
-pub const MANY_VERTICES: usize = 10_000;
+pub(crate) const MANY_VERTICES: usize = 10_000;
 
 impl Issue {
     /// Every issue, in report order.

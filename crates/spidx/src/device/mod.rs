@@ -11,24 +11,24 @@
 //! write cache), [`hdd::SimHdd`] and [`throttled::Throttled`] (cloud-disk caps). They are
 //! described by a [`DeviceConfig`], built from presets ([`preset`]) with overrides ([`spec`]).
 
-pub mod config;
+pub(crate) mod config;
 pub mod crash;
 pub mod file;
 pub mod flash;
 pub mod hdd;
 pub mod memory;
 pub mod overlay;
-pub mod paged;
+pub(crate) mod paged;
 pub mod pages;
 pub mod partition;
 pub mod preset;
 pub mod shared;
-pub mod spec;
+pub(crate) mod spec;
 pub mod ssd;
-pub mod stats;
+pub(crate) mod stats;
 pub mod tap;
 pub mod throttled;
-pub mod wrapper;
+pub(crate) mod wrapper;
 
 pub use config::DeviceConfig;
 pub use spec::{DeviceSpec, ResolvedDevice};

@@ -41,9 +41,9 @@ use crate::{Error, Result};
 const MAGIC: &[u8; 8] = b"SPIDXPGS";
 const VERSION: u32 = 1;
 /// Bytes of the pages file's header.
-pub const HEADER: u64 = 32;
+pub(crate) const HEADER: u64 = 32;
 /// A pages file smaller than this is never compacted (its garbage costs little).
-pub const COMPACT_MIN: u64 = 4 << 20;
+pub(crate) const COMPACT_MIN: u64 = 4 << 20;
 
 /// One saved page: where its image is and its checksum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -115,7 +115,7 @@ fn parse_value(text: &str) -> Value {
 
 /// Returns `config` with the `(dotted key, value)` overrides applied. Every key must name
 /// an existing parameter and every value must fit its type; sizes may be written `4KB`.
-pub fn apply_overrides(
+pub(crate) fn apply_overrides(
     config: &DeviceConfig,
     overrides: &[(String, Value)],
     what: &str,
@@ -199,7 +199,7 @@ fn type_name(v: &Value) -> &'static str {
 /// Loads a device description file: either `base = "PRESET"` plus parameters to change
 /// (nested ones as tables or dotted keys), or `kind = "..."` with every parameter.
 /// An optional `name` names the device in results.
-pub fn load_device_file(path: &Path) -> Result<(String, DeviceConfig)> {
+pub(crate) fn load_device_file(path: &Path) -> Result<(String, DeviceConfig)> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     let what = format!("device file {}", path.display());
     let mut table: toml::Table =

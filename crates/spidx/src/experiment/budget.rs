@@ -16,7 +16,7 @@ use crate::device::{Device, DeviceStats};
 use crate::{Error, Result};
 
 /// The shared cache: which pages are resident (LRU) and what they hold.
-pub struct Budget {
+pub(crate) struct Budget {
     page_size: usize,
     state: Mutex<State>,
 }
@@ -31,7 +31,7 @@ struct State {
 
 impl Budget {
     /// A budget of `bytes` (at least one page of `page_size`).
-    pub fn new(bytes: u64, page_size: usize) -> Result<Arc<Budget>> {
+    pub(crate) fn new(bytes: u64, page_size: usize) -> Result<Arc<Budget>> {
         let policy = CacheConfig::new(CachePolicy::Lru, bytes)
             .build_policy(page_size)
             .map_err(|e| Error::invalid("memory", e.to_string()))?;
@@ -53,17 +53,17 @@ impl Budget {
     }
 
     /// Read requests served from memory.
-    pub fn hits(&self) -> u64 {
+    pub(crate) fn hits(&self) -> u64 {
         self.lock().hits
     }
 
     /// Read requests that went to a device.
-    pub fn misses(&self) -> u64 {
+    pub(crate) fn misses(&self) -> u64 {
         self.lock().misses
     }
 
     /// `device` behind this budget.
-    pub fn wrap(self: &Arc<Self>, device: Box<dyn Device>) -> Box<dyn Device> {
+    pub(crate) fn wrap(self: &Arc<Self>, device: Box<dyn Device>) -> Box<dyn Device> {
         Box::new(Cached {
             inner: device,
             budget: self.clone(),

@@ -18,18 +18,18 @@
 //! [`Experiment::prepare`] does every check that can fail (spec, dataset, combinations,
 //! query files) before the first run starts.
 
-pub mod budget;
+pub(crate) mod budget;
 pub mod concurrent;
 pub mod db;
 pub mod matrix;
 pub mod protocol;
-pub mod runner;
-pub mod scan;
+pub(crate) mod runner;
+pub(crate) mod scan;
 pub mod scorecard;
 pub mod session;
-pub mod shard;
+pub(crate) mod shard;
 pub mod spec;
-pub mod workload;
+pub(crate) mod workload;
 
 #[cfg(test)]
 mod dims_tests;

@@ -95,7 +95,7 @@ impl Work {
 
 /// Runs `run` over `ds` with the workloads' `inputs`, in scratch directory `dir` (created,
 /// and removed at the end).
-pub fn run(
+pub(crate) fn run(
     run: &RunConfig,
     ds: &Dataset,
     workloads: &[Workload],

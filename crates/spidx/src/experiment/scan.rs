@@ -23,7 +23,7 @@ use crate::spatial::PhaseClock;
 use crate::{Error, Result};
 
 /// Objects stored for a sequential scan on their own device.
-pub struct ScanTable<const D: usize> {
+pub(crate) struct ScanTable<const D: usize> {
     device: Box<dyn Device>,
     /// Whether records are points (`D` coordinates) rather than boxes (`2·D`).
     points: bool,
@@ -40,7 +40,7 @@ impl<const D: usize> ScanTable<D> {
     /// `request_bytes`), then syncs. Scans read in requests of `request_bytes` as well;
     /// it must be a non-zero multiple of the device's page size. `simulated` selects how
     /// elapsed time is measured (see [`PhaseClock`]).
-    pub fn create(
+    pub(crate) fn create(
         mut device: Box<dyn Device>,
         ds: &Dataset,
         request_bytes: usize,
@@ -124,22 +124,23 @@ impl<const D: usize> ScanTable<D> {
     }
 
     /// The device holding the records.
-    pub fn device(&self) -> &dyn Device {
+    pub(crate) fn device(&self) -> &dyn Device {
         self.device.as_ref()
     }
 
     /// Takes the device back (to replay the scan's requests on it).
-    pub fn into_device(self) -> Box<dyn Device> {
+    pub(crate) fn into_device(self) -> Box<dyn Device> {
         self.device
     }
 
+    #[cfg(test)]
     /// Pages the records occupy.
-    pub fn data_pages(&self) -> u64 {
+    pub(crate) fn data_pages(&self) -> u64 {
         self.data_pages
     }
 
     /// Forgets the device's caches (between measured repetitions).
-    pub fn drop_caches(&mut self) -> Result<()> {
+    pub(crate) fn drop_caches(&mut self) -> Result<()> {
         self.device.drop_caches()
     }
 
@@ -184,7 +185,7 @@ impl<const D: usize> ScanTable<D> {
     /// The `k` records nearest to `point` by box distance (ties by id), as
     /// [`SpatialIndex::nearest`](crate::spatial::SpatialIndex::nearest) answers without
     /// refinement; the whole table is read.
-    pub fn nearest(&mut self, point: [f64; D], k: usize) -> Result<QueryReport> {
+    pub(crate) fn nearest(&mut self, point: [f64; D], k: usize) -> Result<QueryReport> {
         if k == 0 {
             return Err(Error::invalid("k", "must be at least 1"));
         }

@@ -99,7 +99,7 @@ impl Inputs {
 }
 
 /// The box of object `i` of `ds` (its MBR; a vector is a point).
-pub fn object_box(ds: &Dataset, i: usize) -> (u64, Vec<f64>, Vec<f64>) {
+pub(crate) fn object_box(ds: &Dataset, i: usize) -> (u64, Vec<f64>, Vec<f64>) {
     match ds {
         Dataset::Geo(recs) => {
             let r = &recs[i];
@@ -111,7 +111,7 @@ pub fn object_box(ds: &Dataset, i: usize) -> (u64, Vec<f64>, Vec<f64>) {
 }
 
 /// Builds the inputs of `w` for dataset `ds` with extent `ext`.
-pub fn inputs(w: &Workload, ds: &Dataset, ext: &Extent) -> Result<Inputs> {
+pub(crate) fn inputs(w: &Workload, ds: &Dataset, ext: &Extent) -> Result<Inputs> {
     let what = format!("workload '{}'", w.name());
     match w {
         Workload::Construction { .. } => Ok(Inputs::Construction(None)),
@@ -253,7 +253,11 @@ pub fn inputs(w: &Workload, ds: &Dataset, ext: &Extent) -> Result<Inputs> {
 
 /// Window sides for `area` × the extent's volume: width/height = `aspect` in 2-D, equal
 /// shares of every side otherwise.
-pub fn window_sides(ext: &Extent, area: f64, aspect: f64) -> std::result::Result<Vec<f64>, String> {
+pub(crate) fn window_sides(
+    ext: &Extent,
+    area: f64,
+    aspect: f64,
+) -> std::result::Result<Vec<f64>, String> {
     let lens: Vec<f64> = ext.min.iter().zip(&ext.max).map(|(a, b)| b - a).collect();
     if lens.iter().any(|l| *l <= 0.0) {
         return Err("the dataset's extent is flat (zero width on an axis): windows sized as a share of its area are empty".into());

@@ -35,15 +35,15 @@ use crate::device::pages::{load_state, load_state_as, save_state_as, PAGED_FORMA
 use crate::{Error, Result};
 
 /// Bytes of a directory page.
-pub const DIR_PAGE: usize = 4096;
+pub(crate) const DIR_PAGE: usize = 4096;
 const PAGE_HEADER: usize = 8;
 const ENTRY: usize = 20;
 /// Entries a directory page holds.
-pub const PER_PAGE: usize = (DIR_PAGE - PAGE_HEADER) / ENTRY;
+pub(crate) const PER_PAGE: usize = (DIR_PAGE - PAGE_HEADER) / ENTRY;
 const KIND: &str = "objects";
 
 /// Where an object's current record is: byte offset and length.
-pub type Entry = (u64, u32);
+pub(crate) type Entry = (u64, u32);
 
 /// A directory page's entries, decoded (sorted by id).
 type DecodedPage = Box<[(u64, Entry)]>;
@@ -90,7 +90,7 @@ struct Whole {
 
 /// What a save wrote (for tests and benchmarks).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct DirSaveReport {
+pub(crate) struct DirSaveReport {
     /// Directory pages written.
     pub pages: u64,
     /// Directory pages in all.
@@ -99,7 +99,7 @@ pub struct DirSaveReport {
 
 /// The directory of an object store. See the module documentation.
 #[derive(Debug)]
-pub struct Directory {
+pub(crate) struct Directory {
     pages: PageStore,
     table: Vec<PageRef>,
     /// Decoded pages, parallel to `table`.
@@ -119,7 +119,7 @@ pub struct Directory {
 
 impl Directory {
     /// An empty directory.
-    pub fn new(nonce: u64) -> Self {
+    pub(crate) fn new(nonce: u64) -> Self {
         Directory {
             pages: PageStore::new(DIR_PAGE),
             table: Vec::new(),
@@ -136,7 +136,7 @@ impl Directory {
 
     /// Opens the directory saved at `path`: reads its state file and opens its pages file
     /// (pages are read when first looked up). Never writes.
-    pub fn load(path: &Path) -> Result<Self> {
+    pub(crate) fn load(path: &Path) -> Result<Self> {
         if state_version(path)? == 1 {
             let whole: Whole = load_state(path, KIND)?;
             let mut d = Directory::new(whole.nonce);
@@ -211,17 +211,17 @@ impl Directory {
     }
 
     /// Number of live objects.
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.len
     }
 
     /// Whether the directory holds no live object.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// The entry of object `id`, if it exists.
-    pub fn get(&mut self, id: u64) -> Result<Option<Entry>> {
+    pub(crate) fn get(&mut self, id: u64) -> Result<Option<Entry>> {
         if let Some(c) = self.changes.get(&id) {
             return Ok(*c);
         }
@@ -246,7 +246,7 @@ impl Directory {
     }
 
     /// Sets the entry of `id`; `existed` says whether it had one ([`Self::get`]).
-    pub fn insert(&mut self, id: u64, entry: Entry, existed: bool) {
+    pub(crate) fn insert(&mut self, id: u64, entry: Entry, existed: bool) {
         self.changes.insert(id, Some(entry));
         if !existed {
             self.len += 1;
@@ -254,7 +254,7 @@ impl Directory {
     }
 
     /// Deletes the entry of `id`; returns whether it existed.
-    pub fn remove(&mut self, id: u64) -> Result<bool> {
+    pub(crate) fn remove(&mut self, id: u64) -> Result<bool> {
         if self.get(id)?.is_none() {
             return Ok(false);
         }
@@ -268,7 +268,7 @@ impl Directory {
     }
 
     /// Every live entry, sorted by id (reads every page).
-    pub fn entries(&mut self) -> Result<Vec<(u64, Entry)>> {
+    pub(crate) fn entries(&mut self) -> Result<Vec<(u64, Entry)>> {
         let mut out = Vec::with_capacity(self.len as usize);
         for i in 0..self.table.len() {
             out.extend_from_slice(self.decode(i)?);
@@ -388,7 +388,7 @@ impl Directory {
 
     /// Merges the changes and saves the directory at `path`: the changed pages are
     /// appended to its pages file (made durable), then the state file is replaced.
-    pub fn save(&mut self, path: &Path) -> Result<DirSaveReport> {
+    pub(crate) fn save(&mut self, path: &Path) -> Result<DirSaveReport> {
         let pages = self.merge_changes()?;
         self.pages.save(path)?;
         let saved = SavedRef {

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::device::Device;
 use crate::{Error, Result};
 
-pub mod directory;
+pub(crate) mod directory;
 
 use directory::Directory;
 

@@ -1,7 +1,7 @@
 //! The query layer above the index: exact predicates ([`predicate`]) for the refinement
 //! step of architecture §7.
 
-pub mod predicate;
+pub(crate) mod predicate;
 
 pub use predicate::Predicate;
 

@@ -194,7 +194,7 @@ const TINY: f64 = 8.636_168_555_094_445e-78;
 /// magnitude is about 2^256 (huge inputs) or about 1 (tiny inputs); `None` when they need
 /// no scaling. Scaling by a power of two is exact unless a value underflows, which only
 /// coordinates more than ~1000 binary orders of magnitude below the largest can do.
-pub fn exact_scale(a: &Geometry<f64>, b: &Geometry<f64>) -> Option<f64> {
+pub(crate) fn exact_scale(a: &Geometry<f64>, b: &Geometry<f64>) -> Option<f64> {
     let mut max = 0.0f64;
     for g in [a, b] {
         crate::data::for_each_coord(g, &mut |c| max = max.max(c.x.abs()).max(c.y.abs()));

@@ -25,10 +25,10 @@
 //! lock them shared and never write a byte: a recovery they need happens in memory only (see
 //! [`owner`] and `docs/stores.md`).
 
-pub mod check;
-pub mod construct;
-pub mod measure;
-pub mod owner;
+pub(crate) mod check;
+pub(crate) mod construct;
+pub(crate) mod measure;
+pub(crate) mod owner;
 pub mod query;
 mod update;
 

@@ -28,7 +28,7 @@ use crate::{Error, Result};
 /// The sidecar recording which index owns a device file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct DeviceOwner {
+pub(crate) struct DeviceOwner {
     /// The device UUID (also in the owning index's manifest).
     pub uuid: String,
     /// The owning index directory (absolute).
@@ -37,14 +37,14 @@ pub struct DeviceOwner {
 
 /// Locks the index directory `dir`: shared for readers, exclusive for writers. The lock
 /// lasts as long as the returned file is open.
-pub fn lock_dir(dir: &Path, shared: bool) -> Result<File> {
+pub(crate) fn lock_dir(dir: &Path, shared: bool) -> Result<File> {
     let f = File::open(dir).map_err(|e| Error::io(dir, e))?;
     lock_file(&f, dir, shared, "index directory")?;
     Ok(f)
 }
 
 /// The file device's path, if the index keeps its pages in a file.
-pub fn device_file(config: &DeviceConfig) -> Option<&Path> {
+pub(crate) fn device_file(config: &DeviceConfig) -> Option<&Path> {
     match config {
         DeviceConfig::File(c) => Some(&c.path),
         DeviceConfig::Throttled(t) => device_file(&t.inner),
@@ -89,7 +89,7 @@ fn read_owner(device: &Path) -> Result<Option<DeviceOwner>> {
 /// Claims `device` for the new index `dir` (the caller holds the device file's exclusive
 /// lock); returns the new device UUID. Refused if another index that still exists claims
 /// the file.
-pub fn claim(device: &Path, dir: &Path) -> Result<String> {
+pub(crate) fn claim(device: &Path, dir: &Path) -> Result<String> {
     let dir = std::path::absolute(dir).map_err(|e| Error::io(dir, e))?;
     let given = device;
     let device = &resolve(device)?;
@@ -143,7 +143,7 @@ pub fn claim(device: &Path, dir: &Path) -> Result<String> {
 }
 
 /// Checks that `device` is still owned by the index whose manifest holds `uuid`.
-pub fn verify(device: &Path, uuid: &str, dir: &Path) -> Result<()> {
+pub(crate) fn verify(device: &Path, uuid: &str, dir: &Path) -> Result<()> {
     let what = || format!("index {}", dir.display());
     // The sidecar sits beside the resolved file; an index claimed through a symlinked
     // path before claims were resolved keeps its sidecar beside the name it was given.

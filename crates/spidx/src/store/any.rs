@@ -27,7 +27,7 @@ use crate::node::{Entry, NodeLayout, NodeView, PageId};
 use crate::Result;
 
 /// File of an index directory holding the node store's header.
-pub const STORE_HEADER: &str = "store.json";
+pub(crate) const STORE_HEADER: &str = "store.json";
 
 /// Which node store an index uses, with its options.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

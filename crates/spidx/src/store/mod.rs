@@ -8,8 +8,8 @@
 //! one buffered-store skeleton ([`buffered`]) that buffers the same changes and makes them
 //! durable through the shared [`log::Log`].
 
-pub mod any;
-pub mod buffered;
+pub(crate) mod any;
+pub(crate) mod buffered;
 pub mod direct;
 pub mod efind;
 pub mod fast;
@@ -161,11 +161,11 @@ mod base64_bytes {
     use base64::Engine;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
         let text = String::deserialize(d)?;
         base64::engine::general_purpose::STANDARD
             .decode(text.as_bytes())

@@ -38,7 +38,7 @@ use std::io::{BufReader, Write};
 use std::path::Path;
 
 /// Writes `records` to a FlatGeobuf file at `path`.
-pub fn write(path: &Path, records: &[GeoRecord]) -> Result<()> {
+pub(crate) fn write(path: &Path, records: &[GeoRecord]) -> Result<()> {
     let gz = |e: geozero::error::GeozeroError| Error::io(path, std::io::Error::other(e));
     let fgb_err = |e: flatgeobuf::Error| match e {
         flatgeobuf::Error::IO(io) => Error::io(path, io),

@@ -253,7 +253,7 @@ fn convert(v: geojson::GeometryValue) -> Result<RawGeom, Bad> {
 }
 
 /// Writes `records` as a GeoJSON FeatureCollection.
-pub fn write(path: &Path, records: &[GeoRecord]) -> Result<()> {
+pub(crate) fn write(path: &Path, records: &[GeoRecord]) -> Result<()> {
     let mut out = create_file(path)?;
     let io = |e| Error::io(path, e);
     out.write_all(b"{\"type\":\"FeatureCollection\",\"features\":[\n")

@@ -27,7 +27,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 
 /// The RFC 8142 record separator.
-pub const RS: u8 = 0x1E;
+pub(crate) const RS: u8 = 0x1E;
 
 /// Reads a GeoJSON text sequence into `sink`.
 pub(crate) fn read(path: &Path, sink: &mut GeoSink) -> Result<()> {
@@ -136,7 +136,7 @@ fn record(sink: &mut GeoSink, body: &[u8], loc: Loc) {
 
 /// Writes `records` as a GeoJSON text sequence: one Feature per line, each led by an RS when
 /// `path` ends with `.geojsons` (RFC 8142).
-pub fn write(path: &Path, records: &[GeoRecord]) -> Result<()> {
+pub(crate) fn write(path: &Path, records: &[GeoRecord]) -> Result<()> {
     let rs = path.file_name().is_some_and(|n| {
         n.to_string_lossy()
             .to_ascii_lowercase()

@@ -13,27 +13,27 @@
 //! | OSM PBF | `.osm.pbf`, `.pbf` | yes | no | building ways and building multipolygon relations |
 //! | NumPy | `.npy` | yes | yes | canonical for vectors: float64, shape N×D, C order |
 
-pub mod fgb;
-pub mod geojson;
-pub mod geojsonseq;
-pub mod npy;
-pub mod osm;
-pub mod shp;
-pub mod text;
+pub(crate) mod fgb;
+pub(crate) mod geojson;
+pub(crate) mod geojsonseq;
+pub(crate) mod npy;
+pub(crate) mod osm;
+pub(crate) mod shp;
+pub(crate) mod text;
 mod wkb_scan;
 
 /// How deeply geometries may nest: levels of parentheses in WKT, of collections in WKB.
 /// Real data needs a handful (a multipolygon is 3 parentheses deep); the limit keeps the
 /// recursive parsers far from a stack overflow on hostile input.
-pub const MAX_NESTING: usize = 32;
+pub(crate) const MAX_NESTING: usize = 32;
 
 /// The largest single record (one line of a text format, one binary WKB geometry): 256 MiB,
 /// some ten million vertices. Larger is taken for a broken file, with a clear error,
 /// instead of reading it whole into memory.
-pub const MAX_RECORD_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_RECORD_BYTES: u64 = 256 << 20;
 
 /// How deeply JSON may nest in GeoJSON (`serde_json`'s own limit, which it enforces).
-pub const MAX_JSON_NESTING: usize = 128;
+pub(crate) const MAX_JSON_NESTING: usize = 128;
 
 use crate::{Error, Result};
 use serde::Serialize;

@@ -18,7 +18,7 @@ use std::io::{BufReader, Read, Write};
 use std::path::Path;
 
 /// Writes `vectors` as a float64 N×D `.npy` file.
-pub fn write(path: &Path, vectors: &Vectors) -> Result<()> {
+pub(crate) fn write(path: &Path, vectors: &Vectors) -> Result<()> {
     let io = |e| Error::io(path, e);
     let mut out = create_file(path)?;
     let shape = [vectors.len() as u64, vectors.dims() as u64];

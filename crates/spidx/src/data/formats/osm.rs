@@ -24,10 +24,11 @@ use osmpbf::{Element, ElementReader, RelMemberType};
 use std::collections::HashMap;
 use std::path::Path;
 
-pub mod pbf_writer;
+#[cfg(test)]
+pub(crate) mod pbf_writer;
 
 /// Set in the id of records made from OSM relations (ids of ways are used unchanged).
-pub const RELATION_ID_FLAG: u64 = 1 << 62;
+pub(crate) const RELATION_ID_FLAG: u64 = 1 << 62;
 
 struct Relation {
     id: i64,

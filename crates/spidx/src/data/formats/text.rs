@@ -335,7 +335,7 @@ fn write_lines(
 }
 
 /// Writes one WKT geometry per line.
-pub fn write_wkt(path: &Path, records: &[GeoRecord]) -> Result<()> {
+pub(crate) fn write_wkt(path: &Path, records: &[GeoRecord]) -> Result<()> {
     write_lines(path, records, |g, s| {
         wkt_text(g, s);
         Ok(())
@@ -343,7 +343,7 @@ pub fn write_wkt(path: &Path, records: &[GeoRecord]) -> Result<()> {
 }
 
 /// Writes one hex-encoded WKB geometry per line (upper case, little-endian, 2-D).
-pub fn write_wkb(path: &Path, records: &[GeoRecord]) -> Result<()> {
+pub(crate) fn write_wkb(path: &Path, records: &[GeoRecord]) -> Result<()> {
     write_lines(path, records, |g, s| {
         let wkb = g.to_wkb(CoordDimensions::xy()).map_err(|e| e.to_string())?;
         for b in wkb {

@@ -16,7 +16,7 @@
 //! = 0.0001, i.e. up to 100 units) and are shifted, not clipped, to lie inside the extent.
 //! They are written as closed counter-clockwise polygons. Ids are 0..N in generation order.
 
-pub mod buildings;
+pub(crate) mod buildings;
 
 use super::{Dataset, GeoRecord, Vectors};
 use crate::{Error, Result};

@@ -10,8 +10,8 @@
 //! The SSD model ([`crate::device::ssd`]) puts the same FTL behind channels, dies, a write
 //! cache and a host link.
 
-pub mod ftl;
-pub mod simflash;
+pub(crate) mod ftl;
+pub(crate) mod simflash;
 
 pub use ftl::{FlashOp, Ftl, FtlGeometry, FtlParams, OpCause, OpKind};
 pub use simflash::{FlashConfig, SimFlash};

@@ -171,7 +171,7 @@ impl Geometry {
     /// `spt = rate · (rev + switch) / 512`, so a long sequential transfer runs at exactly
     /// the configured rate. Zones have equal numbers of cylinders; their rates fall
     /// linearly from `outer_mb_s` to `inner_mb_s`.
-    pub fn new(config: &HddConfig) -> Result<Geometry> {
+    pub(super) fn new(config: &HddConfig) -> Result<Geometry> {
         let rev_ns = (60e9 / config.rpm as f64).round() as u64;
         let switch_ns = (config.track_to_track_ms * 1e6).round() as u64;
         let per_track_ns = (rev_ns + switch_ns) as f64;
@@ -215,7 +215,7 @@ impl Geometry {
     }
 
     /// Where sector `lba` lies.
-    pub fn locate(&self, lba: u64) -> Loc {
+    pub(super) fn locate(&self, lba: u64) -> Loc {
         let zi = if self.zones.len() == 1 {
             0
         } else {
@@ -237,13 +237,13 @@ impl Geometry {
     }
 
     /// Angle (ns into a revolution) at which sector `loc` starts passing under the head.
-    pub fn angle(&self, loc: &Loc) -> u64 {
+    pub(super) fn angle(&self, loc: &Loc) -> u64 {
         let skew = (loc.track as u128 * self.skew_ns as u128 % self.rev_ns as u128) as u64;
         (skew + self.offset(loc.sector, loc.spt)) % self.rev_ns
     }
 
     /// Time for sectors `sector..sector + n` of a track to pass under the head.
-    pub fn span_ns(&self, sector: u64, n: u64, spt: u64) -> u64 {
+    pub(super) fn span_ns(&self, sector: u64, n: u64, spt: u64) -> u64 {
         self.offset(sector + n, spt) - self.offset(sector, spt)
     }
 
@@ -252,12 +252,12 @@ impl Geometry {
     }
 
     /// Number of heads (tracks per cylinder).
-    pub fn heads(&self) -> u64 {
+    pub(super) fn heads(&self) -> u64 {
         self.heads
     }
 
     /// Time one track takes in a long sequential transfer (a revolution plus a switch).
-    pub fn track_period_ns(&self) -> u64 {
+    pub(super) fn track_period_ns(&self) -> u64 {
         self.rev_ns + self.switch_ns
     }
 }

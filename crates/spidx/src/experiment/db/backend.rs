@@ -45,7 +45,7 @@ impl Location {
 }
 
 /// Whether `s` is a PostgreSQL connection URL.
-pub fn is_postgres_url(s: &str) -> bool {
+pub(crate) fn is_postgres_url(s: &str) -> bool {
     s.starts_with("postgres://") || s.starts_with("postgresql://")
 }
 
@@ -69,7 +69,7 @@ fn redact(url: &str) -> String {
 
 /// The SQL dialect of a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
+pub(crate) enum Dialect {
     /// SQLite.
     Sqlite,
     /// PostgreSQL.
@@ -78,7 +78,7 @@ pub enum Dialect {
 
 /// A statement parameter.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Param {
+pub(crate) enum Param {
     /// SQL NULL.
     Null,
     /// An integer.
@@ -127,7 +127,7 @@ impl<T: Into<Param>> From<Option<T>> for Param {
 
 impl Param {
     /// A JSON value read from a row, as a parameter (to copy rows between databases).
-    pub fn of_json(v: &Value) -> Param {
+    pub(crate) fn of_json(v: &Value) -> Param {
         match v {
             Value::Null => Param::Null,
             Value::Bool(b) => Param::Int(i64::from(*b)),
@@ -194,7 +194,7 @@ impl postgres::types::ToSql for Param {
 
 /// An error of the database, as text (the caller names the database).
 #[derive(Debug)]
-pub struct DbError(pub String);
+pub(crate) struct DbError(pub String);
 
 impl std::fmt::Display for DbError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -230,10 +230,10 @@ impl From<postgres::Error> for DbError {
 }
 
 /// Results of backend calls.
-pub type DbResult<T> = std::result::Result<T, DbError>;
+pub(crate) type DbResult<T> = std::result::Result<T, DbError>;
 
 /// An open connection to either backend.
-pub enum Conn {
+pub(crate) enum Conn {
     /// SQLite.
     Sqlite(rusqlite::Connection),
     /// PostgreSQL.
@@ -250,7 +250,7 @@ impl Conn {
     /// Connects to the PostgreSQL database at `url` (no TLS: a results server is reached
     /// on a trusted network or through a tunnel). A URL without a password takes the one
     /// in `PGPASSWORD`, as libpq's tools do, so that specs and job scripts need not carry it.
-    pub fn postgres(url: &str) -> DbResult<Conn> {
+    pub(crate) fn postgres(url: &str) -> DbResult<Conn> {
         let mut config: postgres::Config = url.parse()?;
         if config.get_password().is_none() {
             if let Some(pw) = std::env::var_os("PGPASSWORD") {
@@ -262,7 +262,7 @@ impl Conn {
     }
 
     /// The connection's dialect.
-    pub fn dialect(&self) -> Dialect {
+    pub(crate) fn dialect(&self) -> Dialect {
         match self {
             Conn::Sqlite(_) => Dialect::Sqlite,
             Conn::Postgres(_) => Dialect::Postgres,
@@ -270,7 +270,7 @@ impl Conn {
     }
 
     /// `sql` in this connection's dialect.
-    pub fn sql<'a>(&self, sql: &'a str) -> Cow<'a, str> {
+    pub(crate) fn sql<'a>(&self, sql: &'a str) -> Cow<'a, str> {
         match self.dialect() {
             Dialect::Sqlite => {
                 if sql.contains('@') {
@@ -284,7 +284,7 @@ impl Conn {
     }
 
     /// Runs one statement; returns the rows it changed.
-    pub fn execute(&mut self, sql: &str, params: &[Param]) -> DbResult<u64> {
+    pub(crate) fn execute(&mut self, sql: &str, params: &[Param]) -> DbResult<u64> {
         let sql = self.sql(sql).into_owned();
         match self {
             Conn::Sqlite(c) => {
@@ -299,7 +299,7 @@ impl Conn {
     }
 
     /// Runs several statements without parameters.
-    pub fn batch(&mut self, sql: &str) -> DbResult<()> {
+    pub(crate) fn batch(&mut self, sql: &str) -> DbResult<()> {
         let sql = self.sql(sql).into_owned();
         match self {
             Conn::Sqlite(c) => Ok(c.execute_batch(&sql)?),
@@ -308,7 +308,7 @@ impl Conn {
     }
 
     /// Runs a query; its rows as JSON values.
-    pub fn query(&mut self, sql: &str, params: &[Param]) -> DbResult<Table> {
+    pub(crate) fn query(&mut self, sql: &str, params: &[Param]) -> DbResult<Table> {
         let sql = self.sql(sql).into_owned();
         match self {
             Conn::Sqlite(c) => {
@@ -343,13 +343,13 @@ impl Conn {
     }
 
     /// The first column of the first row, if any.
-    pub fn value(&mut self, sql: &str, params: &[Param]) -> DbResult<Option<Value>> {
+    pub(crate) fn value(&mut self, sql: &str, params: &[Param]) -> DbResult<Option<Value>> {
         let t = self.query(sql, params)?;
         Ok(t.rows.into_iter().next().and_then(|r| r.into_iter().next()))
     }
 
     /// The first column of the first row as an integer (an error when there is none).
-    pub fn int(&mut self, sql: &str, params: &[Param]) -> DbResult<i64> {
+    pub(crate) fn int(&mut self, sql: &str, params: &[Param]) -> DbResult<i64> {
         match self.value(sql, params)? {
             Some(v) => v
                 .as_i64()
@@ -361,7 +361,7 @@ impl Conn {
     /// Starts a transaction. `exclusive`: SQLite takes the write lock at once (`BEGIN
     /// IMMEDIATE`, so two processes' read-then-write transactions run in turn); PostgreSQL
     /// locks rows itself where the statements say so (`FOR UPDATE`).
-    pub fn begin(&mut self, exclusive: bool) -> DbResult<()> {
+    pub(crate) fn begin(&mut self, exclusive: bool) -> DbResult<()> {
         match (self.dialect(), exclusive) {
             (Dialect::Sqlite, true) => self.batch("BEGIN IMMEDIATE"),
             _ => self.batch("BEGIN"),
@@ -369,18 +369,18 @@ impl Conn {
     }
 
     /// Commits the transaction.
-    pub fn commit(&mut self) -> DbResult<()> {
+    pub(crate) fn commit(&mut self) -> DbResult<()> {
         self.batch("COMMIT")
     }
 
     /// Rolls the transaction back (errors ignored: the connection may be gone).
-    pub fn rollback(&mut self) {
+    pub(crate) fn rollback(&mut self) {
         let _ = self.batch("ROLLBACK");
     }
 
     /// Runs `f` in a transaction (see [`Conn::begin`]): committed when it succeeds, rolled
     /// back when it fails.
-    pub fn transaction<T>(
+    pub(crate) fn transaction<T>(
         &mut self,
         exclusive: bool,
         f: impl FnOnce(&mut Conn) -> DbResult<T>,
@@ -399,7 +399,7 @@ impl Conn {
     }
 
     /// The column names of `table`, in order (empty when it does not exist).
-    pub fn columns(&mut self, table: &str) -> DbResult<Vec<String>> {
+    pub(crate) fn columns(&mut self, table: &str) -> DbResult<Vec<String>> {
         let t = match self.dialect() {
             Dialect::Sqlite => self.query(
                 "SELECT name FROM pragma_table_info(?1) ORDER BY cid",
@@ -420,7 +420,7 @@ impl Conn {
     }
 
     /// The tables of the database (of the connection's schema, for PostgreSQL).
-    pub fn tables(&mut self) -> DbResult<Vec<String>> {
+    pub(crate) fn tables(&mut self) -> DbResult<Vec<String>> {
         let t = match self.dialect() {
             Dialect::Sqlite => self.query(
                 "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",

@@ -14,16 +14,16 @@
 //! * [`merge`]: several databases (e.g. the shards of one matrix) into one;
 //! * [`typed`]: the view `typed_results`, the export's typed table inside the database.
 
-pub mod backend;
+pub(crate) mod backend;
 mod claim;
 pub mod export;
-pub mod merge;
+pub(crate) mod merge;
 #[cfg(any(test, feature = "test-fixtures"))]
 pub mod pg_server;
 #[cfg(test)]
 mod pg_tests;
-pub mod schema;
-pub mod typed;
+pub(crate) mod schema;
+pub(crate) mod typed;
 
 pub use backend::Location;
 pub use claim::{Claim, Heartbeat, Owner, LEASE};
@@ -572,7 +572,7 @@ fn insert_run(c: &mut Conn, exp: i64, run: &RunConfig, inv: &Invocation) -> DbRe
 
 mod erased {
     /// Serializes to a JSON string (a small object-safe wrapper for `start_run`).
-    pub trait Json {
+    pub(super) trait Json {
         fn json(&self) -> String;
     }
     impl<T: serde::Serialize> Json for T {

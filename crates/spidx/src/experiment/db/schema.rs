@@ -108,7 +108,7 @@ CREATE VIEW IF NOT EXISTS run_results AS
 /// The schema in `dialect`: SQLite's as written; PostgreSQL's with 64-bit integers, an
 /// identity column for row ids, double-precision reals and a replaceable view; then the
 /// typed view and its run columns ([`typed::schema_sql`]).
-pub fn schema_sql(dialect: Dialect) -> String {
+pub(crate) fn schema_sql(dialect: Dialect) -> String {
     let tables = match dialect {
         Dialect::Sqlite => SCHEMA.to_string(),
         Dialect::Postgres => SCHEMA
@@ -336,7 +336,7 @@ const LEGACY_GAUGES: [&str; 20] = [
 /// shape, latencies, the current content of FAST's buffer and the peak of concurrent
 /// requests as gauges, `repetitions` as a setting; everything else a counter. A name that
 /// already carries a `gauges`/`settings` segment is typed by it ([`MetricKind::of`]).
-pub fn legacy_kind(name: &str) -> MetricKind {
+pub(crate) fn legacy_kind(name: &str) -> MetricKind {
     let typed = MetricKind::of(name);
     if typed != MetricKind::Counter {
         return typed;

@@ -44,7 +44,7 @@ fn cast(source: &str, ty: ColumnType, dialect: Dialect) -> String {
 
 /// The table `run_columns` and the view `typed_results` in `dialect` (part of the schema
 /// from version 4 on).
-pub fn schema_sql(dialect: Dialect) -> String {
+pub(crate) fn schema_sql(dialect: Dialect) -> String {
     let key = match dialect {
         Dialect::Sqlite => "INTEGER",
         Dialect::Postgres => "BIGINT",

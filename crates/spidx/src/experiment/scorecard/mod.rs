@@ -7,7 +7,7 @@
 //! computes; no verdict or number is typed anywhere. `spidx reproduce` prints it and
 //! `docs/reproduction.md` quotes it.
 
-pub mod findings;
+pub(crate) mod findings;
 
 use std::collections::{BTreeMap, HashMap};
 

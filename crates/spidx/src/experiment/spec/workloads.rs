@@ -405,7 +405,7 @@ fn with_k(w: &Workload, k: usize) -> Workload {
 }
 
 /// The scan's request size when `request` is not given.
-pub const DEFAULT_SCAN_REQUEST: usize = 1 << 20;
+pub(super) const DEFAULT_SCAN_REQUEST: usize = 1 << 20;
 
 /// Most streams a simulation accepts.
 const MAX_STREAMS: i64 = 10_000;

@@ -7,7 +7,7 @@ use crate::node::PageId;
 
 /// A set of page ids as bits (page ids are dense, so the words are few).
 #[derive(Debug, Default, Clone)]
-pub struct Bits(Vec<u64>);
+pub(crate) struct Bits(Vec<u64>);
 
 impl Bits {
     fn word(id: PageId) -> (usize, u64) {
@@ -15,13 +15,13 @@ impl Bits {
     }
 
     /// Whether `id` is a member.
-    pub fn contains(&self, id: PageId) -> bool {
+    pub(crate) fn contains(&self, id: PageId) -> bool {
         let (w, b) = Self::word(id);
         self.0.get(w).is_some_and(|x| x & b != 0)
     }
 
     /// Adds `id`.
-    pub fn insert(&mut self, id: PageId) {
+    pub(crate) fn insert(&mut self, id: PageId) {
         let (w, b) = Self::word(id);
         if w >= self.0.len() {
             self.0.resize(w + 1, 0);
@@ -30,7 +30,7 @@ impl Bits {
     }
 
     /// Removes `id`.
-    pub fn remove(&mut self, id: PageId) {
+    pub(crate) fn remove(&mut self, id: PageId) {
         let (w, b) = Self::word(id);
         if let Some(x) = self.0.get_mut(w) {
             *x &= !b;
@@ -38,12 +38,12 @@ impl Bits {
     }
 
     /// Removes every member.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.0.fill(0);
     }
 
     /// Calls `f` with every member in `lo..=hi`, in order.
-    pub fn each_in(&self, lo: PageId, hi: PageId, mut f: impl FnMut(PageId)) {
+    pub(crate) fn each_in(&self, lo: PageId, hi: PageId, mut f: impl FnMut(PageId)) {
         if lo > hi || self.0.is_empty() {
             return;
         }
@@ -68,12 +68,12 @@ impl Bits {
     }
 
     /// The members, in order.
-    pub fn iter(&self) -> impl Iterator<Item = PageId> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = PageId> + '_ {
         self.iter_from(0)
     }
 
     /// The members from `lo` on, in order.
-    pub fn iter_from(&self, lo: PageId) -> impl Iterator<Item = PageId> + '_ {
+    pub(crate) fn iter_from(&self, lo: PageId) -> impl Iterator<Item = PageId> + '_ {
         let first = usize::try_from(lo / 64).unwrap_or(usize::MAX);
         let words = self.0.get(first..).unwrap_or(&[]);
         words.iter().enumerate().flat_map(move |(i, &x)| {
@@ -94,7 +94,7 @@ impl Bits {
     }
 
     /// Calls `f` with every member, in order.
-    pub fn each(&self, f: impl FnMut(PageId)) {
+    pub(crate) fn each(&self, f: impl FnMut(PageId)) {
         self.each_in(0, PageId::MAX, f);
     }
 }

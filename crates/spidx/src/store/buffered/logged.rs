@@ -43,7 +43,7 @@ impl<W: BufferWatch> LoggedBuffer<W> {
 }
 
 /// The error for a recovered `record` that policy `name` (`"LCR-tree"`) does not log.
-pub fn foreign_record(name: &str, record: &Record) -> Error {
+pub(crate) fn foreign_record(name: &str, record: &Record) -> Error {
     Error::corrupted(
         format!("{name} log"),
         format!("{record:?} is not a {name} record"),

@@ -33,18 +33,18 @@
 //! (eFIND, Carniel et al. 2017/2019), [`crate::store::lcr`] (the LCR-tree, Lv et al. 2011)
 //! and [`crate::store::rftl`] (RFTL, Wu, Chang, Kuo 2003).
 
-pub mod bits;
-pub mod buffer;
-pub mod logged;
-pub mod node_cache;
-pub mod options;
-pub mod page;
-pub mod placement;
-pub mod record;
-pub mod sizing;
-pub mod snapshot;
-pub mod stats;
-pub mod write_buffer;
+pub(crate) mod bits;
+pub(crate) mod buffer;
+pub(crate) mod logged;
+pub(crate) mod node_cache;
+pub(crate) mod options;
+pub(crate) mod page;
+pub(crate) mod placement;
+pub(crate) mod record;
+pub(crate) mod sizing;
+pub(crate) mod snapshot;
+pub(crate) mod stats;
+pub(crate) mod write_buffer;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -63,17 +63,17 @@ use crate::cache::{CacheConfig, PageCache};
 use crate::device::Device;
 use crate::node::{Entry, NodeLayout, PageId};
 use crate::{Error, Result};
-pub use buffer::{BufferGauges, BufferedNode, NodeBuffer, NodeStatus};
-pub use logged::{LoggedBuffer, LoggedPolicy};
+pub(crate) use buffer::{BufferGauges, BufferedNode, NodeBuffer, NodeStatus};
+pub(crate) use logged::{LoggedBuffer, LoggedPolicy};
 use placement::{LogDevices, LogPlacement};
-pub use record::{
-    EncodeRecord, Encoded, NodeRecord, Reader, Record, RecordFormat, Writer, OWN_FIRST,
+pub(crate) use record::{
+    EncodeRecord, Encoded, NodeRecord, Reader, Record, RecordFormat, OWN_FIRST,
 };
-pub use stats::{BufferSettings, BufferedStats};
+pub(crate) use stats::{BufferSettings, BufferedStats};
 
 /// A change with its entry encoded as the node layout stores it in a page (what buffers
 /// hold and logs record).
-pub type RawChange = Change<Box<[u8]>>;
+pub(crate) type RawChange = Change<Box<[u8]>>;
 
 impl RawChange {
     /// Bytes this change occupies in a write buffer (position + entry).
@@ -548,10 +548,10 @@ pub trait BufferPolicy: Send {
 
 /// A policy's own report: its counters, gauges and settings as a JSON object (see
 /// [`BufferPolicy::report`]), or nothing.
-pub type PolicyReport = Option<serde_json::Value>;
+pub(crate) type PolicyReport = Option<serde_json::Value>;
 
 /// A policy's statistics as its report (the one serialisation every policy uses).
-pub fn policy_report<T: Serialize>(stats: &T) -> PolicyReport {
+pub(crate) fn policy_report<T: Serialize>(stats: &T) -> PolicyReport {
     serde_json::to_value(stats).ok()
 }
 

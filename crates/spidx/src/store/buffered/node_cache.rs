@@ -43,7 +43,7 @@ use crate::store::Change;
 use super::RawChange;
 
 /// Memory a [`NodeCache`] may hold, in bytes of pages.
-pub const NODE_CACHE_BYTES: usize = 64 << 20;
+pub(crate) const NODE_CACHE_BYTES: usize = 64 << 20;
 
 /// Assembled node pages by node id. See the module documentation.
 pub struct NodeCache {

@@ -39,7 +39,7 @@ pub trait PolicyOptions {
 }
 
 /// Sizes written as numbers of bytes or strings such as "512KB" (serde `with`).
-pub mod size_bytes {
+pub(crate) mod size_bytes {
     use serde::{Deserialize, Deserializer, Serializer};
 
     #[derive(Deserialize)]
@@ -59,22 +59,22 @@ pub mod size_bytes {
     }
 
     /// Writes the size as a number of bytes.
-    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_u64(*v)
     }
 
     /// Reads a number of bytes or a size string.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         Size::deserialize(d)?.bytes()
     }
 }
 
 /// Optional sizes (see [`size_bytes`]).
-pub mod opt_size_bytes {
+pub(crate) mod opt_size_bytes {
     use serde::{Deserialize, Deserializer, Serializer};
 
     /// Writes the size as a number of bytes.
-    pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
         match v {
             Some(b) => s.serialize_u64(*b),
             None => s.serialize_none(),
@@ -82,7 +82,7 @@ pub mod opt_size_bytes {
     }
 
     /// Reads a number of bytes or a size string.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
         Option::<super::size_bytes::Size>::deserialize(d)?
             .map(|s| s.bytes())
             .transpose()

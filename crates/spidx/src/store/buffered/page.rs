@@ -10,7 +10,7 @@ use super::RawChange;
 
 /// Applies raw `changes` to `page` (a node page holding `count` entries, whose header is
 /// rewritten for `level`), as the direct store applies them in place.
-pub fn apply_raw(
+pub(crate) fn apply_raw(
     layout: &NodeLayout,
     id: PageId,
     page: &mut [u8],
@@ -25,7 +25,7 @@ pub fn apply_raw(
 
 /// [`apply_raw`] without the checksum: only the header's fields are written; the caller
 /// seals the page ([`NodeLayout::seal`]) once it is complete.
-pub fn apply_raw_unsealed(
+pub(crate) fn apply_raw_unsealed(
     layout: &NodeLayout,
     id: PageId,
     page: &mut [u8],
@@ -50,7 +50,7 @@ pub fn apply_raw_unsealed(
 
 /// Applies one raw change to `page`, a node page holding `*count` entries (updated); the
 /// header is not written (see [`apply_raw`]).
-pub fn apply_one(
+pub(crate) fn apply_one(
     layout: &NodeLayout,
     id: PageId,
     page: &mut [u8],
@@ -98,7 +98,7 @@ pub fn apply_one(
 }
 
 /// Builds a page from raw `entries` at `level`.
-pub fn page_from_entries(
+pub(crate) fn page_from_entries(
     layout: &NodeLayout,
     id: PageId,
     level: u32,
@@ -112,7 +112,7 @@ pub fn page_from_entries(
 
 /// [`page_from_entries`] without the checksum: only the header's fields are written; the
 /// caller seals the page ([`NodeLayout::seal`]) once it is complete.
-pub fn page_from_entries_unsealed(
+pub(crate) fn page_from_entries_unsealed(
     layout: &NodeLayout,
     id: PageId,
     level: u32,

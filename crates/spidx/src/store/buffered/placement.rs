@@ -28,9 +28,9 @@ use crate::device::{check_request, Device, DeviceConfig, DeviceSpec, DeviceStats
 use crate::{Error, Result};
 
 /// File of an index directory holding an uncounted log.
-pub const UNCOUNTED_LOG_FILE: &str = "log.uncounted";
+pub(crate) const UNCOUNTED_LOG_FILE: &str = "log.uncounted";
 /// File of an index directory holding a separate simulated log device's state.
-pub const LOG_DEVICE_STATE: &str = "log-device.state";
+pub(crate) const LOG_DEVICE_STATE: &str = "log-device.state";
 
 /// Where the log of a FAST or eFIND store is written. See the module documentation.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -257,7 +257,7 @@ pub struct LogDevices {
 /// description or taken from `explicit` (`separate`), or an uncounted file (`uncounted`;
 /// `explicit`, if given, stands for the file). `files` says where the index's files are
 /// and whether it is opened read-only; `create` whether the store is new.
-pub fn attach(
+pub(crate) fn attach(
     placement: &LogPlacement,
     device: Box<dyn Device>,
     explicit: Option<Box<dyn Device>>,
@@ -338,7 +338,11 @@ pub fn attach(
 
 /// Splits `device` into the node pages and a log of `log_pages` pages at its end; `store`
 /// names the store in errors.
-pub fn split_log(device: Box<dyn Device>, log_pages: u64, store: &str) -> Result<LogDevices> {
+pub(crate) fn split_log(
+    device: Box<dyn Device>,
+    log_pages: u64,
+    store: &str,
+) -> Result<LogDevices> {
     let cap = device.capacity_pages();
     if log_pages >= cap {
         return Err(Error::invalid(
@@ -359,7 +363,7 @@ pub fn split_log(device: Box<dyn Device>, log_pages: u64, store: &str) -> Result
 /// killed process leaves it in the OS cache; a power loss may not); on a simulated one the
 /// file is written at checkpoints only ([`Device::persist`]), like the simulated device's
 /// own state, so both reopen at the same checkpoint. Nothing is counted or timed.
-pub struct UncountedLog {
+pub(crate) struct UncountedLog {
     data: Vec<u8>,
     page_size: usize,
     pages: u64,
@@ -372,7 +376,7 @@ impl UncountedLog {
     /// Opens the log file `path` (none: memory only) of `pages` pages; `write_through`
     /// on persistent indices; `create` for a new store (a missing file is an error
     /// otherwise).
-    pub fn open(
+    pub(crate) fn open(
         path: Option<&Path>,
         page_size: usize,
         pages: u64,

@@ -51,7 +51,7 @@ use super::RawChange;
 
 mod writer;
 
-pub use self::writer::{EncodeRecord, Encoded, NodeRecord, Writer};
+pub(crate) use self::writer::{EncodeRecord, Encoded, NodeRecord, Writer};
 
 /// How a policy's records are encoded. See the module documentation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,7 +197,7 @@ const REWRITE: u8 = 11;
 /// The tag of a `State` record (eFIND encodes its states straight from its write buffer).
 pub(crate) const STATE: u8 = 12;
 /// The first record kind a policy may give a record of its own ([`Record::Own`]).
-pub const OWN_FIRST: u8 = 13;
+pub(crate) const OWN_FIRST: u8 = 13;
 
 const SET: u8 = 1;
 const PUSH: u8 = 2;

@@ -6,7 +6,7 @@ use crate::{Error, Result};
 /// The log size used when none is given: 16 times the write buffer, at least `floor`
 /// bytes (FAST 1MB; the LCR-tree and RFTL 4MB, as their compacted log also holds their
 /// mapping table).
-pub fn default_log_size(write_buffer: u64, floor: u64) -> u64 {
+pub(crate) fn default_log_size(write_buffer: u64, floor: u64) -> u64 {
     write_buffer.saturating_mul(16).max(floor)
 }
 
@@ -14,14 +14,14 @@ pub fn default_log_size(write_buffer: u64, floor: u64) -> u64 {
 /// buffer (about twice its bytes, with record headers) twice over, plus the images of a
 /// flushing unit of `flushing_unit` pages (1 for the flush-all policies) and a few pages for
 /// one operation's records.
-pub fn min_log_size(write_buffer: u64, flushing_unit: u32, page_size: usize) -> u64 {
+pub(crate) fn min_log_size(write_buffer: u64, flushing_unit: u32, page_size: usize) -> u64 {
     let ps = page_size as u64;
     2 * (4 * write_buffer + 2 * u64::from(flushing_unit) * ps + 16 * ps) + 2 * ps
 }
 
 /// Refuses a log of `log_size` bytes smaller than `min`, naming the option `key` and what
 /// the minimum depends on (`of`).
-pub fn check_log_size(key: &str, log_size: u64, min: u64, of: &str) -> Result<()> {
+pub(crate) fn check_log_size(key: &str, log_size: u64, min: u64, of: &str) -> Result<()> {
     if log_size < min {
         return Err(Error::invalid(
             key,
@@ -36,14 +36,14 @@ pub fn check_log_size(key: &str, log_size: u64, min: u64, of: &str) -> Result<()
 
 /// The log size of a flush-all policy (the LCR-tree, RFTL): `given`, or else 16 times the
 /// write buffer, at least 4MB (a compacted log also holds the policy's mapping table).
-pub fn flush_all_log_size(write_buffer: u64, given: Option<u64>) -> u64 {
+pub(crate) fn flush_all_log_size(write_buffer: u64, given: Option<u64>) -> u64 {
     given.unwrap_or_else(|| default_log_size(write_buffer, 4 << 20))
 }
 
 /// Checks a flush-all policy's sizes: a write buffer of at least `least` bytes (at least 1)
 /// and a log of `log_size` bytes with room for it; errors name policy `name`'s keys
 /// (`"LCR-tree write_buffer"`).
-pub fn check_flush_all(
+pub(crate) fn check_flush_all(
     name: &str,
     write_buffer: u64,
     least: u64,

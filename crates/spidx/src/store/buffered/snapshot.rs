@@ -22,14 +22,14 @@ use crate::{Error, Result};
 /// Every entry of a store's mapping table as its encoded log record, by node (page order,
 /// the order of the table itself). See the module documentation.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct EncodedTable {
+pub(crate) struct EncodedTable {
     records: BTreeMap<PageId, Vec<u8>>,
 }
 
 impl EncodedTable {
     /// Sets node `id`'s entry to the encoded record `payload` (`None`: the node left the
     /// table).
-    pub fn set(&mut self, id: PageId, payload: Option<Vec<u8>>) {
+    pub(crate) fn set(&mut self, id: PageId, payload: Option<Vec<u8>>) {
         match payload {
             Some(p) => {
                 self.records.insert(id, p);
@@ -42,7 +42,7 @@ impl EncodedTable {
 
     /// The table of the records `entries` (node and record, any order) encoded in
     /// `format`.
-    pub fn of(
+    pub(crate) fn of(
         entries: impl IntoIterator<Item = (PageId, Record)>,
         format: RecordFormat,
     ) -> Result<Self> {
@@ -53,18 +53,14 @@ impl EncodedTable {
         Ok(t)
     }
 
+    #[cfg(test)]
     /// Entries.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.records.len()
     }
 
-    /// Whether the table is empty.
-    pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
-    }
-
     /// The encoded records in page order.
-    pub fn payloads(&self) -> impl Iterator<Item = &[u8]> {
+    pub(crate) fn payloads(&self) -> impl Iterator<Item = &[u8]> {
         self.records.values().map(Vec::as_slice)
     }
 }
@@ -72,7 +68,7 @@ impl EncodedTable {
 /// Encoded log records of buffered nodes, concatenated, each with its node, in page order.
 /// See the module documentation.
 #[derive(Debug, Default)]
-pub struct EncodedRecords {
+pub(crate) struct EncodedRecords {
     bytes: Vec<u8>,
     /// Node and end offset of each record in `bytes`.
     ends: Vec<(PageId, usize)>,
@@ -80,7 +76,7 @@ pub struct EncodedRecords {
 
 impl EncodedRecords {
     /// Forgets every record (keeping the memory).
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.bytes.clear();
         self.ends.clear();
     }
@@ -88,7 +84,7 @@ impl EncodedRecords {
     /// Replaces the records by `records` (records of buffered nodes, in page order, as
     /// [`WriteBuffer::snapshot`](crate::store::fast::buffer::WriteBuffer::snapshot) lends
     /// them) encoded in `format`.
-    pub fn set<'a>(
+    pub(crate) fn set<'a>(
         &mut self,
         records: impl IntoIterator<Item = NodeRecord<'a>>,
         format: RecordFormat,
@@ -109,7 +105,7 @@ impl EncodedRecords {
     }
 
     /// The records of nodes `first` and later (`None`: none), in order.
-    pub fn from_node(&self, first: Option<PageId>) -> impl Iterator<Item = &[u8]> {
+    pub(crate) fn payloads_from(&self, first: Option<PageId>) -> impl Iterator<Item = &[u8]> {
         let skip = match first {
             Some(f) => self.ends.partition_point(|(id, _)| *id < f),
             None => self.ends.len(),
@@ -129,7 +125,7 @@ impl EncodedRecords {
 
 /// Replaces `core`'s log by a snapshot ([`Core::compact_log`], without a clock): allocation
 /// and metadata, then the payloads of `table`, then `nodes`, all already encoded.
-pub fn compact<'a>(
+pub(crate) fn compact<'a>(
     core: &mut Core,
     table: impl Iterator<Item = &'a [u8]>,
     nodes: impl Iterator<Item = &'a [u8]>,
@@ -140,7 +136,7 @@ pub fn compact<'a>(
 /// Panics unless `payloads` are `records` encoded in `format`, in order. Debug builds
 /// check every compaction with it against the records encoded from scratch (the
 /// straightforward computation the encoded table and records replace).
-pub fn assert_encodes<'a>(
+pub(crate) fn assert_encodes<'a>(
     records: &[Record],
     format: RecordFormat,
     payloads: impl Iterator<Item = &'a [u8]>,
@@ -178,7 +174,7 @@ mod tests {
         e.set(lend(&recs), f).unwrap();
         let enc =
             |rs: &[Record]| -> Vec<Vec<u8>> { rs.iter().map(|r| r.encode(f).unwrap()).collect() };
-        let got = |first| -> Vec<Vec<u8>> { e.from_node(first).map(<[u8]>::to_vec).collect() };
+        let got = |first| -> Vec<Vec<u8>> { e.payloads_from(first).map(<[u8]>::to_vec).collect() };
         assert_eq!(got(Some(0)), enc(&recs));
         assert_eq!(got(Some(2)), enc(&recs));
         assert_eq!(got(Some(3)), enc(&recs[2..]));

@@ -16,7 +16,7 @@ use crate::units::{format_size, parse_size};
 use crate::{Error, Result};
 
 /// Largest accepted flushing unit, in nodes.
-pub const MAX_FLUSHING_UNIT: usize = 1024;
+pub(crate) const MAX_FLUSHING_UNIT: usize = 1024;
 
 /// eFIND's flushing policies (Carniel et al. 2019; see `docs/efind.md` for the formulas).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

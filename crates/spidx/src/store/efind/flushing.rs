@@ -38,7 +38,7 @@ use crate::node::PageId;
 /// What the flushing manager needs to know of a buffered node (the reference scan's input).
 #[cfg(test)]
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     /// Node page.
     pub id: PageId,
     /// Modification count.
@@ -68,7 +68,7 @@ pub struct WriteTcCounts {
 
 /// Step 1: the candidates: the oldest buffered nodes, in no particular order.
 #[cfg(test)]
-pub fn candidates(mut all: Vec<Candidate>, cfg: &Resolved) -> Vec<Candidate> {
+pub(crate) fn candidates(mut all: Vec<Candidate>, cfg: &Resolved) -> Vec<Candidate> {
     if cfg.policy == FlushPolicy::M {
         return all;
     }
@@ -87,7 +87,7 @@ pub fn candidates(mut all: Vec<Candidate>, cfg: &Resolved) -> Vec<Candidate> {
 
 /// Step 2: the temporal control of writes against the FIFO `recent` of flushed pages.
 #[cfg(test)]
-pub fn filter_writes(
+pub(crate) fn filter_writes(
     cands: Vec<Candidate>,
     recent: &VecDeque<PageId>,
     cfg: &Resolved,
@@ -124,7 +124,7 @@ pub fn filter_writes(
 
 /// Steps 3 and 4: the best unit's pages, in page order.
 #[cfg(test)]
-pub fn best_unit(mut cands: Vec<Candidate>, cfg: &Resolved) -> Vec<PageId> {
+pub(crate) fn best_unit(mut cands: Vec<Candidate>, cfg: &Resolved) -> Vec<PageId> {
     cands.sort_by_key(|c| c.id);
     let max_of =
         |f: fn(&Candidate) -> Option<f64>| cands.iter().filter_map(f).fold(0.0f64, f64::max);

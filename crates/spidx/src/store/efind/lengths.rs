@@ -11,11 +11,11 @@ use std::collections::VecDeque;
 use crate::node::PageId;
 
 /// Pages whose entry counts are remembered.
-pub const LENGTH_MEMO: usize = 256;
+pub(crate) const LENGTH_MEMO: usize = 256;
 
 /// Remembered entry counts. See the module documentation.
 #[derive(Debug, Default)]
-pub struct Lengths {
+pub(crate) struct Lengths {
     /// Remembered pages, oldest first (each once).
     order: VecDeque<PageId>,
     /// By page id: the entry count + 1 of a remembered page, 0 for others.
@@ -24,7 +24,7 @@ pub struct Lengths {
 
 impl Lengths {
     /// The remembered entry count of page `id`.
-    pub fn get(&self, id: PageId) -> Option<u32> {
+    pub(crate) fn get(&self, id: PageId) -> Option<u32> {
         match self.counts.get(id as usize) {
             Some(&c) if c > 0 => Some(c - 1),
             _ => None,
@@ -33,7 +33,7 @@ impl Lengths {
 
     /// Remembers that page `id` holds `len` entries (the oldest page is forgotten if the
     /// memo is full and `id` is not in it).
-    pub fn remember(&mut self, id: PageId, len: u32) {
+    pub(crate) fn remember(&mut self, id: PageId, len: u32) {
         let i = usize::try_from(id).expect("page ids fit in memory");
         if i >= self.counts.len() {
             self.counts.resize(i + 1, 0);
@@ -49,7 +49,7 @@ impl Lengths {
     }
 
     /// Forgets page `id`.
-    pub fn forget(&mut self, id: PageId) {
+    pub(crate) fn forget(&mut self, id: PageId) {
         if self.get(id).is_some() {
             self.counts[id as usize] = 0;
             self.order.retain(|&p| p != id);
@@ -57,7 +57,7 @@ impl Lengths {
     }
 
     /// Forgets every page.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.order.clear();
         self.counts.clear();
     }

@@ -44,7 +44,7 @@ fn stamp_of(stamp: Option<u64>) -> Result<u64> {
 }
 
 /// Splits concatenated entries.
-pub fn split_entries(bytes: &[u8], entry_size: usize) -> Result<Vec<Box<[u8]>>> {
+pub(crate) fn split_entries(bytes: &[u8], entry_size: usize) -> Result<Vec<Box<[u8]>>> {
     if !bytes.len().is_multiple_of(entry_size) {
         return Err(Error::corrupted(
             "eFIND log record",
@@ -58,7 +58,7 @@ pub fn split_entries(bytes: &[u8], entry_size: usize) -> Result<Vec<Box<[u8]>>> 
 }
 
 /// What a restart rebuilt.
-pub struct Replayed {
+pub(crate) struct Replayed {
     /// Allocation and metadata.
     pub header: StoreHeader,
     /// Logical clock.
@@ -70,7 +70,7 @@ pub struct Replayed {
 /// Replays `records` in order over `header` (the saved header, used when the log holds no
 /// checkpoint). `stored_len(id, level)` reads the entry count of a node's page on the
 /// device (only for nodes not flushed since the checkpoint).
-pub fn replay(
+pub(crate) fn replay(
     records: &[Record],
     mut header: StoreHeader,
     entry_size: usize,

@@ -30,14 +30,14 @@
 //! units ([`UnitDurability::Images`]) and reports the statistics every buffered store shares
 //! (`store.buffered.*`); [`EfindStats`] are eFIND's own.
 
-pub mod config;
-pub mod flushing;
-pub mod lengths;
-pub mod log_manager;
-pub mod standings;
+pub(crate) mod config;
+pub(crate) mod flushing;
+pub(crate) mod lengths;
+pub(crate) mod log_manager;
+pub(crate) mod standings;
 #[cfg(test)]
 mod standings_tests;
-pub mod write_buffer;
+pub(crate) mod write_buffer;
 
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -97,7 +97,7 @@ impl Hot {
 
 /// The buffered nodes' standings. See the module documentation.
 #[derive(Debug, Default)]
-pub struct Standings {
+pub(crate) struct Standings {
     /// By page id (dense); meaningful for buffered pages only.
     slots: Vec<Slot>,
     /// By page id, beside `slots`.
@@ -138,18 +138,13 @@ pub struct Standings {
 
 impl Standings {
     /// Buffered nodes.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.live
-    }
-
-    /// Whether no node is buffered.
-    pub fn is_empty(&self) -> bool {
-        self.live == 0
     }
 
     /// Node `id` entered the buffer or changed: it now has `mods` modifications, level
     /// `level` and last changed at `stamp`; its cached scores are forgotten.
-    pub fn put(&mut self, id: PageId, stamp: u64, mods: u64, level: u32) {
+    pub(crate) fn put(&mut self, id: PageId, stamp: u64, mods: u64, level: u32) {
         if self.buffered.contains(id) {
             self.remove(id);
         }
@@ -182,7 +177,7 @@ impl Standings {
     }
 
     /// Node `id` left the buffer (flushed or deleted).
-    pub fn remove(&mut self, id: PageId) {
+    pub(crate) fn remove(&mut self, id: PageId) {
         if !self.buffered.contains(id) {
             return;
         }
@@ -192,11 +187,6 @@ impl Standings {
         }
         self.buffered.remove(id);
         self.live -= 1;
-    }
-
-    /// Forgets every node.
-    pub fn clear(&mut self) {
-        *self = Standings::default();
     }
 
     fn is_live(&self, pos: u64, id: PageId) -> bool {
@@ -277,7 +267,7 @@ impl Standings {
     /// pages (used if the temporal control of writes is on, whose cases are counted in
     /// `counts`); `score_of(id)` computes a buffered node's area/overlap scores (asked only
     /// by policies `mtha` and `mthao`, once per node change).
-    pub fn choose(
+    pub(crate) fn choose(
         &mut self,
         cfg: &Resolved,
         recent: &VecDeque<PageId>,

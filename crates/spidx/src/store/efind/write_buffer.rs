@@ -22,28 +22,28 @@
 //! id), which counts their bytes ([`BufferedNode`]).
 
 use crate::node::{NodeLayout, PageId};
-pub use crate::store::buffered::record::NodeState;
+pub(crate) use crate::store::buffered::record::NodeState;
 use crate::store::buffered::{BufferedNode, NodeStatus, RawChange};
 use crate::store::Change;
 use crate::{Error, Result};
 
 /// Key of the first entry appended after a node entered the buffer (slots are below).
-pub const NEW_KEY: u64 = 1 << 32;
+pub(crate) const NEW_KEY: u64 = 1 << 32;
 
 /// Bytes a buffered node costs besides its entry versions (id, status, count, height,
 /// time, stored length, map header), as counted against the write-buffer capacity.
-pub const NODE_BYTES: usize = 48;
+pub(crate) const NODE_BYTES: usize = 48;
 
 // The tag of a `State` record in the shared record codec (`buffered::Record`);
 // `BufNode::encode_state` writes it.
 use crate::store::buffered::record::STATE as STATE_TAG;
 
 /// Bytes an entry version costs besides the entry itself (its key and map bookkeeping).
-pub const VERSION_BYTES: usize = 16;
+pub(crate) const VERSION_BYTES: usize = 16;
 
 /// A node in the write buffer.
 #[derive(Debug, Clone)]
-pub struct BufNode {
+pub(crate) struct BufNode {
     /// New or modified.
     pub status: NodeStatus,
     /// Modifications since the node entered the buffer (creation counts one, each entry
@@ -67,7 +67,7 @@ pub struct BufNode {
 /// of its live versions' boxes and (MTHAO) the sum of their pairwise overlaps; `None`
 /// when it has no live version (or the overlap was not asked for).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Scores {
+pub(crate) struct Scores {
     /// Area of the union of the boxes.
     pub area: Option<f64>,
     /// Sum of the pairwise overlaps of the boxes.
@@ -140,7 +140,7 @@ impl BufferedNode for BufNode {
 
 impl BufNode {
     /// A node created with `entries` (encoded).
-    pub fn new_node(level: u32, stamp: u64, entries: Vec<Box<[u8]>>) -> BufNode {
+    pub(crate) fn new_node(level: u32, stamp: u64, entries: Vec<Box<[u8]>>) -> BufNode {
         let mut n = BufNode::modified(level, stamp, 0);
         n.status = NodeStatus::New;
         n.mods = 1;
@@ -151,7 +151,7 @@ impl BufNode {
     }
 
     /// A stored node of `base_len` entries entering the buffer with no change yet.
-    pub fn modified(level: u32, stamp: u64, base_len: u32) -> BufNode {
+    pub(crate) fn modified(level: u32, stamp: u64, base_len: u32) -> BufNode {
         BufNode {
             status: NodeStatus::Modified,
             mods: 0,
@@ -167,13 +167,8 @@ impl BufNode {
     }
 
     /// Number of entries of the merged node.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.base_len as usize - self.removed_base as usize + self.appended
-    }
-
-    /// Whether the merged node has no entries.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// The key of the entry at position `pos` of the merged node.
@@ -229,7 +224,7 @@ impl BufNode {
     /// Checks that `changes`, applied in order, name existing positions and never push past
     /// `fits` entries: after it passes, [`apply`](Self::apply) cannot fail on them, so a
     /// modification needs no copy of the node to roll back.
-    pub fn validate(&self, id: PageId, changes: &[RawChange], fits: usize) -> Result<()> {
+    pub(crate) fn validate(&self, id: PageId, changes: &[RawChange], fits: usize) -> Result<()> {
         let mut len = self.len();
         for change in changes {
             match *change {
@@ -254,7 +249,7 @@ impl BufNode {
     }
 
     /// Applies one positional change (a newer version replaces the older one).
-    pub fn apply(&mut self, id: PageId, change: &RawChange) -> Result<()> {
+    pub(crate) fn apply(&mut self, id: PageId, change: &RawChange) -> Result<()> {
         let missing = |pos: usize, len: usize| {
             Error::invalid(
                 "node change",
@@ -285,7 +280,7 @@ impl BufNode {
 
     /// Replaces all entries (a rewrite after a split or reinsertion): the stored slots get
     /// the first entries (or are removed), the rest are appended.
-    pub fn rewrite(&mut self, entries: Vec<Box<[u8]>>) {
+    pub(crate) fn rewrite(&mut self, entries: Vec<Box<[u8]>>) {
         self.versions.clear();
         self.live_bytes = 0;
         self.removed_base = 0;
@@ -304,7 +299,7 @@ impl BufNode {
 
     /// Writes the merged node into `out` (one page): the stored page `base` (for a modified
     /// node) with the buffered versions applied, then the header.
-    pub fn merge_into(
+    pub(crate) fn merge_into(
         &self,
         layout: &NodeLayout,
         base: Option<&[u8]>,
@@ -358,7 +353,7 @@ impl BufNode {
     }
 
     /// The node's state for a compacted log.
-    pub fn state(&self) -> NodeState {
+    pub(crate) fn state(&self) -> NodeState {
         NodeState {
             new: self.status == NodeStatus::New,
             mods: self.mods,
@@ -378,7 +373,7 @@ impl BufNode {
     /// Appends the node's compacted-log record (`Record::State { id, state: self.state() }`
     /// in the compact record format, eFIND's) to `out`, encoded straight from the versions
     /// with no [`NodeState`] copy of them. Debug builds check it against the shared codec.
-    pub fn encode_state(&self, id: PageId, out: &mut Vec<u8>) {
+    pub(crate) fn encode_state(&self, id: PageId, out: &mut Vec<u8>) {
         #[cfg(debug_assertions)]
         let from = out.len();
         let varint = |out: &mut Vec<u8>, mut v: u64| {
@@ -424,7 +419,7 @@ impl BufNode {
     }
 
     /// The node a [`NodeState`] describes.
-    pub fn from_state(s: NodeState) -> BufNode {
+    pub(crate) fn from_state(s: NodeState) -> BufNode {
         let mut n = BufNode::modified(s.level, s.stamp, s.base_len);
         if s.new {
             n.status = NodeStatus::New;
@@ -438,7 +433,7 @@ impl BufNode {
     }
 
     /// The encoded entries of the node's live versions (for the area/overlap scores).
-    pub fn live_versions(&self) -> impl Iterator<Item = &[u8]> {
+    pub(crate) fn live_versions(&self) -> impl Iterator<Item = &[u8]> {
         self.versions.0.iter().filter_map(|(_, v)| v.as_deref())
     }
 }

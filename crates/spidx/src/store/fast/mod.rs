@@ -31,8 +31,8 @@
 //!   `store.json` for people to read. The log is the source of truth: a crash between any
 //!   two of these steps reopens from the old log or the new one, both consistent.
 
-pub mod flush;
-pub mod standings;
+pub(crate) mod flush;
+pub(crate) mod standings;
 
 use std::sync::Arc;
 

@@ -152,7 +152,7 @@ impl UnitStandings {
 
 /// FAST*'s score of a unit (see [`flush`](super::flush)): `mods / max_mods + (now − last) /
 /// (now − oldest)`, a term whose denominator is 0 counting 0.
-pub fn fast_star_score(info: UnitInfo, max_mods: u64, now: u64, oldest: u64) -> f64 {
+pub(crate) fn fast_star_score(info: UnitInfo, max_mods: u64, now: u64, oldest: u64) -> f64 {
     let max_mods = max_mods as f64;
     let span = now.saturating_sub(oldest) as f64;
     let m = if max_mods > 0.0 {

@@ -15,16 +15,16 @@ use crate::{Error, Result};
 
 const MAGIC: &[u8; 4] = b"LCRL";
 /// Bytes before the first slot.
-pub const HEADER: usize = 28;
+pub(crate) const HEADER: usize = 28;
 
 /// Slots a log page of `page_size` bytes holds for entries of `entry_size` bytes.
-pub fn capacity(page_size: usize, entry_size: usize) -> usize {
+pub(crate) fn capacity(page_size: usize, entry_size: usize) -> usize {
     page_size.saturating_sub(HEADER) / (4 + entry_size)
 }
 
 /// A node's compacted changes against its page. See the module documentation.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NodeDelta {
+pub(crate) struct NodeDelta {
     /// The node's entry count.
     pub count: u32,
     /// Entries that differ from the page (or lie past its entries), by ascending slot.
@@ -32,8 +32,9 @@ pub struct NodeDelta {
 }
 
 impl NodeDelta {
+    #[cfg(test)]
     /// The delta that turns node page `base` into node page `current` (same layout).
-    pub fn between(layout: &NodeLayout, base: &[u8], current: &[u8]) -> NodeDelta {
+    pub(crate) fn between(layout: &NodeLayout, base: &[u8], current: &[u8]) -> NodeDelta {
         let es = layout.entry_size();
         let (bc, cc) = (layout.entry_count(base), layout.entry_count(current));
         let mut slots = Vec::new();
@@ -50,13 +51,15 @@ impl NodeDelta {
         }
     }
 
+    #[cfg(test)]
     /// Whether the delta changes nothing of a page holding `base_count` entries.
-    pub fn is_empty(&self, base_count: usize) -> bool {
+    pub(crate) fn is_empty(&self, base_count: usize) -> bool {
         self.slots.is_empty() && self.count as usize == base_count
     }
 
+    #[cfg(test)]
     /// Applies the delta to node `id`'s page `page` (its base), at `level`.
-    pub fn apply(
+    pub(crate) fn apply(
         &self,
         layout: &NodeLayout,
         id: PageId,
@@ -69,14 +72,16 @@ impl NodeDelta {
         Ok(())
     }
 
+    #[cfg(test)]
     /// Whether the delta fits one log page.
-    pub fn fits(&self, page_size: usize, entry_size: usize) -> bool {
+    pub(crate) fn fits(&self, page_size: usize, entry_size: usize) -> bool {
         self.slots.len() <= capacity(page_size, entry_size)
     }
 
+    #[cfg(test)]
     /// Writes the delta as the log page of node `node` at `level` into `page` (it must
     /// [`fit`](Self::fits)).
-    pub fn encode(&self, node: PageId, level: u32, page: &mut [u8]) {
+    pub(crate) fn encode(&self, node: PageId, level: u32, page: &mut [u8]) {
         page.fill(0);
         page[0..4].copy_from_slice(MAGIC);
         page[8..16].copy_from_slice(&node.to_le_bytes());
@@ -94,12 +99,13 @@ impl NodeDelta {
     }
 
     /// Checks log page `at` (read from the device) as the log page of node `node`.
-    pub fn verify(page: &[u8], at: PageId, node: PageId, entry_size: usize) -> Result<()> {
+    pub(crate) fn verify(page: &[u8], at: PageId, node: PageId, entry_size: usize) -> Result<()> {
         DeltaView::parse(page, at, node, entry_size, true).map(|_| ())
     }
 
+    #[cfg(test)]
     /// Reads log page `at` as the log page of node `node`: its level and delta.
-    pub fn decode(
+    pub(crate) fn decode(
         page: &[u8],
         at: PageId,
         node: PageId,
@@ -119,7 +125,7 @@ impl NodeDelta {
 
 /// What [`encode_between`] found: whether the delta was written as a log page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Encoded {
+pub(crate) enum Encoded {
     /// The delta changes nothing of the base page ([`NodeDelta::is_empty`]).
     Empty,
     /// The delta fits one log page and was written.
@@ -135,7 +141,7 @@ pub enum Encoded {
 /// [`Encoded::Written`] does `page` hold the log page (byte for byte what `encode` writes);
 /// otherwise its content is unspecified. The scan stops at the first slot that does not
 /// fit.
-pub fn encode_between(
+pub(crate) fn encode_between(
     layout: &NodeLayout,
     base: &[u8],
     current: &[u8],
@@ -178,8 +184,9 @@ pub fn encode_between(
 
 /// A log page's delta read in place, without copying its slots: what a node read applies.
 #[derive(Debug, Clone, Copy)]
-pub struct DeltaView<'a> {
-    /// The node's level.
+pub(crate) struct DeltaView<'a> {
+    /// The node's level (the read path takes it from the node; the tests' decode checks it).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub level: u32,
     /// The node's entry count.
     pub count: u32,
@@ -192,7 +199,7 @@ impl<'a> DeltaView<'a> {
     /// Reads log page `at` (one that passed [`NodeDelta::verify`]: its checksum is not
     /// computed again) as the log page of node `node`, checking everything else
     /// [`NodeDelta::decode`] checks.
-    pub fn of_verified(
+    pub(crate) fn of_verified(
         page: &'a [u8],
         at: PageId,
         node: PageId,
@@ -243,7 +250,7 @@ impl<'a> DeltaView<'a> {
     }
 
     /// The slots, by ascending position: position and entry.
-    pub fn slots(&self) -> impl Iterator<Item = (u32, &'a [u8])> + Clone + 'a {
+    pub(crate) fn slots(&self) -> impl Iterator<Item = (u32, &'a [u8])> + Clone + 'a {
         let raw = self.raw;
         raw.chunks_exact(4 + self.es).map(|c| {
             let (s, e) = c.split_at(4);
@@ -254,7 +261,7 @@ impl<'a> DeltaView<'a> {
     /// Applies the delta to node `id`'s page `page` (its base), at `level`, as
     /// [`NodeDelta::apply`] does, but writes only the header's fields: the caller seals
     /// the page ([`NodeLayout::seal`]) once it is complete.
-    pub fn apply_unsealed(
+    pub(crate) fn apply_unsealed(
         &self,
         layout: &NodeLayout,
         id: PageId,

@@ -30,7 +30,7 @@
 //!
 //! Counters of its own: [`LcrStats`] (`store.lcr.*`).
 
-pub mod log_page;
+pub(crate) mod log_page;
 
 use std::sync::Arc;
 
@@ -494,7 +494,7 @@ impl LcrPolicy {
                 // The nodes still buffered are those after this batch.
                 let first = members.get(end).map(|m| m.0);
                 self.check_snapshot(core, first);
-                let nodes = self.snap.from_node(first);
+                let nodes = self.snap.payloads_from(first);
                 snapshot::compact(core, self.table.payloads(), nodes)?;
             }
             start = end;
@@ -565,7 +565,7 @@ impl LcrPolicy {
             let mut records: Vec<Record> =
                 self.table_records(core.format).map(|(_, r)| r).collect();
             records.extend(self.lb.buf.snapshot_records());
-            let cached = self.table.payloads().chain(self.snap.from_node(first));
+            let cached = self.table.payloads().chain(self.snap.payloads_from(first));
             snapshot::assert_encodes(&records, core.format, cached);
             let lps = self.log_pages.iter().map(|(&k, &v)| (k, v)).collect();
             assert!(self.lps == lps, "the hashed mapping table went out of step");
@@ -623,7 +623,11 @@ impl LoggedPolicy for LcrPolicy {
     fn compact_log(&mut self, core: &mut Core) -> Result<()> {
         self.snap.set(self.lb.buf.snapshot(), core.format)?;
         self.check_snapshot(core, Some(0));
-        snapshot::compact(core, self.table.payloads(), self.snap.from_node(Some(0)))
+        snapshot::compact(
+            core,
+            self.table.payloads(),
+            self.snap.payloads_from(Some(0)),
+        )
     }
 
     /// Starts from the mapping table the header holds.

@@ -40,8 +40,8 @@
 //!
 //! Counters of its own: [`RftlStats`] (`store.rftl.*`).
 
-pub mod mapping;
-pub mod unit_page;
+pub(crate) mod mapping;
+pub(crate) mod unit_page;
 
 use std::sync::Arc;
 
@@ -683,10 +683,17 @@ impl LoggedPolicy for RftlPolicy {
             // The table kept encoded is the one encoded from scratch.
             let mut records: Vec<Record> = self.table_records(core.format).map(|r| r.1).collect();
             records.extend(self.lb.buf.snapshot_records());
-            let cached = self.table.payloads().chain(self.snap.from_node(Some(0)));
+            let cached = self
+                .table
+                .payloads()
+                .chain(self.snap.payloads_from(Some(0)));
             snapshot::assert_encodes(&records, core.format, cached);
         }
-        snapshot::compact(core, self.table.payloads(), self.snap.from_node(Some(0)))
+        snapshot::compact(
+            core,
+            self.table.payloads(),
+            self.snap.payloads_from(Some(0)),
+        )
     }
 
     /// Starts from the translation table the header holds (and its live units per page).

@@ -19,16 +19,16 @@
 //! layout's raw encoding. A page that fails any check is refused with an error naming it.
 
 use crate::node::{NodeLayout, PageId};
-use crate::store::buffered::page::{
-    apply_one, apply_raw, page_from_entries, page_from_entries_unsealed,
-};
+use crate::store::buffered::page::{apply_one, page_from_entries_unsealed};
+#[cfg(test)]
+use crate::store::buffered::page::{apply_raw, page_from_entries};
 use crate::store::buffered::RawChange;
 use crate::store::Change;
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 4] = b"RFTU";
 /// Bytes before the first unit of a page.
-pub const HEADER: usize = 12;
+pub(crate) const HEADER: usize = 12;
 /// Bytes of a unit before its payload (node id and kind).
 const UNIT_HEAD: usize = 9;
 
@@ -40,7 +40,7 @@ const REMOVE: u8 = 5;
 
 /// One index unit (without its node). See the module documentation.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IndexUnit {
+pub(crate) enum IndexUnit {
     /// The node's content is `entries` (concatenated raw entries) at `level`.
     Reset {
         /// The node's level.
@@ -56,7 +56,7 @@ pub enum IndexUnit {
 
 impl IndexUnit {
     /// Bytes the unit takes on a page (its node id and kind included).
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         UNIT_HEAD
             + match self {
                 IndexUnit::Reset { entries, .. } => 8 + entries.len(),
@@ -69,20 +69,20 @@ impl IndexUnit {
 }
 
 /// Bytes of units one page of `page_size` bytes holds.
-pub fn capacity(page_size: usize) -> usize {
+pub(crate) fn capacity(page_size: usize) -> usize {
     page_size.saturating_sub(HEADER)
 }
 
 /// The smallest page that holds any unit of `entry_size`-byte entries (a reset of one
 /// entry; larger resets are split into a reset and extends).
-pub fn min_page_size(entry_size: usize) -> usize {
+pub(crate) fn min_page_size(entry_size: usize) -> usize {
     HEADER + UNIT_HEAD + 8 + entry_size
 }
 
 /// Cuts a node's units, in order, into chunks of at most `room` bytes each (one page's
 /// worth), splitting resets and extends between entries where a page boundary falls.
 /// Every chunk but the last fills its page as far as units allow.
-pub fn split(units: Vec<IndexUnit>, room: usize, entry_size: usize) -> Vec<Vec<IndexUnit>> {
+pub(crate) fn split(units: Vec<IndexUnit>, room: usize, entry_size: usize) -> Vec<Vec<IndexUnit>> {
     let mut chunks = vec![Vec::new()];
     let mut left = room;
     for mut u in units {
@@ -122,7 +122,7 @@ pub fn split(units: Vec<IndexUnit>, room: usize, entry_size: usize) -> Vec<Vec<I
 
 /// Writes `units` (each with its node) as a unit page into `page`. They must fit
 /// ([`capacity`]).
-pub fn encode(units: &[(PageId, IndexUnit)], page: &mut [u8]) {
+pub(crate) fn encode(units: &[(PageId, IndexUnit)], page: &mut [u8]) {
     page.fill(0);
     page[0..4].copy_from_slice(MAGIC);
     page[8..12].copy_from_slice(&(units.len() as u32).to_le_bytes());
@@ -166,7 +166,7 @@ pub fn encode(units: &[(PageId, IndexUnit)], page: &mut [u8]) {
 
 /// Checks unit page `at` as read from the device: its magic and checksum (a torn or
 /// damaged page). Its units are checked as they are read ([`units_of`]).
-pub fn verify(page: &[u8], at: PageId) -> Result<()> {
+pub(crate) fn verify(page: &[u8], at: PageId) -> Result<()> {
     if page.len() < HEADER || &page[0..4] != MAGIC {
         return Err(bad(at, "not a unit page (bad magic)".into()));
     }
@@ -177,10 +177,11 @@ pub fn verify(page: &[u8], at: PageId) -> Result<()> {
     Ok(())
 }
 
+#[cfg(test)]
 /// The units of node `node` on unit page `at` (a page that passed [`verify`]), in order
 /// (at least one: a page the translation table names holds units of the node). Every unit
 /// is checked; only the node's are copied out.
-pub fn units_of(
+pub(crate) fn units_of(
     page: &[u8],
     at: PageId,
     node: PageId,
@@ -200,6 +201,7 @@ fn bad(at: PageId, why: String) -> Error {
     Error::corrupted(format!("RFTL unit page {at}"), why)
 }
 
+#[cfg(test)]
 /// Walks every unit of page `at`, checking it, and returns those of node `want`.
 fn decode(page: &[u8], at: PageId, want: PageId, es: usize) -> Result<Vec<IndexUnit>> {
     let mut out = Vec::new();
@@ -209,7 +211,7 @@ fn decode(page: &[u8], at: PageId, want: PageId, es: usize) -> Result<Vec<IndexU
 
 /// One index unit read in place from a unit page (see [`IndexUnit`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UnitRef<'a> {
+pub(crate) enum UnitRef<'a> {
     /// The node's content is `entries` at `level`.
     Reset {
         /// The node's level.
@@ -224,8 +226,9 @@ pub enum UnitRef<'a> {
 }
 
 impl UnitRef<'_> {
+    #[cfg(test)]
     /// The unit, copied.
-    pub fn to_owned(self) -> IndexUnit {
+    pub(crate) fn to_owned(self) -> IndexUnit {
         match self {
             UnitRef::Reset { level, entries } => IndexUnit::Reset {
                 level,
@@ -244,7 +247,7 @@ impl UnitRef<'_> {
 
 /// The units of node `node` on unit page `at` (a page that passed [`verify`]), in order,
 /// read in place into `out` (cleared first), with the checks of [`units_of`].
-pub fn units_in<'a>(
+pub(crate) fn units_in<'a>(
     page: &'a [u8],
     at: PageId,
     node: PageId,
@@ -322,7 +325,7 @@ fn walk<'a>(
 /// unit in order, then [`PageAssembly::finish`]. The same node page as [`Assembly`] (a
 /// reset restarts the page, later changes win), without copying units: each unit is
 /// applied to the page as it comes, and the page is sealed once.
-pub struct PageAssembly<'p> {
+pub(crate) struct PageAssembly<'p> {
     page: &'p mut [u8],
     /// The latest reset's level (`None`: no reset yet).
     level: Option<u32>,
@@ -331,7 +334,7 @@ pub struct PageAssembly<'p> {
 
 impl<'p> PageAssembly<'p> {
     /// An assembly into `page` (a node page's worth of bytes).
-    pub fn new(page: &'p mut [u8]) -> Self {
+    pub(crate) fn new(page: &'p mut [u8]) -> Self {
         PageAssembly {
             page,
             level: None,
@@ -340,7 +343,7 @@ impl<'p> PageAssembly<'p> {
     }
 
     /// Applies unit `u` of node `id`: the first must be a reset.
-    pub fn apply(&mut self, layout: &NodeLayout, id: PageId, u: UnitRef<'_>) -> Result<()> {
+    pub(crate) fn apply(&mut self, layout: &NodeLayout, id: PageId, u: UnitRef<'_>) -> Result<()> {
         match u {
             UnitRef::Reset { level, entries } => {
                 page_from_entries_unsealed(layout, id, level, entries, self.page)?;
@@ -364,7 +367,7 @@ impl<'p> PageAssembly<'p> {
     }
 
     /// Writes the assembled node page's header and checksum; returns its level.
-    pub fn finish(self, layout: &NodeLayout, id: PageId) -> Result<u32> {
+    pub(crate) fn finish(self, layout: &NodeLayout, id: PageId) -> Result<u32> {
         let Some(level) = self.level else {
             return Err(Error::corrupted(
                 format!("RFTL node {id}"),
@@ -376,25 +379,27 @@ impl<'p> PageAssembly<'p> {
     }
 }
 
+#[cfg(test)]
 /// A node page being assembled from units: [`Assembly::apply`] each unit in order, then
 /// [`Assembly::finish`]. The latest reset is the base; the changes after it are applied in
 /// one pass (the node page is sealed once, not once per unit).
 #[derive(Default)]
-pub struct Assembly {
+pub(crate) struct Assembly {
     /// The latest reset: level and entries.
     base: Option<(u32, Vec<u8>)>,
     /// The changes after it, in order.
     changes: Vec<RawChange>,
 }
 
+#[cfg(test)]
 impl Assembly {
     /// An empty assembly.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Applies unit `u` of node `id`: the first must be a reset.
-    pub fn apply(&mut self, layout: &NodeLayout, id: PageId, u: IndexUnit) -> Result<()> {
+    pub(crate) fn apply(&mut self, layout: &NodeLayout, id: PageId, u: IndexUnit) -> Result<()> {
         match u {
             IndexUnit::Reset { level, entries } => {
                 self.base = Some((level, entries));
@@ -417,7 +422,7 @@ impl Assembly {
     }
 
     /// The assembled node page and its level.
-    pub fn finish(self, layout: &NodeLayout, id: PageId) -> Result<(Vec<u8>, u32)> {
+    pub(crate) fn finish(self, layout: &NodeLayout, id: PageId) -> Result<(Vec<u8>, u32)> {
         let Some((level, entries)) = self.base else {
             return Err(Error::corrupted(
                 format!("RFTL node {id}"),

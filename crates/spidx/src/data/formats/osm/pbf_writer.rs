@@ -13,13 +13,9 @@ use std::path::Path;
 
 /// The type of a relation member.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Member {
-    /// A node member.
-    Node,
-    /// A way member.
+pub(crate) enum Member {
+    /// A way member (the only kind the tests' relations hold).
     Way,
-    /// A relation member.
-    Relation,
 }
 
 type Tags = Vec<(u32, u32)>;
@@ -28,7 +24,7 @@ type RelationRow = (i64, Tags, Vec<(Member, i64, u32)>);
 
 /// Collects OSM elements and writes them as a `.osm.pbf` file.
 #[derive(Debug, Default)]
-pub struct PbfBuilder {
+pub(crate) struct PbfBuilder {
     strings: Vec<String>,
     index: HashMap<String, u32>,
     nodes: Vec<(i64, Tags, f64, f64)>,
@@ -38,7 +34,7 @@ pub struct PbfBuilder {
 
 impl PbfBuilder {
     /// An empty extract.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let mut b = PbfBuilder::default();
         b.string(""); // index 0 is reserved as a delimiter
         b
@@ -61,20 +57,20 @@ impl PbfBuilder {
     }
 
     /// Adds a node at longitude `lon`, latitude `lat` (degrees, stored to 1e-7).
-    pub fn node(&mut self, id: i64, lon: f64, lat: f64) -> &mut Self {
+    pub(crate) fn node(&mut self, id: i64, lon: f64, lat: f64) -> &mut Self {
         self.nodes.push((id, Vec::new(), lon, lat));
         self
     }
 
     /// Adds a way through the nodes `refs` with `tags`.
-    pub fn way(&mut self, id: i64, tags: &[(&str, &str)], refs: &[i64]) -> &mut Self {
+    pub(crate) fn way(&mut self, id: i64, tags: &[(&str, &str)], refs: &[i64]) -> &mut Self {
         let t = self.tags(tags);
         self.ways.push((id, t, refs.to_vec()));
         self
     }
 
     /// Adds a relation with `tags` and `members` (type, id, role).
-    pub fn relation(
+    pub(crate) fn relation(
         &mut self,
         id: i64,
         tags: &[(&str, &str)],
@@ -90,7 +86,7 @@ impl PbfBuilder {
     }
 
     /// The encoded file.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
         let mut header = Vec::new();
         bytes_field(&mut header, 4, b"OsmSchema-V0.6");
@@ -141,10 +137,9 @@ impl PbfBuilder {
                 packed(
                     &mut r,
                     10,
+                    // OSM's member types: 0 node, 1 way, 2 relation.
                     members.iter().map(|m| match m.0 {
-                        Member::Node => 0,
                         Member::Way => 1,
-                        Member::Relation => 2,
                     }),
                 );
                 bytes_field(&mut group, 4, &r);
@@ -156,7 +151,7 @@ impl PbfBuilder {
     }
 
     /// Writes the encoded file to `path`.
-    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+    pub(crate) fn write(&self, path: &Path) -> std::io::Result<()> {
         let mut f = std::fs::File::create(path)?;
         f.write_all(&self.to_bytes())?;
         f.sync_all()

@@ -134,7 +134,7 @@ impl EncodeRecord for NodeRecord<'_> {
 /// A record already encoded (in the store's format): a store that keeps the payloads of
 /// its snapshot records reuses them at the next compaction.
 #[derive(Debug, Clone, Copy)]
-pub struct Encoded<'a>(pub &'a [u8]);
+pub(crate) struct Encoded<'a>(pub &'a [u8]);
 
 impl EncodeRecord for Encoded<'_> {
     fn encode_record(&self, _format: RecordFormat, out: &mut Vec<u8>) -> Result<()> {
