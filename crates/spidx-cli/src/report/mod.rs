@@ -7,10 +7,13 @@
 //! the best configuration and the gains over a baseline, (time_B − time_A) / time_B, and
 //! the gains of each flash-aware store over its plain tree (`pairs`), and, when two devices
 //! ran the same configurations, how one's counts rank them against the other's times
-//! (`correlation`); concurrent query streams get latency and throughput against the number
-//! of streams (`streams`), and against k (a k list) and the page size (`axes`); index and
-//! scan run over a `matrix.dims` axis get their latency against the dimensionality with
-//! the break-even marked (`dims`, drawn by `lines`).
+//! (`correlation`); when a real device ran the same configurations as simulated ones, each
+//! model's predicted elapsed time against the measured one, with its error and rank
+//! correlation (`validation`, also written as `validation.json`); concurrent query streams
+//! get latency and throughput against the number of streams (`streams`), and against k (a
+//! k list) and the page size (`axes`); index and scan run over a `matrix.dims` axis get
+//! their latency against the dimensionality with the break-even marked (`dims`, drawn by
+//! `lines`).
 //!
 //! Layers: reads the results database (`data`), draws charts (`svg`, `lines`), writes HTML
 //! (`page`); it never runs anything.
@@ -25,6 +28,7 @@ mod page;
 mod pairs;
 mod streams;
 mod svg;
+mod validation;
 
 use std::path::PathBuf;
 
@@ -71,6 +75,10 @@ pub fn run(a: ReportArgs) -> Result<()> {
     for (file, svg) in &page.charts {
         let p = a.out.join(file);
         std::fs::write(&p, svg).with_context(|| format!("writing {}", p.display()))?;
+    }
+    if let Some(json) = &page.validation {
+        let p = a.out.join("validation.json");
+        std::fs::write(&p, json).with_context(|| format!("writing {}", p.display()))?;
     }
     let index = a.out.join("index.html");
     std::fs::write(&index, &page.html).with_context(|| format!("writing {}", index.display()))?;

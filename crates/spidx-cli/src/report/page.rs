@@ -105,6 +105,8 @@ pub struct Page {
     pub html: String,
     /// Every chart, also inline in the HTML.
     pub charts: Vec<(String, String)>,
+    /// `validation.json`: the models-vs-real-device comparisons, when there are any.
+    pub validation: Option<String>,
 }
 
 struct Writer<'a> {
@@ -156,12 +158,15 @@ impl Page {
         w.html.push_str(&pairs);
         let corr = super::correlation::section(data, &w.workloads, &w.devices);
         w.html.push_str(&corr);
+        let validation = super::validation::comparisons(data, &w.workloads, &w.devices);
+        w.html.push_str(&super::validation::section(&validation));
         w.html.push_str("</body></html>\n");
         let nav = navigation(&w.html);
         w.html = w.html.replacen(SECTIONS_MARK, &nav, 1);
         Page {
             html: w.html,
             charts: w.charts,
+            validation: (!validation.is_empty()).then(|| super::validation::json(exp, &validation)),
         }
     }
 }
