@@ -36,6 +36,7 @@ pub mod objects;
 pub mod query;
 pub mod spatial;
 pub mod store;
+#[cfg(any(test, feature = "test-fixtures"))]
 pub mod test_support;
 pub mod units;
 

@@ -2,8 +2,8 @@
 //! filesystem without `O_DIRECT`): such a test says so through [`skip`] and returns, and
 //! `scripts/test` counts it as skipped, not as passed.
 //!
-//! Public (not `cfg(test)`) because the integration tests of several crates and the
-//! library's own unit tests share it.
+//! Behind the `test-fixtures` feature (not `cfg(test)`) because the integration tests of
+//! several crates and the library's own unit tests share it.
 
 use std::path::Path;
 

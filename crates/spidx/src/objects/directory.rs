@@ -45,6 +45,9 @@ const KIND: &str = "objects";
 /// Where an object's current record is: byte offset and length.
 pub type Entry = (u64, u32);
 
+/// A directory page's entries, decoded (sorted by id).
+type DecodedPage = Box<[(u64, Entry)]>;
+
 /// One directory page in the table: its first id, page number and entry count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 struct PageRef {
@@ -100,7 +103,7 @@ pub struct Directory {
     pages: PageStore,
     table: Vec<PageRef>,
     /// Decoded pages, parallel to `table`.
-    decoded: Vec<Option<Box<[(u64, Entry)]>>>,
+    decoded: Vec<Option<DecodedPage>>,
     free: Vec<u64>,
     next_page: u64,
     /// Entries changed since the last save (`None`: deleted).
@@ -210,6 +213,11 @@ impl Directory {
     /// Number of live objects.
     pub fn len(&self) -> u64 {
         self.len
+    }
+
+    /// Whether the directory holds no live object.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// The entry of object `id`, if it exists.
@@ -452,7 +460,7 @@ fn decode_page(
     buf: &[u8],
     r: PageRef,
     next: Option<u64>,
-) -> std::result::Result<Box<[(u64, Entry)]>, String> {
+) -> std::result::Result<DecodedPage, String> {
     let u32_at = |o: usize| u32::from_le_bytes(buf[o..o + 4].try_into().expect("4 bytes"));
     let u64_at = |o: usize| u64::from_le_bytes(buf[o..o + 8].try_into().expect("8 bytes"));
     let count = u32_at(0);

@@ -147,7 +147,7 @@ impl ObjectStore {
 
     /// Whether the store holds no object.
     pub fn is_empty(&self) -> bool {
-        self.dir.len() == 0
+        self.dir.is_empty()
     }
 
     /// Whether object `id` exists (may read a directory page).

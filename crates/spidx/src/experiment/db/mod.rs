@@ -18,6 +18,7 @@ pub mod backend;
 mod claim;
 pub mod export;
 pub mod merge;
+#[cfg(any(test, feature = "test-fixtures"))]
 pub mod pg_server;
 #[cfg(test)]
 mod pg_tests;
