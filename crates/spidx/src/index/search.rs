@@ -106,11 +106,67 @@ impl Ord for Item {
     }
 }
 
-/// A child of an inner node that the traversal read: its key and page.
+/// A child of an inner node that the traversal read: the sum of squared gaps between
+/// its box and the point ([`gaps2`]), its key ([`key_of`]) where already known, and its
+/// page. Where the sum is in the plain range the key is its square root, taken only when
+/// the child may be the nearest waiting one of its group ([`NearestIter::select`]); most
+/// children of a node read are never queued, so most roots are never taken.
 #[derive(Clone, Copy)]
 struct Child {
+    sq: f64,
+    /// [`UNKNOWN`] until taken.
     key: u64,
     ptr: PageId,
+}
+
+/// A key not yet computed: never a key (keys are the bits of numbers from 0 to `+inf`).
+const UNKNOWN: u64 = u64::MAX;
+
+/// Above `min_dist`'s lower limit of the plain computation (2^-1000): a sum of squares
+/// from here to `+inf` (excluded) has its square root as key.
+const PLAIN_MIN: f64 = 1e-300;
+
+/// Whether a sum of squared gaps is in the plain range ([`PLAIN_MIN`]).
+#[inline(always)]
+fn is_plain(s: f64) -> bool {
+    (PLAIN_MIN..f64::INFINITY).contains(&s)
+}
+
+impl Child {
+    /// The child `ptr` whose box `m` is at sum of squares `s` from `p`: its key computed
+    /// now only outside the plain range (it needs the box).
+    #[inline(always)]
+    fn new<const D: usize>(s: f64, m: &Rect<D>, p: &[f64; D], ptr: PageId) -> Self {
+        let key = if is_plain(s) {
+            UNKNOWN
+        } else {
+            key_of(s, m, p)
+        };
+        Child { sq: s, key, ptr }
+    }
+
+    /// The child's key ([`key_of`]).
+    #[inline(always)]
+    fn key(&self) -> u64 {
+        if self.key == UNKNOWN {
+            self.sq.sqrt().to_bits()
+        } else {
+            self.key
+        }
+    }
+}
+
+/// The children that may share the least key of a group whose least sum of squares is
+/// `s0`: those whose sum is at most this. Keys are square roots of sums in the plain
+/// range (so they grow with the sum, and two sums with the same root differ by less
+/// than 2^-51 relatively), sums below it belong to keys at most `sqrt(PLAIN_MIN)` (a few
+/// roundings aside) and overflowed sums to distances of at least `sqrt(f64::MAX)`: a
+/// relative band of 2^-40 above the larger of `s0` and [`PLAIN_MIN`] holds every child
+/// whose key can be the least, and the band of a sum near `f64::MAX` overflows to `+inf`.
+#[inline]
+fn tie_band(s0: f64) -> f64 {
+    const BAND: f64 = 1.0 + 1.0 / (1u64 << 40) as f64;
+    s0.max(PLAIN_MIN) * BAND
 }
 
 /// The children of one inner node read by the traversal that are still waiting:
@@ -131,6 +187,7 @@ struct Group {
 /// [`Rect::min_dist`] of `m` from `p` as a key ([`Distance::bits`]), the same value,
 /// computed without a branch on which side of the box the point lies (an unpredictable
 /// branch per axis and entry, otherwise): see [`gaps2`] and [`key_of`].
+#[cfg(test)]
 #[inline(always)]
 fn dist_key<const D: usize>(m: &Rect<D>, p: &[f64; D]) -> u64 {
     key_of(gaps2(m, p), m, p)
@@ -157,9 +214,7 @@ fn gaps2<const D: usize>(m: &Rect<D>, p: &[f64; D]) -> f64 {
 /// to have underflowed) are left to `min_dist`'s scaled computation.
 #[inline(always)]
 fn key_of<const D: usize>(s: f64, m: &Rect<D>, p: &[f64; D]) -> u64 {
-    /// Above `min_dist`'s lower limit of the plain computation (2^-1000).
-    const PLAIN_MIN: f64 = 1e-300;
-    if (PLAIN_MIN..f64::INFINITY).contains(&s) {
+    if is_plain(s) {
         s.sqrt().to_bits()
     } else {
         m.min_dist(p).bits()
@@ -253,46 +308,58 @@ impl<const D: usize> NearestIter<D> {
                 }
             }
         } else {
-            // No entry is queued while the node is scanned: one bound for all.
-            let (bound, reject) = (self.bound(), self.reject);
+            // No entry is queued while the node is scanned: one bound for all. A child
+            // within the margin of `reject` but beyond the bound waits in the group
+            // without being queued ([`Self::select`] compares the bound).
+            let (reject, p) = (self.reject, self.point);
             let start = self.children.len();
             self.children.reserve(v.len());
+            let (mut at, mut s0) = (start, f64::INFINITY);
             for (i, m) in v.mbrs().enumerate() {
-                let s = gaps2(&m, &self.point);
+                let s = gaps2(&m, &p);
                 if s > reject {
                     continue;
                 }
-                let key = key_of(s, &m, &self.point);
-                if key <= bound {
-                    self.children.push(Child { key, ptr: v.ptr(i) });
+                if s < s0 {
+                    (at, s0) = (self.children.len(), s);
                 }
+                self.children.push(Child::new(s, &m, &p, v.ptr(i)));
             }
-            self.push_group(start, level - 1);
+            self.push_group(start, at, level - 1);
         }
     }
 
     /// Queues the entries of `node` (read whole), at `level`.
     fn push_node(&mut self, node: &crate::node::Node<D>, level: u32) {
         let start = self.children.len();
+        let (mut at, mut s0) = (start, f64::INFINITY);
         for e in &node.entries {
-            let key = dist_key(&e.mbr, &self.point);
-            if key > self.bound() {
+            let s = gaps2(&e.mbr, &self.point);
+            if s > self.reject {
                 continue;
             }
             if level == 0 {
-                self.push_entry(key, e.mbr, e.ptr);
+                let key = key_of(s, &e.mbr, &self.point);
+                if key <= self.bound() {
+                    self.push_entry(key, e.mbr, e.ptr);
+                }
             } else {
-                self.children.push(Child { key, ptr: e.ptr });
+                if s < s0 {
+                    (at, s0) = (self.children.len(), s);
+                }
+                self.children
+                    .push(Child::new(s, &e.mbr, &self.point, e.ptr));
             }
         }
         if level > 0 {
-            self.push_group(start, level - 1);
+            self.push_group(start, at, level - 1);
         }
     }
 
-    /// Makes `children[start..]` (nodes at `level`) a group and queues its nearest.
+    /// Makes `children[start..]` (nodes at `level`) a group and queues its nearest;
+    /// `at` is the first of its least sums of squares (or `start` if all are `+inf`).
     #[inline]
-    fn push_group(&mut self, start: usize, level: u32) {
+    fn push_group(&mut self, start: usize, at: usize, level: u32) {
         let end = self.children.len();
         if end == start {
             return;
@@ -301,33 +368,67 @@ impl<const D: usize> NearestIter<D> {
         self.groups.push(Group {
             start: start as u32,
             end: end as u32,
-            at: start as u32,
+            at: at as u32,
         });
-        self.queue_group(g, level);
+        self.select(g, level);
     }
 
     /// Queues the nearest waiting child of group `g` (nodes at `level`), unless there is
-    /// none or it is farther than the entries taken.
+    /// none or it is farther than the entries taken. Children certainly beyond the bound
+    /// (`reject`) leave the group on the way, so that later scans are shorter.
     #[inline]
     fn queue_group(&mut self, g: u32, level: u32) {
-        let Group { start, end, .. } = self.groups[g as usize];
-        let waiting = &self.children[start as usize..end as usize];
-        let Some(first) = waiting.first() else {
-            return;
-        };
-        let (mut at, mut best) = (0, *first);
-        for (i, c) in waiting.iter().enumerate().skip(1) {
-            if (c.key, c.ptr) < (best.key, best.ptr) {
-                (at, best) = (i, *c);
+        let reject = self.reject;
+        let Group { start, mut end, .. } = self.groups[g as usize];
+        let (mut i, mut at, mut s0) = (start, start, f64::INFINITY);
+        while i < end {
+            let s = self.children[i as usize].sq;
+            if s > reject {
+                end -= 1;
+                self.children[i as usize] = self.children[end as usize];
+                continue;
+            }
+            if s < s0 {
+                (at, s0) = (i, s);
+            }
+            i += 1;
+        }
+        let grp = &mut self.groups[g as usize];
+        grp.end = end;
+        grp.at = at;
+        if end > start {
+            self.select(g, level);
+        }
+    }
+
+    /// Queues the nearest waiting child of group `g` (nodes at `level`; not empty),
+    /// whose `at` is a child of least sum of squares: the child of least key, then page
+    /// (the queue's order among nodes of one level), is among those within
+    /// [`tie_band`] of it, the only ones whose key is computed. Not queued if farther
+    /// than the entries taken.
+    #[inline]
+    fn select(&mut self, g: u32, level: u32) {
+        let Group { start, end, at } = self.groups[g as usize];
+        let first = at;
+        let mut best = self.children[at as usize];
+        let hi = tie_band(best.sq);
+        let (mut at, mut best_key) = (at, best.key());
+        for i in start..end {
+            let c = self.children[i as usize];
+            if c.sq <= hi && i != first {
+                let k = c.key();
+                if (k, c.ptr) < (best_key, best.ptr) {
+                    (at, best, best_key) = (i, c, k);
+                }
             }
         }
-        if best.key > self.bound() {
+        if best_key > self.bound() {
             // Nothing of the group can be among the entries taken.
             return;
         }
-        self.groups[g as usize].at = start + at as u32;
+        self.groups[g as usize].at = at;
         self.heap.push(Item {
-            key: best.key,
+            key: best_key,
             level,
             slot: g,
             ptr: best.ptr,

@@ -202,3 +202,43 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Boxes on a grid scaled so that squared distances sit around the plain range's
+    /// lower end (1e-150: squares near 1e-300) or underflow (1e-160), and points on the
+    /// grid or far beyond it (squares that overflow): the grouped traversal, which takes
+    /// the square root of a child's sum of squares only near its group's least, yields
+    /// the plain traversal's entries in its order and reads the same nodes.
+    #[test]
+    fn groups_keep_the_plain_order_at_every_magnitude(
+        scale in prop::sample::select(vec![1.0, 1e-150, 1e-151, 1e-155, 1e-160]),
+        boxes in prop::collection::vec((0i32..20, 0i32..20, 0i32..3, 0i32..3), 1..300),
+        points in prop::collection::vec((-3i32..23, -3i32..23, prop::bool::ANY), 1..3),
+    ) {
+        for kind in [
+            IndexKind::RStar(RStarOptions::default()),
+            IndexKind::Hilbert(HilbertOptions::default()),
+            IndexKind::ForTree(ForTreeOptions::default()),
+        ] {
+            let mut t = tree(kind);
+            for (i, &(x, y, w, h)) in boxes.iter().enumerate() {
+                let (x, y) = (f64::from(x) * scale, f64::from(y) * scale);
+                let r = Rect::new([x, y], [x + f64::from(w) * scale, y + f64::from(h) * scale])
+                    .unwrap();
+                t.insert(r, i as u64).unwrap_or_else(|e| panic!("{}: {e}", kind.label()));
+            }
+            for &(x, y, far) in &points {
+                let (x, y) = (f64::from(x) * scale, f64::from(y) * scale);
+                // Far: every square overflows (gaps near 1e160).
+                let p = if far { [x + 1e160, y - 1e160] } else { [x, y] };
+                for first in [1, 5, usize::MAX] {
+                    let want = plain(&mut t, p, first);
+                    let got = grouped(&mut t, p, first);
+                    prop_assert_eq!(&got, &want, "{} from {:?}, first {}", kind.label(), p, first);
+                }
+            }
+        }
+    }
+}
