@@ -132,6 +132,18 @@ proptest! {
         let cfgs = store_configs();
         run_ops(&cfgs[cfg % cfgs.len()], options(ratio, root_fix), &ops);
     }
+
+    /// Coordinates near the ends of `f64`'s range: areas and enlargements overflow to
+    /// infinity or underflow to zero.
+    #[test]
+    fn fortree_at_extreme_magnitudes(
+        ops in prop::collection::vec(op::<2>(FORTREE_MIX), 1..300),
+        ratio in prop_oneof![Just(0.2), Just(1.0), Just(1000.0)],
+        scale in prop::sample::select(vec![1e300, 1e150, 1e-150, 1e-300]),
+    ) {
+        let ops: Vec<Op<2>> = ops.iter().map(|o| o.scaled(scale)).collect();
+        run_ops(&StoreConfig::direct(), options(ratio, true), &ops);
+    }
 }
 
 proptest! {

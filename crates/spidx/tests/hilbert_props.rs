@@ -73,6 +73,19 @@ proptest! {
         run_ops(&cfgs[cfg % cfgs.len()], options(siblings, order, extent), &ops);
     }
 
+    /// Coordinates near the ends of `f64`'s range (the curve's extent, areas and
+    /// distances overflow or underflow); the extent is taken from the data.
+    #[test]
+    fn hilbert_rtree_at_extreme_magnitudes(
+        ops in prop::collection::vec(op::<2>(HILBERT_MIX), 1..300),
+        siblings in 1usize..=3,
+        order in prop::option::of(1u32..=32),
+        scale in prop::sample::select(vec![1e300, 1e150, 1e-150, 1e-300]),
+    ) {
+        let ops: Vec<Op<2>> = ops.iter().map(|o| o.scaled(scale)).collect();
+        run_ops(&StoreConfig::direct(), options(siblings, order, false), &ops);
+    }
+
     #[test]
     fn hilbert_rtree_in_three_dimensions(
         ops in prop::collection::vec(op::<3>(HILBERT_MIX), 1..300),

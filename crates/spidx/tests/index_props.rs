@@ -123,6 +123,20 @@ proptest! {
         }
     }
 
+    /// Boxes whose coordinates are near the ends of `f64`'s range: areas, margins and
+    /// enlargements overflow to infinity (or underflow to zero), and every variant must
+    /// still choose, split, reinsert and answer exactly.
+    #[test]
+    fn every_variant_matches_brute_force_at_extreme_magnitudes(
+        ops in prop::collection::vec(op::<2>(MIX), 1..300),
+        scale in prop::sample::select(vec![1e300, 1e150, 1e-150, 1e-300]),
+    ) {
+        let ops: Vec<Op<2>> = ops.iter().map(|o| o.scaled(scale)).collect();
+        for (kind, fill) in kinds() {
+            run_ops(kind, fill, 1024, "lru:16KB", &ops);
+        }
+    }
+
     #[test]
     fn buffers_do_not_change_answers(ops in prop::collection::vec(op::<2>(MIX), 1..300)) {
         for cache in ["none", "lru:4KB", "hlru:8KB", "s2q:8KB", "2q:16KB"] {

@@ -212,7 +212,9 @@ fn distribute<const D: usize>(
 /// Exhaustive split: the legal partition of least total area (ties: least overlap).
 fn exponential<const D: usize>(es: Vec<Entry<D>>, min: usize) -> (Vec<Entry<D>>, Vec<Entry<D>>) {
     let n = es.len();
-    let mut best = (f64::INFINITY, f64::INFINITY, 1u32);
+    // The first legal partition stands until one is strictly better, so that keys which
+    // overflow to infinity (or are NaN) still leave a legal partition.
+    let mut best: Option<(f64, f64, u32)> = None;
     // Entry 0 always goes to the first group, so each partition is seen once.
     for mask in 0u32..(1 << (n - 1)) {
         let m = (mask << 1) | 1;
@@ -229,13 +231,14 @@ fn exponential<const D: usize>(es: Vec<Entry<D>>, min: usize) -> (Vec<Entry<D>>,
             }
         }
         let key = (r1.area() + r2.area(), r1.overlap(&r2));
-        if key.0 < best.0 || (key.0 == best.0 && key.1 < best.1) {
-            best = (key.0, key.1, m);
+        if best.is_none_or(|b| key.0 < b.0 || (key.0 == b.0 && key.1 < b.1)) {
+            best = Some((key.0, key.1, m));
         }
     }
+    let (_, _, mask) = best.expect("n >= 2 min leaves a legal partition");
     let (mut g1, mut g2) = (Vec::new(), Vec::new());
     for (i, e) in es.into_iter().enumerate() {
-        if best.2 >> i & 1 == 1 {
+        if mask >> i & 1 == 1 {
             g1.push(e);
         } else {
             g2.push(e);
@@ -355,7 +358,9 @@ fn rstar<const D: usize>(es: Vec<Entry<D>>, min: usize) -> (Vec<Entry<D>>, Vec<E
         }
     }
     let d = best_axis.1;
-    let mut best = (f64::INFINITY, f64::INFINITY, 0usize, 0usize);
+    // The first distribution stands until one is strictly better (keys that overflow to
+    // infinity or are NaN must still give a legal cut).
+    let mut best: Option<(f64, f64, usize, usize)> = None;
     for which in 0..2 {
         let s = &sorted[2 * d + which];
         fill_prefix_suffix(s, &mut prefix, &mut suffix);
@@ -363,13 +368,14 @@ fn rstar<const D: usize>(es: Vec<Entry<D>>, min: usize) -> (Vec<Entry<D>>, Vec<E
             let cut = min - 1 + k;
             let (a, b) = (&prefix[cut - 1], &suffix[cut]);
             let key = (a.overlap(b), a.area() + b.area());
-            if key.0 < best.0 || (key.0 == best.0 && key.1 < best.1) {
-                best = (key.0, key.1, which, cut);
+            if best.is_none_or(|b| key.0 < b.0 || (key.0 == b.0 && key.1 < b.1)) {
+                best = Some((key.0, key.1, which, cut));
             }
         }
     }
-    let mut s = std::mem::take(&mut sorted[2 * d + best.2]);
-    let g2 = s.split_off(best.3);
+    let (_, _, which, cut) = best.expect("n >= 2 min leaves a distribution");
+    let mut s = std::mem::take(&mut sorted[2 * d + which]);
+    let g2 = s.split_off(cut);
     (s, g2)
 }
 
@@ -447,7 +453,11 @@ mod tests {
         fn every_split_is_a_legal_partition(
             raw in prop::collection::vec((0.0..100.0f64, 0.0..100.0f64, 0.0..10.0f64, 0.0..10.0f64), 4..18),
             min_frac in 0.1f64..0.5,
+            scale in prop::sample::select(vec![1.0, 1e300, 1e-300]),
         ) {
+            // At 1e300 every area, margin and overlap overflows to infinity (their sums
+            // and differences to NaN); at 1e-300 they underflow to zero.
+            let raw: Vec<_> = raw.iter().map(|&(x, y, w, h)| (x * scale, y * scale, w * scale, h * scale)).collect();
             let es = entries(&raw);
             let min = ((es.len() - 1) as f64 * min_frac).ceil().max(1.0) as usize;
             let min = min.min(es.len() / 2);

@@ -32,6 +32,24 @@ pub enum Op<const D: usize> {
     Knn([f64; D], usize),
 }
 
+impl<const D: usize> Op<D> {
+    /// The same step with every coordinate multiplied by `scale`: a workload at magnitudes
+    /// whose areas and squared distances overflow (1e300) or underflow (1e-300) `f64`.
+    pub fn scaled(&self, scale: f64) -> Self {
+        let r = |b: &Rect<D>| Rect {
+            min: b.min.map(|c| c * scale),
+            max: b.max.map(|c| c * scale),
+        };
+        match self {
+            Op::Insert(b) => Op::Insert(r(b)),
+            Op::Delete(i) => Op::Delete(*i),
+            Op::Update(i, b) => Op::Update(*i, r(b)),
+            Op::Window(q) => Op::Window(r(q)),
+            Op::Knn(p, k) => Op::Knn(p.map(|c| c * scale), *k),
+        }
+    }
+}
+
 /// Relative weights of the operations and the sizes of the boxes, windows and k.
 #[derive(Debug, Clone, Copy)]
 pub struct Mix {
