@@ -664,6 +664,48 @@ mod tests {
         (ops * 4096) as f64 * 1e3 / ns as f64
     }
 
+    /// On the 480 GB preset (524,288 blocks), a checkpoint of an unchanged drive writes no
+    /// FTL table page and the state file stays small; a reopened drive reads what was
+    /// written; a damaged tables file is an error naming it.
+    #[test]
+    fn v300_checkpoints_write_only_changed_table_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("device.state");
+        let cfg = SsdConfig::v300();
+        let mut d = SimSsd::open(&cfg, 4096, Some(&state)).unwrap();
+        for p in 0..2000u64 {
+            d.write(p * 3, &[(p % 251) as u8; 4096]).unwrap();
+        }
+        d.persist().unwrap();
+        let tables = dir.path().join("device.state.ftl-1");
+        let len = std::fs::metadata(&tables).unwrap().len();
+        assert!(len < 64 * 4096, "{len} bytes of table pages");
+        assert!(std::fs::metadata(&state).unwrap().len() < 64 << 10);
+        d.persist().unwrap();
+        assert_eq!(std::fs::metadata(&tables).unwrap().len(), len);
+        d.write(3, &[7; 4096]).unwrap();
+        d.persist().unwrap();
+        let grown = std::fs::metadata(&tables).unwrap().len() - len;
+        assert!(grown > 0 && grown <= 8 * 4096, "{grown} bytes appended");
+        drop(d);
+        let mut e = SimSsd::open(&cfg, 4096, Some(&state)).unwrap();
+        let mut buf = vec![0u8; 4096];
+        e.read(3, &mut buf).unwrap();
+        assert_eq!(buf, vec![7; 4096]);
+        e.read(6, &mut buf).unwrap();
+        assert_eq!(buf, vec![2; 4096]);
+        drop(e);
+        let bytes = std::fs::read(&tables).unwrap();
+        std::fs::write(&tables, &bytes[..bytes.len() - 4096]).unwrap();
+        let err = SimSsd::open(&cfg, 4096, Some(&state))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("device.state.ftl-1") && err.contains("truncated"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn v300_calibration() {
         let cfg = SsdConfig::v300();
