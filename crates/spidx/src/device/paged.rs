@@ -263,6 +263,21 @@ impl PageStore {
         Ok(())
     }
 
+    /// The numbers of the pages saved in the pages file, ascending.
+    pub(crate) fn saved_pages(&self) -> Vec<u64> {
+        self.base
+            .as_ref()
+            .map_or_else(Vec::new, |b| b.index.iter().map(|s| s.page).collect())
+    }
+
+    /// Forgets the in-memory copies of the pages when every page is saved (they are read
+    /// again from the pages file when used); a no-op while pages are unsaved.
+    pub(crate) fn drop_clean(&mut self) {
+        if self.dirty.is_empty() && self.base.as_ref().is_some_and(|b| b.file.is_some()) {
+            self.mem = PageArray::new(self.page_size);
+        }
+    }
+
     /// Reads and checks every saved page not yet in memory (a full verification).
     pub fn verify_all(&mut self) -> Result<u64> {
         let pages: Vec<u64> = match &self.base {
@@ -283,8 +298,21 @@ impl PageStore {
     /// `state` (appending them, or writing a new generation; see the module docs) and makes
     /// them durable. The state file must be saved afterwards (it serialises the index).
     pub fn save(&mut self, state: &Path) -> Result<SaveReport> {
+        self.save_named(state, "pages", super::pages::peek_pages_file)
+    }
+
+    /// [`PageStore::save`] for a second store of the same state file: its pages file is
+    /// `<state file>.<suffix>-<generation>`, and `peek` finds the name of the pages file of
+    /// this store that a state file (the checkpoint backup `<state file>.bak`) names, so
+    /// that the backup's generation is kept.
+    pub(crate) fn save_named(
+        &mut self,
+        state: &Path,
+        suffix: &str,
+        peek: fn(&Path) -> Option<String>,
+    ) -> Result<SaveReport> {
         let ps = self.page_size as u64;
-        let own = format!("{}.pages-", file_name(state)?);
+        let own = format!("{}.{suffix}-", file_name(state)?);
         let dir = dir_of(state);
         if self.base.is_none() && self.dirty.is_empty() {
             return Ok(SaveReport::default());
@@ -303,7 +331,7 @@ impl PageStore {
             return Ok(SaveReport::default());
         }
         let current = self.base.as_ref().map(|b| b.name.clone());
-        remove_stale(&dir, &own, current.as_deref(), state)?;
+        remove_stale(&dir, &own, current.as_deref(), state, peek)?;
         let report = if compact {
             self.write_generation(&dir, &own)?
         } else {
@@ -522,12 +550,18 @@ fn read_slot(b: &Base, slot: Slot, page_size: usize) -> Result<Box<[u8]>> {
 /// Deletes pages files of older generations of the state at `state` (names starting with
 /// `own`): all but `current` and the one the checkpoint backup `<state>.bak` names. When
 /// the backup exists but cannot be read, nothing is deleted.
-fn remove_stale(dir: &Path, own: &str, current: Option<&str>, state: &Path) -> Result<()> {
+fn remove_stale(
+    dir: &Path,
+    own: &str,
+    current: Option<&str>,
+    state: &Path,
+    peek: fn(&Path) -> Option<String>,
+) -> Result<()> {
     let mut bak = state.as_os_str().to_owned();
     bak.push(".bak");
     let bak = PathBuf::from(bak);
     let backed = if bak.exists() {
-        match super::pages::peek_pages_file(&bak) {
+        match peek(&bak) {
             Some(name) => Some(name),
             None => return Ok(()),
         }

@@ -127,6 +127,11 @@ const FORMAT_VERSION: u32 = 1;
 /// The format of the state files of devices whose pages live in a pages file
 /// ([`super::paged::PageStore`]): the payload starts with the page index.
 pub const PAGED_FORMAT: u32 = 2;
+/// The format of the state files of flash devices (SimFlash, SSD) whose FTL tables live in
+/// a second pages file (see `crate::device::flash::ftl::persist`): the payload starts with
+/// the page index of the data, then the page index of the FTL tables. Their format
+/// [`PAGED_FORMAT`] (the FTL tables inside the state file) still opens.
+pub const FTL_PAGED_FORMAT: u32 = 3;
 const HEADER: usize = 8 + 4 + 4 + 4 + 8;
 
 /// Saves a simulated device's state to `path` atomically (write a temporary file, fsync,
@@ -166,7 +171,21 @@ pub fn save_state_as<T: Serialize>(path: &Path, kind: &str, version: u32, state:
 /// [`load_state`] of a state written with format `version`.
 pub fn load_state_as<T: DeserializeOwned>(path: &Path, kind: &str, expected: u32) -> Result<T> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let payload = checked_payload(&bytes, path, Some(kind), expected)?;
+    let (_, payload) = checked_payload(&bytes, path, Some(kind), &[expected])?;
+    decode_state(path, payload)
+}
+
+/// The checked payload of the state file at `path` of a `kind` device and its format
+/// version, one of `accepted` (checked like [`load_state`]); decode it with
+/// [`decode_state`].
+pub fn load_state_payload(path: &Path, kind: &str, accepted: &[u32]) -> Result<(u32, Vec<u8>)> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let (version, payload) = checked_payload(&bytes, path, Some(kind), accepted)?;
+    Ok((version, payload.to_vec()))
+}
+
+/// Decodes a payload returned by [`load_state_payload`] for the state file at `path`.
+pub fn decode_state<T: DeserializeOwned>(path: &Path, payload: &[u8]) -> Result<T> {
     let what = format!("device state {}", path.display());
     postcard::from_bytes(payload).map_err(|e| Error::corrupted(what, format!("cannot decode: {e}")))
 }
@@ -176,8 +195,21 @@ pub fn load_state_as<T: DeserializeOwned>(path: &Path, kind: &str, expected: u32
 /// checked.
 pub fn peek_pages_file(path: &Path) -> Option<String> {
     let bytes = std::fs::read(path).ok()?;
-    let payload = checked_payload(&bytes, path, None, PAGED_FORMAT).ok()?;
+    let (_, payload) =
+        checked_payload(&bytes, path, None, &[PAGED_FORMAT, FTL_PAGED_FORMAT]).ok()?;
     postcard::take_from_bytes::<String>(payload)
+        .ok()
+        .map(|(name, _)| name)
+}
+
+/// The name of the second pages file (the FTL tables') a flash device's state file at
+/// `path` names (format [`FTL_PAGED_FORMAT`]: its payload starts with two
+/// [`super::paged::PageStore`]s), or `None` if the file cannot be read or checked.
+pub fn peek_second_pages_file(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    let (_, payload) = checked_payload(&bytes, path, None, &[FTL_PAGED_FORMAT]).ok()?;
+    let (_, rest) = postcard::take_from_bytes::<super::paged::PageStore>(payload).ok()?;
+    postcard::take_from_bytes::<String>(rest)
         .ok()
         .map(|(name, _)| name)
 }
@@ -186,8 +218,8 @@ fn checked_payload<'a>(
     bytes: &'a [u8],
     path: &Path,
     kind: Option<&str>,
-    expected: u32,
-) -> Result<&'a [u8]> {
+    accepted: &[u32],
+) -> Result<(u32, &'a [u8])> {
     let what = format!("device state {}", path.display());
     if bytes.len() < HEADER || &bytes[..8] != MAGIC {
         return Err(Error::corrupted(
@@ -197,7 +229,8 @@ fn checked_payload<'a>(
     }
     let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
     let version = u32_at(8);
-    if version != expected {
+    if !accepted.contains(&version) {
+        let expected = accepted.iter().max().copied().unwrap_or(0);
         let hint = if version < expected {
             " (written by an older spidx: rebuild the index)"
         } else {
@@ -228,7 +261,7 @@ fn checked_payload<'a>(
     if crc32fast::hash(payload) != crc {
         return Err(Error::corrupted(what, "checksum mismatch"));
     }
-    Ok(payload)
+    Ok((version, payload))
 }
 
 fn kind_tag(kind: &str) -> u32 {

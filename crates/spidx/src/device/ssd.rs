@@ -80,13 +80,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::flash::ftl::{FlashOp, Ftl, OpCause, OpKind};
-use super::flash::simflash::{
-    check_loaded_ftl, check_saved, host_geometry, restore_pages, transfer_ns, us_to_ns,
-};
+use super::flash::ftl::{FlashOp, Ftl, FtlHeader, OpCause, OpKind, WholeFtl};
+use super::flash::simflash::{check_loaded_ftl, check_saved, host_geometry, transfer_ns, us_to_ns};
 use super::flash::FlashConfig;
 use super::paged::PageStore;
-use super::pages::{load_state_as, save_state_as, PAGED_FORMAT};
+use super::pages::{
+    decode_state, load_state_payload, save_state_as, FTL_PAGED_FORMAT, PAGED_FORMAT,
+};
 use super::stats::{DeviceStats, HostCounters};
 use super::{check_request, request_len, Device};
 use crate::{Error, Result};
@@ -244,16 +244,29 @@ struct Costs {
     queue_depth: usize,
 }
 
-/// The saved state of a [`SimSsd`].
+/// The saved state of a [`SimSsd`] (format [`FTL_PAGED_FORMAT`]).
 #[derive(Serialize, Deserialize)]
 struct SavedSsd<P, F, T> {
     /// First, so that the pages file it names can be found (see [`crate::device::paged`]).
     pages: P,
+    /// Second: the index of the FTL's table pages.
+    tables: P,
     config: SsdConfig,
     page_size: usize,
     host: HostCounters,
     timing: T,
     ftl: F,
+}
+
+/// The saved state of a [`SimSsd`] in format [`PAGED_FORMAT`] (the whole FTL in it).
+#[derive(Deserialize)]
+struct SavedSsdV2 {
+    pages: PageStore,
+    config: SsdConfig,
+    page_size: usize,
+    host: HostCounters,
+    timing: Timing,
+    ftl: WholeFtl,
 }
 
 const KIND: &str = "ssd";
@@ -324,12 +337,21 @@ impl SimSsd {
         let (capacity_pages, geo) = host_geometry(&config.flash, page_size, dies)?;
         let (ftl, host, timing) = match state {
             Some(path) if path.exists() => {
-                let mut saved: SavedSsd<PageStore, Ftl, Timing> =
-                    load_state_as(path, KIND, PAGED_FORMAT)?;
-                check_saved(path, &saved.config, saved.page_size, config, page_size)?;
-                restore_pages(path, &mut saved.ftl, saved.pages)?;
-                check_loaded_ftl(path, &mut saved.ftl, &geo)?;
-                let t = &saved.timing;
+                let (version, payload) =
+                    load_state_payload(path, KIND, &[PAGED_FORMAT, FTL_PAGED_FORMAT])?;
+                let (mut ftl, host, timing) = if version == PAGED_FORMAT {
+                    let s: SavedSsdV2 = decode_state(path, &payload)?;
+                    check_saved(path, &s.config, s.page_size, config, page_size)?;
+                    let ftl = Ftl::from_whole(path, &geo, s.ftl, s.pages)?;
+                    (ftl, s.host, s.timing)
+                } else {
+                    let s: SavedSsd<PageStore, FtlHeader, Timing> = decode_state(path, &payload)?;
+                    check_saved(path, &s.config, s.page_size, config, page_size)?;
+                    let ftl = Ftl::from_header(path, &geo, s.ftl, s.pages, s.tables)?;
+                    (ftl, s.host, s.timing)
+                };
+                check_loaded_ftl(path, &mut ftl, &geo)?;
+                let t = &timing;
                 if t.die_free.len() != dies as usize
                     || t.chan_free.len() != config.channels as usize
                 {
@@ -338,7 +360,7 @@ impl SimSsd {
                         "the saved timing state does not match the drive's geometry",
                     ));
                 }
-                (saved.ftl, saved.host, saved.timing)
+                (ftl, host, timing)
             }
             _ => {
                 let logical = capacity_pages * page_size as u64;
@@ -591,15 +613,17 @@ impl Device for SimSsd {
             return Ok(());
         };
         self.ftl.pages_mut().save(path)?;
+        self.ftl.save_tables(path)?;
         let saved = SavedSsd {
             pages: self.ftl.pages(),
+            tables: self.ftl.tables_store(),
             config: self.config.clone(),
             page_size: self.page_size,
             host: self.host,
             timing: &self.timing,
-            ftl: &self.ftl,
+            ftl: self.ftl.header(),
         };
-        save_state_as(path, KIND, PAGED_FORMAT, &saved)
+        save_state_as(path, KIND, FTL_PAGED_FORMAT, &saved)
     }
 }
 
@@ -638,6 +662,48 @@ mod tests {
         }
         let ns = d.device_ns() - start;
         (ops * 4096) as f64 * 1e3 / ns as f64
+    }
+
+    /// On the 480 GB preset (524,288 blocks), a checkpoint of an unchanged drive writes no
+    /// FTL table page and the state file stays small; a reopened drive reads what was
+    /// written; a damaged tables file is an error naming it.
+    #[test]
+    fn v300_checkpoints_write_only_changed_table_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("device.state");
+        let cfg = SsdConfig::v300();
+        let mut d = SimSsd::open(&cfg, 4096, Some(&state)).unwrap();
+        for p in 0..2000u64 {
+            d.write(p * 3, &[(p % 251) as u8; 4096]).unwrap();
+        }
+        d.persist().unwrap();
+        let tables = dir.path().join("device.state.ftl-1");
+        let len = std::fs::metadata(&tables).unwrap().len();
+        assert!(len < 64 * 4096, "{len} bytes of table pages");
+        assert!(std::fs::metadata(&state).unwrap().len() < 64 << 10);
+        d.persist().unwrap();
+        assert_eq!(std::fs::metadata(&tables).unwrap().len(), len);
+        d.write(3, &[7; 4096]).unwrap();
+        d.persist().unwrap();
+        let grown = std::fs::metadata(&tables).unwrap().len() - len;
+        assert!(grown > 0 && grown <= 8 * 4096, "{grown} bytes appended");
+        drop(d);
+        let mut e = SimSsd::open(&cfg, 4096, Some(&state)).unwrap();
+        let mut buf = vec![0u8; 4096];
+        e.read(3, &mut buf).unwrap();
+        assert_eq!(buf, vec![7; 4096]);
+        e.read(6, &mut buf).unwrap();
+        assert_eq!(buf, vec![2; 4096]);
+        drop(e);
+        let bytes = std::fs::read(&tables).unwrap();
+        std::fs::write(&tables, &bytes[..bytes.len() - 4096]).unwrap();
+        let err = SimSsd::open(&cfg, 4096, Some(&state))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("device.state.ftl-1") && err.contains("truncated"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -50,9 +50,12 @@ use crate::device::stats::FlashStats;
 use crate::{Error, Result};
 
 mod check;
+mod persist;
 mod read;
 mod sparse;
 
+pub(crate) use persist::{FtlHeader, WholeFtl};
+use persist::{Table, Tables};
 use sparse::SparseMap;
 
 /// Marks an unmapped logical page, an invalid physical page or "no block".
@@ -237,7 +240,7 @@ enum BlockState {
 
 /// Per-die allocation state.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct Die {
+pub(crate) struct Die {
     /// Active block (`NONE` if none) and its next page to program.
     active: u32,
     next_page: u32,
@@ -258,7 +261,7 @@ struct Die {
 
 /// Operation counters (see [`FlashStats`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-struct Counters {
+pub(crate) struct Counters {
     flash_reads: u64,
     flash_writes: u64,
     erases: u64,
@@ -269,17 +272,19 @@ struct Counters {
 }
 
 /// A page-mapping FTL over NAND blocks that really stores the data (see the module docs).
-/// Its serialised form leaves the data out: a device saves it with
-/// [`Ftl::pages_mut`] and restores it with [`Ftl::set_pages`].
-#[derive(Debug, Serialize, Deserialize)]
+/// A device saves it in three parts: the data ([`Ftl::pages_mut`]), the large tables
+/// (paged, only what changed: [`Ftl::save_tables`]) and a small header
+/// ([`Ftl::header`]); see `persist` for the format.
+#[derive(Debug)]
 pub struct Ftl {
     geo: FtlGeometry,
     l2p: SparseMap,
     /// Physical→logical map, grown as blocks are first opened (`NONE` = invalid page).
     p2l: Vec<u32>,
     /// The bytes of every mapped logical page, keyed by logical page number.
-    #[serde(skip)]
     data: PageStore,
+    /// The saved form of the large tables and which of their pages changed since.
+    tables: Tables,
     erase: Vec<u32>,
     valid: Vec<u32>,
     state: Vec<BlockState>,
@@ -310,6 +315,7 @@ impl Ftl {
             retired: 0,
         };
         Ok(Ftl {
+            tables: Tables::new(&geo),
             l2p: SparseMap::new(geo.logical_pages),
             p2l: Vec::new(),
             data: PageStore::new(geo.flash_page_size),
@@ -341,11 +347,6 @@ impl Ftl {
     /// The stored pages.
     pub fn pages(&self) -> &PageStore {
         &self.data
-    }
-
-    /// Restores the pages of a loaded state (the serialised FTL leaves them out).
-    pub fn set_pages(&mut self, pages: PageStore) {
-        self.data = pages;
     }
 
     /// The layout in use.
@@ -564,6 +565,7 @@ impl Ftl {
             self.p2l.resize(end, NONE);
         }
         self.state[b as usize] = BlockState::Active;
+        self.tables.mark(Table::State, b);
         self.dies[d].active = b;
         self.dies[d].next_page = 0;
     }
@@ -583,6 +585,9 @@ impl Ftl {
         self.p2l[ppn as usize] = lpn;
         self.valid[b as usize] += 1;
         self.l2p.set(lpn, ppn);
+        self.tables.mark(Table::P2l, ppn);
+        self.tables.mark(Table::Valid, b);
+        self.tables.mark(Table::L2p, lpn);
         let d = (b % self.geo.dies) as usize;
         if self.dies[d].active == b && self.dies[d].next_page == ppb {
             self.dies[d].active = NONE;
@@ -593,6 +598,8 @@ impl Ftl {
     fn seal(&mut self, d: usize, b: u32) {
         let bi = b as usize;
         self.state[bi] = BlockState::Sealed;
+        self.tables.mark(Table::State, b);
+        self.tables.mark(Table::Pos, b);
         let bucket = &mut self.dies[d].buckets[self.valid[bi] as usize];
         self.pos[bi] = bucket.len() as u32;
         bucket.push(b);
@@ -604,6 +611,7 @@ impl Ftl {
         self.bucket_remove(d, b);
         self.dies[d].sealed_by_erase.remove(&(self.erase[bi], b));
         self.state[bi] = BlockState::Victim;
+        self.tables.mark(Table::State, b);
     }
 
     fn bucket_remove(&mut self, d: usize, b: u32) {
@@ -613,6 +621,7 @@ impl Ftl {
         bucket.swap_remove(i);
         if let Some(&moved) = bucket.get(i) {
             self.pos[moved as usize] = i as u32;
+            self.tables.mark(Table::Pos, moved);
         }
     }
 
@@ -621,6 +630,8 @@ impl Ftl {
         let b = ppn / self.geo.pages_per_block;
         let bi = b as usize;
         self.p2l[ppn as usize] = NONE;
+        self.tables.mark(Table::P2l, ppn);
+        self.tables.mark(Table::Valid, b);
         if self.state[bi] == BlockState::Sealed {
             let d = (b % self.geo.dies) as usize;
             self.bucket_remove(d, b);
@@ -628,6 +639,7 @@ impl Ftl {
             let bucket = &mut self.dies[d].buckets[self.valid[bi] as usize];
             self.pos[bi] = bucket.len() as u32;
             bucket.push(b);
+            self.tables.mark(Table::Pos, b);
         } else {
             self.valid[bi] -= 1;
         }
@@ -726,6 +738,8 @@ impl Ftl {
             self.erase_min += 1;
         }
         self.erase[bi] += 1;
+        self.tables.mark(Table::Erase, b);
+        self.tables.mark(Table::State, b);
         let count = self.erase[bi];
         let die = &mut self.dies[d];
         die.max_erase = die.max_erase.max(count);

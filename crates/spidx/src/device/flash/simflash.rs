@@ -13,9 +13,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::ftl::{FlashOp, Ftl, FtlGeometry, FtlParams, OpKind};
+use super::ftl::{FlashOp, Ftl, FtlGeometry, FtlHeader, FtlParams, OpKind, WholeFtl};
 use crate::device::paged::PageStore;
-use crate::device::pages::{load_state_as, save_state_as, PAGED_FORMAT};
+use crate::device::pages::{
+    decode_state, load_state_payload, save_state_as, FTL_PAGED_FORMAT, PAGED_FORMAT,
+};
 use crate::device::stats::{DeviceStats, HostCounters};
 use crate::device::{check_request, request_len, validate_page_size, Device, SECTOR};
 use crate::{Error, Result};
@@ -252,16 +254,29 @@ pub(crate) fn host_geometry(
     Ok((capacity_pages, geo))
 }
 
-/// The saved state of a [`SimFlash`].
+/// The saved state of a [`SimFlash`] (format [`FTL_PAGED_FORMAT`]).
 #[derive(Serialize, Deserialize)]
 struct SavedFlash<P, F> {
     /// First, so that the pages file it names can be found (see [`crate::device::paged`]).
     pages: P,
+    /// Second: the index of the FTL's table pages.
+    tables: P,
     config: FlashConfig,
     page_size: usize,
     host: HostCounters,
     clock_ns: u64,
     ftl: F,
+}
+
+/// The saved state of a [`SimFlash`] in format [`PAGED_FORMAT`] (the whole FTL in it).
+#[derive(Deserialize)]
+struct SavedFlashV2 {
+    pages: PageStore,
+    config: FlashConfig,
+    page_size: usize,
+    host: HostCounters,
+    clock_ns: u64,
+    ftl: WholeFtl,
 }
 
 const KIND: &str = "simflash";
@@ -301,12 +316,21 @@ impl SimFlash {
         let (capacity_pages, geo) = host_geometry(config, page_size, 1)?;
         let (ftl, host, clock_ns) = match state {
             Some(path) if path.exists() => {
-                let mut saved: SavedFlash<PageStore, Ftl> =
-                    load_state_as(path, KIND, PAGED_FORMAT)?;
-                check_saved(path, &saved.config, saved.page_size, config, page_size)?;
-                restore_pages(path, &mut saved.ftl, saved.pages)?;
-                check_loaded_ftl(path, &mut saved.ftl, &geo)?;
-                (saved.ftl, saved.host, saved.clock_ns)
+                let (version, payload) =
+                    load_state_payload(path, KIND, &[PAGED_FORMAT, FTL_PAGED_FORMAT])?;
+                let (mut ftl, host, clock_ns) = if version == PAGED_FORMAT {
+                    let s: SavedFlashV2 = decode_state(path, &payload)?;
+                    check_saved(path, &s.config, s.page_size, config, page_size)?;
+                    let ftl = Ftl::from_whole(path, &geo, s.ftl, s.pages)?;
+                    (ftl, s.host, s.clock_ns)
+                } else {
+                    let s: SavedFlash<PageStore, FtlHeader> = decode_state(path, &payload)?;
+                    check_saved(path, &s.config, s.page_size, config, page_size)?;
+                    let ftl = Ftl::from_header(path, &geo, s.ftl, s.pages, s.tables)?;
+                    (ftl, s.host, s.clock_ns)
+                };
+                check_loaded_ftl(path, &mut ftl, &geo)?;
+                (ftl, host, clock_ns)
             }
             _ => (
                 Ftl::new(&config.ftl_params(1, capacity_pages * page_size as u64))?,
@@ -391,23 +415,6 @@ pub(crate) fn check_saved<C: PartialEq + std::fmt::Debug>(
 }
 
 /// Checks a loaded FTL against the planned geometry and its own invariants.
-/// Opens the pages file of a loaded state and gives the pages to its FTL.
-pub(crate) fn restore_pages(path: &Path, ftl: &mut Ftl, mut pages: PageStore) -> Result<()> {
-    if pages.page_size() != ftl.geometry().flash_page_size {
-        return Err(Error::corrupted(
-            format!("device state {}", path.display()),
-            format!(
-                "its pages are of {} bytes, the flash's of {}",
-                pages.page_size(),
-                ftl.geometry().flash_page_size
-            ),
-        ));
-    }
-    pages.attach(path)?;
-    ftl.set_pages(pages);
-    Ok(())
-}
-
 pub(crate) fn check_loaded_ftl(path: &Path, ftl: &mut Ftl, geo: &FtlGeometry) -> Result<()> {
     if ftl.geometry() != geo {
         return Err(Error::corrupted(
@@ -502,14 +509,16 @@ impl Device for SimFlash {
             return Ok(());
         };
         self.ftl.pages_mut().save(path)?;
+        self.ftl.save_tables(path)?;
         let saved = SavedFlash {
             pages: self.ftl.pages(),
+            tables: self.ftl.tables_store(),
             config: self.config.clone(),
             page_size: self.page_size,
             host: self.host,
             clock_ns: self.clock_ns,
-            ftl: &self.ftl,
+            ftl: self.ftl.header(),
         };
-        save_state_as(path, KIND, PAGED_FORMAT, &saved)
+        save_state_as(path, KIND, FTL_PAGED_FORMAT, &saved)
     }
 }

@@ -32,6 +32,13 @@ impl SparseMap {
         c[i as usize & (CHUNK - 1)] = v;
     }
 
+    /// Whether the chunk holding entry `i` was never written (all its entries unmapped).
+    pub(super) fn chunk_is_empty(&self, i: u32) -> bool {
+        self.chunks
+            .get((i >> CHUNK_BITS) as usize)
+            .is_none_or(|c| c.is_none())
+    }
+
     /// (logical, physical) pairs of every mapped page.
     pub(super) fn mapped(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
         self.chunks.iter().enumerate().flat_map(|(ci, c)| {
