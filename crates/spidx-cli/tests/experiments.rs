@@ -183,12 +183,7 @@ fn a_small_experiment_fills_the_database_and_the_report() {
     // The report: per device and workload the seeds' chart and the CPU/device split (and
     // more for queries), inline in one page and as SVG files; context and tables.
     let rep = dir.path().join("report");
-    spidx()
-        .args(["report", "--results", &db, "--out", rep.to_str().unwrap()])
-        .assert()
-        .success();
-    let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
-    common::assert_navigation_complete(&html);
+    let html = common::report_html(&db, &rep);
     for needle in [
         "<h2>Context</h2>",
         "buildings",

@@ -144,14 +144,7 @@ fn report_of(dir: &Path, name: &str, text: &str, runs: usize) -> String {
     ]);
     assert_eq!(out["runs"].as_array().unwrap().len(), runs);
     let rep = dir.join("report");
-    common::spidx()
-        .args(["report", "--results", db.to_str().unwrap(), "--out"])
-        .arg(&rep)
-        .assert()
-        .success();
-    let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
-    common::assert_navigation_complete(&html);
-    html
+    common::report_html(db.to_str().unwrap(), &rep)
 }
 
 #[test]

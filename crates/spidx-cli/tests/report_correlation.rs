@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{export_rows, json_of, num, spidx, ExportRow};
+use common::{export_rows, json_of, num, ExportRow};
 
 /// Rank of each value: 1 + how many are smaller + half of the others equal to it.
 fn ranks(v: &[f64]) -> Vec<f64> {
@@ -74,13 +74,7 @@ queries = 5
         "--quiet",
     ]);
     let rep = dir.path().join("report");
-    spidx()
-        .args(["report", "--results", db, "--out"])
-        .arg(&rep)
-        .assert()
-        .success();
-    let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
-    common::assert_navigation_complete(&html);
+    let html = common::report_html(db, &rep);
     assert!(html.contains("Counts on one device vs time on another"));
 
     let rows = export_rows(db);

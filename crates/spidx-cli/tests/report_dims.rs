@@ -8,7 +8,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{export_metric_rows, json_of, spidx};
+use common::{export_metric_rows, json_of};
 
 const SPEC: &str = r#"
 name = "dims-break-even"
@@ -56,13 +56,7 @@ fn the_report_marks_each_devices_break_even_from_the_results() {
     ]);
     assert_eq!(out["runs"].as_array().unwrap().len(), 4 * 2);
     let rep = dir.path().join("report");
-    spidx()
-        .args(["report", "--results", db, "--out"])
-        .arg(&rep)
-        .assert()
-        .success();
-    let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
-    common::assert_navigation_complete(&html);
+    let html = common::report_html(db, &rep);
     let title = "index vs scan at 4 streams: latency against dimensionality";
     assert!(html.contains(title), "no dims chart");
     assert!(rep.read_dir().unwrap().any(|f| f

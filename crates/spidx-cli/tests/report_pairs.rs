@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{export_rows, json_of, num, spidx, ExportRow};
+use common::{export_rows, json_of, num, ExportRow};
 
 /// As the report writes it: empty when B is zero.
 fn gain(a: f64, b: f64) -> String {
@@ -73,13 +73,7 @@ queries = 5
         ]);
     }
     let rep = dir.path().join("report");
-    spidx()
-        .args(["report", "--results", db, "--out"])
-        .arg(&rep)
-        .assert()
-        .success();
-    let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
-    common::assert_navigation_complete(&html);
+    let html = common::report_html(db, &rep);
     assert!(html.contains("Gains of each flash-aware store over its plain tree"));
 
     // Every FAST run × workload, paired by hand with the plain run of the same tree and page.

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{export_rows, json_of, spidx};
+use common::{export_rows, json_of};
 use serde_json::Value;
 
 /// The configurations (index label fragment, page size) and the elapsed times set for
@@ -124,13 +124,7 @@ fn predicted_beside_measured_with_errors_ranks_and_reversed_pairs() {
     set_times(db, &range_name, &RANGE);
 
     let rep = dir.path().join("report");
-    spidx()
-        .args(["report", "--results", db, "--out"])
-        .arg(&rep)
-        .assert()
-        .success();
-    let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
-    common::assert_navigation_complete(&html);
+    let html = common::report_html(db, &rep);
     assert!(html.contains("<h2>Models vs the real device</h2>"));
 
     let v: Value =
@@ -198,12 +192,7 @@ fn no_real_device_no_section() {
     let spec = write_spec(dir.path(), "sim", "\"ssd-v300\", \"flashdbsim\"");
     json_of(&["run", &spec, "--results", db, "--json", "--quiet"]);
     let rep = dir.path().join("report");
-    spidx()
-        .args(["report", "--results", db, "--out"])
-        .arg(&rep)
-        .assert()
-        .success();
-    let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
+    let html = common::report_html(db, &rep);
     assert!(!html.contains("Models vs the real device"));
     assert!(!rep.join("validation.json").exists());
 }

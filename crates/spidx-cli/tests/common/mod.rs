@@ -154,3 +154,22 @@ pub fn assert_navigation_complete(html: &str) {
     }
     assert!(ids.len() > 1, "a report has sections besides the context");
 }
+
+/// `spidx report --results DB --out OUT`, asserted to succeed; the page's HTML, with its
+/// navigation checked to list every section.
+#[allow(dead_code)]
+pub fn report_html(db: &str, out: &std::path::Path) -> String {
+    let run = spidx()
+        .args(["report", "--results", db, "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "spidx report: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert_navigation_complete(&html);
+    html
+}
