@@ -27,6 +27,17 @@ enum Outcome<const D: usize> {
     Overflow(Node<D>, Option<Spanned<D>>, OnPage<D>),
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Tests: insertions of a variant with [`NodePages`] take the decoded path at every
+    /// node ([`Tree::insert_decoded`]).
+    pub(super) static DECODED_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[cfg(test)]
+#[path = "insert_paths_tests.rs"]
+mod paths_tests;
+
 /// State of one top-level insertion (shared by the reinsertions it causes), handed to the
 /// strategy parts.
 pub struct InsertCtx<const D: usize> {
@@ -301,6 +312,10 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         let page = self.read(id, level)?;
         let mut further = Vec::new();
         np.further_pages(page.view::<D>(), &mut further);
+        #[cfg(test)]
+        if DECODED_ONLY.get() {
+            return self.insert_decoded(np, page, further, (id, level, known), e, target, ctx);
+        }
         if further.is_empty() {
             return self.insert_one_page(np, page, (id, level, known), e, target, ctx);
         }
@@ -318,6 +333,50 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         ids.push(id);
         ids.extend_from_slice(&further);
         self.insert_multi_page(np, imgs, &ids, (level, known), e, target, ctx)
+    }
+
+    /// Tests: [`Self::insert_spanned`] on the decoded node at every node (all its pages
+    /// read and decoded, the subtree chosen among its entries, the node written back
+    /// through [`NodePages::write`]): the reference the page paths are checked against.
+    #[cfg(test)]
+    #[allow(clippy::too_many_arguments)]
+    fn insert_decoded(
+        &mut self,
+        np: &dyn NodePages<D>,
+        page: NodePage,
+        further: Vec<PageId>,
+        (id, level, _known): (PageId, u32, Option<(Rect<D>, u64)>),
+        e: Entry<D>,
+        target: u32,
+        ctx: &mut InsertCtx<D>,
+    ) -> Result<Outcome<D>> {
+        let mut entries = Vec::new();
+        np.extend_entries(page.view::<D>(), &mut entries);
+        drop(page);
+        let (mut node, stored) = self.read_further_pages(np, id, level, further, entries)?;
+        np.visited(id, level, 1 + stored.pages.len(), true);
+        if level == target {
+            node.entries.push(e);
+        } else {
+            if node.entries.is_empty() {
+                return Err(Error::corrupted(
+                    format!("node page {id}"),
+                    "internal node without entries",
+                ));
+            }
+            let i = np.choose(&node.entries, level, &e);
+            let child = node.entries[i];
+            let out = self.insert_rec(
+                child.ptr,
+                level - 1,
+                Some((child.mbr, child.aux)),
+                e,
+                target,
+                ctx,
+            )?;
+            self.take_child_outcome(&mut node.entries, i, child, out, ctx)?;
+        }
+        self.finish_spanned(np, id, node, stored, None)
     }
 
     /// [`Self::insert_spanned`] for node `ids[0]` stored on pages `ids` (`imgs`, read in
