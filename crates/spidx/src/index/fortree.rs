@@ -23,7 +23,9 @@
 //!
 //! Where the O-nodes are recorded: the paper keeps the table of O-nodes in memory. Here
 //! each page of a node names the node's further pages in its entries' 8-byte auxiliary
-//! slots (page `q` of a node with `M` entries per page names pages `qM + 1 ..= qM + M`), so
+//! slots (page `q` of a node with `M` entries per page names pages `qM + 1 ..= qM + M`,
+//! slot `j` page `qM + j + 1`: the links fill the first slots, and the first slot naming
+//! no page ends them), so
 //! the chain is part of the stored tree: it survives reopening and crash recovery under
 //! every store, and costs one page write more when an O-node is added or freed. The
 //! access counts are held in memory (as in the paper) and saved as the tree's state
@@ -44,7 +46,7 @@ use super::strategy::{
     Spanned, Strategy, Treated, VariantState,
 };
 use crate::node::{Entry, NodeView, PageId};
-use crate::store::NodeChange;
+use crate::store::{NodeChange, NodePage};
 use crate::{Error, Result};
 
 /// Options of the FOR-tree (defaults: [`Default`]).
@@ -298,9 +300,13 @@ impl<const D: usize> NodePages<D> for ForTree {
     }
 
     fn further_pages(&self, v: NodeView<'_, D>, out: &mut Vec<PageId>) {
+        // The links fill a page's first slots (`page_entries_into`): the first slot that
+        // names no page ends them, and a one-page node is told by its first slot alone
+        // (an insertion into a leaf reads no more of the page than the one-page
+        // variants' do).
         for i in 0..v.len() {
             match v.aux(i) {
-                0 => {}
+                0 => break,
                 p => out.push(p - 1),
             }
         }
@@ -396,26 +402,41 @@ impl<const D: usize> NodePages<D> for ForTree {
         least_enlargement(v.mbrs(), &e.mbr)
     }
 
-    fn write_one_page(
+    fn choose_on_pages(&self, pages: &[NodePage], _level: u32, e: &Entry<D>) -> usize {
+        least_enlargement(pages.iter().flat_map(|p| p.view::<D>().mbrs()), &e.mbr)
+    }
+
+    fn write_in_place(
         &self,
         tree: &mut dyn NodeAccess<D>,
-        id: PageId,
+        pages: &[PageId],
         level: u32,
+        q: usize,
         change: OnePageChange<D>,
     ) -> Result<()> {
-        // As `write`'s one-page case: entries compare without their slots, written as 0.
+        // As `write` with the node on the same pages: only page `q` differs, and its
+        // entries compare with their slots as `page_entries_into` writes them (entry `g`
+        // of the node names page `g + 1`, so an entry appended to the last page names
+        // none); on a one-page node the slots are 0 (as `write`'s one-page case).
+        let m = tree.capacity().max(level);
         let change = match change {
             OnePageChange::Set { pos, old, new } => (old.mbr != new.mbr || old.ptr != new.ptr)
                 .then(|| NodeChange::Set {
                     pos,
-                    entry: Entry::new(new.mbr, new.ptr),
+                    entry: Entry {
+                        mbr: new.mbr,
+                        ptr: new.ptr,
+                        aux: pages.get(q * m + pos + 1).map_or(0, |p| p + 1),
+                    },
                 }),
             OnePageChange::Push(e) => Some(NodeChange::Push(Entry::new(e.mbr, e.ptr))),
         };
         if let Some(c) = change {
-            tree.modify(id, level, &[c])?;
+            tree.modify(pages[q], level, &[c])?;
         }
-        self.counts().remove(&id);
+        if pages.len() == 1 {
+            self.counts().remove(&pages[0]);
+        }
         Ok(())
     }
 }

@@ -27,6 +27,17 @@ enum Outcome<const D: usize> {
     Overflow(Node<D>, Option<Spanned<D>>, OnPage<D>),
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Tests: insertions of a variant with [`NodePages`] take the decoded path at every
+    /// node ([`Tree::insert_decoded`]).
+    pub(super) static DECODED_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[cfg(test)]
+#[path = "insert_paths_tests.rs"]
+mod paths_tests;
+
 /// State of one top-level insertion (shared by the reinsertions it causes), handed to the
 /// strategy parts.
 pub struct InsertCtx<const D: usize> {
@@ -285,10 +296,11 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
 
     /// [`Self::insert_rec`] for a variant whose nodes may span several pages
     /// ([`NodePages`]). A one-page node is worked on its page
-    /// ([`Self::insert_one_page`]); a node of several pages is read whole (all its pages,
-    /// decoded), the subtree is chosen among all its entries, and it is written back
-    /// through the variant. A node holding more entries than its pages, or one the
-    /// variant asks for, goes to the overflow treatment at its parent.
+    /// ([`Self::insert_one_page`]), a node of several pages on its pages
+    /// ([`Self::insert_multi_page`]); either is decoded (its entries in a vector, written
+    /// back through [`NodePages::write`]) only where the node changes shape. A node holding
+    /// more entries than its pages, or one the variant asks for, goes to the overflow
+    /// treatment at its parent.
     fn insert_spanned(
         &mut self,
         np: &dyn NodePages<D>,
@@ -300,9 +312,44 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         let page = self.read(id, level)?;
         let mut further = Vec::new();
         np.further_pages(page.view::<D>(), &mut further);
+        #[cfg(test)]
+        if DECODED_ONLY.get() {
+            return self.insert_decoded(np, page, further, (id, level, known), e, target, ctx);
+        }
         if further.is_empty() {
             return self.insert_one_page(np, page, (id, level, known), e, target, ctx);
         }
+        // All pages read in order (as `read_spanned` reads them), kept as page images.
+        let mut imgs = Vec::with_capacity(1 + further.len());
+        imgs.push(page);
+        self.walk_further_pages(id, &mut further, |t, p, pages| {
+            let img = t.read(p, level)?;
+            np.further_pages(img.view::<D>(), pages);
+            imgs.push(img);
+            Ok(())
+        })?;
+        np.visited(id, level, imgs.len(), true);
+        let mut ids = Vec::with_capacity(imgs.len());
+        ids.push(id);
+        ids.extend_from_slice(&further);
+        self.insert_multi_page(np, imgs, &ids, (level, known), e, target, ctx)
+    }
+
+    /// Tests: [`Self::insert_spanned`] on the decoded node at every node (all its pages
+    /// read and decoded, the subtree chosen among its entries, the node written back
+    /// through [`NodePages::write`]): the reference the page paths are checked against.
+    #[cfg(test)]
+    #[allow(clippy::too_many_arguments)]
+    fn insert_decoded(
+        &mut self,
+        np: &dyn NodePages<D>,
+        page: NodePage,
+        further: Vec<PageId>,
+        (id, level, _known): (PageId, u32, Option<(Rect<D>, u64)>),
+        e: Entry<D>,
+        target: u32,
+        ctx: &mut InsertCtx<D>,
+    ) -> Result<Outcome<D>> {
         let mut entries = Vec::new();
         np.extend_entries(page.view::<D>(), &mut entries);
         drop(page);
@@ -332,9 +379,153 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         self.finish_spanned(np, id, node, stored, None)
     }
 
+    /// [`Self::insert_spanned`] for node `ids[0]` stored on pages `ids` (`imgs`, read in
+    /// order): as [`Self::insert_one_page`], the node stays page images while the
+    /// insertion goes down, the subtree is chosen across the pages
+    /// ([`NodePages::choose_on_pages`]) and, when every page but the last is full (the
+    /// layout [`NodePages::write`] keeps), the entry that changes or the one appended to
+    /// the last page is written to its page alone ([`NodePages::write_in_place`]). An
+    /// overflow (of the node or its child), the variant's treatment or any other layout
+    /// take the decoded path, with the same calls to the variant and the store.
+    #[allow(clippy::too_many_arguments)]
+    fn insert_multi_page(
+        &mut self,
+        np: &dyn NodePages<D>,
+        imgs: Vec<NodePage>,
+        ids: &[PageId],
+        (level, known): (u32, Option<(Rect<D>, u64)>),
+        e: Entry<D>,
+        target: u32,
+        ctx: &mut InsertCtx<D>,
+    ) -> Result<Outcome<D>> {
+        let id = ids[0];
+        let pages = imgs.len();
+        let max = self.cap.max(level);
+        let lens: Vec<usize> = imgs.iter().map(|p| p.view::<D>().len()).collect();
+        let n: usize = lens.iter().sum();
+        let in_place =
+            lens[..pages - 1].iter().all(|&l| l == max) && (1..=max).contains(&lens[pages - 1]);
+        // The decoded node and what is stored, for the general path; the images are
+        // dropped first, so that the writes edit the cached pages in place.
+        let decoded = |imgs: Vec<NodePage>| {
+            let mut entries = Vec::with_capacity(n + 1);
+            for img in &imgs {
+                np.extend_entries(img.view::<D>(), &mut entries);
+            }
+            let stored = Spanned {
+                pages: ids[1..].to_vec(),
+                entries: entries.clone(),
+            };
+            (Node { level, entries }, stored)
+        };
+        // The node's MBR and largest key with entry `i` (or a new one, `i` = n) as
+        // `(m, a)`, folded over the pages in entry order as `Node::mbr` does.
+        let fold = |imgs: &[NodePage], i: usize, (m, a): (Rect<D>, u64)| {
+            let (mut mbr, mut aux) = (Rect::empty(), 0);
+            let mut g = 0;
+            for img in imgs {
+                let v = img.view::<D>();
+                for j in 0..v.len() {
+                    let (b, k) = if g == i {
+                        (m, a)
+                    } else {
+                        let x = np.entry(v, j);
+                        (x.mbr, x.aux)
+                    };
+                    mbr.expand(&b);
+                    aux = aux.max(k);
+                    g += 1;
+                }
+            }
+            if i == n {
+                mbr.expand(&m);
+                aux = aux.max(a);
+            }
+            (mbr, aux)
+        };
+        if level == target {
+            if !in_place || n + 1 > max * pages || np.treat_anyway(id, level, pages) {
+                let (mut node, stored) = decoded(imgs);
+                node.entries.push(e);
+                return self.finish_spanned(np, id, node, stored, None);
+            }
+            let (mbr, aux) = match known {
+                Some((k, ka)) => (k.union(&e.mbr), ka.max(e.aux)),
+                None => fold(&imgs, n, (e.mbr, e.aux)),
+            };
+            drop(imgs);
+            np.write_in_place(self, ids, level, pages - 1, OnePageChange::Push(e))?;
+            return Ok(Outcome::Changed(mbr, aux));
+        }
+        if n == 0 {
+            return Err(Error::corrupted(
+                format!("node page {id}"),
+                "internal node without entries",
+            ));
+        }
+        let i = np.choose_on_pages(&imgs, level, &e);
+        let (mut q, mut pos) = (0, i);
+        while pos >= lens[q] {
+            pos -= lens[q];
+            q += 1;
+        }
+        let child = np.entry(imgs[q].view::<D>(), pos);
+        let out = self.insert_rec(
+            child.ptr,
+            level - 1,
+            Some((child.mbr, child.aux)),
+            e,
+            target,
+            ctx,
+        )?;
+        let changed = match out {
+            Outcome::Unchanged => None,
+            Outcome::Changed(m, a) => Some((m, a)),
+            out => {
+                let (mut node, stored) = decoded(imgs);
+                self.take_child_outcome(&mut node.entries, i, child, out, ctx)?;
+                return self.finish_spanned(np, id, node, stored, None);
+            }
+        };
+        if !in_place || n > max * pages || np.treat_anyway(id, level, pages) {
+            let (mut node, stored) = decoded(imgs);
+            if let Some((m, a)) = changed {
+                node.entries[i].mbr = m;
+                node.entries[i].aux = a;
+            }
+            return self.finish_spanned(np, id, node, stored, None);
+        }
+        let Some((m, a)) = changed.filter(|&(m, a)| m != child.mbr || a != child.aux) else {
+            return Ok(Outcome::Unchanged);
+        };
+        let (mbr, aux) = match known {
+            // The child only grew: the node grows by the same union.
+            Some((k, ka)) if m.contains(&child.mbr) && a >= child.aux => (k.union(&m), ka.max(a)),
+            _ => fold(&imgs, i, (m, a)),
+        };
+        drop(imgs);
+        let new = Entry {
+            mbr: m,
+            ptr: child.ptr,
+            aux: a,
+        };
+        np.write_in_place(
+            self,
+            ids,
+            level,
+            q,
+            OnePageChange::Set {
+                pos,
+                old: child,
+                new,
+            },
+        )?;
+        Ok(Outcome::Changed(mbr, aux))
+    }
+
     /// [`Self::insert_spanned`] for a one-page node: as [`Self::insert_rec`], the node
     /// stays a page image (not decoded) while the insertion goes down and is written as
-    /// one entry-level change through [`NodePages::write_one_page`]; it is decoded only
+    /// one entry-level change through [`NodePages::write_in_place`]; it is decoded only
     /// when it or its child overflows, or the variant asks for its treatment. The same
     /// calls reach the variant and the store as through the decoded path.
     fn insert_one_page(
@@ -387,7 +578,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 None => fold(v, v.len(), (e.mbr, e.aux)),
             };
             drop(page);
-            np.write_one_page(self, id, level, OnePageChange::Push(e))?;
+            np.write_in_place(self, &[id], level, 0, OnePageChange::Push(e))?;
             return Ok(Outcome::Changed(mbr, aux));
         }
         if v.is_empty() {
@@ -439,10 +630,11 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             ptr: child.ptr,
             aux: a,
         };
-        np.write_one_page(
+        np.write_in_place(
             self,
-            id,
+            &[id],
             level,
+            0,
             OnePageChange::Set {
                 pos: i,
                 old: child,

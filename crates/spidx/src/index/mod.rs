@@ -497,6 +497,30 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         mut pages: Vec<PageId>,
         mut entries: Vec<Entry<D>>,
     ) -> Result<(Node<D>, Spanned<D>)> {
+        // Lent, not shared: no page reference or copy per page (the same reads).
+        self.walk_further_pages(id, &mut pages, |t, p, pages| {
+            t.with_node(p, level, |v| {
+                np.extend_entries(v, &mut entries);
+                np.further_pages(v, pages);
+            })
+        })?;
+        let stored = Spanned {
+            pages,
+            entries: entries.clone(),
+        };
+        Ok((Node { level, entries }, stored))
+    }
+
+    /// Reads the further pages of node `id` in order: `pages` holds those its first page
+    /// names, and `read(tree, p, pages)` reads page `p` and appends the pages it names.
+    /// A page named twice (a loop in the chain, or the first page) is refused as
+    /// corruption before it is read.
+    fn walk_further_pages(
+        &mut self,
+        id: PageId,
+        pages: &mut Vec<PageId>,
+        mut read: impl FnMut(&mut Self, PageId, &mut Vec<PageId>) -> Result<()>,
+    ) -> Result<()> {
         // Pages already read, for the loop check: the chain itself while it is short
         // (a scan of a few ids), a set beyond.
         let mut seen: Option<std::collections::HashSet<PageId>> = None;
@@ -521,16 +545,9 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 ));
             }
             next += 1;
-            self.with_node(p, level, |v| {
-                np.extend_entries(v, &mut entries);
-                np.further_pages(v, &mut pages);
-            })?;
+            read(self, p, pages)?;
         }
-        let stored = Spanned {
-            pages,
-            entries: entries.clone(),
-        };
-        Ok((Node { level, entries }, stored))
+        Ok(())
     }
 
     fn set_meta(&mut self, meta: TreeMeta) -> Result<()> {

@@ -29,7 +29,7 @@
 
 use crate::geom::Rect;
 use crate::node::{aux_max, Capacity, Entry, Node, NodeView, PageId};
-use crate::store::NodeChange;
+use crate::store::{NodeChange, NodePage};
 use crate::Result;
 
 use super::insert::InsertCtx;
@@ -228,21 +228,30 @@ pub trait NodePages<const D: usize>: Send + Sync {
     /// pages, as the one-page variants' does).
     fn choose_on_page(&self, v: NodeView<'_, D>, level: u32, e: &Entry<D>) -> usize;
 
-    /// What [`Self::write`] does for one-page node `id` that stays on its one page after
-    /// one `change`, without its stored entries decoded.
-    fn write_one_page(
+    /// [`Self::choose`] on the pages of a node spanning several (`pages`, in order;
+    /// positions run on across pages), without decoding the node.
+    fn choose_on_pages(&self, pages: &[NodePage], level: u32, e: &Entry<D>) -> usize;
+
+    /// What [`Self::write`] does for node `pages[0]`, stored on `pages` (in order, every
+    /// page but the last holding the level's maximum of entries, the last at least one),
+    /// when one `change` to its page `q` leaves it on the same pages: an entry of page `q`
+    /// set, or an entry appended to the last page. The node's stored entries are not
+    /// decoded; only page `q` is written (if the change changes it).
+    fn write_in_place(
         &self,
         tree: &mut dyn NodeAccess<D>,
-        id: PageId,
+        pages: &[PageId],
         level: u32,
+        q: usize,
         change: OnePageChange<D>,
     ) -> Result<()>;
 }
 
-/// One change to a one-page node that stays on its page ([`NodePages::write_one_page`]).
+/// One change to one page of a node that stays on its pages ([`NodePages::write_in_place`]).
 #[derive(Debug, Clone, Copy)]
 pub enum OnePageChange<const D: usize> {
-    /// The entry at `pos` (`old`, as [`NodePages::entry`] read it) becomes `new`.
+    /// The entry at `pos` of the page (`old`, as [`NodePages::entry`] read it) becomes
+    /// `new`.
     Set {
         /// Its position.
         pos: usize,
@@ -251,7 +260,7 @@ pub enum OnePageChange<const D: usize> {
         /// The entry it holds now.
         new: Entry<D>,
     },
-    /// An entry appended.
+    /// An entry appended (to the node's last page).
     Push(Entry<D>),
 }
 
