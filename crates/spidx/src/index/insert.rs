@@ -407,55 +407,15 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             lens[..pages - 1].iter().all(|&l| l == max) && (1..=max).contains(&lens[pages - 1]);
         // The decoded node and what is stored, for the general path; the images are
         // dropped first, so that the writes edit the cached pages in place.
-        let decoded = |imgs: Vec<NodePage>| {
-            let mut entries = Vec::with_capacity(n + 1);
-            for img in &imgs {
-                np.extend_entries(img.view::<D>(), &mut entries);
-            }
-            let stored = Spanned {
-                pages: ids[1..].to_vec(),
-                entries: entries.clone(),
-            };
-            (Node { level, entries }, stored)
-        };
-        // The node's MBR and largest key with entry `i` (or a new one, `i` = n) as
-        // `(m, a)`, folded over the pages in entry order as `Node::mbr` does.
-        let fold = |imgs: &[NodePage], i: usize, (m, a): (Rect<D>, u64)| {
-            let (mut mbr, mut aux) = (Rect::empty(), 0);
-            let mut g = 0;
-            for img in imgs {
-                let v = img.view::<D>();
-                for j in 0..v.len() {
-                    let (b, k) = if g == i {
-                        (m, a)
-                    } else {
-                        let x = np.entry(v, j);
-                        (x.mbr, x.aux)
-                    };
-                    mbr.expand(&b);
-                    aux = aux.max(k);
-                    g += 1;
-                }
-            }
-            if i == n {
-                mbr.expand(&m);
-                aux = aux.max(a);
-            }
-            (mbr, aux)
-        };
+        let decoded = |imgs: Vec<NodePage>| decode_pages(np, &imgs, ids, level);
         if level == target {
             if !in_place || n + 1 > max * pages || np.treat_anyway(id, level, pages) {
                 let (mut node, stored) = decoded(imgs);
                 node.entries.push(e);
                 return self.finish_spanned(np, id, node, stored, None);
             }
-            let (mbr, aux) = match known {
-                Some((k, ka)) => (k.union(&e.mbr), ka.max(e.aux)),
-                None => fold(&imgs, n, (e.mbr, e.aux)),
-            };
-            drop(imgs);
-            np.write_in_place(self, ids, level, pages - 1, OnePageChange::Push(e))?;
-            return Ok(Outcome::Changed(mbr, aux));
+            let change = OnePageChange::Push(e);
+            return self.finish_in_place(np, imgs, (ids, level, pages - 1), known, change);
         }
         if n == 0 {
             return Err(Error::corrupted(
@@ -495,32 +455,10 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             }
             return self.finish_spanned(np, id, node, stored, None);
         }
-        let Some((m, a)) = changed.filter(|&(m, a)| m != child.mbr || a != child.aux) else {
+        let Some(change) = OnePageChange::child_set(pos, child, changed) else {
             return Ok(Outcome::Unchanged);
         };
-        let (mbr, aux) = match known {
-            // The child only grew: the node grows by the same union.
-            Some((k, ka)) if m.contains(&child.mbr) && a >= child.aux => (k.union(&m), ka.max(a)),
-            _ => fold(&imgs, i, (m, a)),
-        };
-        drop(imgs);
-        let new = Entry {
-            mbr: m,
-            ptr: child.ptr,
-            aux: a,
-        };
-        np.write_in_place(
-            self,
-            ids,
-            level,
-            q,
-            OnePageChange::Set {
-                pos,
-                old: child,
-                new,
-            },
-        )?;
-        Ok(Outcome::Changed(mbr, aux))
+        self.finish_in_place(np, imgs, (ids, level, q), known, change)
     }
 
     /// [`Self::insert_spanned`] for a one-page node: as [`Self::insert_rec`], the node
@@ -538,32 +476,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         ctx: &mut InsertCtx<D>,
     ) -> Result<Outcome<D>> {
         np.visited(id, level, 1, true);
-        let decoded = |page: &NodePage| {
-            let mut entries = Vec::new();
-            np.extend_entries(page.view::<D>(), &mut entries);
-            let stored = Spanned {
-                pages: Vec::new(),
-                entries: entries.clone(),
-            };
-            (Node { level, entries }, stored)
-        };
-        // The node's MBR and largest key with entry `i` (or a new one, `i` = its length)
-        // as `(m, a)`, folded over the page in entry order as `Node::mbr` does.
-        let fold = |v: NodeView<'_, D>, i: usize, (m, a): (Rect<D>, u64)| {
-            let mut mbr = Rect::empty();
-            let mut aux = 0;
-            for j in 0..v.len().max(i + 1) {
-                let (b, k) = if j == i {
-                    (m, a)
-                } else {
-                    let x = np.entry(v, j);
-                    (x.mbr, x.aux)
-                };
-                mbr.expand(&b);
-                aux = aux.max(k);
-            }
-            (mbr, aux)
-        };
+        let decoded = |page: &NodePage| decode_pages(np, std::slice::from_ref(page), &[id], level);
         let v = page.view::<D>();
         if level == target {
             // Nothing changes the node between here and its write: the variant's say
@@ -573,13 +486,8 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
                 node.entries.push(e);
                 return Ok(Outcome::Overflow(node, Some(stored), OnPage::Unknown));
             }
-            let (mbr, aux) = match known {
-                Some((k, ka)) => (k.union(&e.mbr), ka.max(e.aux)),
-                None => fold(v, v.len(), (e.mbr, e.aux)),
-            };
-            drop(page);
-            np.write_in_place(self, &[id], level, 0, OnePageChange::Push(e))?;
-            return Ok(Outcome::Changed(mbr, aux));
+            let change = OnePageChange::Push(e);
+            return self.finish_in_place(np, [page], (&[id], level, 0), known, change);
         }
         if v.is_empty() {
             return Err(Error::corrupted(
@@ -616,31 +524,40 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             }
             return self.finish_spanned(np, id, node, stored, Some(true));
         }
-        let Some((m, a)) = changed.filter(|&(m, a)| m != child.mbr || a != child.aux) else {
+        let Some(change) = OnePageChange::child_set(i, child, changed) else {
             return Ok(Outcome::Unchanged);
         };
+        self.finish_in_place(np, [page], (&[id], level, 0), known, change)
+    }
+
+    /// The end of an in-place insertion through a node held as page images `imgs` (of
+    /// pages `ids`): the node's new MBR and largest key (grown from the `known` ones when
+    /// `change` only grows the node, else folded over the pages), then, the images
+    /// released so that the write edits the cached pages in place, `change` written to
+    /// page `q` alone.
+    fn finish_in_place<P: AsRef<[NodePage]>>(
+        &mut self,
+        np: &dyn NodePages<D>,
+        imgs: P,
+        (ids, level, q): (&[PageId], u32, usize),
+        known: Option<(Rect<D>, u64)>,
+        change: OnePageChange<D>,
+    ) -> Result<Outcome<D>> {
+        let (at, m, a, grows) = match &change {
+            OnePageChange::Push(e) => (usize::MAX, e.mbr, e.aux, true),
+            OnePageChange::Set { pos, old, new } => {
+                let before: usize = imgs.as_ref()[..q].iter().map(|p| p.view::<D>().len()).sum();
+                let grows = new.mbr.contains(&old.mbr) && new.aux >= old.aux;
+                (before + pos, new.mbr, new.aux, grows)
+            }
+        };
         let (mbr, aux) = match known {
-            // The child only grew: the node grows by the same union.
-            Some((k, ka)) if m.contains(&child.mbr) && a >= child.aux => (k.union(&m), ka.max(a)),
-            _ => fold(page.view::<D>(), i, (m, a)),
+            // The node only grew: it grows by the same union.
+            Some((k, ka)) if grows => (k.union(&m), ka.max(a)),
+            _ => fold_pages(np, imgs.as_ref(), at, (m, a)),
         };
-        drop(page);
-        let new = Entry {
-            mbr: m,
-            ptr: child.ptr,
-            aux: a,
-        };
-        np.write_in_place(
-            self,
-            &[id],
-            level,
-            0,
-            OnePageChange::Set {
-                pos: i,
-                old: child,
-                new,
-            },
-        )?;
+        drop(imgs);
+        np.write_in_place(self, ids, level, q, change)?;
         Ok(Outcome::Changed(mbr, aux))
     }
 
@@ -716,6 +633,57 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         self.note_write(node.level);
         Ok(Outcome::Changed(mbr_of(&node.entries), node.aux_max()))
     }
+}
+
+/// A node held as page images `imgs` (of pages `ids`, in order) decoded, with what is
+/// stored of it: the general path's input.
+fn decode_pages<const D: usize>(
+    np: &dyn NodePages<D>,
+    imgs: &[NodePage],
+    ids: &[PageId],
+    level: u32,
+) -> (Node<D>, Spanned<D>) {
+    let mut entries = Vec::new();
+    for img in imgs {
+        np.extend_entries(img.view::<D>(), &mut entries);
+    }
+    let stored = Spanned {
+        pages: ids[1..].to_vec(),
+        entries: entries.clone(),
+    };
+    (Node { level, entries }, stored)
+}
+
+/// The MBR and largest key of a node held as page images `imgs` with entry `i` as
+/// `(m, a)` (a new entry when `i` is past the last), folded over the pages in entry order
+/// as `Node::mbr` does.
+fn fold_pages<const D: usize>(
+    np: &dyn NodePages<D>,
+    imgs: &[NodePage],
+    i: usize,
+    (m, a): (Rect<D>, u64),
+) -> (Rect<D>, u64) {
+    let (mut mbr, mut aux) = (Rect::empty(), 0);
+    let mut g = 0;
+    for img in imgs {
+        let v = img.view::<D>();
+        for j in 0..v.len() {
+            let (b, k) = if g == i {
+                (m, a)
+            } else {
+                let x = np.entry(v, j);
+                (x.mbr, x.aux)
+            };
+            mbr.expand(&b);
+            aux = aux.max(k);
+            g += 1;
+        }
+    }
+    if i >= g {
+        mbr.expand(&m);
+        aux = aux.max(a);
+    }
+    (mbr, aux)
 }
 
 /// The node of a page image, decoded.

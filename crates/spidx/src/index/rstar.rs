@@ -134,15 +134,8 @@ fn choose_least_overlap<const D: usize>(es: &[Entry<D>], mbr: &Rect<D>, p: usize
 
 /// Buffers of [`least_overlap`].
 struct Scratch<const D: usize> {
-    /// The entries' boxes, for the plain algorithm when sums could overflow.
+    /// The entries' boxes, read when the quick answer does not apply.
     boxes: Vec<Rect<D>>,
-    /// The entries' boxes by axis (`lo[d * n + j]`, `hi[d * n + j]`: the lower and upper
-    /// bound of entry `j` on axis `d`), read when the quick answer does not apply.
-    lo: Vec<f64>,
-    hi: Vec<f64>,
-    /// Per entry, whether its box meets a given box's interior on every axis
-    /// ([`Scratch::mark`]; 0 or 1, one lane per entry so that the test vectorises).
-    meets: Vec<u64>,
     /// (area enlargement, area, entry index) of every entry.
     cands: Vec<(f64, f64, usize)>,
     /// The candidates in the order they are examined.
@@ -153,9 +146,6 @@ impl<const D: usize> Default for Scratch<D> {
     fn default() -> Self {
         Scratch {
             boxes: Vec::new(),
-            lo: Vec::new(),
-            hi: Vec::new(),
-            meets: Vec::new(),
             cands: Vec::new(),
             order: Vec::new(),
         }
@@ -163,76 +153,33 @@ impl<const D: usize> Default for Scratch<D> {
 }
 
 impl<const D: usize> Scratch<D> {
-    /// Copies the `n` boxes of `boxes` into the by-axis arrays.
-    fn load(&mut self, n: usize, boxes: impl Iterator<Item = Rect<D>>) {
-        self.lo.clear();
-        self.hi.clear();
-        self.lo.resize(D * n, 0.0);
-        self.hi.resize(D * n, 0.0);
-        for (j, b) in boxes.enumerate().take(n) {
-            for d in 0..D {
-                self.lo[d * n + j] = b.min[d];
-                self.hi[d * n + j] = b.max[d];
-            }
-        }
-    }
-
-    /// Entry `j`'s box (of `n`), from the by-axis arrays.
-    #[inline]
-    fn rect(&self, j: usize, n: usize) -> Rect<D> {
-        let mut r = Rect {
-            min: [0.0; D],
-            max: [0.0; D],
-        };
-        for d in 0..D {
-            r.min[d] = self.lo[d * n + j];
-            r.max[d] = self.hi[d * n + j];
-        }
-        r
-    }
-
-    /// Sets `meets[j]` to whether entry `j`'s box and `g` overlap with positive length on
-    /// every axis (`g.min < hi` and `lo < g.max`). Where this is false, `g.overlap(box)`
-    /// is exactly 0: some axis has `min(max) <= max(min)`, where [`Rect::overlap`]
-    /// returns 0.
-    fn mark(&mut self, g: &Rect<D>, n: usize) {
-        self.meets.clear();
-        self.meets.resize(n, 1);
-        for d in 0..D {
-            let (lo, hi) = (&self.lo[d * n..(d + 1) * n], &self.hi[d * n..(d + 1) * n]);
-            let (gmin, gmax) = (g.min[d], g.max[d]);
-            for ((m, &l), &h) in self.meets.iter_mut().zip(lo).zip(hi) {
-                *m &= u64::from((gmin < h) & (l < gmax));
-            }
-        }
+    /// Copies the boxes of `boxes` out of the page.
+    fn load(&mut self, boxes: impl Iterator<Item = Rect<D>>) {
+        self.boxes.clear();
+        self.boxes.extend(boxes);
     }
 
     /// The overlap enlargement of entry `i` (box `own`, grown to `grown`) against the
-    /// other `n - 1` entries: the sum over them, in entry order, of `overlap(grown, o) -
+    /// other entries: the sum over them, in entry order, of `overlap(grown, o) -
     /// overlap(own, o)`, skipping the entries `grown` does not overlap (their term is +0).
     /// Stops as soon as the sum reaches `limit` (when `stop_above` is false) or exceeds it
-    /// (when true). Only the entries [`Self::mark`] finds are read: the others' terms
-    /// are exactly 0 and skipped by the plain loop too, so the sum is the plain loop's, bit
-    /// for bit.
+    /// (when true).
     fn overlap_growth(
-        &mut self,
+        &self,
         i: usize,
         own: &Rect<D>,
         grown: &Rect<D>,
-        n: usize,
         limit: f64,
         stop_above: bool,
     ) -> f64 {
-        self.mark(grown, n);
         let mut delta = 0.0;
-        for j in 0..n {
-            if self.meets[j] == 0 || j == i {
+        for (j, o) in self.boxes.iter().enumerate() {
+            if j == i {
                 continue;
             }
-            let o = self.rect(j, n);
-            let g = grown.overlap(&o);
+            let g = grown.overlap(o);
             if g != 0.0 {
-                delta += g - own.overlap(&o);
+                delta += g - own.overlap(o);
                 if delta > limit || (!stop_above && delta >= limit) {
                     break;
                 }
@@ -257,9 +204,8 @@ impl<const D: usize> Scratch<D> {
 /// algorithm runs instead.
 /// `boxes` gives a fresh iterator over the boxes on every call (a node page is scanned in
 /// place): one pass computes the enlargements and finds the entry of least (enlargement,
-/// area); the boxes are copied out (by axis) only when the common case below does not
-/// answer, and each overlap sum then reads only the boxes a vectorised test finds
-/// overlapping ([`Scratch::overlap_growth`]).
+/// area); the boxes are copied out only when the common case below does not answer
+/// ([`Scratch::overlap_growth`]).
 fn least_overlap<const D: usize, I: ExactSizeIterator<Item = Rect<D>>>(
     boxes: impl Fn() -> I,
     mbr: &Rect<D>,
@@ -321,8 +267,7 @@ fn least_overlap<const D: usize, I: ExactSizeIterator<Item = Rect<D>>>(
     }
     let bound = all.area() * (n as f64 + 1.0);
     if !bound.is_finite() || !wellformed {
-        s.boxes.clear();
-        s.boxes.extend(boxes());
+        s.load(boxes());
         keep_least(&mut s.cands, p);
         return pick_least_overlap(&s.boxes, mbr, &s.cands);
     }
@@ -340,8 +285,8 @@ fn least_overlap<const D: usize, I: ExactSizeIterator<Item = Rect<D>>>(
         // the search. The sum is computed as below, term by term in entry order (stopping
         // once it is above 0).
         let grown = own.union(mbr);
-        s.load(n, boxes());
-        if s.overlap_growth(least, &own, &grown, n, 0.0, true) == 0.0 {
+        s.load(boxes());
+        if s.overlap_growth(least, &own, &grown, 0.0, true) == 0.0 {
             return least;
         }
         true
@@ -349,7 +294,7 @@ fn least_overlap<const D: usize, I: ExactSizeIterator<Item = Rect<D>>>(
         false
     };
     if !loaded {
-        s.load(n, boxes());
+        s.load(boxes());
     }
     keep_least(&mut s.cands, p);
     s.order.clear();
@@ -372,13 +317,13 @@ fn least_overlap<const D: usize, I: ExactSizeIterator<Item = Rect<D>>>(
             Some((d, _)) => d,
             None => f64::INFINITY,
         };
-        let own = s.rect(i, n);
+        let own = s.boxes[i];
         let grown = own.union(mbr);
         // delta = sum over the other entries o of overlap(grown, o) - overlap(own, o);
         // every term is >= +0 (own lies inside grown), and a term is +0 whenever grown
         // does not overlap o. With grown == own every term is 0.
         let delta = if grown != own {
-            s.overlap_growth(i, &own, &grown, n, limit, false)
+            s.overlap_growth(i, &own, &grown, limit, false)
         } else {
             0.0
         };

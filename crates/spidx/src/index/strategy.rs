@@ -264,6 +264,28 @@ pub enum OnePageChange<const D: usize> {
     Push(Entry<D>),
 }
 
+impl<const D: usize> OnePageChange<D> {
+    /// Entry `pos` (`child`) takes the box and key `changed` gave its subtree: `None` when
+    /// nothing changed or they are the ones it holds.
+    pub(crate) fn child_set(
+        pos: usize,
+        child: Entry<D>,
+        changed: Option<(Rect<D>, u64)>,
+    ) -> Option<Self> {
+        let (m, a) = changed.filter(|&(m, a)| m != child.mbr || a != child.aux)?;
+        let new = Entry {
+            mbr: m,
+            ptr: child.ptr,
+            aux: a,
+        };
+        Some(OnePageChange::Set {
+            pos,
+            old: child,
+            new,
+        })
+    }
+}
+
 /// State a variant keeps about the tree beyond its nodes (e.g. the FOR-tree's access
 /// counts), saved through the store at every checkpoint ([`crate::store::TreeState`]) and
 /// restored when the tree is reopened, so a reopened tree goes on as one never closed.
