@@ -6,7 +6,7 @@ use predicates::str::contains;
 
 mod common;
 
-use common::{buildings, json_of, spidx, window_ids};
+use common::{buildings, json_of, spidx, BesideDirect};
 
 const FAST: [&str; 8] = [
     "--store",
@@ -21,50 +21,26 @@ const FAST: [&str; 8] = [
 
 #[test]
 fn fast_builds_report_flushes_and_answer_like_the_direct_store() {
-    let tmp = tempfile::tempdir().unwrap();
-    let data = buildings(tmp.path(), "3000");
-    let out = |name: &str| tmp.path().join(name).to_str().unwrap().to_string();
-    let base = [
-        "build",
-        "--data",
-        &data,
-        "--index",
-        "rstar",
-        "--page-size",
-        "2KB",
-        "--device",
-        "seed-table2",
-        "--json",
-    ];
-    let direct = json_of(&[&base[..], &["--out", &out("direct")]].concat());
-    let fast = json_of(&[&base[..], &FAST[..], &["--out", &out("fast")]].concat());
+    let t = BesideDirect::new("fast", &["--index", "rstar"], &FAST);
+    let (fast, direct) = (&t.built, &t.direct);
     assert!(fast["store"]["fast"].is_object());
     let f = &fast["store"]["buffered"];
     assert!(f["flushes"].as_u64().unwrap() > 0, "{f}");
     assert!(f["log"]["commits"].as_u64().unwrap() >= 3000, "{f}");
     assert_eq!(f["settings"]["flush_policy"], "fast-star", "{f}");
-    assert_eq!(fast["store"]["kind"], "fast");
     assert!(direct["store"]["fast"].is_null() && direct["store"]["buffered"].is_null());
-    assert_eq!(fast["objects"], direct["objects"]);
-    for dir in ["direct", "fast"] {
-        spidx().args(["check", &out(dir)]).assert().success();
-    }
-    let q = |dir: &str| window_ids(&out(dir), "100000,100000,400000,500000");
-    assert_eq!(q("direct"), q("fast"));
-    let rec = json_of(&["recover", &out("fast"), "--json"]);
-    assert_eq!(rec["store"], "fast");
+    let rec = t.assert_answers_like_direct();
     assert!(rec["recovery"]["records_replayed"].as_u64().unwrap() >= 1);
-    assert_eq!(rec["recovery"]["records_dropped"], 0);
     spidx()
-        .args(["recover", &out("direct")])
+        .args(["recover", &t.out("direct")])
         .assert()
         .success()
         .stdout(contains(
             "no log or journal: the index reopened at its last checkpoint",
         ));
     spidx()
-        .args(["build", "--data", &data, "--index", "rtree", "--out"])
-        .arg(out("human"))
+        .args(["build", "--data", &t.data, "--index", "rtree", "--out"])
+        .arg(t.out("human"))
         .args(FAST)
         .assert()
         .success()

@@ -7,30 +7,17 @@ use predicates::str::contains;
 
 mod common;
 
-use common::{assert_build_refused, buildings, json_of, spidx, window_ids};
+use common::{assert_build_refused, buildings, spidx, window_ids, BesideDirect};
 
 #[test]
 fn lcr_builds_report_log_pages_and_answer_like_the_direct_store() {
-    let tmp = tempfile::tempdir().unwrap();
-    let data = buildings(tmp.path(), "3000");
-    let out = |name: &str| tmp.path().join(name).to_str().unwrap().to_string();
-    let base = [
-        "build",
-        "--data",
-        &data,
-        "--index",
-        "rtree",
-        "--index-opt=split=quadratic",
-        "--page-size",
-        "2KB",
-        "--device",
-        "seed-table2",
-        "--json",
-    ];
     let lcr = ["--store", "lcr", "--write-buffer", "32KB"];
-    let direct = json_of(&[&base[..], &["--out", &out("direct")]].concat());
-    let j = json_of(&[&base[..], &lcr[..], &["--out", &out("lcr")]].concat());
-    assert_eq!(j["store"]["kind"], "lcr");
+    let t = BesideDirect::new(
+        "lcr",
+        &["--index", "rtree", "--index-opt=split=quadratic"],
+        &lcr,
+    );
+    let j = &t.built;
     let l = &j["store"]["lcr"];
     assert!(l["log_page_writes"].as_u64().unwrap() > 0, "{l}");
     assert!(l["settings"]["log_page_slots"].as_u64().unwrap() > 0, "{l}");
@@ -41,25 +28,17 @@ fn lcr_builds_report_log_pages_and_answer_like_the_direct_store() {
         .as_str()
         .unwrap()
         .contains("checkpoint"));
-    assert_eq!(j["objects"], direct["objects"]);
-    for dir in ["direct", "lcr"] {
-        spidx().args(["check", &out(dir)]).assert().success();
-    }
-    let q = |dir: &str| window_ids(&out(dir), "100000,100000,400000,500000");
-    assert_eq!(q("direct"), q("lcr"));
-    let rec = json_of(&["recover", &out("lcr"), "--json"]);
-    assert_eq!(rec["store"], "lcr");
-    assert_eq!(rec["recovery"]["records_dropped"], 0);
-    assert_eq!(q("direct"), q("lcr"), "after recover");
+    t.assert_answers_like_direct();
     // The paper's behaviour: the log outside the device, not crash-safe, and said so.
     spidx()
-        .args(["build", "--data", &data, "--index", "rtree", "--out"])
-        .arg(out("paper"))
+        .args(["build", "--data", &t.data, "--index", "rtree", "--out"])
+        .arg(t.out("paper"))
         .args(lcr)
         .args(["--log-device", "uncounted"])
         .assert()
         .success()
         .stdout(contains("\nlcr ").and(contains("NOT crash-safe")));
+    let q = |dir: &str| window_ids(&t.out(dir), "100000,100000,400000,500000");
     assert_eq!(q("direct"), q("paper"));
 }
 

@@ -8,25 +8,10 @@ use predicates::str::contains;
 
 mod common;
 
-use common::{assert_build_refused, buildings, json_of, spidx, window_ids};
+use common::{assert_build_refused, buildings, spidx, window_ids, BesideDirect};
 
 #[test]
 fn rftl_builds_report_unit_pages_and_answer_like_the_direct_store() {
-    let tmp = tempfile::tempdir().unwrap();
-    let data = buildings(tmp.path(), "3000");
-    let out = |name: &str| tmp.path().join(name).to_str().unwrap().to_string();
-    let base = [
-        "build",
-        "--data",
-        &data,
-        "--index",
-        "rstar",
-        "--page-size",
-        "2KB",
-        "--device",
-        "seed-table2",
-        "--json",
-    ];
     let rftl = [
         "--store",
         "rftl",
@@ -35,9 +20,8 @@ fn rftl_builds_report_unit_pages_and_answer_like_the_direct_store() {
         "--store-opt",
         "max_pages=3",
     ];
-    let direct = json_of(&[&base[..], &["--out", &out("direct")]].concat());
-    let j = json_of(&[&base[..], &rftl[..], &["--out", &out("rftl")]].concat());
-    assert_eq!(j["store"]["kind"], "rftl");
+    let t = BesideDirect::new("rftl", &["--index", "rstar"], &rftl);
+    let j = &t.built;
     let r = &j["store"]["rftl"];
     assert!(r["unit_pages_written"].as_u64().unwrap() > 0, "{r}");
     assert!(r["compactions"].as_u64().unwrap() > 0, "{r}");
@@ -54,25 +38,17 @@ fn rftl_builds_report_unit_pages_and_answer_like_the_direct_store() {
         .as_str()
         .unwrap()
         .contains("checkpoint"));
-    assert_eq!(j["objects"], direct["objects"]);
-    for dir in ["direct", "rftl"] {
-        spidx().args(["check", &out(dir)]).assert().success();
-    }
-    let q = |dir: &str| window_ids(&out(dir), "100000,100000,400000,500000");
-    assert_eq!(q("direct"), q("rftl"));
-    let rec = json_of(&["recover", &out("rftl"), "--json"]);
-    assert_eq!(rec["store"], "rftl");
-    assert_eq!(rec["recovery"]["records_dropped"], 0);
-    assert_eq!(q("direct"), q("rftl"), "after recover");
+    t.assert_answers_like_direct();
     // The paper's behaviour: the log outside the device, not crash-safe, and said so.
     spidx()
-        .args(["build", "--data", &data, "--index", "rstar", "--out"])
-        .arg(out("paper"))
+        .args(["build", "--data", &t.data, "--index", "rstar", "--out"])
+        .arg(t.out("paper"))
         .args(&rftl[..4])
         .args(["--log-device", "uncounted"])
         .assert()
         .success()
         .stdout(contains("\nrftl ").and(contains("NOT crash-safe")));
+    let q = |dir: &str| window_ids(&t.out(dir), "100000,100000,400000,500000");
     assert_eq!(q("direct"), q("paper"));
 }
 

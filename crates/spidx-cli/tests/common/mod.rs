@@ -173,3 +173,67 @@ pub fn report_html(db: &str, out: &std::path::Path) -> String {
     assert_navigation_complete(&html);
     html
 }
+
+/// One store built beside the direct store on the same 3,000 buildings (2 KB pages, the
+/// `seed-table2` device): [`Self::new`] builds both with `--json`, and
+/// [`Self::assert_answers_like_direct`] checks the store's index against the direct one.
+#[allow(dead_code)]
+pub struct BesideDirect {
+    pub tmp: tempfile::TempDir,
+    /// The data file.
+    pub data: String,
+    /// `build --json` of the direct store (index `direct`).
+    pub direct: serde_json::Value,
+    /// `build --json` of the store (index `kind`).
+    pub built: serde_json::Value,
+    /// The store's kind, which names its index directory.
+    pub kind: String,
+}
+
+#[allow(dead_code)]
+impl BesideDirect {
+    /// Builds the data with `index` (e.g. `["--index", "rstar"]`) on the direct store and
+    /// with `store` (e.g. `["--store", "lcr", ...]`) on store `kind`, and checks that the
+    /// store reports its kind and the same objects.
+    pub fn new(kind: &str, index: &[&str], store: &[&str]) -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = buildings(tmp.path(), "3000");
+        let mut base = vec!["build", "--data", &data];
+        base.extend_from_slice(index);
+        base.extend(["--page-size", "2KB", "--device", "seed-table2", "--json"]);
+        let out = |name: &str| tmp.path().join(name).to_str().unwrap().to_string();
+        let direct = json_of(&[&base[..], &["--out", &out("direct")]].concat());
+        let built = json_of(&[&base[..], store, &["--out", &out(kind)]].concat());
+        assert_eq!(built["store"]["kind"], kind);
+        assert_eq!(built["objects"], direct["objects"]);
+        BesideDirect {
+            data,
+            direct,
+            built,
+            kind: kind.to_string(),
+            tmp,
+        }
+    }
+
+    /// The path of index directory `name` in the test's directory.
+    pub fn out(&self, name: &str) -> String {
+        self.tmp.path().join(name).to_str().unwrap().to_string()
+    }
+
+    /// Asserts that `check` passes on both indices, a window query answers the same on
+    /// both, and so it does after `recover` on the store's index, which names the store and
+    /// drops no record; returns `recover --json`.
+    pub fn assert_answers_like_direct(&self) -> serde_json::Value {
+        let kind = self.kind.as_str();
+        for dir in ["direct", kind] {
+            spidx().args(["check", &self.out(dir)]).assert().success();
+        }
+        let q = |dir: &str| window_ids(&self.out(dir), "100000,100000,400000,500000");
+        assert_eq!(q("direct"), q(kind));
+        let rec = json_of(&["recover", &self.out(kind), "--json"]);
+        assert_eq!(rec["store"], kind);
+        assert_eq!(rec["recovery"]["records_dropped"], 0);
+        assert_eq!(q("direct"), q(kind), "after recover");
+        rec
+    }
+}
