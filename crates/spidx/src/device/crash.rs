@@ -105,18 +105,7 @@ impl wrapper::DeviceWrapper for CrashDevice {
     /// Reads the medium with the pages written after the cut laid over; a read whose bytes
     /// are not used needs no overlay.
     fn read(&mut self, page: u64, req: ReadReq<'_>) -> Result<()> {
-        let buf = match req {
-            ReadReq::Into(buf) => buf,
-            unused => return unused.forward(&mut *self.inner, page),
-        };
-        self.inner.read(page, buf)?;
-        let ps = self.inner.page_size();
-        for (i, chunk) in buf.chunks_exact_mut(ps).enumerate() {
-            if let Some(v) = self.volatile.get(&(page + i as u64)) {
-                chunk.copy_from_slice(v);
-            }
-        }
-        Ok(())
+        req.forward_laid_over(&mut *self.inner, page, &self.volatile)
     }
 
     /// Counts the write (a partial-page write too); before the cut it reaches the medium

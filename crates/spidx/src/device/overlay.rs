@@ -44,22 +44,7 @@ impl wrapper::DeviceWrapper for ReadOnlyOverlay {
     /// Reads from the device beneath with the overlay's pages laid over; a read whose
     /// bytes are not used needs no overlay.
     fn read(&mut self, page: u64, req: ReadReq<'_>) -> Result<()> {
-        let buf = match req {
-            ReadReq::Into(buf) => buf,
-            unused => return unused.forward(&mut *self.inner, page),
-        };
-        let ps = self.inner.page_size();
-        let n = check_request(page, buf.len(), ps, self.inner.capacity_pages())?;
-        self.inner.read(page, buf)?;
-        if self.pages.is_empty() {
-            return Ok(());
-        }
-        for i in 0..n {
-            if let Some(p) = self.pages.get(&(page + i)) {
-                buf[i as usize * ps..(i as usize + 1) * ps].copy_from_slice(p);
-            }
-        }
-        Ok(())
+        req.forward_laid_over(&mut *self.inner, page, &self.pages)
     }
 
     /// Keeps the pages (whole, also for a partial-page write) in memory.

@@ -10,6 +10,7 @@
 //! ([`Device::write_changed`]) as well and passes them on with [`WriteReq::forward`],
 //! which keeps the fast path.
 
+use std::collections::HashMap;
 use std::ops::{Deref, DerefMut, Range};
 
 use super::{request_len, Device, DeviceStats};
@@ -38,6 +39,31 @@ impl ReadReq<'_> {
             ReadReq::Into(buf) => dev.read(page, buf),
             ReadReq::Unused(pages) => dev.read_unused(page, pages),
         }
+    }
+
+    /// Makes the same request of `dev`, then lays the page images of `over` (by page
+    /// number) over the bytes read: for a wrapper that keeps some pages apart (a crash's
+    /// volatile cache, a read-only overlay). A read whose bytes are not used needs none.
+    pub(crate) fn forward_laid_over(
+        self,
+        dev: &mut dyn Device,
+        page: u64,
+        over: &HashMap<u64, Box<[u8]>>,
+    ) -> Result<()> {
+        let ReadReq::Into(buf) = self else {
+            return self.forward(dev, page);
+        };
+        dev.read(page, buf)?;
+        if over.is_empty() {
+            return Ok(());
+        }
+        let ps = dev.page_size();
+        for (i, chunk) in buf.chunks_exact_mut(ps).enumerate() {
+            if let Some(p) = over.get(&(page + i as u64)) {
+                chunk.copy_from_slice(p);
+            }
+        }
+        Ok(())
     }
 }
 

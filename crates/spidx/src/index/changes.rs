@@ -30,7 +30,7 @@ pub enum EntryOrder {
 /// The changes that turn a node holding `before` into one holding `after` (in `after`'s
 /// order with [`EntryOrder::Kept`], in some order with [`EntryOrder::Free`]), or `None`
 /// when they would be at least as many as `after`'s entries (a rewrite is then no longer).
-pub fn changes_between<const D: usize>(
+pub(crate) fn changes_between<const D: usize>(
     before: &[Entry<D>],
     after: &[Entry<D>],
     order: EntryOrder,
@@ -44,7 +44,7 @@ pub fn changes_between<const D: usize>(
 
 /// Writes `after` as node `id`'s entries: as the changes from `before` (what the page holds,
 /// when the caller knows it) where they are shorter, as a rewrite otherwise.
-pub fn write_entries<const D: usize>(
+pub(crate) fn write_entries<const D: usize>(
     tree: &mut dyn NodeAccess<D>,
     id: PageId,
     level: u32,

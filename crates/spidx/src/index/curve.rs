@@ -77,7 +77,7 @@ impl<const D: usize> HilbertGrid<D> {
 
 /// The position along the Hilbert curve of grid cell `x` (each coordinate below
 /// `2^order`), with `D · order <= 128`.
-pub fn hilbert_index<const D: usize>(mut x: [u64; D], order: u32) -> u128 {
+pub(crate) fn hilbert_index<const D: usize>(mut x: [u64; D], order: u32) -> u128 {
     debug_assert!(D as u32 * order <= 128);
     if D == 0 || order == 0 {
         return 0;

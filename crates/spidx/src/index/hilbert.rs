@@ -71,7 +71,7 @@ impl Default for HilbertOptions {
 
 impl HilbertOptions {
     /// The grid order in `dims` dimensions.
-    pub fn order_for(&self, dims: usize) -> u32 {
+    pub(crate) fn order_for(&self, dims: usize) -> u32 {
         self.order
             .unwrap_or_else(|| (64 / dims.max(1) as u32).min(32))
     }
@@ -106,7 +106,7 @@ impl HilbertOptions {
 
     /// Checks the options and the grid against the dimensions: the key holds
     /// `D · order <= 64` bits.
-    pub fn check_dims(&self, dims: usize) -> Result<()> {
+    pub(crate) fn check_dims(&self, dims: usize) -> Result<()> {
         self.check()?;
         let order = self.order_for(dims);
         if order == 0 || dims as u64 * order as u64 > 64 {
@@ -124,7 +124,7 @@ impl HilbertOptions {
     /// Checks the options against the node capacities: redistribution among siblings
     /// needs internal nodes of at least 2 entries minimum (so every non-root node has a
     /// sibling).
-    pub fn check_capacity(&self, cap: &Capacity) -> Result<()> {
+    pub(crate) fn check_capacity(&self, cap: &Capacity) -> Result<()> {
         if cap.internal_min < 2 {
             return Err(Error::invalid(
                 "min fill",

@@ -138,7 +138,7 @@ impl IndexKind {
 
     /// Bytes of auxiliary key per entry the variant's node layout holds (see
     /// [`NodeLayout::with_aux`]).
-    pub fn aux_bytes(&self) -> usize {
+    pub(crate) fn aux_bytes(&self) -> usize {
         match self {
             IndexKind::RTree { .. } | IndexKind::RStar(_) => 0,
             // Hilbert: the key; FOR-tree: the slots naming a node's further pages.
@@ -147,7 +147,7 @@ impl IndexKind {
     }
 
     /// Checks the options against the dimensions (the Hilbert R-tree's keys limit them).
-    pub fn check_dims(&self, dims: usize) -> Result<()> {
+    pub(crate) fn check_dims(&self, dims: usize) -> Result<()> {
         match self {
             IndexKind::Hilbert(o) => o.check_dims(dims),
             IndexKind::RTree { .. } | IndexKind::RStar(_) | IndexKind::ForTree(_) => Ok(()),

@@ -326,7 +326,7 @@ pub fn mbr_of<const D: usize>(es: &[Entry<D>]) -> Rect<D> {
 /// the first group and creating a sibling with the second; returns the parent's changes
 /// (the node's entry updated, the sibling's appended). Shared by the split-based
 /// treatments.
-pub fn split_in_two<const D: usize>(
+pub(crate) fn split_in_two<const D: usize>(
     tree: &mut dyn NodeAccess<D>,
     at: Overflowing<'_, D>,
     split: impl FnOnce(Vec<Entry<D>>, usize) -> (Vec<Entry<D>>, Vec<Entry<D>>),

@@ -106,14 +106,14 @@ impl ZeroShift {
 /// notes the linear CRCs of the bytes a change will touch ([`Self::before`]), makes the
 /// change, and [`Self::seal`] moves the stored checksum by the difference.
 #[derive(Debug, Clone)]
-pub struct Resealer {
+pub(crate) struct Resealer {
     layout: NodeLayout,
     shift: ZeroShift,
 }
 
 /// The linear CRCs of the spans a change touches, taken before it (see [`Resealer`]).
 #[derive(Debug, Clone)]
-pub struct Unsealed {
+pub(crate) struct Unsealed {
     /// The entry bytes the change touches (page offsets), or `None` to recompute the whole
     /// checksum (the span is large).
     span: Option<Range<usize>>,
@@ -125,7 +125,7 @@ pub struct Unsealed {
 
 impl Resealer {
     /// A resealer for pages of `layout`; `None` when its pages carry no checksum.
-    pub fn new(layout: NodeLayout) -> Option<Self> {
+    pub(crate) fn new(layout: NodeLayout) -> Option<Self> {
         let region = layout.checksummed()?;
         Some(Resealer {
             layout,
@@ -136,7 +136,7 @@ impl Resealer {
     /// Notes the bytes of sealed `page` that a change confined to the header fields and
     /// the entry bytes `span` will touch. A span longer than a quarter of the page is
     /// cheaper to checksum in full after the change: it is not read now.
-    pub fn before(&self, page: &[u8], span: Range<usize>) -> Unsealed {
+    pub(crate) fn before(&self, page: &[u8], span: Range<usize>) -> Unsealed {
         let fields = linear(&page[self.layout.header_fields()]);
         if span.len() > self.layout.page_size() / 4 {
             return Unsealed {
@@ -156,7 +156,7 @@ impl Resealer {
     /// Updates the checksum of `page` after the change noted in `u` (which touched no byte
     /// outside the header fields and `u`'s span): the bytes [`NodeLayout::seal`] would
     /// write.
-    pub fn seal(&self, page: &mut [u8], u: Unsealed) {
+    pub(crate) fn seal(&self, page: &mut [u8], u: Unsealed) {
         let Some(span) = u.span else {
             self.layout.seal(page);
             return;

@@ -15,7 +15,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Entry, Node, PageId};
+#[cfg(test)]
+use super::Node;
+use super::{Entry, PageId};
 use crate::geom::Rect;
 use crate::{Error, Result};
 
@@ -144,7 +146,7 @@ impl NodeLayout {
     }
 
     /// Bytes of auxiliary key per entry (0: none).
-    pub fn aux_bytes(&self) -> usize {
+    pub(crate) fn aux_bytes(&self) -> usize {
         self.aux_bytes
     }
 
@@ -160,18 +162,19 @@ impl NodeLayout {
 
     /// Byte offset of entry `i` in a page.
     #[inline]
-    pub fn entry_offset(&self, i: usize) -> usize {
+    pub(crate) fn entry_offset(&self, i: usize) -> usize {
         self.header + i * self.entry
     }
 
     /// Writes `node` into `page` (exactly one page long).
-    pub fn encode<const D: usize>(&self, node: &Node<D>, page: &mut [u8]) -> Result<()> {
+    #[cfg(test)]
+    pub(crate) fn encode<const D: usize>(&self, node: &Node<D>, page: &mut [u8]) -> Result<()> {
         self.encode_entries(node.level, &node.entries, page)
     }
 
     /// Writes a node of `level` holding `entries` into `page` (exactly one page long), as
-    /// [`Self::encode`] does, without making a [`Node`] first.
-    pub fn encode_entries<const D: usize>(
+    /// `encode` does for a [`Node`](super::Node), without making one first.
+    pub(crate) fn encode_entries<const D: usize>(
         &self,
         level: u32,
         entries: &[Entry<D>],
@@ -201,14 +204,19 @@ impl NodeLayout {
     }
 
     /// Writes entry `i` of a page (the header is not updated; call [`Self::seal`] after).
-    pub fn put_entry<const D: usize>(&self, page: &mut [u8], i: usize, e: &Entry<D>) -> Result<()> {
+    pub(crate) fn put_entry<const D: usize>(
+        &self,
+        page: &mut [u8],
+        i: usize,
+        e: &Entry<D>,
+    ) -> Result<()> {
         self.check_pointer(e.ptr)?;
         self.write_entry(page, i, e);
         Ok(())
     }
 
     /// Whether pointer `ptr` fits this layout's pointers (the seed layout's are 32-bit).
-    pub fn check_pointer(&self, ptr: u64) -> Result<()> {
+    pub(crate) fn check_pointer(&self, ptr: u64) -> Result<()> {
         if self.ptr_bytes == 4 && u32::try_from(ptr).is_err() {
             return Err(Error::invalid(
                 "pointer",
@@ -220,7 +228,7 @@ impl NodeLayout {
 
     /// [`put_entry`](Self::put_entry) for an entry whose pointer was checked
     /// ([`check_pointer`](Self::check_pointer)): a pointer too wide is truncated.
-    pub fn write_entry<const D: usize>(&self, page: &mut [u8], i: usize, e: &Entry<D>) {
+    pub(crate) fn write_entry<const D: usize>(&self, page: &mut [u8], i: usize, e: &Entry<D>) {
         let mut o = self.entry_offset(i);
         for v in e.mbr.min.iter().chain(e.mbr.max.iter()) {
             page[o..o + 8].copy_from_slice(&v.to_le_bytes());
@@ -238,7 +246,7 @@ impl NodeLayout {
     }
 
     /// Writes the header (level and entry count) and, for `checked`, the checksum.
-    pub fn put_header(&self, page: &mut [u8], level: u32, count: usize) {
+    pub(crate) fn put_header(&self, page: &mut [u8], level: u32, count: usize) {
         self.put_header_fields(page, level, count);
         self.seal(page);
     }
@@ -247,7 +255,7 @@ impl NodeLayout {
     /// the checksum: the page is sealed afterwards ([`Self::seal`], or a
     /// [`Resealer`](super::Resealer) after a small change). The fields lie in
     /// [`Self::header_fields`].
-    pub fn put_header_fields(&self, page: &mut [u8], level: u32, count: usize) {
+    pub(crate) fn put_header_fields(&self, page: &mut [u8], level: u32, count: usize) {
         match self.kind {
             LayoutKind::Checked => {
                 page[4..6].copy_from_slice(&MAGIC.to_le_bytes());
@@ -262,7 +270,7 @@ impl NodeLayout {
     }
 
     /// The bytes of a page [`Self::put_header_fields`] writes.
-    pub fn header_fields(&self) -> std::ops::Range<usize> {
+    pub(crate) fn header_fields(&self) -> std::ops::Range<usize> {
         match self.kind {
             LayoutKind::Checked => 4..12,
             LayoutKind::Seed => 0..4,
@@ -270,7 +278,7 @@ impl NodeLayout {
     }
 
     /// The bytes of a page the checksum covers (`None`: the layout has no checksum).
-    pub fn checksummed(&self) -> Option<std::ops::Range<usize>> {
+    pub(crate) fn checksummed(&self) -> Option<std::ops::Range<usize>> {
         match self.kind {
             LayoutKind::Checked => Some(4..self.page_size),
             LayoutKind::Seed => None,
@@ -318,7 +326,8 @@ impl NodeLayout {
     }
 
     /// Decodes a page (after [`Self::verify`]) into an owned node.
-    pub fn decode<const D: usize>(&self, page: &[u8]) -> Node<D> {
+    #[cfg(test)]
+    pub(crate) fn decode<const D: usize>(&self, page: &[u8]) -> Node<D> {
         let v = self.view::<D>(page);
         Node {
             level: v.level(),
@@ -327,7 +336,7 @@ impl NodeLayout {
     }
 
     /// The entry count a (verified) page's header holds, whatever the dimensions.
-    pub fn entry_count(&self, page: &[u8]) -> usize {
+    pub(crate) fn entry_count(&self, page: &[u8]) -> usize {
         NodeView::<1>::raw_count(self, page)
     }
 
@@ -407,7 +416,7 @@ impl<'a, const D: usize> NodeView<'a, D> {
     /// whole nodes: one bounds check per entry and, in up to 4 dimensions, a test without
     /// branches per axis (the comparisons are those of [`Rect::intersects`]).
     #[inline]
-    pub fn for_each_intersecting(&self, q: &Rect<D>, mut f: impl FnMut(usize)) {
+    pub(crate) fn for_each_intersecting(&self, q: &Rect<D>, mut f: impl FnMut(usize)) {
         let es = self.layout.entry;
         let start = self.layout.header;
         let body = &self.page[start..start + self.len() * es];
@@ -432,7 +441,7 @@ impl<'a, const D: usize> NodeView<'a, D> {
     /// The entries' MBRs in entry order (the boxes [`Self::mbr`] gives), read with one
     /// bounds check per entry: for scans of whole nodes.
     #[inline]
-    pub fn mbrs(&self) -> impl ExactSizeIterator<Item = Rect<D>> + 'a {
+    pub(crate) fn mbrs(&self) -> impl ExactSizeIterator<Item = Rect<D>> + 'a {
         let es = self.layout.entry;
         let start = self.layout.header;
         let body = &self.page[start..start + self.len() * es];
@@ -472,7 +481,7 @@ impl<'a, const D: usize> NodeView<'a, D> {
     }
 
     /// The largest auxiliary key of the entries (0 if none or the layout stores none).
-    pub fn aux_max(&self) -> u64 {
+    pub(crate) fn aux_max(&self) -> u64 {
         if self.layout.aux_bytes == 0 {
             return 0;
         }
@@ -490,7 +499,7 @@ impl<'a, const D: usize> NodeView<'a, D> {
     }
 
     /// Union of all entries' MBRs.
-    pub fn mbr_all(&self) -> Rect<D> {
+    pub(crate) fn mbr_all(&self) -> Rect<D> {
         let mut r = Rect::empty();
         for i in 0..self.len() {
             r.expand(&self.mbr(i));

@@ -10,7 +10,7 @@ mod crc;
 mod layout;
 
 pub use capacity::{Capacity, Occupancy};
-pub use crc::{Resealer, Unsealed};
+pub(crate) use crc::Resealer;
 pub use layout::{LayoutKind, NodeLayout, NodeView};
 
 use crate::geom::Rect;
@@ -61,7 +61,7 @@ impl<const D: usize> Node<D> {
 
     /// The largest auxiliary key of the entries (0 for an empty node): what the node's
     /// entry in its parent holds.
-    pub fn aux_max(&self) -> u64 {
+    pub(crate) fn aux_max(&self) -> u64 {
         aux_max(&self.entries)
     }
 
@@ -77,6 +77,6 @@ impl<const D: usize> Node<D> {
 
 /// The largest auxiliary key of `entries` (0 if none).
 #[inline]
-pub fn aux_max<const D: usize>(entries: &[Entry<D>]) -> u64 {
+pub(crate) fn aux_max<const D: usize>(entries: &[Entry<D>]) -> u64 {
     entries.iter().map(|e| e.aux).max().unwrap_or(0)
 }
