@@ -122,7 +122,7 @@ impl<V> Buffer<V> {
     /// Stores `value` under `key`: replaces it if resident (an access), otherwise asks the
     /// policy to admit it. Values evicted to make room are handed to `on_evict`. Returns
     /// `Err(value)` if the policy refused it.
-    pub fn insert_with(
+    pub(crate) fn insert_with(
         &mut self,
         key: u64,
         level: u32,

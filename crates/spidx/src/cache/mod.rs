@@ -280,7 +280,7 @@ impl CacheConfig {
     }
 
     /// Builds the replacement policy for pages of `page_size` bytes.
-    pub fn build_policy(&self, page_size: usize) -> Result<Box<dyn ReplacementPolicy>> {
+    pub(crate) fn build_policy(&self, page_size: usize) -> Result<Box<dyn ReplacementPolicy>> {
         let pages = self.capacity_pages(page_size)?;
         Ok(self.policy.build(pages, self.kin_pct, self.kout_pct))
     }

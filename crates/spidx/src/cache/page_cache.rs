@@ -323,7 +323,7 @@ impl PageCache {
     /// Like [`PageCache::read`], but a page coming from the device is first passed to
     /// `verify` (e.g. a checksum test); a page that fails is neither cached nor returned.
     /// Cached copies are not verified again.
-    pub fn read_checked(
+    pub(crate) fn read_checked(
         &mut self,
         page: u64,
         level: u32,
@@ -699,7 +699,7 @@ impl PageCache {
 
     /// A page buffer nobody else holds, for a caller that fills every byte of it: a
     /// recycled one (its old contents left as they were) or a new one.
-    pub fn fresh_page(&mut self) -> Arc<[u8]> {
+    pub(crate) fn fresh_page(&mut self) -> Arc<[u8]> {
         self.spare
             .pop()
             .unwrap_or_else(|| std::iter::repeat_n(0u8, self.page_size).collect())

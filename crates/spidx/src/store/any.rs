@@ -180,7 +180,7 @@ impl StoreConfig {
 
     /// Checks the options that depend on the device under test `device` (a separate log
     /// device must persist like it; see [`LogPlacement::check_device`]).
-    pub fn check_device(&self, device: &DeviceConfig) -> Result<()> {
+    pub(crate) fn check_device(&self, device: &DeviceConfig) -> Result<()> {
         match self.log_placement() {
             Some(p) => p.check_device(device),
             None => Ok(()),

@@ -15,7 +15,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use super::header::{check_page_size, write_atomically, StoreHeader};
+pub(crate) use super::header::check_page_size;
+pub use super::header::{write_atomically, StoreHeader};
 use super::journal::{Journal, JournalStats};
 use super::log::LogSync;
 use super::{
@@ -76,7 +77,7 @@ impl DirectStore {
     }
 
     /// A new, empty store keeping a rollback journal as `journaling` says.
-    pub fn create_with(
+    pub(crate) fn create_with(
         cache: PageCache,
         layout: NodeLayout,
         header_path: Option<&Path>,
@@ -115,7 +116,7 @@ impl DirectStore {
     /// [`DirectStore::open_with`]; with `accept_loss`, a damaged journal rolls back its
     /// valid entries instead of failing (`spidx recover --accept-loss`), and the loss is
     /// reported by [`DirectStore::accepted_loss`].
-    pub fn open_accepting(
+    pub(crate) fn open_accepting(
         cache: PageCache,
         layout: NodeLayout,
         header_path: &Path,
@@ -217,7 +218,7 @@ impl DirectStore {
 
     /// The journal's counters, if the store keeps one.
     /// A read-only open that rolled a journal back in memory reports only `restored`.
-    pub fn journal_stats(&self) -> Option<JournalStats> {
+    pub(crate) fn journal_stats(&self) -> Option<JournalStats> {
         match &self.journal {
             Some(j) => Some(j.stats()),
             None if self.restored > 0 => Some(JournalStats {
@@ -229,7 +230,7 @@ impl DirectStore {
     }
 
     /// Page images the opening recovery wrote back from the journal.
-    pub fn restored_pages(&self) -> u64 {
+    pub(crate) fn restored_pages(&self) -> u64 {
         self.restored
     }
 
@@ -420,7 +421,7 @@ impl DirectStore {
     /// operation the dirty pages are written and the device synced, and on a `file:`
     /// device the header saved and the rollback journal restarted. Per-operation
     /// durability for the plain tree, comparable with the logging stores' `log_sync`.
-    pub fn with_sync(mut self, sync: LogSync) -> Self {
+    pub(crate) fn with_sync(mut self, sync: LogSync) -> Self {
         self.sync = sync;
         self
     }

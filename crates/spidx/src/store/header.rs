@@ -93,7 +93,7 @@ impl StoreHeader {
 
     /// Replays a logged allocation of page `id` (recovery mirrors [`Self::allocate`]; a
     /// page already allocated, as a compacted log re-creates a buffered node, stays so).
-    pub fn replay_allocate(&mut self, id: PageId) {
+    pub(crate) fn replay_allocate(&mut self, id: PageId) {
         if let Some(k) = self.free.iter().rposition(|p| *p == id) {
             self.free.remove(k);
         } else if id >= self.next_page {
@@ -107,13 +107,13 @@ impl StoreHeader {
     }
 
     /// Whether page `id` is allocated and not freed.
-    pub fn in_use(&self, id: PageId) -> bool {
+    pub(crate) fn in_use(&self, id: PageId) -> bool {
         id < self.next_page && !self.free.contains(&id)
     }
 
     /// Checks that page `id` was ever allocated (a pointer past it means a damaged tree).
     #[inline]
-    pub fn check_page(&self, id: PageId) -> Result<()> {
+    pub(crate) fn check_page(&self, id: PageId) -> Result<()> {
         if id >= self.next_page {
             return Err(Error::corrupted(
                 format!("node page {id}"),
@@ -172,7 +172,7 @@ impl StoreHeader {
 
     /// Reads the header saved at `path`, or an empty one for `kind` if none was saved yet
     /// (a logging store killed before its first checkpoint).
-    pub fn load_or_new(path: &Path, kind: &str) -> Result<Self> {
+    pub(crate) fn load_or_new(path: &Path, kind: &str) -> Result<Self> {
         match std::fs::metadata(path) {
             Ok(_) => Self::load(path),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::new(kind)),
@@ -182,7 +182,7 @@ impl StoreHeader {
 }
 
 /// Checks that a store's device pages (`device_page` bytes) hold exactly one node each.
-pub fn check_page_size(device_page: usize, layout: &NodeLayout) -> Result<()> {
+pub(crate) fn check_page_size(device_page: usize, layout: &NodeLayout) -> Result<()> {
     if device_page != layout.page_size() {
         return Err(Error::invalid(
             "page size",
@@ -209,7 +209,7 @@ fn json_crc(v: &serde_json::Value) -> Result<u32> {
 
 /// Seals a JSON object: adds a `"checksum"` member (`"crc32:xxxxxxxx"`) over its other
 /// members and returns the pretty-printed bytes to save. See the module documentation.
-pub fn seal_json(mut v: serde_json::Value) -> Result<Vec<u8>> {
+pub(crate) fn seal_json(mut v: serde_json::Value) -> Result<Vec<u8>> {
     let crc = json_crc(&v)?;
     let serde_json::Value::Object(m) = &mut v else {
         return Err(Error::invalid("json", "only an object can be sealed"));
@@ -224,7 +224,7 @@ pub fn seal_json(mut v: serde_json::Value) -> Result<Vec<u8>> {
 /// Checks a file sealed by [`seal_json`]: parses `bytes` as a JSON object, removes its
 /// checksum and verifies it; `what` names the file in errors. A file without a checksum
 /// (written before spidx sealed its files) is refused with a request to rebuild.
-pub fn unseal_json(bytes: &[u8], what: &str) -> Result<serde_json::Value> {
+pub(crate) fn unseal_json(bytes: &[u8], what: &str) -> Result<serde_json::Value> {
     let mut v: serde_json::Value =
         serde_json::from_slice(bytes).map_err(|e| Error::corrupted(what, e.to_string()))?;
     let serde_json::Value::Object(m) = &mut v else {
@@ -287,7 +287,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Fsyncs the directory holding `path`, so a file created or renamed there survives a
 /// power cut (the rename itself is only durable once its directory is).
-pub fn sync_parent(path: &Path) -> std::io::Result<()> {
+pub(crate) fn sync_parent(path: &Path) -> std::io::Result<()> {
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

@@ -71,7 +71,7 @@ pub struct JournalContents {
 
 /// Whether `image`, the device's content of page `page` now, is the image that a journal
 /// entry of checkpoint `checkpoint` with checksum `crc` was saving.
-pub fn entry_matches(checkpoint: u64, page: PageId, crc: u32, image: &[u8]) -> bool {
+pub(crate) fn entry_matches(checkpoint: u64, page: PageId, crc: u32, image: &[u8]) -> bool {
     entry_crc(checkpoint, page, image) == crc
 }
 
@@ -278,7 +278,7 @@ impl Journal {
     }
 
     /// Records how many images the recovery that opened the store wrote back.
-    pub fn set_restored(&mut self, n: u64) {
+    pub(crate) fn set_restored(&mut self, n: u64) {
         self.stats.restored = n;
     }
 }

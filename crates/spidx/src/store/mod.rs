@@ -75,7 +75,7 @@ pub type NodeChange<const D: usize> = Change<Entry<D>>;
 
 impl<E> Change<E> {
     /// The same change with its entry converted by `f`.
-    pub fn try_map<F, Err>(
+    pub(crate) fn try_map<F, Err>(
         &self,
         f: impl FnOnce(&E) -> std::result::Result<F, Err>,
     ) -> std::result::Result<Change<F>, Err> {
@@ -100,7 +100,7 @@ impl<E> Change<E> {
 }
 
 /// Applies `changes` in order to an entry list (what every store must do on read).
-pub fn apply_changes<const D: usize>(
+pub(crate) fn apply_changes<const D: usize>(
     entries: &mut Vec<Entry<D>>,
     changes: &[NodeChange<D>],
 ) -> Result<()> {

@@ -146,7 +146,7 @@ impl<N: BufferedNode> NodeBuffer<N> {
     /// Changes node `id` in place by `f` (a node `make` gives is put first if none is
     /// buffered), then recounts its bytes: the totals and the peak as if the node had
     /// been taken out and put back changed.
-    pub fn upsert(&mut self, id: PageId, make: impl FnOnce() -> N, f: impl FnOnce(&mut N)) {
+    pub(crate) fn upsert(&mut self, id: PageId, make: impl FnOnce() -> N, f: impl FnOnce(&mut N)) {
         let fresh = !self.ids.contains(id);
         let slot = self.slot(id).get_or_insert_with(|| Slot {
             node: make(),
@@ -197,7 +197,7 @@ impl<N: BufferedNode> NodeBuffer<N> {
     }
 
     /// Buffered page ids in order (reading none of their nodes).
-    pub fn ids_iter(&self) -> impl Iterator<Item = PageId> + '_ {
+    pub(crate) fn ids_iter(&self) -> impl Iterator<Item = PageId> + '_ {
         self.ids.iter()
     }
 

@@ -33,7 +33,7 @@ pub struct LoggedBuffer<W = ()> {
 
 impl<W: BufferWatch> LoggedBuffer<W> {
     /// An empty buffer watched by `watch`.
-    pub fn with_watch(watch: W) -> Self {
+    pub(crate) fn with_watch(watch: W) -> Self {
         LoggedBuffer {
             buf: WriteBuffer::with_watch(watch),
             op: 0,

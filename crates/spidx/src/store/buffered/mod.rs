@@ -77,7 +77,7 @@ pub(crate) type RawChange = Change<Box<[u8]>>;
 
 impl RawChange {
     /// Bytes this change occupies in a write buffer (position + entry).
-    pub fn buffer_bytes(&self) -> usize {
+    pub(crate) fn buffer_bytes(&self) -> usize {
         match self {
             Change::Set { entry, .. } | Change::Push(entry) => 8 + entry.len(),
             Change::Remove { .. } => 8,
@@ -206,7 +206,7 @@ impl Core {
     }
 
     /// Keeps `unit`'s buffers (emptied) for the next [`Core::unit`].
-    pub fn recycle_unit(&mut self, mut unit: Unit) {
+    pub(crate) fn recycle_unit(&mut self, mut unit: Unit) {
         unit.ids.clear();
         unit.levels.clear();
         unit.data.clear();
@@ -215,14 +215,17 @@ impl Core {
 
     /// Encodes one entry as the layout stores it in a page: the one place where buffered
     /// stores turn a tree entry into bytes.
-    pub fn encode_entry<const D: usize>(&mut self, e: &Entry<D>) -> Result<Box<[u8]>> {
+    pub(crate) fn encode_entry<const D: usize>(&mut self, e: &Entry<D>) -> Result<Box<[u8]>> {
         self.layout.put_entry(&mut self.scratch, 0, e)?;
         let o = self.layout.entry_offset(0);
         Ok(self.scratch[o..o + self.layout.entry_size()].into())
     }
 
     /// Encodes a node's entries, concatenated; they must fit a page.
-    pub fn encode_entries<const D: usize>(&mut self, entries: &[Entry<D>]) -> Result<Vec<u8>> {
+    pub(crate) fn encode_entries<const D: usize>(
+        &mut self,
+        entries: &[Entry<D>],
+    ) -> Result<Vec<u8>> {
         if entries.len() > self.layout.fits() {
             return Err(Error::invalid(
                 "node",
@@ -241,7 +244,7 @@ impl Core {
     }
 
     /// Encodes entry-level changes.
-    pub fn encode_changes<const D: usize>(
+    pub(crate) fn encode_changes<const D: usize>(
         &mut self,
         changes: &[NodeChange<D>],
     ) -> Result<Vec<RawChange>> {
@@ -259,7 +262,7 @@ impl Core {
 
     /// Replaces the log by a snapshot: allocation and metadata (and `clock`, for formats
     /// with timestamps), then `nodes`, the records that rebuild the buffer.
-    pub fn compact_log<R: EncodeRecord>(
+    pub(crate) fn compact_log<R: EncodeRecord>(
         &mut self,
         clock: Option<u64>,
         nodes: impl IntoIterator<Item = R>,
@@ -294,7 +297,7 @@ impl Core {
 
     /// Writes a flushing unit: makes the log durable as `durability` says, writes the
     /// unit's pages with one request per run of consecutive pages, and counts the flush.
-    pub fn write_unit(&mut self, unit: &Unit, durability: UnitDurability) -> Result<()> {
+    pub(crate) fn write_unit(&mut self, unit: &Unit, durability: UnitDurability) -> Result<()> {
         let images = std::mem::take(&mut self.unit_images);
         let sync = self.log.config().sync != LogSync::None;
         match &durability {
@@ -332,7 +335,7 @@ impl Core {
     /// commits are unsynced), or written out under log sync `none` (the device keeps the
     /// order of writes). Policies call it before pages reach the device that a crash must
     /// not find half-described (eFIND's images; RFTL's reuse of freed unit pages).
-    pub fn make_log_durable(&mut self) -> Result<()> {
+    pub(crate) fn make_log_durable(&mut self) -> Result<()> {
         self.log.commit()?;
         if self.log.config().sync == LogSync::None {
             self.log.write_out()
@@ -345,7 +348,10 @@ impl Core {
 
     /// The policy's own state the header holds ([`StoreHeader::policy_state`]; none: `T`'s
     /// default), decoded as policy `name` saved it ([`BufferPolicy::saved_state`]).
-    pub fn policy_state<T: serde::de::DeserializeOwned + Default>(&self, name: &str) -> Result<T> {
+    pub(crate) fn policy_state<T: serde::de::DeserializeOwned + Default>(
+        &self,
+        name: &str,
+    ) -> Result<T> {
         match &self.header.policy_state {
             None => Ok(T::default()),
             Some(v) => T::deserialize(v).map_err(|e| {
@@ -383,7 +389,7 @@ impl Core {
 
     /// Persists the node device and, when the log has a device of its own, the log's (a
     /// log partition of the node device is persisted with it).
-    pub fn persist_devices(&mut self) -> Result<()> {
+    pub(crate) fn persist_devices(&mut self) -> Result<()> {
         self.cache.device_mut().persist()?;
         if !self.placement.is_same() {
             self.log.device_mut().persist()?;
@@ -439,7 +445,7 @@ impl Unit {
 /// How a policy makes a flushed unit recoverable (its paper's log protocol), in
 /// [`Core::write_unit`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UnitDurability {
+pub(crate) enum UnitDurability {
     /// The unit's nodes are recorded as written once their pages are durable (FAST): if
     /// the unit logged images, or commits are not synced yet (group commit), the log is
     /// committed and synced (written out under log sync `none` when it logged images)
@@ -591,7 +597,7 @@ impl<P: BufferPolicy> BufferedStore<P> {
 impl<P: BufferPolicy + 'static> BufferedStore<P> {
     /// The same store over its policy as an object (what [`AnyStore`](crate::store::AnyStore)
     /// holds).
-    pub fn into_dyn(self) -> BufferedStore {
+    pub(crate) fn into_dyn(self) -> BufferedStore {
         BufferedStore {
             core: self.core,
             policy: self.policy,
@@ -602,7 +608,7 @@ impl<P: BufferPolicy + 'static> BufferedStore<P> {
 impl<P: BufferPolicy + ?Sized> BufferedStore<P> {
     /// A new, empty store: nodes on `devs.nodes` through a page cache `buffer`, the log on
     /// `devs.log` with `log`, header saved at `header_path` (none: in memory).
-    pub fn create_boxed(
+    pub(crate) fn create_boxed(
         devs: LogDevices,
         buffer: &CacheConfig,
         layout: NodeLayout,
@@ -622,7 +628,7 @@ impl<P: BufferPolicy + ?Sized> BufferedStore<P> {
 
     /// Reopens a store: the header its last checkpoint saved (if any), then the log
     /// replayed by the policy (recovering what a crash left buffered).
-    pub fn open_boxed(
+    pub(crate) fn open_boxed(
         devs: LogDevices,
         buffer: &CacheConfig,
         layout: NodeLayout,
@@ -689,8 +695,9 @@ impl<P: BufferPolicy + ?Sized> BufferedStore<P> {
         }
     }
 
+    #[cfg(test)]
     /// The shared state (cache, log, header, counters).
-    pub fn core(&self) -> &Core {
+    pub(crate) fn core(&self) -> &Core {
         &self.core
     }
 
@@ -699,8 +706,9 @@ impl<P: BufferPolicy + ?Sized> BufferedStore<P> {
         &self.policy
     }
 
+    #[cfg(test)]
     /// The policy and the shared state, mutably (tests drive a policy's hooks directly).
-    pub fn parts_mut(&mut self) -> (&mut P, &mut Core) {
+    pub(crate) fn parts_mut(&mut self) -> (&mut P, &mut Core) {
         (&mut *self.policy, &mut self.core)
     }
 

@@ -199,7 +199,7 @@ impl LogPlacement {
     /// Checks the placement against the device under test `main`: a log must keep what
     /// it holds exactly as long as the node pages do, or recovery would replay a log that
     /// does not match them.
-    pub fn check_device(&self, main: &DeviceConfig) -> Result<()> {
+    pub(crate) fn check_device(&self, main: &DeviceConfig) -> Result<()> {
         let LogPlacement::Separate { name, config } = self else {
             return Ok(());
         };

@@ -221,7 +221,7 @@ impl Record {
 
     /// The record as a [`NodeRecord`] (borrowing its contents), for the kinds that have
     /// one; they are encoded by it, so both encode alike.
-    pub fn as_node_record(&self) -> Option<NodeRecord<'_>> {
+    pub(crate) fn as_node_record(&self) -> Option<NodeRecord<'_>> {
         Some(match self {
             Record::Create {
                 id,
@@ -268,7 +268,7 @@ impl Record {
 
     /// Reads the body of a policy's own record of `kind` with `read` (which must read all
     /// of it); `None` for any other record.
-    pub fn read_own<T>(
+    pub(crate) fn read_own<T>(
         &self,
         kind: u8,
         format: RecordFormat,
@@ -293,7 +293,7 @@ impl Record {
     }
 
     /// Encodes the record as a log payload in `format`.
-    pub fn encode(&self, format: RecordFormat) -> Result<Vec<u8>> {
+    pub(crate) fn encode(&self, format: RecordFormat) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         self.encode_into(format, &mut out)?;
         Ok(out)
@@ -302,7 +302,7 @@ impl Record {
     /// Encodes the record as a log payload in `format`, appended to `out` (a buffer the
     /// caller reuses: records are encoded at every change of a buffered store). On an
     /// error `out` may hold part of the record.
-    pub fn encode_into(&self, format: RecordFormat, out: &mut Vec<u8>) -> Result<()> {
+    pub(crate) fn encode_into(&self, format: RecordFormat, out: &mut Vec<u8>) -> Result<()> {
         if let Some(r) = self.as_node_record() {
             return r.encode_into(format, out);
         }
@@ -406,7 +406,7 @@ impl Record {
     }
 
     /// Decodes a payload written in `format`; `entry_size` is the layout's raw entry size.
-    pub fn decode(p: &[u8], format: RecordFormat, entry_size: usize) -> Result<Record> {
+    pub(crate) fn decode(p: &[u8], format: RecordFormat, entry_size: usize) -> Result<Record> {
         let mut r = Reader {
             p,
             at: 1,
@@ -531,7 +531,7 @@ fn bad(why: &str) -> Error {
 
 /// Reads a record's fields in its format (a policy reads the body of its own records with
 /// it: [`Record::read_own`]).
-pub struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     p: &'a [u8],
     at: usize,
     format: RecordFormat,
@@ -553,7 +553,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A flag: one byte, 0 or 1.
-    pub fn flag(&mut self) -> Result<bool> {
+    pub(crate) fn flag(&mut self) -> Result<bool> {
         match self.u8()? {
             0 => Ok(false),
             1 => Ok(true),
@@ -573,7 +573,7 @@ impl<'a> Reader<'a> {
         Err(bad("integer longer than 64 bits"))
     }
 
-    pub fn id(&mut self) -> Result<u64> {
+    pub(crate) fn id(&mut self) -> Result<u64> {
         match self.format {
             RecordFormat::Fixed => Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8"))),
             RecordFormat::Compact => self.varint(),
@@ -581,7 +581,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A level or position.
-    pub fn small(&mut self) -> Result<u32> {
+    pub(crate) fn small(&mut self) -> Result<u32> {
         match self.format {
             RecordFormat::Fixed => Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4"))),
             RecordFormat::Compact => {
@@ -607,7 +607,10 @@ impl<'a> Reader<'a> {
     }
 
     /// A list: counted (compact) or running to the end of the record (fixed).
-    pub fn list<T>(&mut self, mut item: impl FnMut(&mut Self) -> Result<T>) -> Result<Vec<T>> {
+    pub(crate) fn list<T>(
+        &mut self,
+        mut item: impl FnMut(&mut Self) -> Result<T>,
+    ) -> Result<Vec<T>> {
         let mut out = Vec::new();
         match self.format {
             RecordFormat::Fixed => {

@@ -92,7 +92,7 @@ pub struct WriteBuffer<W = ()> {
 
 impl<W: BufferWatch> WriteBuffer<W> {
     /// An empty buffer watched by `watch`.
-    pub fn with_watch(watch: W) -> Self {
+    pub(crate) fn with_watch(watch: W) -> Self {
         WriteBuffer {
             nodes: NodeBuffer::default(),
             watch,
@@ -234,7 +234,7 @@ impl<W: BufferWatch> WriteBuffer<W> {
 
     /// Logs (in `core`'s log) and buffers a node created with `entries` at operation `op`
     /// (a `Create` record).
-    pub fn logged_create(
+    pub(crate) fn logged_create(
         &mut self,
         core: &mut Core,
         id: PageId,
@@ -254,7 +254,7 @@ impl<W: BufferWatch> WriteBuffer<W> {
     }
 
     /// Logs and buffers a node update's `changes` (a `Modify` record).
-    pub fn logged_modify(
+    pub(crate) fn logged_modify(
         &mut self,
         core: &mut Core,
         id: PageId,
@@ -275,7 +275,7 @@ impl<W: BufferWatch> WriteBuffer<W> {
 
     /// Logs and buffers a rewrite of node `id` with `entries` (a `Rewrite` record; its
     /// entries count as modifications).
-    pub fn logged_rewrite(
+    pub(crate) fn logged_rewrite(
         &mut self,
         core: &mut Core,
         id: PageId,
@@ -299,7 +299,7 @@ impl<W: BufferWatch> WriteBuffer<W> {
     }
 
     /// Logs and buffers the deletion of node `id` (a `Free` record).
-    pub fn logged_delete(
+    pub(crate) fn logged_delete(
         &mut self,
         core: &mut Core,
         id: PageId,
@@ -320,7 +320,7 @@ impl<W: BufferWatch> WriteBuffer<W> {
 
     /// The records that rebuild the buffered nodes in a compacted log (after its snapshot
     /// of allocation and metadata).
-    pub fn snapshot_records(&self) -> Vec<Record> {
+    pub(crate) fn snapshot_records(&self) -> Vec<Record> {
         let mut out = Vec::new();
         for (id, n) in self.iter() {
             let level = n.level;
@@ -353,7 +353,7 @@ impl<W: BufferWatch> WriteBuffer<W> {
 
     /// The records of [`Self::snapshot_records`], borrowing the buffer (what FAST
     /// compacts its log from, at every compaction: no copy of the buffer).
-    pub fn snapshot(&self) -> impl Iterator<Item = NodeRecord<'_>> {
+    pub(crate) fn snapshot(&self) -> impl Iterator<Item = NodeRecord<'_>> {
         self.iter().flat_map(|(id, n)| {
             let level = n.level;
             let head = match (n.status, &n.image) {

@@ -238,7 +238,7 @@ impl EfindPolicy {
     }
 
     /// eFIND's own counters.
-    pub fn efind_stats(&self) -> EfindStats {
+    pub(crate) fn efind_stats(&self) -> EfindStats {
         EfindStats {
             read_buffer: self.rb.stats(),
             ..self.estats

@@ -22,7 +22,7 @@ use crate::store::buffered::NodeBuffer;
 
 /// A unit's standing for the flush policies.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct UnitInfo {
+pub(crate) struct UnitInfo {
     /// Modifications counted on the unit's buffered nodes.
     pub mods: u64,
     /// Operation number of the unit's latest change.
@@ -33,7 +33,7 @@ pub struct UnitInfo {
 /// with the units ordered by modifications and by last change. See the module
 /// documentation.
 #[derive(Debug, Default)]
-pub struct UnitStandings {
+pub(crate) struct UnitStandings {
     units: KeyMap<UnitInfo>,
     /// (most modifications first, lowest unit first)
     by_mods: BTreeSet<(Reverse<u64>, u64)>,
@@ -43,22 +43,18 @@ pub struct UnitStandings {
 
 impl UnitStandings {
     /// Units holding buffered nodes.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.units.len()
     }
 
-    /// Whether no unit holds buffered nodes.
-    pub fn is_empty(&self) -> bool {
-        self.units.is_empty()
-    }
-
     /// The standing of unit `u`, if it holds buffered nodes.
-    pub fn get(&self, u: u64) -> Option<UnitInfo> {
+    pub(crate) fn get(&self, u: u64) -> Option<UnitInfo> {
         self.units.get(&u).copied()
     }
 
     /// Sets unit `u`'s standing (`None`: it holds no buffered node any more).
-    pub fn set(&mut self, u: u64, info: Option<UnitInfo>) {
+    pub(crate) fn set(&mut self, u: u64, info: Option<UnitInfo>) {
         let old = match info {
             Some(new) => self.units.insert(u, new),
             None => self.units.remove(&u),
@@ -87,7 +83,7 @@ impl UnitStandings {
     }
 
     /// The unit with most modifications (the lowest among equals): FAST's choice.
-    pub fn most_modified(&self) -> Option<u64> {
+    pub(crate) fn most_modified(&self) -> Option<u64> {
         self.by_mods.first().map(|&(_, u)| u)
     }
 
@@ -97,7 +93,7 @@ impl UnitStandings {
     /// modification count, so its ranking is "oldest first", modifications breaking ties
     /// within one millisecond. spidx's clock is the operation number, so ties are the
     /// units one operation changed together (a split's nodes).
-    pub fn oldest_first(&self) -> Option<u64> {
+    pub(crate) fn oldest_first(&self) -> Option<u64> {
         let &(oldest, _) = self.by_last.first()?;
         let mut best: Option<(u64, u64)> = None;
         for &(last, u) in &self.by_last {
@@ -116,7 +112,7 @@ impl UnitStandings {
     /// The score is `fast_star_score(info, max_mods, now, oldest)` over the units, where
     /// `max_mods` is the largest modification count and `oldest` the earliest latest
     /// change; units are read in both orders until neither can hold a better one.
-    pub fn fast_star(&self, now: u64) -> Option<u64> {
+    pub(crate) fn fast_star(&self, now: u64) -> Option<u64> {
         let &(Reverse(max_mods), _) = self.by_mods.first()?;
         let &(oldest, _) = self.by_last.first()?;
         let score = |info: UnitInfo| fast_star_score(info, max_mods, now, oldest);
@@ -186,7 +182,7 @@ impl UnitWatch {
     }
 
     /// The units' standings.
-    pub fn standings(&self) -> &UnitStandings {
+    pub(crate) fn standings(&self) -> &UnitStandings {
         &self.standings
     }
 }

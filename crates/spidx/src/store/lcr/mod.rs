@@ -241,8 +241,9 @@ impl LcrPolicy {
         }
     }
 
+    #[cfg(test)]
     /// The LCR-tree's own counters.
-    pub fn lcr_stats(&self) -> LcrStats {
+    pub(crate) fn lcr_stats(&self) -> LcrStats {
         self.stats
     }
 

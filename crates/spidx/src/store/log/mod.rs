@@ -244,7 +244,7 @@ pub struct Recovered {
 
 impl Recovered {
     /// All committed payloads in order.
-    pub fn payloads(&self) -> impl Iterator<Item = &[u8]> {
+    pub(crate) fn payloads(&self) -> impl Iterator<Item = &[u8]> {
         self.operations.iter().flatten().map(|p| p.as_slice())
     }
 }
@@ -459,7 +459,7 @@ impl Log {
 
     /// Whether the live region is more than half full: the store should compact it at its
     /// next operation boundary.
-    pub fn needs_compaction(&self) -> bool {
+    pub(crate) fn needs_compaction(&self) -> bool {
         self.at.used * 2 > self.capacity_bytes()
     }
 
@@ -475,7 +475,7 @@ impl Log {
     }
 
     /// Operations committed in the live generation (a compaction's snapshot counts one).
-    pub fn generation_commits(&self) -> u64 {
+    pub(crate) fn generation_commits(&self) -> u64 {
         self.generation_commits
     }
 
@@ -504,7 +504,10 @@ impl Log {
 
     /// Appends a data record whose payload `encode` writes straight into the log's
     /// in-memory tail (stores encode a record at every change: no intermediate copy).
-    pub fn append_with(&mut self, encode: impl FnOnce(&mut Vec<u8>) -> Result<()>) -> Result<()> {
+    pub(crate) fn append_with(
+        &mut self,
+        encode: impl FnOnce(&mut Vec<u8>) -> Result<()>,
+    ) -> Result<()> {
         self.push_with(KIND_DATA, encode)?;
         self.at.open_records += 1;
         self.stats.records += 1;
@@ -575,7 +578,7 @@ impl Log {
     /// Like [`compact`](Self::compact), with each record's payload appended by `encode`
     /// straight into the log's tail (no copy through a caller's buffer). A record that
     /// fails to encode fails the compaction as a full region does: the old log stays.
-    pub fn compact_with<T>(
+    pub(crate) fn compact_with<T>(
         &mut self,
         records: impl IntoIterator<Item = T>,
         mut encode: impl FnMut(T, &mut Vec<u8>) -> Result<()>,

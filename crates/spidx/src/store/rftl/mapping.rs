@@ -68,7 +68,7 @@ impl LiveUnits {
     /// Node `id`'s unit pages and its units on each, in the order written (`None`: the
     /// node has none).
     #[inline]
-    pub fn pages_of(&self, id: PageId) -> Option<&Vec<(PageId, u32)>> {
+    pub(crate) fn pages_of(&self, id: PageId) -> Option<&Vec<(PageId, u32)>> {
         self.lists.get(&id)
     }
 

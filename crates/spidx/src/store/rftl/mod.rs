@@ -345,8 +345,9 @@ impl RftlPolicy {
         }
     }
 
+    #[cfg(test)]
     /// RFTL's own counters (gauges and settings are filled in by the report).
-    pub fn rftl_stats(&self) -> RftlStats {
+    pub(crate) fn rftl_stats(&self) -> RftlStats {
         self.stats
     }
 

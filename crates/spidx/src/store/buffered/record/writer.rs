@@ -13,7 +13,7 @@ use super::{Record, RecordFormat, CREATE, DELETED, IMAGE, MODIFY, PUSH, REMOVE, 
 /// [`Record`] of the same kind: a compacted log is written from the buffer without copying
 /// the buffer first.
 #[derive(Debug, Clone, Copy)]
-pub enum NodeRecord<'a> {
+pub(crate) enum NodeRecord<'a> {
     /// As [`Record::Create`].
     Create {
         /// Page.
@@ -56,7 +56,7 @@ pub enum NodeRecord<'a> {
 
 impl NodeRecord<'_> {
     /// The node the record is about.
-    pub fn node(&self) -> PageId {
+    pub(crate) fn node(&self) -> PageId {
         match *self {
             NodeRecord::Create { id, .. }
             | NodeRecord::Modify { id, .. }
@@ -66,7 +66,7 @@ impl NodeRecord<'_> {
     }
 
     /// Encodes the record as a log payload in `format`, appended to `out`.
-    pub fn encode_into(&self, format: RecordFormat, out: &mut Vec<u8>) -> Result<()> {
+    pub(crate) fn encode_into(&self, format: RecordFormat, out: &mut Vec<u8>) -> Result<()> {
         let mut w = Writer { b: out, format };
         match *self {
             NodeRecord::Create {
