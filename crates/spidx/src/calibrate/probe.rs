@@ -262,7 +262,7 @@ fn probe(
 
 /// One random write then a sync, repeated: the histogram of the syncs' device times.
 /// Shared by the probes of a file and of a model ([`super::fit::predict`]).
-pub fn sync_probe(
+pub(crate) fn sync_probe(
     dev: &mut dyn Device,
     max_ops: u64,
     span_pages: u64,

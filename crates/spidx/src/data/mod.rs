@@ -33,7 +33,8 @@ pub(crate) mod report;
 pub use formats::Format;
 pub use geo_types;
 pub use order::InsertionOrder;
-pub use repair::{kind_name, vertex_count, Policy};
+pub use repair::Policy;
+pub(crate) use repair::{kind_name, vertex_count};
 pub use report::{ImportReport, Issue, Loc, Severity};
 
 use crate::{Error, Result};
@@ -64,7 +65,7 @@ impl GeoRecord {
 }
 
 /// Calls `f` on every coordinate of `g`.
-pub fn for_each_coord(g: &Geometry<f64>, f: &mut impl FnMut(Coord<f64>)) {
+pub(crate) fn for_each_coord(g: &Geometry<f64>, f: &mut impl FnMut(Coord<f64>)) {
     use geo_types::LineString;
     let ls = |l: &LineString<f64>, f: &mut dyn FnMut(Coord<f64>)| l.0.iter().for_each(|c| f(*c));
     match g {
@@ -98,7 +99,7 @@ pub fn for_each_coord(g: &Geometry<f64>, f: &mut impl FnMut(Coord<f64>)) {
 }
 
 /// The minimum bounding rectangle of `g`, or `None` if it has no coordinates.
-pub fn bounding_rect(g: &Geometry<f64>) -> Option<Rect<f64>> {
+pub(crate) fn bounding_rect(g: &Geometry<f64>) -> Option<Rect<f64>> {
     let mut b: Option<(Coord<f64>, Coord<f64>)> = None;
     for_each_coord(g, &mut |c| match &mut b {
         None => b = Some((c, c)),
@@ -164,13 +165,8 @@ impl Vectors {
     }
 
     /// The row-major values.
-    pub fn as_slice(&self) -> &[f64] {
+    pub(crate) fn as_slice(&self) -> &[f64] {
         &self.data
-    }
-
-    /// The row-major values, consuming the set.
-    pub fn into_inner(self) -> Vec<f64> {
-        self.data
     }
 }
 
@@ -185,7 +181,7 @@ pub struct Extent {
 
 impl Extent {
     /// The extent of a 2-D rectangle.
-    pub fn from_rect(r: &Rect<f64>) -> Self {
+    pub(crate) fn from_rect(r: &Rect<f64>) -> Self {
         Extent {
             min: vec![r.min().x, r.min().y],
             max: vec![r.max().x, r.max().y],
@@ -319,7 +315,7 @@ impl Dataset {
 }
 
 /// The bounding box of all records' boxes, `None` when there are none.
-pub fn geo_extent(recs: &[GeoRecord]) -> Option<Extent> {
+pub(crate) fn geo_extent(recs: &[GeoRecord]) -> Option<Extent> {
     let first = recs.first()?;
     let mut e = Extent::from_rect(&first.bbox);
     for r in &recs[1..] {

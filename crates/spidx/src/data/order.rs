@@ -76,7 +76,7 @@ impl InsertionOrder {
 
     /// The permutation this order applies to `ds`: position `i` of the result is the index
     /// (in `ds`) of the object inserted `i`-th.
-    pub fn permutation(&self, ds: &Dataset) -> Result<Vec<usize>> {
+    pub(crate) fn permutation(&self, ds: &Dataset) -> Result<Vec<usize>> {
         let n = ds.len();
         let mut perm: Vec<usize> = (0..n).collect();
         match *self {

@@ -353,7 +353,7 @@ pub(crate) fn ring_self_intersects(ring: &[Coord]) -> bool {
 }
 
 /// The geometry kind's name as used in reports (`polygon`, `multipolygon`, ...).
-pub fn kind_name(g: &Geometry) -> &'static str {
+pub(crate) fn kind_name(g: &Geometry) -> &'static str {
     match g {
         Geometry::Point(_) => "point",
         Geometry::Line(_) => "line",
@@ -369,7 +369,7 @@ pub fn kind_name(g: &Geometry) -> &'static str {
 }
 
 /// Number of stored points of a geometry (closing points included, as PostGIS counts them).
-pub fn vertex_count(g: &Geometry) -> usize {
+pub(crate) fn vertex_count(g: &Geometry) -> usize {
     match g {
         Geometry::Point(_) => 1,
         Geometry::Line(_) => 2,

@@ -144,7 +144,7 @@ impl Issue {
     }
 
     /// Whether records with this issue are skipped, repaired or only warned about.
-    pub fn severity(self) -> Severity {
+    pub(crate) fn severity(self) -> Severity {
         use Issue::*;
         match self {
             Unparsable | MissingGeometry | EmptyGeometry | NonFiniteCoordinate | RingTooShort

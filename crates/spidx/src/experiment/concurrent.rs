@@ -185,7 +185,7 @@ impl Layout {
     }
 
     /// The partition offset of `page`, which a trace touched.
-    pub fn offset(&self, page: u64) -> u64 {
+    pub(crate) fn offset(&self, page: u64) -> u64 {
         let i = self.runs.partition_point(|r| r.0 <= page);
         let (first, len, at) = self.runs[i.checked_sub(1).expect("a touched page")];
         debug_assert!(page < first + len, "page {page} was not touched");

@@ -41,7 +41,7 @@ pub struct RunConfig {
 pub const MAX_RUNS: usize = 10_000;
 
 /// Number of runs `m` expands to (the product of its list lengths), `None` on overflow.
-pub fn run_count(m: &Matrix) -> Option<usize> {
+pub(crate) fn run_count(m: &Matrix) -> Option<usize> {
     [
         m.index.len(),
         m.store.len(),
@@ -57,7 +57,7 @@ pub fn run_count(m: &Matrix) -> Option<usize> {
 }
 
 /// Checks that `m` expands to at most [`MAX_RUNS`] runs, naming the list lengths otherwise.
-pub fn check_size(m: &Matrix) -> std::result::Result<usize, String> {
+pub(crate) fn check_size(m: &Matrix) -> std::result::Result<usize, String> {
     match run_count(m) {
         Some(n) if n <= MAX_RUNS => Ok(n),
         n => Err(format!(
@@ -80,7 +80,7 @@ pub fn check_size(m: &Matrix) -> std::result::Result<usize, String> {
 }
 
 /// FNV-1a, 64 bits: a stable (not cryptographic) fingerprint of configurations and specs.
-pub fn fnv1a(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {
         h ^= *b as u64;
@@ -208,7 +208,7 @@ pub fn expand(spec: &Spec, dims: usize) -> Result<Vec<RunConfig>> {
 }
 
 /// A dimensionality's part of run names (`d=16`).
-pub fn dims_label(d: usize) -> String {
+pub(crate) fn dims_label(d: usize) -> String {
     format!("d={d}")
 }
 

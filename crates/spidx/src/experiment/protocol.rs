@@ -68,7 +68,7 @@ impl MetricKind {
     }
 
     /// Whether values of this kind add up (only counters do).
-    pub fn is_counter(self) -> bool {
+    pub(crate) fn is_counter(self) -> bool {
         self == MetricKind::Counter
     }
 }
@@ -132,7 +132,7 @@ pub fn kinds(m: &Metrics) -> impl Iterator<Item = (&str, MetricKind, f64)> {
 
 /// Adds `b` into `a`: counters are summed; a gauge's or setting's value in `b` replaces
 /// `a`'s.
-pub fn accumulate(a: &mut Metrics, b: &Metrics) {
+pub(crate) fn accumulate(a: &mut Metrics, b: &Metrics) {
     for (k, v) in b {
         if MetricKind::of(k).is_counter() {
             *a.entry(k.clone()).or_insert(0.0) += v;
@@ -161,7 +161,7 @@ pub fn mean(reps: &[Metrics]) -> Metrics {
 /// What happened between two snapshots of one report, divided by `n` (e.g. over `n`
 /// repetitions): counters are `(after - before) / n`; gauges and settings are `after`'s
 /// value as it is (the difference of two levels or two configured values means nothing).
-pub fn delta(before: &Metrics, after: &Metrics, n: f64) -> Metrics {
+pub(crate) fn delta(before: &Metrics, after: &Metrics, n: f64) -> Metrics {
     after
         .iter()
         .map(|(k, a)| {
@@ -230,7 +230,8 @@ impl Spread {
 }
 
 /// The arithmetic mean (0 when empty).
-pub fn mean_of(values: &[f64]) -> f64 {
+#[cfg(test)]
+fn mean_of(values: &[f64]) -> f64 {
     if values.is_empty() {
         0.0
     } else {

@@ -78,7 +78,7 @@ impl Distance {
 
     /// The distance of a key given by [`Self::bits`].
     #[inline]
-    pub fn from_bits(bits: u64) -> Self {
+    pub(crate) fn from_bits(bits: u64) -> Self {
         Distance(bits)
     }
 }

@@ -136,7 +136,7 @@ impl<const D: usize> Rect<D> {
 
     /// Volume growth needed to include `o`.
     #[inline]
-    pub fn enlargement(&self, o: &Self) -> f64 {
+    pub(crate) fn enlargement(&self, o: &Self) -> f64 {
         self.union(o).area() - self.area()
     }
 
@@ -152,7 +152,7 @@ impl<const D: usize> Rect<D> {
 
     /// Squared distance between the centres of two boxes.
     #[inline]
-    pub fn center_dist2(&self, o: &Self) -> f64 {
+    pub(crate) fn center_dist2(&self, o: &Self) -> f64 {
         let (a, b) = (self.center(), o.center());
         (0..D).map(|d| (a[d] - b[d]) * (a[d] - b[d])).sum()
     }

@@ -323,7 +323,7 @@ impl ObjectStore {
     /// Writes the partly filled last page, if records were stored since the last call,
     /// and syncs the device: every record stored so far is durable (found again by a
     /// reopening with `scan_tail`).
-    pub fn sync_pending(&mut self) -> Result<()> {
+    pub(crate) fn sync_pending(&mut self) -> Result<()> {
         if !self.pending {
             return Ok(());
         }
@@ -345,7 +345,7 @@ impl ObjectStore {
     }
 
     /// Saves the directory as it is, without device I/O (a new store).
-    pub fn save_directory(&mut self) -> Result<()> {
+    pub(crate) fn save_directory(&mut self) -> Result<()> {
         match &self.dir_path {
             Some(p) => self.dir.save(p).map(|_| ()),
             None => Ok(()),

@@ -63,7 +63,11 @@ impl PhaseClock {
     /// Starts measuring work on `dev` and on the log's own device `log`, if any (stop the
     /// clock with [`stop_with_log`](Self::stop_with_log), or through
     /// [`SpatialIndex::stop_phase`](super::SpatialIndex::stop_phase)).
-    pub fn start_with_log(dev: &dyn Device, log: Option<&dyn Device>, simulated: bool) -> Self {
+    pub(crate) fn start_with_log(
+        dev: &dyn Device,
+        log: Option<&dyn Device>,
+        simulated: bool,
+    ) -> Self {
         PhaseClock {
             log_before: log.map(|l| l.stats()),
             before: dev.stats(),
@@ -74,12 +78,12 @@ impl PhaseClock {
     }
 
     /// Ends the measurement of a clock started without a log device.
-    pub fn stop(self, dev: &dyn Device) -> PhaseReport {
+    pub(crate) fn stop(self, dev: &dyn Device) -> PhaseReport {
         self.stop_with_log(dev, None)
     }
 
     /// Ends the measurement; `log` must be the log device the clock started with.
-    pub fn stop_with_log(self, dev: &dyn Device, log: Option<&dyn Device>) -> PhaseReport {
+    pub(crate) fn stop_with_log(self, dev: &dyn Device, log: Option<&dyn Device>) -> PhaseReport {
         let cpu_s = process_cpu_ns().saturating_sub(self.cpu0) as f64 * 1e-9;
         let wall = self.wall0.elapsed().as_secs_f64();
         let device = dev.stats().since(&self.before);

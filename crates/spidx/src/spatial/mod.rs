@@ -202,7 +202,7 @@ pub fn parse_manifest(bytes: &[u8], path: &Path) -> Result<Manifest> {
 /// flushing units, and a unit always reaches the device at once (its log relies on it, see
 /// [`PageCache::write_run`](crate::cache::PageCache::write_run)), so no page would ever be
 /// held dirty and the run would be labelled write-back while behaving as write-through.
-pub fn check_buffer_with_store(buffer: &CacheConfig, store: &StoreConfig) -> Result<()> {
+pub(crate) fn check_buffer_with_store(buffer: &CacheConfig, store: &StoreConfig) -> Result<()> {
     if buffer.is_write_back() && !matches!(store, StoreConfig::Direct { .. }) {
         return Err(Error::invalid(
             "buffer",
@@ -228,7 +228,7 @@ impl<const D: usize> SpatialIndex<D> {
     /// [`SpatialIndex::create`] with the opened device passed through `wrap` first (the
     /// experiment runner puts a [`Tap`](crate::device::tap::Tap) there to record the
     /// requests of queries; the wrapper must forward every call).
-    pub fn create_wrapped(
+    pub(crate) fn create_wrapped(
         dir: &Path,
         mut options: IndexOptions,
         objects: bool,
@@ -356,7 +356,7 @@ impl<const D: usize> SpatialIndex<D> {
     /// [`SpatialIndex::open_with`] with the opened device passed through `wrap` first (the
     /// experiment runner puts a page cache shared by several read-only handles there, see
     /// [`crate::experiment`]; the wrapper must forward every call it does not serve).
-    pub fn open_wrapped(
+    pub(crate) fn open_wrapped(
         dir: &Path,
         mode: OpenMode,
         wrap: impl FnOnce(Box<dyn Device>) -> Box<dyn Device>,
@@ -484,7 +484,7 @@ impl<const D: usize> SpatialIndex<D> {
 
     /// The simulated device's state file (`device.state`, written by [`SpatialIndex::flush`]);
     /// `None` on a real device.
-    pub fn device_state(&self) -> Option<PathBuf> {
+    pub(crate) fn device_state(&self) -> Option<PathBuf> {
         state_path(&self.dir, &self.manifest.options.device)
     }
 

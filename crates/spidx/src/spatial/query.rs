@@ -16,13 +16,13 @@ use crate::query::Predicate;
 use crate::{Error, Result};
 
 /// Encodes a geometry as WKB (the object store's record format).
-pub fn encode(g: &Geometry<f64>) -> Result<Vec<u8>> {
+pub(crate) fn encode(g: &Geometry<f64>) -> Result<Vec<u8>> {
     g.to_wkb(CoordDimensions::xy())
         .map_err(|e| Error::invalid("geometry", e.to_string()))
 }
 
 /// Decodes a WKB record of object `id`.
-pub fn decode(id: u64, bytes: &[u8]) -> Result<Geometry<f64>> {
+pub(crate) fn decode(id: u64, bytes: &[u8]) -> Result<Geometry<f64>> {
     Wkb(bytes.to_vec())
         .to_geo()
         .map_err(|e| Error::corrupted(format!("object {id}"), format!("bad WKB: {e}")))

@@ -90,7 +90,7 @@ impl Format {
     }
 
     /// File-name endings that select this format (lower case, with the dot).
-    pub fn extensions(self) -> &'static [&'static str] {
+    pub(crate) fn extensions(self) -> &'static [&'static str] {
         match self {
             Format::FlatGeobuf => &[".fgb"],
             Format::GeoJson => &[".geojson", ".json"],
@@ -104,7 +104,7 @@ impl Format {
     }
 
     /// Whether spidx can write this format.
-    pub fn can_write(self) -> bool {
+    pub(crate) fn can_write(self) -> bool {
         !matches!(self, Format::Shapefile | Format::OsmPbf)
     }
 
@@ -133,7 +133,7 @@ impl Format {
     }
 
     /// The format a file name selects, for reading.
-    pub fn from_path(path: &Path) -> Result<Format> {
+    pub(crate) fn from_path(path: &Path) -> Result<Format> {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().to_ascii_lowercase())

@@ -242,7 +242,7 @@ fn vectors(opts: &GenerateOptions, rng: &mut ChaCha8Rng) -> Result<Vectors> {
 /// rectangle is a [`GeoRecord`] plus its 5-vertex ring (and the allocator's overhead); a
 /// building averages under 12 vertices (see [`buildings`]), counted as 24; a vector is
 /// its `dims` values.
-pub fn memory_needed(opts: &GenerateOptions) -> u64 {
+pub(crate) fn memory_needed(opts: &GenerateOptions) -> u64 {
     let vertex = std::mem::size_of::<Coord<f64>>() as u64;
     let per_object = if opts.produces_vectors() {
         opts.dims as u64 * std::mem::size_of::<f64>() as u64
@@ -308,7 +308,7 @@ fn cgroup_memory_left() -> Option<u64> {
 
 /// Refuses, with a clear error, a dataset that cannot fit in `available` bytes of memory
 /// (instead of letting the allocation abort the process).
-pub fn check_memory(opts: &GenerateOptions, available: Option<u64>) -> Result<()> {
+pub(crate) fn check_memory(opts: &GenerateOptions, available: Option<u64>) -> Result<()> {
     match available {
         Some(avail) if memory_needed(opts) > avail => Err(too_large(opts, Some(avail))),
         _ => Ok(()),

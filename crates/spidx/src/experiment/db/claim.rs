@@ -82,7 +82,7 @@ impl Owner {
 
     /// Whether the process `owner` names is known to be gone (same host, and no process
     /// with that id and start time). `false` when it cannot be told (another host).
-    pub fn is_gone(owner: &str) -> bool {
+    pub(crate) fn is_gone(owner: &str) -> bool {
         let mut parts = owner.rsplitn(3, '/');
         let (Some(start), Some(pid), Some(h)) = (parts.next(), parts.next(), parts.next()) else {
             return false;
@@ -133,7 +133,7 @@ impl ResultsDb {
     /// process, not in `skip` (runs this process already tried), and did not fail since
     /// `since`; records it as `running` with a lease for `inv.owner`. Abandoned `running`
     /// rows met on the way are marked failed. `None` when nothing is left to claim.
-    pub fn claim_next(
+    pub(crate) fn claim_next(
         &mut self,
         exp: i64,
         runs: &[RunConfig],

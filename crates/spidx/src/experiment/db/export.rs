@@ -132,7 +132,7 @@ pub const COLUMNS: &[Column] = &[
 ];
 
 /// The type of export column `name`, if it is one.
-pub fn column_type(name: &str) -> Option<ColumnType> {
+pub(crate) fn column_type(name: &str) -> Option<ColumnType> {
     COLUMNS.iter().find(|c| c.name == name).map(|c| c.ty)
 }
 
@@ -153,7 +153,7 @@ pub fn git_commit() -> &'static str {
 
 /// The build's spidx version and git commit, as recorded in a run's `spidx_version`:
 /// `0.1.0+<commit>` (semver build metadata), or `0.1.0` when the commit is unknown.
-pub fn recorded_version() -> String {
+pub(crate) fn recorded_version() -> String {
     match git_commit() {
         "unknown" => crate::VERSION.to_string(),
         c => format!("{}+{c}", crate::VERSION),
@@ -194,7 +194,7 @@ pub const RUN_COLUMNS: &[&str] = &[
 
 /// The values of [`RUN_COLUMNS`] (in that order, each of its declared type) for the run
 /// whose `runs` row is `run` (as the database returns it).
-pub fn run_values(run: &Map<String, Value>) -> Vec<Value> {
+pub(crate) fn run_values(run: &Map<String, Value>) -> Vec<Value> {
     let text = |k: &str| run.get(k).and_then(Value::as_str).unwrap_or_default();
     let raw = |k: &str| run.get(k).cloned().unwrap_or(Value::Null);
     let store = parse_json(&raw("store"));

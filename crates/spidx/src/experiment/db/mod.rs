@@ -251,7 +251,7 @@ impl ResultsDb {
     }
 
     /// Where it is, for messages (a URL without its password).
-    pub fn location(&self) -> String {
+    pub(crate) fn location(&self) -> String {
         Location::of(&self.path).display()
     }
 
@@ -293,7 +293,7 @@ impl ResultsDb {
     }
 
     /// Keys of the runs of experiment `id` that finished.
-    pub fn finished_keys(&self, id: i64) -> Result<HashSet<String>> {
+    pub(crate) fn finished_keys(&self, id: i64) -> Result<HashSet<String>> {
         let t = self.with(|c| {
             c.query(
                 "SELECT run_key FROM runs WHERE experiment_id = ?1 AND status = 'finished'",
@@ -320,7 +320,7 @@ impl ResultsDb {
     }
 
     /// Marks run `id` failed with `error`.
-    pub fn fail_run(&mut self, id: i64, error: &str) -> Result<()> {
+    pub(crate) fn fail_run(&mut self, id: i64, error: &str) -> Result<()> {
         self.with(|c| {
             c.execute(
                 "UPDATE runs SET status = 'failed', error = ?2, finished_at = @NOW,
@@ -517,7 +517,7 @@ pub struct Invocation {
 impl Invocation {
     /// The dataset spec of `run` as JSON: the invocation's, with the run's own
     /// dimensionality when the spec has a `matrix.dims` axis (`generate.dims`).
-    pub fn dataset_json_of(&self, run: &RunConfig) -> String {
+    pub(crate) fn dataset_json_of(&self, run: &RunConfig) -> String {
         let Some(d) = run.dims else {
             return self.dataset_json.clone();
         };

@@ -36,7 +36,7 @@ pub const NO_SERVER: &str =
 static SERIAL: AtomicU32 = AtomicU32::new(0);
 
 /// The directory holding `initdb`, `pg_ctl` and `postgres`, if any.
-pub fn server_binaries() -> Option<PathBuf> {
+pub(crate) fn server_binaries() -> Option<PathBuf> {
     let on_path = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
             .find(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file())

@@ -195,7 +195,7 @@ impl Observation {
 
 /// Reads the observations of `experiments` (the latest finished run of each
 /// configuration).
-pub fn observations(db: &ResultsDb, experiments: &[String]) -> Result<Vec<Observation>> {
+pub(crate) fn observations(db: &ResultsDb, experiments: &[String]) -> Result<Vec<Observation>> {
     let mut out = Vec::new();
     for exp in experiments {
         let results = db.results(Some(exp), true)?;
@@ -310,7 +310,7 @@ pub fn compute(findings: &Findings, db: &ResultsDb) -> Result<Scorecard> {
 }
 
 /// Decides one finding over its experiments' observations.
-pub fn evaluate(f: &Finding, obs: &[&Observation]) -> Row {
+pub(crate) fn evaluate(f: &Finding, obs: &[&Observation]) -> Row {
     let decision = decide(&f.test, &f.metric, obs);
     let device_time = (f.device_time_too && decision.verdict != Verdict::NotMeasured)
         .then(|| decide(&f.test, "device_s", obs));
