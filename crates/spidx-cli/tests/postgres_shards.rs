@@ -229,19 +229,8 @@ fn a_spec_names_its_postgres_database_and_the_password_comes_from_pgpassword() {
     assert_eq!(v["results"], url.as_str(), "{v}");
     assert_eq!(v["runs"].as_array().unwrap().len(), 12, "{v}");
     // The report reads the PostgreSQL database like a file.
-    let report = d.join("report");
-    let out = spidx()
-        .env("PGPASSWORD", "s3cret")
-        .args(["report", "--results", &url, "--out"])
-        .arg(&report)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let html = std::fs::read_to_string(report.join("index.html")).unwrap();
-    common::assert_navigation_complete(&html);
+    let mut cmd = spidx();
+    cmd.env("PGPASSWORD", "s3cret");
+    let html = common::report_html_with(cmd, &url, &d.join("report"));
     assert!(html.contains("keyed"), "the report names the experiment");
 }

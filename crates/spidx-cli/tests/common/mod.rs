@@ -159,7 +159,13 @@ pub fn assert_navigation_complete(html: &str) {
 /// navigation checked to list every section.
 #[allow(dead_code)]
 pub fn report_html(db: &str, out: &std::path::Path) -> String {
-    let run = spidx()
+    report_html_with(spidx(), db, out)
+}
+
+/// [`report_html`] run by `cmd` (the `spidx` command with, e.g., an environment set).
+#[allow(dead_code)]
+pub fn report_html_with(mut cmd: Command, db: &str, out: &std::path::Path) -> String {
+    let run = cmd
         .args(["report", "--results", db, "--out"])
         .arg(out)
         .output()
