@@ -3,8 +3,9 @@
 //! node store (direct, FAST, eFIND, LCR-tree, RFTL), the bulk-loaded tree passes the
 //! checker and its fill check, answers every window and kNN query exactly like the tree
 //! built by one-by-one insertion and like a scan, also after reopening; later inserts,
-//! deletes and updates keep it sound (checker after every operation). The Hilbert R-tree is
-//! bulk loaded by Hilbert packing in its own key order (STR and OMT are refused for it).
+//! deletes and updates keep it sound (checker after every operation), also with coordinates
+//! near the ends of `f64`'s range. The Hilbert R-tree is bulk loaded by Hilbert packing in its
+//! own key order (STR and OMT are refused for it).
 
 mod model;
 mod stores;
@@ -40,25 +41,32 @@ fn rect() -> impl Strategy<Value = Rect<2>> {
 
 /// Every answer the tests compare: windows (intersects) and kNN distances from a few
 /// points.
-fn answers(t: &mut T) -> Vec<Vec<u64>> {
-    let mut out = Vec::new();
-    for i in 0..12 {
+/// The 12 query windows (and their corners, the kNN points) of [`answers`] and [`brute`],
+/// scaled by `scale` like the objects.
+fn queries(scale: f64) -> impl Iterator<Item = Rect<2>> {
+    (0..12u32).map(move |i| {
         let (x, y, s) = (
-            (i * 83 % 900) as f64,
-            (i * 157 % 900) as f64,
-            (20 + i * 37) as f64,
+            f64::from(i * 83 % 900) * scale,
+            f64::from(i * 157 % 900) * scale,
+            f64::from(20 + i * 37) * scale,
         );
-        let q = Rect {
+        Rect {
             min: [x, y],
             max: [x + s, y + s],
-        };
+        }
+    })
+}
+
+fn answers(t: &mut T, scale: f64) -> Vec<Vec<u64>> {
+    let mut out = Vec::new();
+    for q in queries(scale) {
         let mut got = Vec::new();
         t.search(MbrPredicate::Intersects, &q, |e| got.push(e.ptr))
             .unwrap();
         got.sort();
         out.push(got);
         let knn: Vec<u64> = t
-            .nearest([x, y], 7)
+            .nearest(q.min, 7)
             .unwrap()
             .iter()
             .map(|n| n.dist.bits())
@@ -68,25 +76,16 @@ fn answers(t: &mut T) -> Vec<Vec<u64>> {
     out
 }
 
-fn brute(live: &BTreeMap<u64, Rect<2>>) -> Vec<Vec<u64>> {
+fn brute(live: &BTreeMap<u64, Rect<2>>, scale: f64) -> Vec<Vec<u64>> {
     let mut out = Vec::new();
-    for i in 0..12 {
-        let (x, y, s) = (
-            (i * 83 % 900) as f64,
-            (i * 157 % 900) as f64,
-            (20 + i * 37) as f64,
-        );
-        let q = Rect {
-            min: [x, y],
-            max: [x + s, y + s],
-        };
+    for q in queries(scale) {
         out.push(
             live.iter()
                 .filter(|(_, r)| r.intersects(&q))
                 .map(|(id, _)| *id)
                 .collect(),
         );
-        let mut d: Vec<u64> = live.values().map(|r| r.min_dist(&[x, y]).bits()).collect();
+        let mut d: Vec<u64> = live.values().map(|r| r.min_dist(&q.min).bits()).collect();
         d.sort();
         d.truncate(7);
         out.push(d);
@@ -107,13 +106,33 @@ fn kinds() -> [IndexKind; 3] {
 }
 
 fn run(cfg: &StoreConfig, kind: IndexKind, opts: &BulkOptions, min_fill: f64, objs: &[Rect<2>]) {
-    let what = format!("{cfg:?} {kind:?} {opts:?} min {min_fill}");
+    run_scaled(cfg, kind, opts, min_fill, objs, 1.0);
+}
+
+/// [`run`] on `objs` scaled by `scale` (queries scaled alike).
+fn run_scaled(
+    cfg: &StoreConfig,
+    kind: IndexKind,
+    opts: &BulkOptions,
+    min_fill: f64,
+    objs: &[Rect<2>],
+    scale: f64,
+) {
+    let what = format!("{cfg:?} {kind:?} {opts:?} min {min_fill} scale {scale:e}");
+    let scaled: Vec<Rect<2>> = objs
+        .iter()
+        .map(|r| Rect {
+            min: r.min.map(|c| c * scale),
+            max: r.max.map(|c| c * scale),
+        })
+        .collect();
+    let objs = &scaled[..];
     let live: BTreeMap<u64, Rect<2>> = objs
         .iter()
         .enumerate()
         .map(|(i, r)| (i as u64 * 3 + 1, *r))
         .collect();
-    let want = brute(&live);
+    let want = brute(&live, scale);
 
     // One by one.
     let dir1 = tempfile::tempdir().unwrap();
@@ -121,7 +140,7 @@ fn run(cfg: &StoreConfig, kind: IndexKind, opts: &BulkOptions, min_fill: f64, ob
     for (&id, r) in &live {
         one.insert(*r, id).unwrap();
     }
-    assert_eq!(answers(&mut one), want, "{what}: one-by-one tree");
+    assert_eq!(answers(&mut one, scale), want, "{what}: one-by-one tree");
 
     // Bulk loaded.
     let dir = tempfile::tempdir().unwrap();
@@ -136,7 +155,7 @@ fn run(cfg: &StoreConfig, kind: IndexKind, opts: &BulkOptions, min_fill: f64, ob
     let rep = t.check_bulk(opts).unwrap();
     assert!(rep.ok(), "{what}: {:?}", rep.violations);
     assert_eq!(rep.leaf_entries, live.len() as u64, "{what}");
-    assert_eq!(answers(&mut t), want, "{what}: bulk-loaded tree");
+    assert_eq!(answers(&mut t, scale), want, "{what}: bulk-loaded tree");
 
     // Reopened as another process would.
     t.store_mut().write_back().unwrap();
@@ -144,7 +163,7 @@ fn run(cfg: &StoreConfig, kind: IndexKind, opts: &BulkOptions, min_fill: f64, ob
     let mut t = open_tree(cfg, kind, min_fill, dir.path(), false);
     let rep = t.check_bulk(opts).unwrap();
     assert!(rep.ok(), "{what} after reopen: {:?}", rep.violations);
-    assert_eq!(answers(&mut t), want, "{what}: reopened");
+    assert_eq!(answers(&mut t, scale), want, "{what}: reopened");
 
     // The variant's own algorithms maintain it from here.
     let mut live = live;
@@ -173,7 +192,11 @@ fn run(cfg: &StoreConfig, kind: IndexKind, opts: &BulkOptions, min_fill: f64, ob
             break;
         }
     }
-    assert_eq!(answers(&mut t), brute(&live), "{what}: after updates");
+    assert_eq!(
+        answers(&mut t, scale),
+        brute(&live, scale),
+        "{what}: after updates"
+    );
 }
 
 const METHODS: [BulkMethod; 3] = [BulkMethod::Str, BulkMethod::Hilbert, BulkMethod::Omt];
@@ -226,6 +249,27 @@ proptest! {
             let opts = BulkOptions { method: BulkMethod::Hilbert, fill: f64::from(fill) / 100.0 };
             run(cfg, hilbert_kinds()[i % 2], &opts, min_fill, &objs);
         }
+    }
+
+    /// Coordinates near the ends of `f64`'s range (areas, margins and the packing's sort
+    /// keys overflow to infinity or underflow to zero): every method with every variant
+    /// (and Hilbert packing of the Hilbert R-tree) still packs a sound tree that answers
+    /// like brute force and like the tree built one by one, on the direct store.
+    #[test]
+    fn bulk_loads_at_extreme_magnitudes(
+        objs in prop::collection::vec(rect(), 0..300),
+        fill_raw in 0u32..=45,
+        scale in prop::sample::select(vec![1e300, 1e154, 1e-150, 1e-300]),
+    ) {
+        let opts = |method| BulkOptions { method, fill: f64::from(55 + fill_raw) / 100.0 };
+        let direct = StoreConfig::direct();
+        for method in METHODS {
+            for kind in kinds() {
+                run_scaled(&direct, kind, &opts(method), 0.5, &objs, scale);
+            }
+        }
+        let hilbert = hilbert_kinds()[0];
+        run_scaled(&direct, hilbert, &opts(BulkMethod::Hilbert), 0.5, &objs, scale);
     }
 }
 
