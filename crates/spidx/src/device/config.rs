@@ -75,7 +75,7 @@ impl DeviceConfig {
 
     /// Makes the paths of `file` devices absolute (relative to the current directory), so a
     /// description saved with an index still names the same file from another directory.
-    pub fn absolutize_paths(&mut self) -> Result<()> {
+    pub(crate) fn absolutize_paths(&mut self) -> Result<()> {
         match self {
             DeviceConfig::File(c) => {
                 c.path = std::path::absolute(&c.path).map_err(|e| crate::Error::io(&c.path, e))?;

@@ -1,8 +1,9 @@
 //! Power cuts for crash tests. [`CrashDevice`] wraps a device and, from a chosen write on,
 //! stops persisting: the write at the cut may be torn (only its first sectors reach the
 //! medium) and later writes reach only a volatile overlay, so the program above keeps
-//! running as if nothing happened until it "loses power". [`CrashDevice::power_off`] then
-//! returns the inner device with exactly what had been persisted, for recovery to open.
+//! running as if nothing happened until it "loses power": the medium it wraps (shared, e.g.
+//! a clone of a memory device) then holds exactly what had been persisted, for recovery to
+//! open.
 
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
@@ -69,7 +70,8 @@ impl CrashDevice {
     }
 
     /// The power goes off: everything not persisted is lost; returns the medium.
-    pub fn power_off(self) -> Box<dyn Device> {
+    #[cfg(test)]
+    pub(crate) fn power_off(self) -> Box<dyn Device> {
         self.inner
     }
 }

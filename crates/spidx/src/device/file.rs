@@ -65,7 +65,7 @@ pub enum FileAccess {
 
 /// Takes a non-blocking `flock` on `file` (shared for readers, exclusive for writers),
 /// held until the file is closed; a conflict is a clear error naming `what` and `path`.
-pub fn lock_file(file: &File, path: &Path, shared: bool, what: &str) -> Result<()> {
+pub(crate) fn lock_file(file: &File, path: &Path, shared: bool, what: &str) -> Result<()> {
     let op = if shared { libc::LOCK_SH } else { libc::LOCK_EX };
     // SAFETY: plain syscall on an open descriptor.
     let rc = unsafe { libc::flock(file.as_raw_fd(), op | libc::LOCK_NB) };
@@ -209,7 +209,7 @@ impl FileDevice {
     /// Another device on the same open file (the same lock), with its own counters and
     /// clock: lets several threads drive one file at once (`spidx calibrate` probes a
     /// drive at queue depth N with N threads so).
-    pub fn try_clone(&self) -> Result<FileDevice> {
+    pub(crate) fn try_clone(&self) -> Result<FileDevice> {
         Ok(FileDevice {
             file: self
                 .file

@@ -128,7 +128,7 @@ pub trait Device: Send {
 }
 
 /// The error of [`Device::submit_at`] on a device of kind `kind` that cannot take it.
-pub fn no_virtual_clock(kind: &str) -> Error {
+pub(crate) fn no_virtual_clock(kind: &str) -> Error {
     Error::invalid(
         "device",
         format!(
@@ -138,7 +138,7 @@ pub fn no_virtual_clock(kind: &str) -> Error {
 }
 
 /// Bytes of a request for `pages` pages of `page_size` bytes; an error if that overflows.
-pub fn request_len(pages: u64, page_size: usize) -> Result<usize> {
+pub(crate) fn request_len(pages: u64, page_size: usize) -> Result<usize> {
     usize::try_from(pages)
         .ok()
         .and_then(|n| n.checked_mul(page_size))
@@ -164,7 +164,12 @@ pub fn validate_page_size(page_size: usize) -> Result<()> {
 
 /// Validates a read or write request against a device's geometry and returns the number
 /// of pages it covers.
-pub fn check_request(page: u64, len: usize, page_size: usize, capacity_pages: u64) -> Result<u64> {
+pub(crate) fn check_request(
+    page: u64,
+    len: usize,
+    page_size: usize,
+    capacity_pages: u64,
+) -> Result<u64> {
     if len == 0 || !len.is_multiple_of(page_size) {
         return Err(Error::invalid(
             "I/O request",

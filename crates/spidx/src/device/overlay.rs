@@ -27,7 +27,8 @@ impl ReadOnlyOverlay {
     }
 
     /// Pages written to the overlay (changes an open made in memory only).
-    pub fn overlaid_pages(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn overlaid_pages(&self) -> usize {
         self.pages.len()
     }
 }

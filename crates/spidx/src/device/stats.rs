@@ -47,7 +47,7 @@ pub struct HostCounters {
 impl HostCounters {
     /// Records a read of `pages` pages of `page_size` bytes at `page`; returns whether it
     /// was sequential.
-    pub fn record_read(&mut self, page: u64, pages: u64, page_size: usize) -> bool {
+    pub(crate) fn record_read(&mut self, page: u64, pages: u64, page_size: usize) -> bool {
         let seq = self.next_page == Some(page);
         self.read_ops += 1;
         self.pages_read += pages;
@@ -62,7 +62,7 @@ impl HostCounters {
     }
 
     /// Records a write; returns whether it was sequential.
-    pub fn record_write(&mut self, page: u64, pages: u64, page_size: usize) -> bool {
+    pub(crate) fn record_write(&mut self, page: u64, pages: u64, page_size: usize) -> bool {
         let seq = self.next_page == Some(page);
         self.write_ops += 1;
         self.pages_written += pages;
@@ -77,12 +77,12 @@ impl HostCounters {
     }
 
     /// Records a sync.
-    pub fn record_sync(&mut self) {
+    pub(crate) fn record_sync(&mut self) {
         self.syncs += 1;
     }
 
     /// Records a cache drop; the next request counts as random.
-    pub fn record_cache_drop(&mut self) {
+    pub(crate) fn record_cache_drop(&mut self) {
         self.cache_drops += 1;
         self.next_page = None;
     }

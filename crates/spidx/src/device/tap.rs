@@ -55,7 +55,7 @@ impl TapLog {
     }
 
     /// Stops recording and forgets what was not taken.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         let mut l = self.lock();
         l.recording = false;
         l.requests.clear();

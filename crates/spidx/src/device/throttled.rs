@@ -153,7 +153,7 @@ impl Throttled {
     /// Like [`Throttled::new`]; with `state`, restores the throttle clock saved there by a
     /// previous [`Device::persist`] (if the file exists) and saves to it. The inner device
     /// persists its own state.
-    pub fn new_with_state(
+    pub(crate) fn new_with_state(
         inner: Box<dyn Device>,
         config: &ThrottleConfig,
         state: Option<&Path>,

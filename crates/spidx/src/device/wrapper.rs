@@ -34,7 +34,7 @@ impl ReadReq<'_> {
     }
 
     /// Makes the same request of `dev` at page `page`.
-    pub fn forward(self, dev: &mut dyn Device, page: u64) -> Result<()> {
+    pub(crate) fn forward(self, dev: &mut dyn Device, page: u64) -> Result<()> {
         match self {
             ReadReq::Into(buf) => dev.read(page, buf),
             ReadReq::Unused(pages) => dev.read_unused(page, pages),
@@ -79,7 +79,7 @@ pub struct WriteReq<'a> {
 
 impl WriteReq<'_> {
     /// Makes the same request of `dev` at page `page`.
-    pub fn forward(self, dev: &mut dyn Device, page: u64) -> Result<()> {
+    pub(crate) fn forward(self, dev: &mut dyn Device, page: u64) -> Result<()> {
         match self.changed {
             Some(changed) => dev.write_changed(page, self.data, changed),
             None => dev.write(page, self.data),

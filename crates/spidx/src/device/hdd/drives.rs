@@ -65,7 +65,7 @@ impl HddConfig {
     /// 108 per second). No 7200 rpm mechanics serve random reads that slowly at queue
     /// depth 1 (8.9 ms seek + 4.17 ms latency allow about 75 per second); the preset keeps
     /// the mechanics rather than fit that figure, whose Iometer settings are not given.
-    pub fn carniel_wd_2tb() -> Self {
+    pub(crate) fn carniel_wd_2tb() -> Self {
         HddConfig {
             capacity: idema_bytes(2000),
             heads: 6,

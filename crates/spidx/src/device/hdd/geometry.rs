@@ -100,7 +100,7 @@ impl SeekCurve {
 
     /// Mean seek time in nanoseconds over uniformly random start and end positions (the
     /// normalised distance then has density 2(1 − x) on [0, 1]), computed in closed form.
-    pub fn mean_ns(&self) -> f64 {
+    pub(crate) fn mean_ns(&self) -> f64 {
         let SeekCurve {
             a, b, c, e, beta, ..
         } = *self;
