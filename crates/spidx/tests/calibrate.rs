@@ -25,7 +25,7 @@ fn setup(span: u64, capacity: u64, ops: u64) -> ProbeFigures {
             .iter()
             .map(|&k| ProbeFigure {
                 probe: k,
-                request: if k.uses_page_size() { 16384 } else { 4096 },
+                request: k.request(16384),
                 queue_depth: if k.parallel() { 8 } else { 1 },
                 ops,
                 iops: 1.0,
@@ -59,6 +59,7 @@ fn known_ssd() -> SsdConfig {
         command_overhead_us: 25.0,
         write_cache: 256 * 4096,
         queue_depth: 1,
+        flush_us: 0.0,
     }
 }
 
@@ -101,11 +102,23 @@ fn ssd_fit_recovers_a_known_model_and_is_deterministic() {
         c.write_cache > 0,
         "the write-back candidate wins on write-back figures"
     );
+    // Every queue-depth-1 probe within 5 % but the 2 KB writes: a write-back drive
+    // acknowledges them from its cache, and their reads before writing show only as cache
+    // pressure, which the fit does not model (docs/devices.md, "What it cannot").
     for r in &f.residuals {
-        if r.probe.ends_with("qd1") {
+        if r.probe.ends_with("qd1") && r.probe != "randwrite-2k-qd1" {
             assert!(r.error_pct.abs() <= 5.0, "{r:?}");
         }
     }
+    // Figures saved before the 2 KB probe existed still fit (a 4 KB flash page).
+    let mut older = figures.clone();
+    older.probes.retain(|p| p.probe != ProbeKind::RandWrite2k);
+    let o = fit::fit(&older).unwrap();
+    let DeviceConfig::Ssd(oc) = &o.config else {
+        panic!("not an ssd: {:?}", o.config)
+    };
+    assert_eq!(oc.flash.page_size, 4096);
+    assert!(o.residuals.iter().all(|r| r.probe != "randwrite-2k-qd1"));
     // Determinism: the same figures give the same device file, byte for byte.
     let a = render::device_file("mine", &figures, &f).unwrap();
     let b = render::device_file("mine", &figures, &fit::fit(&figures).unwrap()).unwrap();
@@ -120,6 +133,51 @@ fn ssd_fit_recovers_a_known_model_and_is_deterministic() {
         }
     }
     assert_ne!(fit::fit(&slower).unwrap().config, f.config);
+}
+
+/// A write-through drive whose flush is a round trip of its own (a virtual disk: requests
+/// in parallel over a fast controller, a sync as slow as a write): the write-through
+/// candidate wins and recovers the flush and the flash page (2 KB: half-page writes cost
+/// what whole ones do; 4 KB: they read the page first); every queue-depth-1 probe, the
+/// sync included, comes out within 5 %.
+#[test]
+fn ssd_fit_recovers_a_write_through_drive_with_a_costly_flush() {
+    for page_size in [2048, 4096] {
+        let truth = SsdConfig {
+            flash: FlashConfig {
+                page_size,
+                read_us: 60.0,
+                program_us: 55.0,
+                ..known_ssd().flash
+            },
+            host_mb_s: 0.0,
+            command_overhead_us: 20.0,
+            write_cache: 0,
+            flush_us: 60.0,
+            ..known_ssd()
+        };
+        let figures = predict(
+            &DeviceConfig::Ssd(truth.clone()),
+            &setup(32 << 20, 4 << 30, 1500),
+        )
+        .unwrap();
+        let f = fit::fit(&figures).unwrap();
+        let DeviceConfig::Ssd(c) = &f.config else {
+            panic!("not an ssd: {:?}", f.config)
+        };
+        assert_eq!(c.write_cache, 0, "the write-through candidate wins: {c:?}");
+        assert_eq!(c.flash.page_size, page_size);
+        within("flush_us", c.flush_us, truth.flush_us, 0.10);
+        within("read_us", c.flash.read_us, truth.flash.read_us, 0.10);
+        for r in &f.residuals {
+            if r.probe.ends_with("qd1") {
+                assert!(r.error_pct.abs() <= 5.0, "{page_size}: {r:?}");
+            }
+        }
+        // The device file names the flush.
+        let text = render::device_file("mine", &figures, &f).unwrap();
+        assert!(text.contains("\nflush_us = "), "{text}");
+    }
 }
 
 #[test]
@@ -300,6 +358,8 @@ fn probes_a_real_direct_io_file_within_its_budget() {
     assert_eq!(qd.queue_depth, 2);
     assert!(qd.ops > 0 && qd.latency.is_some());
     assert_eq!(figures.get(ProbeKind::RandReadPage).unwrap().request, 8192);
+    assert_eq!(figures.get(ProbeKind::RandWrite2k).unwrap().request, 2048);
     let f = fit::fit(&figures).unwrap();
-    assert_eq!(f.residuals.len(), 18);
+    // Rate and mean time of the 9 queue-depth-1 probes, the rate of the 2 others.
+    assert_eq!(f.residuals.len(), 20);
 }

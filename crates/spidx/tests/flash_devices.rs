@@ -282,6 +282,29 @@ fn ssd_without_cache_writes_through() {
     assert!(b.device_ns() > 1_000_000, "{}", b.device_ns());
 }
 
+/// A sync pays `flush_us` after the drain, on top of its command; nothing else does.
+#[test]
+fn ssd_sync_pays_the_flush_round_trip() {
+    let plain = SsdConfig {
+        write_cache: 0,
+        ..SsdConfig::v300()
+    };
+    let flushing = SsdConfig {
+        flush_us: 250.0,
+        ..plain.clone()
+    };
+    let mut times = Vec::new();
+    for cfg in [&plain, &flushing] {
+        let mut d = SimSsd::open(cfg, 4096, None).unwrap();
+        d.write(0, &[1u8; 4096]).unwrap();
+        let written = d.device_ns();
+        d.sync().unwrap();
+        times.push((written, d.device_ns() - written));
+    }
+    assert_eq!(times[0].0, times[1].0, "writes do not pay the flush");
+    assert_eq!(times[1].1, times[0].1 + 250_000, "{times:?}");
+}
+
 #[test]
 fn bad_page_sizes_and_requests_are_errors() {
     let cfg = small(2048, 4, 64 << 10);
@@ -448,6 +471,13 @@ fn invalid_configs_name_the_parameter() {
             "write_cache",
             SsdConfig {
                 write_cache: 100,
+                ..v.clone()
+            },
+        ),
+        (
+            "flush_us",
+            SsdConfig {
+                flush_us: f64::NAN,
                 ..v.clone()
             },
         ),

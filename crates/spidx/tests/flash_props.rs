@@ -56,6 +56,7 @@ fn tiny_ssd() -> SsdConfig {
         command_overhead_us: 5.0,
         write_cache: 3 << 10,
         queue_depth: 2,
+        flush_us: 0.0,
     }
 }
 

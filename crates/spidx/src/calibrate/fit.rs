@@ -15,12 +15,21 @@
 //! - `flash.read_us` = 4 KB random read − 4 KB random write (a read also senses the page);
 //! - `flash.program_us` = the sync's cost (a sync waits for the write cache to be
 //!   programmed: the model's only cost that a flush of the drive can stand for);
+//! - the flash page: 2 KB when a random 2 KB write takes at most 1.25 times a 4 KB one
+//!   (the drive writes half pages without reading them first), else 4 KB ([`flash_page`]);
 //! - dies: a power of two with room for 8 times the programs in flight at the fastest
 //!   measured write rate (so programs neither limit the write rate nor often delay reads),
 //!   8 channels, a write cache of one page per die; transfers over channels not modelled.
 //!
+//! A second candidate is a write-through drive: `command_overhead_us` from the
+//! queue-depth-N rate, `read_us` and `program_us` the rest of a 4 KB read and write, and
+//! `flush_us` the rest of the sync (a flush's round trip, which does not hold the
+//! controller); the candidate whose probe rates are closer to the drive's is kept
+//! ([`fit_ssd`]).
+//!
 //! Then three rounds of correction: the probes are run on the model, and
-//! `command_overhead_us`, `read_us` and `program_us` are moved by the model's error on the
+//! `command_overhead_us`, `read_us` and `program_us` (write-back) or `read_us`,
+//! `program_us` and `flush_us` (write-through) are moved by the model's error on the
 //! 4 KB random write, 4 KB random read and sync probes. Parameters are rounded to
 //! 0.01 µs (0.01 MB/s) so the written file says exactly what was used.
 //!
@@ -36,7 +45,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::probe::sync_probe;
-use super::{ProbeFigure, ProbeFigures, ProbeKind, SMALL};
+use super::{ProbeFigure, ProbeFigures, ProbeKind, HALF, SMALL};
 use crate::device::flash::FlashConfig;
 use crate::device::hdd::HddConfig;
 use crate::device::ssd::SsdConfig;
@@ -135,7 +144,7 @@ enum WritePolicy {
     /// From a write cache (command + link); a sync waits for the programs.
     WriteBack,
     /// When programmed (command + link + program, parallel over the dies); a sync costs a
-    /// command.
+    /// command and the flush's round trip (`flush_us`).
     WriteThrough,
 }
 
@@ -155,6 +164,19 @@ fn link_us_per_byte(f: &ProbeFigures) -> Result<f64> {
         - p50(ProbeKind::RandWrite4k)?)
         / 2.0;
     Ok(if d > 0.5 { d / extra } else { 0.0 })
+}
+
+/// The fitted SSD's flash page: 2 KB when the drive writes half a 4 KB page at most a
+/// quarter slower than a whole one (it does not read the page first), else 4 KB, whose
+/// half-page writes the model reads first (a read-modify-write); 4 KB when the figures
+/// have no 2 KB probe.
+fn flash_page(f: &ProbeFigures) -> Result<usize> {
+    if f.get(ProbeKind::RandWrite2k).is_err() {
+        return Ok(SMALL);
+    }
+    let half = f.mean_us(ProbeKind::RandWrite2k)?;
+    let whole = f.mean_us(ProbeKind::RandWrite4k)?;
+    Ok(if half <= 1.25 * whole { HALF } else { SMALL })
 }
 
 /// The SSD model's first guess for `policy` (see the module documentation).
@@ -177,20 +199,28 @@ fn ssd_initial(f: &ProbeFigures, policy: WritePolicy) -> Result<SsdConfig> {
         .get(ProbeKind::RandReadQd)?
         .iops
         .max(f.get(ProbeKind::RandWriteQd)?.iops);
-    let (command, read_us, program_us, busy_us, cache) = match policy {
+    let (command, read_us, program_us, busy_us, cache, flush_us) = match policy {
         WritePolicy::WriteBack => {
             let cmd = (w4 - link).max(0.5);
-            (cmd, r4 - w4, sync, sync, true)
+            (cmd, r4 - w4, sync, sync, true, 0.0)
         }
         WritePolicy::WriteThrough => {
             let cmd = (1e6 / qd_peak).min(0.9 * r4.min(w4) - link).max(0.5);
             let read = r4 - cmd - link;
             let program = w4 - cmd - link;
-            (cmd, read, program, read.max(program), false)
+            (
+                cmd,
+                read,
+                program,
+                read.max(program),
+                false,
+                (sync - cmd).max(0.0),
+            )
         }
     };
     let read_us = round2(read_us.max(0.5));
     let program_us = round2(program_us.max(1.0));
+    let flash_page = flash_page(f)?;
     let peak = (1e6 / w4).max(qd_peak);
     let dies = ((8.0 * peak * busy_us.max(1.0) / 1e6).ceil() as u32)
         .next_power_of_two()
@@ -198,7 +228,7 @@ fn ssd_initial(f: &ProbeFigures, policy: WritePolicy) -> Result<SsdConfig> {
     let capacity = f.capacity.max(f.span).max(1 << 30);
     Ok(SsdConfig {
         flash: FlashConfig {
-            page_size: SMALL,
+            page_size: flash_page,
             pages_per_block: 256,
             read_us,
             program_us,
@@ -216,8 +246,13 @@ fn ssd_initial(f: &ProbeFigures, policy: WritePolicy) -> Result<SsdConfig> {
         channel_mb_s: 0.0,
         host_mb_s,
         command_overhead_us: round2(command),
-        write_cache: if cache { dies as u64 * SMALL as u64 } else { 0 },
+        write_cache: if cache {
+            u64::from(dies) * flash_page as u64
+        } else {
+            0
+        },
         queue_depth: 1,
+        flush_us: round2(flush_us),
     })
 }
 
@@ -229,7 +264,7 @@ fn fit_ssd(f: &ProbeFigures) -> Result<SsdConfig> {
         let c = fit_ssd_policy(f, policy)?;
         let p = predict(&DeviceConfig::Ssd(c.clone()), f)?;
         let mut score = 0.0;
-        for kind in ProbeKind::ALL {
+        for kind in f.kinds() {
             score += (p.get(kind)?.iops / f.get(kind)?.iops).ln().abs();
         }
         if best.as_ref().is_none_or(|(s, _)| score < *s) {
@@ -267,6 +302,7 @@ fn fit_ssd_policy(f: &ProbeFigures, policy: WritePolicy) -> Result<SsdConfig> {
             WritePolicy::WriteThrough => {
                 c.flash.read_us = round2((c.flash.read_us + dr).max(0.5));
                 c.flash.program_us = round2((c.flash.program_us + dw).max(1.0));
+                c.flush_us = round2((c.flush_us + ds).max(0.0));
             }
         }
     }
@@ -303,7 +339,7 @@ fn fit_hdd(f: &ProbeFigures) -> Result<HddConfig> {
 /// The probes of `setup` run on the model `config`: the same requests, spans (at most
 /// 32 MB for a flash model) and queue depths; at most 4,000 requests per probe.
 pub fn predict(config: &DeviceConfig, setup: &ProbeFigures) -> Result<ProbeFigures> {
-    predict_some(config, setup, &ProbeKind::ALL)
+    predict_some(config, setup, &setup.kinds())
 }
 
 fn predict_some(
@@ -386,7 +422,7 @@ fn predict_one(
 pub fn residuals(measured: &ProbeFigures, predicted: &ProbeFigures) -> Result<Vec<Residual>> {
     let mut out = Vec::new();
     let err = |m: f64, p: f64| (p - m) / m * 100.0;
-    for kind in ProbeKind::ALL {
+    for kind in measured.kinds() {
         let (m, p) = (measured.get(kind)?, predicted.get(kind)?);
         out.push(Residual {
             probe: kind.name(),

@@ -19,6 +19,9 @@ use crate::iotest::{Latency, Pattern};
 /// Size of the small requests of the probes (random and sequential 4 KB).
 pub const SMALL: usize = 4096;
 
+/// Size of the half-page write probe ([`ProbeKind::RandWrite2k`]).
+pub const HALF: usize = 2048;
+
 /// The probes, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ProbeKind {
@@ -42,11 +45,14 @@ pub enum ProbeKind {
     RandReadQd,
     /// Random 4 KB writes at queue depth N (N threads).
     RandWriteQd,
+    /// Random 2 KB writes, one at a time: whether the drive writes half a 4 KB page
+    /// without first reading the page (the fitted model's flash page size).
+    RandWrite2k,
 }
 
 impl ProbeKind {
     /// Every probe, in the order they run.
-    pub const ALL: [ProbeKind; 10] = [
+    pub const ALL: [ProbeKind; 11] = [
         ProbeKind::RandRead4k,
         ProbeKind::RandWrite4k,
         ProbeKind::RandReadPage,
@@ -57,7 +63,12 @@ impl ProbeKind {
         ProbeKind::Sync4k,
         ProbeKind::RandReadQd,
         ProbeKind::RandWriteQd,
+        ProbeKind::RandWrite2k,
     ];
+
+    /// Probes that figures saved before they existed may lack: the fit then does without
+    /// them (see [`fit`]).
+    pub const OPTIONAL: [ProbeKind; 1] = [ProbeKind::RandWrite2k];
 
     /// The probe's name in device files and reports.
     pub fn name(self) -> &'static str {
@@ -72,6 +83,7 @@ impl ProbeKind {
             ProbeKind::Sync4k => "sync-4k-qd1",
             ProbeKind::RandReadQd => "randread-4k-qdN",
             ProbeKind::RandWriteQd => "randwrite-4k-qdN",
+            ProbeKind::RandWrite2k => "randwrite-2k-qd1",
         }
     }
 
@@ -81,9 +93,10 @@ impl ProbeKind {
             ProbeKind::RandRead4k | ProbeKind::RandReadPage | ProbeKind::RandReadQd => {
                 Pattern::RandRead
             }
-            ProbeKind::RandWrite4k | ProbeKind::RandWritePage | ProbeKind::RandWriteQd => {
-                Pattern::RandWrite
-            }
+            ProbeKind::RandWrite4k
+            | ProbeKind::RandWritePage
+            | ProbeKind::RandWriteQd
+            | ProbeKind::RandWrite2k => Pattern::RandWrite,
             ProbeKind::SeqRead4k => Pattern::SeqRead,
             ProbeKind::SeqWrite4k => Pattern::SeqWrite,
             ProbeKind::Mixed4k => Pattern::Mixed,
@@ -91,9 +104,18 @@ impl ProbeKind {
         })
     }
 
-    /// Whether the probe uses the page size (else 4 KB requests).
+    /// Whether the probe uses the page size (else 4 KB requests, or 2 KB: [`Self::request`]).
     pub fn uses_page_size(self) -> bool {
         matches!(self, ProbeKind::RandReadPage | ProbeKind::RandWritePage)
+    }
+
+    /// The probe's request size in bytes, for page-size probes of `page_size` bytes.
+    pub fn request(self, page_size: usize) -> usize {
+        match self {
+            _ if self.uses_page_size() => page_size,
+            ProbeKind::RandWrite2k => HALF,
+            _ => SMALL,
+        }
     }
 
     /// Whether the probe runs at queue depth N.
@@ -153,9 +175,21 @@ impl ProbeFigures {
         })
     }
 
-    /// Checks that every probe is there once, with positive finite figures.
+    /// The probes present, in [`ProbeKind::ALL`] order (an optional one may be missing).
+    pub fn kinds(&self) -> Vec<ProbeKind> {
+        ProbeKind::ALL
+            .into_iter()
+            .filter(|&k| self.get(k).is_ok())
+            .collect()
+    }
+
+    /// Checks that every probe is there (the optional ones may be missing), with positive
+    /// finite figures.
     pub fn validate(&self) -> crate::Result<()> {
         for kind in ProbeKind::ALL {
+            if ProbeKind::OPTIONAL.contains(&kind) && self.get(kind).is_err() {
+                continue;
+            }
             let p = self.get(kind)?;
             let lat_ok = p
                 .latency

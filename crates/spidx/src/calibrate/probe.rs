@@ -195,11 +195,7 @@ fn probe(
     limit: Duration,
     seed: u64,
 ) -> Result<ProbeFigure> {
-    let request = if kind.uses_page_size() {
-        opts.page_size
-    } else {
-        SMALL
-    };
+    let request = kind.request(opts.page_size);
     let span_pages = span / request as u64;
     let mut dev = open(opts, request)?;
     let Some(pattern) = kind.pattern() else {

@@ -132,6 +132,9 @@ pub const PAGED_FORMAT: u32 = 2;
 /// the page index of the data, then the page index of the FTL tables. Their format
 /// [`PAGED_FORMAT`] (the FTL tables inside the state file) still opens.
 pub const FTL_PAGED_FORMAT: u32 = 3;
+/// The format of the SSD's state files since its configuration has `flush_us`: laid out as
+/// [`FTL_PAGED_FORMAT`], which (like [`PAGED_FORMAT`]) still opens, with a flush of 0.
+pub const SSD_FLUSH_FORMAT: u32 = 4;
 const HEADER: usize = 8 + 4 + 4 + 4 + 8;
 
 /// Saves a simulated device's state to `path` atomically (write a temporary file, fsync,
@@ -195,19 +198,25 @@ pub fn decode_state<T: DeserializeOwned>(path: &Path, payload: &[u8]) -> Result<
 /// checked.
 pub fn peek_pages_file(path: &Path) -> Option<String> {
     let bytes = std::fs::read(path).ok()?;
-    let (_, payload) =
-        checked_payload(&bytes, path, None, &[PAGED_FORMAT, FTL_PAGED_FORMAT]).ok()?;
+    let (_, payload) = checked_payload(
+        &bytes,
+        path,
+        None,
+        &[PAGED_FORMAT, FTL_PAGED_FORMAT, SSD_FLUSH_FORMAT],
+    )
+    .ok()?;
     postcard::take_from_bytes::<String>(payload)
         .ok()
         .map(|(name, _)| name)
 }
 
 /// The name of the second pages file (the FTL tables') a flash device's state file at
-/// `path` names (format [`FTL_PAGED_FORMAT`]: its payload starts with two
-/// [`super::paged::PageStore`]s), or `None` if the file cannot be read or checked.
+/// `path` names (formats [`FTL_PAGED_FORMAT`] and [`SSD_FLUSH_FORMAT`]: the payload starts
+/// with two [`super::paged::PageStore`]s), or `None` if the file cannot be read or checked.
 pub fn peek_second_pages_file(path: &Path) -> Option<String> {
     let bytes = std::fs::read(path).ok()?;
-    let (_, payload) = checked_payload(&bytes, path, None, &[FTL_PAGED_FORMAT]).ok()?;
+    let (_, payload) =
+        checked_payload(&bytes, path, None, &[FTL_PAGED_FORMAT, SSD_FLUSH_FORMAT]).ok()?;
     let (_, rest) = postcard::take_from_bytes::<super::paged::PageStore>(payload).ok()?;
     postcard::take_from_bytes::<String>(rest)
         .ok()

@@ -32,7 +32,8 @@
 //!   program, no channel transfer) and erases occupy their die; host programs and reads
 //!   on that die queue behind them.
 //! - **Sync** waits for every outstanding request and for the write cache to drain (all
-//!   background programs, GC included), plus one command overhead.
+//!   background programs, GC included), plus one command overhead, then `flush_us` (the
+//!   round trip of a cache flush, e.g. through a virtual disk's host; 0 in the presets).
 //!
 //! **Device time.** [`Device::device_ns`] is the time at which the host has seen every
 //! request submitted so far complete (acknowledged): the maximum completion time over all
@@ -86,6 +87,7 @@ use super::flash::FlashConfig;
 use super::paged::PageStore;
 use super::pages::{
     decode_state, load_state_payload, save_state_as, FTL_PAGED_FORMAT, PAGED_FORMAT,
+    SSD_FLUSH_FORMAT,
 };
 use super::stats::{DeviceStats, HostCounters};
 use super::{check_request, request_len, Device};
@@ -113,6 +115,40 @@ pub struct SsdConfig {
     pub write_cache: u64,
     /// Requests the host keeps outstanding (1 = synchronous, 32 = fio iodepth=32).
     pub queue_depth: u32,
+    /// Time a sync's flush takes after the cache has drained, µs, not holding the
+    /// controller (a write-through drive's flush round trip; `spidx calibrate` fits it);
+    /// 0 = none, as in the presets.
+    #[serde(default)]
+    pub flush_us: f64,
+}
+
+/// [`SsdConfig`] as state files before [`SSD_FLUSH_FORMAT`] saved it (no `flush_us`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SsdConfigV3 {
+    flash: FlashConfig,
+    channels: u32,
+    dies_per_channel: u32,
+    channel_mb_s: f64,
+    host_mb_s: f64,
+    command_overhead_us: f64,
+    write_cache: u64,
+    queue_depth: u32,
+}
+
+impl From<SsdConfigV3> for SsdConfig {
+    fn from(c: SsdConfigV3) -> Self {
+        SsdConfig {
+            flash: c.flash,
+            channels: c.channels,
+            dies_per_channel: c.dies_per_channel,
+            channel_mb_s: c.channel_mb_s,
+            host_mb_s: c.host_mb_s,
+            command_overhead_us: c.command_overhead_us,
+            write_cache: c.write_cache,
+            queue_depth: c.queue_depth,
+            flush_us: 0.0,
+        }
+    }
 }
 
 impl SsdConfig {
@@ -141,6 +177,7 @@ impl SsdConfig {
             command_overhead_us: 14.4,
             write_cache: 1 << 20,
             queue_depth: 1,
+            flush_us: 0.0,
         }
     }
 
@@ -174,6 +211,7 @@ impl SsdConfig {
             ("channel_mb_s", self.channel_mb_s),
             ("host_mb_s", self.host_mb_s),
             ("command_overhead_us", self.command_overhead_us),
+            ("flush_us", self.flush_us),
         ] {
             if !v.is_finite() || !(0.0..=1e9).contains(&v) {
                 return Err(Error::invalid(
@@ -238,20 +276,23 @@ struct Costs {
     /// One flash page over a channel.
     xfer: u64,
     command: u64,
+    /// A sync's flush after the drain.
+    flush: u64,
     host_mb_s: f64,
     /// Write-cache slots (flash pages).
     cache_pages: usize,
     queue_depth: usize,
 }
 
-/// The saved state of a [`SimSsd`] (format [`FTL_PAGED_FORMAT`]).
+/// The saved state of a [`SimSsd`] (format [`SSD_FLUSH_FORMAT`]; in
+/// [`FTL_PAGED_FORMAT`] with an [`SsdConfigV3`]).
 #[derive(Serialize, Deserialize)]
-struct SavedSsd<P, F, T> {
+struct SavedSsd<P, F, T, C = SsdConfig> {
     /// First, so that the pages file it names can be found (see [`crate::device::paged`]).
     pages: P,
     /// Second: the index of the FTL's table pages.
     tables: P,
-    config: SsdConfig,
+    config: C,
     page_size: usize,
     host: HostCounters,
     timing: T,
@@ -262,7 +303,7 @@ struct SavedSsd<P, F, T> {
 #[derive(Deserialize)]
 struct SavedSsdV2 {
     pages: PageStore,
-    config: SsdConfig,
+    config: SsdConfigV3,
     page_size: usize,
     host: HostCounters,
     timing: Timing,
@@ -337,12 +378,21 @@ impl SimSsd {
         let (capacity_pages, geo) = host_geometry(&config.flash, page_size, dies)?;
         let (ftl, host, timing) = match state {
             Some(path) if path.exists() => {
-                let (version, payload) =
-                    load_state_payload(path, KIND, &[PAGED_FORMAT, FTL_PAGED_FORMAT])?;
+                let (version, payload) = load_state_payload(
+                    path,
+                    KIND,
+                    &[PAGED_FORMAT, FTL_PAGED_FORMAT, SSD_FLUSH_FORMAT],
+                )?;
                 let (mut ftl, host, timing) = if version == PAGED_FORMAT {
                     let s: SavedSsdV2 = decode_state(path, &payload)?;
-                    check_saved(path, &s.config, s.page_size, config, page_size)?;
+                    check_saved(path, &s.config.into(), s.page_size, config, page_size)?;
                     let ftl = Ftl::from_whole(path, &geo, s.ftl, s.pages)?;
+                    (ftl, s.host, s.timing)
+                } else if version == FTL_PAGED_FORMAT {
+                    let s: SavedSsd<PageStore, FtlHeader, Timing, SsdConfigV3> =
+                        decode_state(path, &payload)?;
+                    check_saved(path, &s.config.into(), s.page_size, config, page_size)?;
+                    let ftl = Ftl::from_header(path, &geo, s.ftl, s.pages, s.tables)?;
                     (ftl, s.host, s.timing)
                 } else {
                     let s: SavedSsd<PageStore, FtlHeader, Timing> = decode_state(path, &payload)?;
@@ -384,6 +434,7 @@ impl SimSsd {
             erase: us_to_ns(f.erase_us),
             xfer: transfer_ns(f.page_size as u64, chan_rate),
             command: us_to_ns(config.command_overhead_us),
+            flush: us_to_ns(config.flush_us),
             host_mb_s: config.host_mb_s,
             cache_pages: (config.write_cache / f.page_size as u64) as usize,
             queue_depth: config.queue_depth as usize,
@@ -561,7 +612,7 @@ impl Device for SimSsd {
         let flushed = self.command(outstanding);
         let t = &mut self.timing;
         let busy = t.die_free.iter().chain(&t.chan_free).copied().max();
-        let done = flushed.max(busy.unwrap_or(0)).max(t.link_free);
+        let done = flushed.max(busy.unwrap_or(0)).max(t.link_free) + self.costs.flush;
         t.now = done;
         t.last_done = done;
         t.inflight.clear();
@@ -623,7 +674,7 @@ impl Device for SimSsd {
             timing: &self.timing,
             ftl: self.ftl.header(),
         };
-        save_state_as(path, KIND, FTL_PAGED_FORMAT, &saved)
+        save_state_as(path, KIND, SSD_FLUSH_FORMAT, &saved)
     }
 }
 
@@ -632,6 +683,61 @@ mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
+
+    /// A state saved before `flush_us` existed (format 3) opens with a flush of 0 and the
+    /// same clock and pages; one with another flush is a different configuration.
+    #[test]
+    fn states_saved_before_flush_us_still_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ssd.state");
+        let cfg = SsdConfig::v300();
+        let mut a = SimSsd::open(&cfg, 4096, Some(&path)).unwrap();
+        for p in 0..40u64 {
+            a.write(p * 7 % 300, &[p as u8; 4096]).unwrap();
+        }
+        a.persist().unwrap();
+        let clock = a.device_ns();
+        drop(a);
+        // Re-saved as format 3 wrote it: the same fields, the configuration without flush_us.
+        let (v, payload) = load_state_payload(&path, KIND, &[SSD_FLUSH_FORMAT]).unwrap();
+        assert_eq!(v, SSD_FLUSH_FORMAT);
+        let s: SavedSsd<PageStore, FtlHeader, Timing> = decode_state(&path, &payload).unwrap();
+        let c = s.config;
+        let old = SavedSsd {
+            pages: s.pages,
+            tables: s.tables,
+            config: SsdConfigV3 {
+                flash: c.flash,
+                channels: c.channels,
+                dies_per_channel: c.dies_per_channel,
+                channel_mb_s: c.channel_mb_s,
+                host_mb_s: c.host_mb_s,
+                command_overhead_us: c.command_overhead_us,
+                write_cache: c.write_cache,
+                queue_depth: c.queue_depth,
+            },
+            page_size: s.page_size,
+            host: s.host,
+            timing: s.timing,
+            ftl: s.ftl,
+        };
+        save_state_as(&path, KIND, FTL_PAGED_FORMAT, &old).unwrap();
+        let mut b = SimSsd::open(&cfg, 4096, Some(&path)).unwrap();
+        assert_eq!(b.device_ns(), clock);
+        let mut buf = vec![0u8; 4096];
+        b.read(7, &mut buf).unwrap();
+        assert!(buf.iter().all(|&x| x == 1));
+        drop(b);
+        let other = SsdConfig {
+            flush_us: 5.0,
+            ..cfg
+        };
+        let e = SimSsd::open(&other, 4096, Some(&path))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("different configuration"), "{e}");
+    }
 
     /// MB/s (10^6 B/s) of `ops` random 4 KB requests over a 1 GB span at queue depth `qd`
     /// on a fresh device; for reads the touched pages are written (and synced) first.
