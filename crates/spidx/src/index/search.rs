@@ -77,6 +77,21 @@ struct Item {
     ptr: PageId,
 }
 
+/// A leaf entry waiting in the top-k buffer of a traversal limited to the first few
+/// entries ([`TOP_MAX`]): its key, id and MBR.
+#[derive(Clone, Copy)]
+struct Cand<const D: usize> {
+    key: u64,
+    ptr: PageId,
+    mbr: Rect<D>,
+}
+
+/// The largest limit ([`Tree::nearest_iter_first`]) for which leaf entries wait in a
+/// sorted buffer of about that many instead of the best-first queue: a k-nearest query
+/// queues a few hundred entries, most of them soon beyond the k-th nearest; a buffer of
+/// k sorted entries keeps them out of the heap, and an insertion moves at most k of them.
+const TOP_MAX: usize = 64;
+
 /// The level that marks a leaf entry in the queue.
 const ENTRY: u32 = u32::MAX;
 
@@ -256,6 +271,14 @@ pub struct NearestIter<const D: usize> {
     /// be among the entries taken, so it is not queued.
     first: usize,
     nearest: BinaryHeap<u64>,
+    /// With `first` at most [`TOP_MAX`], the leaf entries queued instead of the heap:
+    /// sorted by key then id, `top[..head]` already yielded; those beyond the bound are
+    /// dropped, so it holds the `first` nearest queued so far and their ties.
+    top: Vec<Cand<D>>,
+    head: usize,
+    /// The largest key that can still be among the entries taken (`u64::MAX` without a
+    /// limit or before `first` entries were queued).
+    limit: u64,
     /// [`reject_above`] of the current bound.
     reject: f64,
 }
@@ -267,6 +290,7 @@ pub(crate) struct NearestSpare<const D: usize> {
     children: Vec<Child>,
     groups: Vec<Group>,
     nearest: BinaryHeap<u64>,
+    top: Vec<Cand<D>>,
 }
 
 impl<const D: usize> Default for NearestSpare<D> {
@@ -277,6 +301,7 @@ impl<const D: usize> Default for NearestSpare<D> {
             children: Vec::new(),
             groups: Vec::new(),
             nearest: BinaryHeap::new(),
+            top: Vec::new(),
         }
     }
 }
@@ -284,13 +309,15 @@ impl<const D: usize> Default for NearestSpare<D> {
 impl<const D: usize> NearestIter<D> {
     /// The largest key that can still be among the entries taken (`u64::MAX` without a
     /// limit or before `first` entries were queued).
-    #[inline]
+    #[inline(always)]
     fn bound(&self) -> u64 {
-        if self.nearest.len() < self.first {
-            u64::MAX
-        } else {
-            self.nearest.peek().copied().unwrap_or(u64::MAX)
-        }
+        self.limit
+    }
+
+    /// Whether leaf entries wait in the top-k buffer ([`TOP_MAX`]).
+    #[inline(always)]
+    fn buffered(&self) -> bool {
+        self.first <= TOP_MAX
     }
 
     /// Queues the entries of a node at `level` (read as `v`).
@@ -448,9 +475,13 @@ impl<const D: usize> NearestIter<D> {
         self.queue_group(item.slot, item.level);
     }
 
-    /// Queues leaf entry `ptr` whose MBR is `m` and key `key`.
+    /// Queues leaf entry `ptr` whose MBR is `m` and key `key` (not beyond the bound).
     #[inline]
     fn push_entry(&mut self, key: u64, m: Rect<D>, ptr: PageId) {
+        if self.buffered() {
+            self.push_top(key, m, ptr);
+            return;
+        }
         if self.first != usize::MAX {
             if self.nearest.len() < self.first {
                 self.nearest.push(key);
@@ -465,7 +496,8 @@ impl<const D: usize> NearestIter<D> {
                 }
             }
             if self.nearest.len() == self.first {
-                self.reject = reject_above(self.bound());
+                self.limit = *self.nearest.peek().expect("first >= 1");
+                self.reject = reject_above(self.limit);
             }
         }
         let slot = self.boxes.len() as u32;
@@ -476,6 +508,48 @@ impl<const D: usize> NearestIter<D> {
             slot,
             ptr,
         });
+    }
+
+    /// Puts leaf entry `ptr` (MBR `m`, key `key`, not beyond the bound) into the top-k
+    /// buffer at its place by key then id, after the entries already yielded (a
+    /// well-formed tree queues none nearer than those: a box is no nearer than its
+    /// node's), and drops what the new bound leaves beyond it.
+    #[inline]
+    fn push_top(&mut self, key: u64, m: Rect<D>, ptr: PageId) {
+        let mut at = self.top.len();
+        while at > self.head {
+            let c = &self.top[at - 1];
+            if (c.key, c.ptr) <= (key, ptr) {
+                break;
+            }
+            at -= 1;
+        }
+        self.top.insert(at, Cand { key, ptr, mbr: m });
+        if self.top.len() >= self.first {
+            let b = self.top[self.first - 1].key;
+            if b != self.limit {
+                self.limit = b;
+                self.reject = reject_above(b);
+            }
+            while self.top.last().is_some_and(|c| c.key > b) {
+                self.top.pop();
+            }
+        }
+    }
+
+    /// The buffered entry to yield next, if it comes before the queue's first node
+    /// (entries before nodes at equal distance, as in the queue).
+    #[inline(always)]
+    fn next_top(&mut self) -> Option<Neighbour<D>> {
+        let c = self.top.get(self.head)?;
+        if self.heap.peek().is_some_and(|n| n.key < c.key) {
+            return None;
+        }
+        self.head += 1;
+        Some(Neighbour {
+            dist: Distance::from_bits(c.key),
+            entry: Entry::new(c.mbr, c.ptr),
+        })
     }
 }
 
@@ -582,7 +656,8 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     /// takes at most the first `first` entries, and those at the same distance as the
     /// last of them (as ties broken by id need): the same entries in the same order as
     /// [`Self::nearest_iter`] up to there, but nothing that cannot be among them is
-    /// queued (no node is read for them either).
+    /// queued (no node is read for them either). With `first` at most 64 the
+    /// traversal ends there; above, some farther entries may follow.
     pub fn nearest_iter_first(&mut self, point: [f64; D], first: usize) -> Result<NearestIter<D>> {
         if let Some((d, c)) = point.iter().enumerate().find(|(_, c)| !c.is_finite()) {
             return Err(Error::invalid(
@@ -599,12 +674,14 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             mut children,
             mut groups,
             mut nearest,
+            mut top,
         } = std::mem::take(&mut self.nearest_spare);
         heap.clear();
         boxes.clear();
         children.clear();
         groups.clear();
         nearest.clear();
+        top.clear();
         heap.push(Item {
             key: Distance::ZERO.bits(),
             level: self.root_level(),
@@ -619,6 +696,9 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             groups,
             first,
             nearest,
+            top,
+            head: 0,
+            limit: u64::MAX,
             reject: f64::INFINITY,
         })
     }
@@ -631,13 +711,20 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             children: it.children,
             groups: it.groups,
             nearest: it.nearest,
+            top: it.top,
         };
     }
 
     /// The next leaf entry of a nearest-neighbour traversal (by increasing MBR distance,
     /// ties by id).
     pub fn nearest_next(&mut self, it: &mut NearestIter<D>) -> Result<Option<Neighbour<D>>> {
-        while let Some(item) = it.heap.pop() {
+        loop {
+            if let Some(n) = it.next_top() {
+                return Ok(Some(n));
+            }
+            let Some(item) = it.heap.pop() else {
+                return Ok(None);
+            };
             if item.level == ENTRY {
                 return Ok(Some(Neighbour {
                     dist: Distance::from_bits(item.key),
@@ -657,7 +744,6 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             }
             self.with_node(item.ptr, item.level, |v| it.push_view(v, item.level))?;
         }
-        Ok(None)
     }
 
     /// The `k` leaf entries nearest to `point` by MBR distance (ties in id order).

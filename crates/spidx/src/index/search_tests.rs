@@ -1,12 +1,13 @@
 //! The best-first traversal against the plain one it replaces (every child of every read
-//! node queued on its own): the same entries in the same order, ties included, and the
-//! same nodes read; and the branch-free distance key against [`Rect::min_dist`].
+//! node queued on its own): the same entries in the same order, ties included (limited
+//! to a few, those within the last one's distance: the top-k buffer), and the same nodes
+//! read; and the branch-free distance key against [`Rect::min_dist`].
 
 use std::collections::BinaryHeap;
 
 use proptest::prelude::*;
 
-use super::{dist_key, gaps2, reject_above, Item, ENTRY};
+use super::{dist_key, gaps2, reject_above, Item, ENTRY, TOP_MAX};
 use crate::cache::{CacheConfig, PageCache};
 use crate::device::memory::{MemoryConfig, MemoryDevice};
 use crate::geom::Rect;
@@ -122,6 +123,23 @@ fn grouped(t: &mut Tree<DirectStore, 2>, p: [f64; 2], first: usize) -> (Vec<(u64
     (out, reads_since(t, &before))
 }
 
+/// What the traversal limited to the first `first` entries yields of the plain one's
+/// `want`: every entry with a limit up to [`TOP_MAX`] (the best-first queue), only those
+/// within the distance of the `first`-th above it (the top-k buffer drops the others).
+fn expected(want: &(Vec<(u64, u64)>, Vec<u64>), first: usize) -> (Vec<(u64, u64)>, Vec<u64>) {
+    let (entries, reads) = want;
+    if first > TOP_MAX || entries.len() <= first {
+        return want.clone();
+    }
+    let bound = entries[first - 1].0;
+    let within = entries
+        .iter()
+        .take_while(|e| e.0 <= bound)
+        .copied()
+        .collect();
+    (within, reads.clone())
+}
+
 /// Magnitudes of coordinates: ordinary, around the overflow and underflow of squares.
 const SCALES: [f64; 7] = [1.0, 1e150, 1e160, 1e300, 1e-160, 1e-300, 1e-10];
 
@@ -190,8 +208,8 @@ proptest! {
             }
             for &(x, y) in &points {
                 let p = [f64::from(x), f64::from(y)];
-                for first in [1, 3, 10, usize::MAX] {
-                    let want = plain(&mut t, p, first);
+                for first in [1, 3, 10, TOP_MAX, TOP_MAX + 1, usize::MAX] {
+                    let want = expected(&plain(&mut t, p, first), first);
                     let got = grouped(&mut t, p, first);
                     prop_assert_eq!(&got, &want, "{} from {:?}, first {}", kind.label(), p, first);
                     if first == usize::MAX {
@@ -233,8 +251,8 @@ proptest! {
                 let (x, y) = (f64::from(x) * scale, f64::from(y) * scale);
                 // Far: every square overflows (gaps near 1e160).
                 let p = if far { [x + 1e160, y - 1e160] } else { [x, y] };
-                for first in [1, 5, usize::MAX] {
-                    let want = plain(&mut t, p, first);
+                for first in [1, 5, TOP_MAX + 1, usize::MAX] {
+                    let want = expected(&plain(&mut t, p, first), first);
                     let got = grouped(&mut t, p, first);
                     prop_assert_eq!(&got, &want, "{} from {:?}, first {}", kind.label(), p, first);
                 }
