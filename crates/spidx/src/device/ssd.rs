@@ -83,9 +83,10 @@ use serde::{Deserialize, Serialize};
 use super::flash::ftl::{FlashOp, Ftl, FtlHeader, OpCause, OpKind, WholeFtl};
 use super::flash::simflash::{check_loaded_ftl, check_saved, host_geometry, transfer_ns, us_to_ns};
 use super::flash::FlashConfig;
-use super::paged::PageStore;
+use super::paged::{Indexed, PageStore};
 use super::pages::{
-    decode_state, load_state_payload, save_state_as, FTL_PAGED_FORMAT, PAGED_FORMAT,
+    decode_state, load_state_payload, save_state_as, FTL_PAGED_FORMAT, INDEX_PAGED_FORMAT,
+    PAGED_FORMAT,
 };
 use super::stats::{DeviceStats, HostCounters};
 use super::{check_request, request_len, Device};
@@ -244,11 +245,12 @@ struct Costs {
     queue_depth: usize,
 }
 
-/// The saved state of a [`SimSsd`] (format [`FTL_PAGED_FORMAT`]).
+/// The saved state of a [`SimSsd`] (format [`INDEX_PAGED_FORMAT`], `D` an [`Indexed`]
+/// store; format [`FTL_PAGED_FORMAT`], `D` a [`PageStore`]).
 #[derive(Serialize, Deserialize)]
-struct SavedSsd<P, F, T> {
+struct SavedSsd<D, P, F, T> {
     /// First, so that the pages file it names can be found (see [`crate::device::paged`]).
-    pages: P,
+    pages: D,
     /// Second: the index of the FTL's table pages.
     tables: P,
     config: SsdConfig,
@@ -337,17 +339,27 @@ impl SimSsd {
         let (capacity_pages, geo) = host_geometry(&config.flash, page_size, dies)?;
         let (ftl, host, timing) = match state {
             Some(path) if path.exists() => {
-                let (version, payload) =
-                    load_state_payload(path, KIND, &[PAGED_FORMAT, FTL_PAGED_FORMAT])?;
+                let (version, payload) = load_state_payload(
+                    path,
+                    KIND,
+                    &[PAGED_FORMAT, FTL_PAGED_FORMAT, INDEX_PAGED_FORMAT],
+                )?;
                 let (mut ftl, host, timing) = if version == PAGED_FORMAT {
                     let s: SavedSsdV2 = decode_state(path, &payload)?;
                     check_saved(path, &s.config, s.page_size, config, page_size)?;
                     let ftl = Ftl::from_whole(path, &geo, s.ftl, s.pages)?;
                     (ftl, s.host, s.timing)
-                } else {
-                    let s: SavedSsd<PageStore, FtlHeader, Timing> = decode_state(path, &payload)?;
+                } else if version == FTL_PAGED_FORMAT {
+                    let s: SavedSsd<PageStore, PageStore, FtlHeader, Timing> =
+                        decode_state(path, &payload)?;
                     check_saved(path, &s.config, s.page_size, config, page_size)?;
                     let ftl = Ftl::from_header(path, &geo, s.ftl, s.pages, s.tables)?;
+                    (ftl, s.host, s.timing)
+                } else {
+                    let s: SavedSsd<Indexed<PageStore>, PageStore, FtlHeader, Timing> =
+                        decode_state(path, &payload)?;
+                    check_saved(path, &s.config, s.page_size, config, page_size)?;
+                    let ftl = Ftl::from_header(path, &geo, s.ftl, s.pages.0, s.tables)?;
                     (ftl, s.host, s.timing)
                 };
                 check_loaded_ftl(path, &mut ftl, &geo)?;
@@ -615,7 +627,7 @@ impl Device for SimSsd {
         self.ftl.pages_mut().save(path)?;
         self.ftl.save_tables(path)?;
         let saved = SavedSsd {
-            pages: self.ftl.pages(),
+            pages: Indexed(self.ftl.pages()),
             tables: self.ftl.tables_store(),
             config: self.config.clone(),
             page_size: self.page_size,
@@ -623,7 +635,7 @@ impl Device for SimSsd {
             timing: &self.timing,
             ftl: self.ftl.header(),
         };
-        save_state_as(path, KIND, FTL_PAGED_FORMAT, &saved)
+        save_state_as(path, KIND, INDEX_PAGED_FORMAT, &saved)
     }
 }
 
