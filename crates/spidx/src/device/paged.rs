@@ -918,8 +918,7 @@ impl<'de> Deserialize<'de> for Indexed<PageStore> {
             }
             return Ok(Indexed(store));
         }
-        let ix =
-            PagedIndex::restore(s.index, s.counts, s.page_size, s.len).map_err(D::Error::custom)?;
+        let ix = PagedIndex::restore(s.index, s.counts, s.page_size, s.len);
         store.base = Some(Base {
             name: s.file,
             generation: s.generation,

@@ -65,6 +65,8 @@ pub(crate) struct PagedIndex {
     /// Data page size and committed length of the pages file: what a record may point at.
     page_size: u64,
     len: u64,
+    /// Why a restored saved form does not hold together ([`PagedIndex::attach`] says).
+    bad: Option<String>,
 }
 
 impl PagedIndex {
@@ -96,6 +98,7 @@ impl PagedIndex {
             live: slots.len() as u64,
             page_size,
             len,
+            bad: None,
         }
     }
 
@@ -131,7 +134,7 @@ impl PagedIndex {
         let img = match self.pages.store().read_saved(k) {
             Ok(Some(img)) => img,
             Ok(None) => return Err(format!("index page {k} is not saved")),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(format!("index page {k} cannot be read: {e}")),
         };
         let mut recs = Vec::with_capacity(RECS as usize);
         for (i, r) in img.chunks_exact(REC).enumerate() {
@@ -239,6 +242,9 @@ impl PagedIndex {
     /// Opens the index pages file the state file at `state` names and checks that the
     /// state's record counts match its index pages; `what` names the state file.
     pub(super) fn attach(&mut self, state: &Path, what: &str) -> Result<()> {
+        if let Some(bad) = &self.bad {
+            return Err(Error::corrupted(what, bad.clone()));
+        }
         let store = self.pages.store_mut();
         store.attach(state)?;
         let saved = store.saved_pages()?;
@@ -291,20 +297,24 @@ impl PagedIndex {
     }
 
     /// The index restored from its saved form: the index pages' store (attach it with
-    /// [`PagedIndex::attach`]) and the record count of each saved index page, in order.
+    /// [`PagedIndex::attach`], which also reports a saved form that does not hold together)
+    /// and the record count of each saved index page, in order.
     pub(super) fn restore(
         store: PageStore,
         counts: Vec<u32>,
         page_size: u64,
         len: u64,
-    ) -> std::result::Result<PagedIndex, String> {
+    ) -> PagedIndex {
+        let keys = store.saved_pages().unwrap_or_default();
+        let mut bad = None;
         if store.page_size() != TABLE_PAGE {
-            return Err(format!("index pages of {} bytes", store.page_size()));
-        }
-        let keys = store.saved_pages().map_err(|e| e.to_string())?;
-        if keys.len() != counts.len() {
-            return Err(format!(
-                "{} index pages but {} record counts",
+            bad = Some(format!(
+                "its index pages are of {} bytes, not {TABLE_PAGE}",
+                store.page_size()
+            ));
+        } else if keys.len() != counts.len() {
+            bad = Some(format!(
+                "its page index names {} index pages but {} record counts",
                 keys.len(),
                 counts.len()
             ));
@@ -321,13 +331,14 @@ impl PagedIndex {
                 (k, e)
             })
             .collect();
-        Ok(PagedIndex {
+        PagedIndex {
             pages: TablePages::with_store(store),
             entries,
             live,
             page_size,
             len,
-        })
+            bad,
+        }
     }
 }
 
@@ -356,3 +367,6 @@ pub(super) struct Saved {
     pub len: u64,
     pub garbage: u64,
 }
+
+#[cfg(test)]
+mod tests;
