@@ -5,10 +5,13 @@
 //! file* next to the device's state file; the state file (written atomically by
 //! [`save_state_as`](super::pages::save_state_as), checksummed) holds the pages file's name,
 //! its committed length and an index giving, for every saved page, its offset in the pages
-//! file and the CRC-32 of its image. Opening a device reads the state file only; a page is
-//! read from the pages file (one `pread`, its CRC checked) the first time it is used, and
-//! kept in memory from then on. Saving appends only the pages written since the last save
-//! and then the state file is replaced, so:
+//! file and the CRC-32 of its image: inline in the state file for the small stores (the
+//! FTL's tables, the object directory, state files of the formats before
+//! [`INDEX_PAGED_FORMAT`](super::pages::INDEX_PAGED_FORMAT)), itself in pages for a device's
+//! data ([`index`]: only the index pages changed are written by a save). Opening a device
+//! reads the state file only; a page is read from the pages file (one `pread`, its CRC
+//! checked) the first time it is used, and kept in memory from then on. Saving appends only
+//! the pages written since the last save and then the state file is replaced, so:
 //!
 //! * a crash after the pages were appended but before the state file was replaced leaves
 //!   the previous state file, which names only bytes below its committed length: the
