@@ -282,6 +282,52 @@ fn ssd_without_cache_writes_through() {
     assert!(b.device_ns() > 1_000_000, "{}", b.device_ns());
 }
 
+/// An SSD state saved before `flush_us` existed (format 3, `tests/fixtures/ssd-format3`:
+/// `spidx iotest --device ssd-v300 --device-param flash.capacity=64MB --state dev.state
+/// --pattern randwrite --ops 8 --span 256KB --no-prefill --seed 3` by that version) opens
+/// with a flush of 0, its clock and counters as saved, is saved in the current format and
+/// reopens; a drive with another flush is a different configuration.
+#[test]
+fn ssd_states_saved_before_flush_us_still_open() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ssd-format3");
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["dev.state", "dev.state.pages-1", "dev.state.ftl-1"] {
+        std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
+    }
+    let path = dir.path().join("dev.state");
+    let cfg = SsdConfig {
+        flash: FlashConfig {
+            capacity: 64 << 20,
+            ..SsdConfig::v300().flash
+        },
+        ..SsdConfig::v300()
+    };
+    let other = SsdConfig {
+        flush_us: 5.0,
+        ..cfg.clone()
+    };
+    let e = SimSsd::open(&other, 4096, Some(&path))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("different configuration"), "{e}");
+    let mut d = SimSsd::open(&cfg, 4096, Some(&path)).unwrap();
+    assert_eq!(d.device_ns(), 1_377_256);
+    assert_eq!(d.stats().host.write_ops, 8);
+    let mut buf = vec![0u8; 4096];
+    for p in 0..64 {
+        d.read(p, &mut buf).unwrap();
+    }
+    d.write(3, &[7u8; 4096]).unwrap();
+    d.persist().unwrap();
+    let clock = d.device_ns();
+    drop(d);
+    let mut d = SimSsd::open(&cfg, 4096, Some(&path)).unwrap();
+    assert_eq!(d.device_ns(), clock);
+    d.read(3, &mut buf).unwrap();
+    assert!(buf.iter().all(|&b| b == 7));
+}
+
 /// A sync pays `flush_us` after the drain, on top of its command; nothing else does.
 #[test]
 fn ssd_sync_pays_the_flush_round_trip() {

@@ -42,8 +42,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use self::geometry::{Geometry, Loc};
-use super::paged::PageStore;
-use super::pages::{load_state_as, save_state_as, PAGED_FORMAT};
+use super::paged::{Indexed, PageStore};
+use super::pages::{
+    decode_state, load_state_payload, save_state_as, INDEX_PAGED_FORMAT, PAGED_FORMAT,
+};
 use super::stats::{DeviceStats, HddStats, HostCounters};
 use super::{check_request, request_len, validate_page_size, Device};
 use crate::{Error, Result};
@@ -98,7 +100,7 @@ struct Mech {
 #[derive(Serialize)]
 struct SavedRef<'a> {
     /// First, so that the pages file it names can be found (see [`super::paged`]).
-    pages: &'a PageStore,
+    pages: Indexed<&'a PageStore>,
     config: &'a HddConfig,
     page_size: usize,
     mech: &'a Mech,
@@ -106,9 +108,11 @@ struct SavedRef<'a> {
     stats: &'a HddStats,
 }
 
+/// `P` is [`Indexed`]`<PageStore>` (format [`INDEX_PAGED_FORMAT`]) or a [`PageStore`]
+/// (format [`PAGED_FORMAT`]).
 #[derive(Deserialize)]
-struct Saved {
-    pages: PageStore,
+struct Saved<P> {
+    pages: P,
     config: HddConfig,
     page_size: usize,
     mech: Mech,
@@ -170,7 +174,7 @@ impl SimHdd {
             },
             geo,
             curve,
-            data: PageStore::new(page_size),
+            data: PageStore::new_paged(page_size),
             host: HostCounters::default(),
             stats: HddStats::default(),
             hit_ns: ms(config.hit_overhead_us * 1e-3),
@@ -196,7 +200,21 @@ impl SimHdd {
             ));
         }
         if let Some(p) = state.filter(|p| p.exists()) {
-            let mut saved: Saved = load_state_as(p, "hdd", PAGED_FORMAT)?;
+            let (version, payload) =
+                load_state_payload(p, "hdd", &[PAGED_FORMAT, INDEX_PAGED_FORMAT])?;
+            let mut saved = if version == PAGED_FORMAT {
+                let s: Saved<PageStore> = decode_state(p, &payload)?;
+                Saved {
+                    pages: Indexed(s.pages),
+                    config: s.config,
+                    page_size: s.page_size,
+                    mech: s.mech,
+                    host: s.host,
+                    stats: s.stats,
+                }
+            } else {
+                decode_state::<Saved<Indexed<PageStore>>>(p, &payload)?
+            };
             if saved.page_size != page_size {
                 return Err(Error::invalid(
                     "page size",
@@ -216,18 +234,23 @@ impl SimHdd {
                 ));
             }
             let cap = dev.capacity_pages;
-            if saved.pages.page_size() != page_size
-                || saved.pages.last_page().is_some_and(|k| k >= cap)
-                || !dev.mech_is_consistent(&saved.mech)
-            {
+            let pages = &mut saved.pages.0;
+            if pages.page_size() != page_size || !dev.mech_is_consistent(&saved.mech) {
                 return Err(Error::corrupted(
                     format!("device state {}", p.display()),
                     "pages or drive state do not fit the drive",
                 ));
             }
-            saved.pages.attach(p)?;
+            pages.attach(p)?;
+            if pages.last_page()?.is_some_and(|k| k >= cap) {
+                return Err(Error::corrupted(
+                    format!("device state {}", p.display()),
+                    "pages do not fit the drive",
+                ));
+            }
+            pages.use_paged_index();
             dev.mech = saved.mech;
-            dev.data = saved.pages;
+            dev.data = saved.pages.0;
             dev.host = saved.host;
             dev.stats = saved.stats;
         }
@@ -605,9 +628,9 @@ impl Device for SimHdd {
                 save_state_as(
                     p,
                     "hdd",
-                    PAGED_FORMAT,
+                    INDEX_PAGED_FORMAT,
                     &SavedRef {
-                        pages: &self.data,
+                        pages: Indexed(&self.data),
                         config: &self.config,
                         page_size: self.page_size,
                         mech: &self.mech,

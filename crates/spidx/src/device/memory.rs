@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::paged::PageStore;
-use super::pages::{load_state_as, save_state_as, PAGED_FORMAT};
+use super::paged::{Indexed, PageStore};
+use super::pages::{
+    decode_state, load_state_payload, save_state_as, INDEX_PAGED_FORMAT, PAGED_FORMAT,
+};
 use super::stats::{DeviceStats, HostCounters};
 use super::{check_request, request_len, validate_page_size, Device};
 use crate::Result;
@@ -46,7 +48,13 @@ impl MemoryDevice {
         let capacity_pages = config.capacity / page_size as u64;
         let pages = match state {
             Some(p) if p.exists() => {
-                let mut pages: PageStore = load_state_as(p, "memory", PAGED_FORMAT)?;
+                let (version, payload) =
+                    load_state_payload(p, "memory", &[PAGED_FORMAT, INDEX_PAGED_FORMAT])?;
+                let mut pages = if version == PAGED_FORMAT {
+                    decode_state::<PageStore>(p, &payload)?
+                } else {
+                    decode_state::<Indexed<PageStore>>(p, &payload)?.0
+                };
                 if pages.page_size() != page_size {
                     return Err(crate::Error::invalid(
                         "page size",
@@ -57,9 +65,10 @@ impl MemoryDevice {
                     ));
                 }
                 pages.attach(p)?;
+                pages.use_paged_index();
                 pages
             }
-            _ => PageStore::new(page_size),
+            _ => PageStore::new_paged(page_size),
         };
         Ok(MemoryDevice {
             pages,
@@ -163,7 +172,7 @@ impl Device for MemoryDevice {
         match &self.state_path {
             Some(p) => {
                 self.pages.save(p)?;
-                save_state_as(p, "memory", PAGED_FORMAT, &self.pages)
+                save_state_as(p, "memory", INDEX_PAGED_FORMAT, &Indexed(&self.pages))
             }
             None => Ok(()),
         }

@@ -5,10 +5,13 @@
 //! file* next to the device's state file; the state file (written atomically by
 //! [`save_state_as`](super::pages::save_state_as), checksummed) holds the pages file's name,
 //! its committed length and an index giving, for every saved page, its offset in the pages
-//! file and the CRC-32 of its image. Opening a device reads the state file only; a page is
-//! read from the pages file (one `pread`, its CRC checked) the first time it is used, and
-//! kept in memory from then on. Saving appends only the pages written since the last save
-//! and then the state file is replaced, so:
+//! file and the CRC-32 of its image: inline in the state file for the small stores (the
+//! FTL's tables, the object directory, state files of the formats before
+//! [`INDEX_PAGED_FORMAT`](super::pages::INDEX_PAGED_FORMAT)), itself in pages for a device's
+//! data ([`index`]: only the index pages changed are written by a save). Opening a device
+//! reads the state file only; a page is read from the pages file (one `pread`, its CRC
+//! checked) the first time it is used, and kept in memory from then on. Saving appends only
+//! the pages written since the last save and then the state file is replaced, so:
 //!
 //! * a crash after the pages were appended but before the state file was replaced leaves
 //!   the previous state file, which names only bytes below its committed length: the
@@ -35,8 +38,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use self::index::PagedIndex;
 use super::pages::PageArray;
 use crate::{Error, Result};
+
+pub(crate) mod index;
+pub(crate) mod table;
 
 const MAGIC: &[u8; 8] = b"SPIDXPGS";
 const VERSION: u32 = 1;
@@ -47,10 +54,35 @@ pub(crate) const COMPACT_MIN: u64 = 4 << 20;
 
 /// One saved page: where its image is and its checksum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-struct Slot {
+pub(crate) struct Slot {
     page: u64,
     offset: u64,
     crc: u32,
+}
+
+/// The index of a pages file: inline in the state file (the small stores: the FTL's
+/// tables, the index pages themselves, and the state formats before
+/// [`super::pages::INDEX_PAGED_FORMAT`]), or paged ([`index`]).
+#[derive(Debug)]
+enum Index {
+    Inline(Vec<Slot>),
+    Paged(Box<PagedIndex>),
+}
+
+impl Index {
+    fn len(&self) -> u64 {
+        match self {
+            Index::Inline(v) => v.len() as u64,
+            Index::Paged(p) => p.live(),
+        }
+    }
+
+    fn all(&self) -> Result<Vec<Slot>> {
+        match self {
+            Index::Inline(v) => Ok(v.clone()),
+            Index::Paged(p) => p.all(),
+        }
+    }
 }
 
 /// The saved pages file: its name (in the state file's directory), generation, committed
@@ -61,18 +93,18 @@ struct Base {
     generation: u64,
     len: u64,
     garbage: u64,
-    index: Vec<Slot>,
+    index: Index,
     /// The opened file and its path, once [`PageStore::attach`] ran.
     file: Option<(File, PathBuf)>,
     writable: bool,
 }
 
 impl Base {
-    fn find(&self, page: u64) -> Option<Slot> {
-        self.index
-            .binary_search_by_key(&page, |s| s.page)
-            .ok()
-            .map(|i| self.index[i])
+    fn find(&self, page: u64) -> Result<Option<Slot>> {
+        match &self.index {
+            Index::Inline(v) => Ok(v.binary_search_by_key(&page, |s| s.page).ok().map(|i| v[i])),
+            Index::Paged(p) => p.get(page),
+        }
     }
 }
 
@@ -86,6 +118,10 @@ pub struct SaveReport {
     /// Whether a new pages file (generation) was written: first save, compaction, or a
     /// state saved under a new name.
     pub new_file: bool,
+    /// Index pages written (a store with a paged index; see [`index`]).
+    pub index_pages: u64,
+    /// Bytes written to the index pages file.
+    pub index_bytes: u64,
 }
 
 /// The pages of a simulated device, read lazily from a pages file and saved incrementally
@@ -98,6 +134,8 @@ pub struct PageStore {
     /// Pages written since the last save.
     dirty: BTreeSet<u64>,
     base: Option<Base>,
+    /// Whether the index is paged ([`index`]) rather than saved inline.
+    paged: bool,
 }
 
 impl PageStore {
@@ -108,7 +146,54 @@ impl PageStore {
             mem: PageArray::new(page_size),
             dirty: BTreeSet::new(),
             base: None,
+            paged: false,
         }
+    }
+
+    /// An empty store whose page index is paged (saved with [`Indexed`]; see [`index`]).
+    pub fn new_paged(page_size: usize) -> Self {
+        PageStore {
+            paged: true,
+            ..PageStore::new(page_size)
+        }
+    }
+
+    /// Makes the page index paged: the next save writes every index page, and the store
+    /// must then be saved with [`Indexed`] (a store loaded from a state format before
+    /// [`super::pages::INDEX_PAGED_FORMAT`]).
+    pub fn use_paged_index(&mut self) {
+        if self.paged {
+            return;
+        }
+        self.paged = true;
+        if let Some(b) = &mut self.base {
+            if let Index::Inline(slots) = &b.index {
+                let ix = PagedIndex::build(
+                    table::TablePages::new(),
+                    slots,
+                    self.page_size as u64,
+                    b.len,
+                );
+                b.index = Index::Paged(Box::new(ix));
+            }
+        }
+    }
+
+    fn paged_index(&self) -> Option<&PagedIndex> {
+        match &self.base.as_ref()?.index {
+            Index::Paged(p) => Some(p),
+            Index::Inline(_) => None,
+        }
+    }
+
+    /// Index pages read from the index pages file so far (0 for an inline index).
+    pub fn loaded_index_pages(&self) -> usize {
+        self.paged_index().map_or(0, PagedIndex::loaded_pages)
+    }
+
+    /// Index pages changed since the last save (0 for an inline index).
+    pub fn dirty_index_pages(&self) -> u64 {
+        self.paged_index().map_or(0, PagedIndex::dirty_pages)
     }
 
     /// Page size in bytes.
@@ -128,14 +213,31 @@ impl PageStore {
             .and_then(|b| b.file.as_ref().map(|(_, p)| p.clone()))
     }
 
-    /// Whether page `idx` holds written data.
+    /// Whether page `idx` holds written data; an error if the index page that would say
+    /// cannot be read (a damaged index).
+    pub fn contains(&self, idx: u64) -> Result<bool> {
+        if self.mem.is_written(idx) {
+            return Ok(true);
+        }
+        match &self.base {
+            Some(b) => Ok(b.find(idx)?.is_some()),
+            None => Ok(false),
+        }
+    }
+
+    /// Whether page `idx` holds written data ([`PageStore::contains`]; a page whose index
+    /// page is damaged counts as written, so that reading it names the damage).
     pub fn is_written(&self, idx: u64) -> bool {
-        self.mem.is_written(idx) || self.base.as_ref().is_some_and(|b| b.find(idx).is_some())
+        self.contains(idx).unwrap_or(true)
     }
 
     /// The highest page number saved in the pages file, if any.
-    pub fn last_page(&self) -> Option<u64> {
-        self.base.as_ref()?.index.last().map(|s| s.page)
+    pub fn last_page(&self) -> Result<Option<u64>> {
+        match &self.base.as_ref().map(|b| &b.index) {
+            None => Ok(None),
+            Some(Index::Inline(v)) => Ok(v.last().map(|s| s.page)),
+            Some(Index::Paged(p)) => p.last(),
+        }
     }
 
     /// Number of pages holding data.
@@ -143,10 +245,18 @@ impl PageStore {
         match &self.base {
             None => self.mem.written_pages() as u64,
             Some(b) => {
-                let new = self.dirty.iter().filter(|&&p| b.find(p).is_none()).count();
-                (b.index.len() + new) as u64
+                let new = self
+                    .dirty
+                    .iter()
+                    .filter(|&&p| !self.is_written_base(b, p))
+                    .count();
+                b.index.len() + new as u64
             }
         }
+    }
+
+    fn is_written_base(&self, b: &Base, p: u64) -> bool {
+        b.find(p).map_or(true, |s| s.is_some())
     }
 
     /// Copies page `idx` into `out` (one page; zeros if never written).
@@ -169,12 +279,24 @@ impl PageStore {
         let Some(b) = &self.base else {
             return Ok(false);
         };
-        let Some(slot) = b.find(idx) else {
+        let Some(slot) = b.find(idx)? else {
             return Ok(false);
         };
         let page = read_slot(b, slot, self.page_size)?;
         self.mem.put(idx, page);
         Ok(true)
+    }
+
+    /// The saved image of page `idx` (CRC-checked), read from the pages file without
+    /// keeping it; `None` if it was never saved.
+    pub(crate) fn read_saved(&self, idx: u64) -> Result<Option<Box<[u8]>>> {
+        let Some(b) = &self.base else {
+            return Ok(None);
+        };
+        match b.find(idx)? {
+            Some(slot) => read_slot(b, slot, self.page_size).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Copies `data` (one page) into page `idx`.
@@ -229,8 +351,16 @@ impl PageStore {
             ));
         }
         check_header(&file, &path, self.page_size, b.generation)?;
+        let what = format!("device state {}", state.display());
+        let slots: &[Slot] = match &mut b.index {
+            Index::Inline(v) => v,
+            Index::Paged(p) => {
+                p.attach(state, &what)?;
+                &[]
+            }
+        };
         let mut prev = None;
-        for s in &b.index {
+        for s in slots {
             let in_range = s.offset >= HEADER
                 && (s.offset - HEADER).is_multiple_of(ps)
                 && s.offset.checked_add(ps).is_some_and(|e| e <= b.len);
@@ -245,10 +375,10 @@ impl PageStore {
             }
             prev = Some(s.page);
         }
-        let live = b.index.len() as u64 * ps;
+        let live = b.index.len() * ps;
         if b.len < HEADER || b.garbage.checked_add(live) != Some(b.len - HEADER) {
             return Err(Error::corrupted(
-                format!("device state {}", state.display()),
+                what,
                 format!(
                     "its page index does not account for the pages file ({} live pages, {} \
                      superseded bytes, {} committed bytes)",
@@ -263,11 +393,13 @@ impl PageStore {
         Ok(())
     }
 
-    /// The numbers of the pages saved in the pages file, ascending.
-    pub(crate) fn saved_pages(&self) -> Vec<u64> {
-        self.base
-            .as_ref()
-            .map_or_else(Vec::new, |b| b.index.iter().map(|s| s.page).collect())
+    /// The numbers of the pages saved in the pages file, ascending (reads a paged index
+    /// whole).
+    pub(crate) fn saved_pages(&self) -> Result<Vec<u64>> {
+        match &self.base {
+            None => Ok(Vec::new()),
+            Some(b) => Ok(b.index.all()?.iter().map(|s| s.page).collect()),
+        }
     }
 
     /// Forgets the in-memory copies of the pages when every page is saved (they are read
@@ -280,10 +412,7 @@ impl PageStore {
 
     /// Reads and checks every saved page not yet in memory (a full verification).
     pub fn verify_all(&mut self) -> Result<u64> {
-        let pages: Vec<u64> = match &self.base {
-            Some(b) => b.index.iter().map(|s| s.page).collect(),
-            None => return Ok(0),
-        };
+        let pages = self.saved_pages()?;
         let mut n = 0;
         for p in pages {
             if !self.mem.is_written(p) {
@@ -321,23 +450,35 @@ impl PageStore {
             None => true,
             Some(b) if !b.name.starts_with(&own) || b.file.is_none() => true,
             Some(b) => {
-                let rewritten = self.dirty.iter().filter(|&&p| b.find(p).is_some()).count() as u64;
+                let mut rewritten = 0u64;
+                for &p in &self.dirty {
+                    rewritten += b.find(p)?.is_some() as u64;
+                }
                 let len = b.len + self.dirty.len() as u64 * ps;
                 let garbage = b.garbage + rewritten * ps;
                 len > COMPACT_MIN && garbage * 2 > len
             }
         };
-        if !compact && self.dirty.is_empty() {
-            return Ok(SaveReport::default());
+        let mut report = SaveReport::default();
+        if compact || !self.dirty.is_empty() {
+            let current = self.base.as_ref().map(|b| b.name.clone());
+            remove_stale(&dir, &own, current.as_deref(), state, peek)?;
+            report = if compact {
+                self.write_generation(&dir, &own)?
+            } else {
+                self.append()?
+            };
+            self.dirty.clear();
         }
-        let current = self.base.as_ref().map(|b| b.name.clone());
-        remove_stale(&dir, &own, current.as_deref(), state, peek)?;
-        let report = if compact {
-            self.write_generation(&dir, &own)?
-        } else {
-            self.append()?
-        };
-        self.dirty.clear();
+        if let Some(Base {
+            index: Index::Paged(ix),
+            ..
+        }) = &mut self.base
+        {
+            let r = ix.save(state)?;
+            report.index_pages = r.pages;
+            report.index_bytes = r.bytes;
+        }
         Ok(report)
     }
 
@@ -378,8 +519,26 @@ impl PageStore {
         w.flush().map_err(io)?;
         drop(w);
         file.sync_data().map_err(io)?;
-        // Merge the new slots into the index (both sorted by page).
-        let old = std::mem::take(&mut b.index);
+        let bytes = off - b.len;
+        b.len = off;
+        b.file = Some((file, path));
+        let old = match &mut b.index {
+            Index::Inline(v) => std::mem::take(v),
+            Index::Paged(ix) => {
+                ix.set_len(off);
+                for &s in &added {
+                    if ix.set(s)? {
+                        b.garbage += ps;
+                    }
+                }
+                return Ok(SaveReport {
+                    pages: added.len() as u64,
+                    bytes,
+                    ..SaveReport::default()
+                });
+            }
+        };
+        // Merge the new slots into the inline index (both sorted by page).
         let mut merged = Vec::with_capacity(old.len() + added.len());
         let (mut i, mut j) = (0, 0);
         while i < old.len() || j < added.len() {
@@ -395,14 +554,11 @@ impl PageStore {
                 j += 1;
             }
         }
-        b.index = merged;
-        let bytes = off - b.len;
-        b.len = off;
-        b.file = Some((file, path));
+        b.index = Index::Inline(merged);
         Ok(SaveReport {
             pages: added.len() as u64,
             bytes,
-            new_file: false,
+            ..SaveReport::default()
         })
     }
 
@@ -425,7 +581,7 @@ impl PageStore {
             .map_err(io)?;
         let mut pages: BTreeSet<u64> = self.dirty.clone();
         if let Some(b) = &self.base {
-            pages.extend(b.index.iter().map(|s| s.page));
+            pages.extend(b.index.all()?.iter().map(|s| s.page));
         }
         let mut index = Vec::with_capacity(pages.len());
         let mut off = HEADER;
@@ -436,7 +592,7 @@ impl PageStore {
             } else {
                 // Not in memory: copied (checked) from the old pages file, not kept.
                 let b = self.base.as_ref().expect("a saved page has a pages file");
-                let slot = b.find(p).expect("a saved page is indexed");
+                let slot = b.find(p)?.expect("a saved page is indexed");
                 buf.copy_from_slice(&read_slot(b, slot, self.page_size)?);
             }
             w.write_all(&buf).map_err(io)?;
@@ -452,6 +608,19 @@ impl PageStore {
         file.sync_data().map_err(io)?;
         crate::store::header::sync_parent(&path).map_err(io)?;
         let pages = index.len() as u64;
+        let index = match self.base.take().map(|b| b.index) {
+            _ if !self.paged => Index::Inline(index),
+            Some(Index::Paged(mut ix)) => {
+                ix.rebuild(&index, off);
+                Index::Paged(ix)
+            }
+            _ => Index::Paged(Box::new(PagedIndex::build(
+                table::TablePages::new(),
+                &index,
+                ps,
+                off,
+            ))),
+        };
         self.base = Some(Base {
             name,
             generation,
@@ -465,6 +634,7 @@ impl PageStore {
             pages,
             bytes: off,
             new_file: true,
+            ..SaveReport::default()
         })
     }
 }
@@ -622,6 +792,11 @@ impl Serialize for PageStore {
                 self.dirty.len()
             )));
         }
+        if self.paged {
+            return Err(serde::ser::Error::custom(
+                "a store with a paged index is saved with `Indexed`",
+            ));
+        }
         let empty = SavedRef {
             file: "",
             page_size: self.page_size as u64,
@@ -631,16 +806,23 @@ impl Serialize for PageStore {
             index: &[],
         };
         match &self.base {
-            None => empty.serialize(s),
-            Some(b) => SavedRef {
-                file: &b.name,
+            Some(Base {
+                name,
+                generation,
+                len,
+                garbage,
+                index: Index::Inline(index),
+                ..
+            }) => SavedRef {
+                file: name,
                 page_size: self.page_size as u64,
-                generation: b.generation,
-                len: b.len,
-                garbage: b.garbage,
-                index: &b.index,
+                generation: *generation,
+                len: *len,
+                garbage: *garbage,
+                index,
             }
             .serialize(s),
+            _ => empty.serialize(s),
         }
     }
 }
@@ -649,10 +831,7 @@ impl<'de> Deserialize<'de> for PageStore {
     /// Restores the index; [`PageStore::attach`] must then open the pages file.
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         let s = Saved::deserialize(d)?;
-        let page_size = usize::try_from(s.page_size)
-            .ok()
-            .filter(|&p| p > 0 && p <= 1 << 30)
-            .ok_or_else(|| serde::de::Error::custom("invalid page size"))?;
+        let page_size = check_page_size(s.page_size)?;
         if s.file.is_empty() && !s.index.is_empty() {
             return Err(serde::de::Error::custom("saved pages without a pages file"));
         }
@@ -661,16 +840,98 @@ impl<'de> Deserialize<'de> for PageStore {
             generation: s.generation,
             len: s.len,
             garbage: s.garbage,
-            index: s.index,
+            index: Index::Inline(s.index),
             file: None,
             writable: false,
         });
         Ok(PageStore {
-            page_size,
-            mem: PageArray::new(page_size),
-            dirty: BTreeSet::new(),
             base,
+            ..PageStore::new(page_size)
         })
+    }
+}
+
+fn check_page_size<E: serde::de::Error>(page_size: u64) -> std::result::Result<usize, E> {
+    usize::try_from(page_size)
+        .ok()
+        .filter(|&p| p > 0 && p <= 1 << 30)
+        .ok_or_else(|| E::custom("invalid page size"))
+}
+
+/// A [`PageStore`] with a paged index ([`index`]) as a state file of format
+/// [`super::pages::INDEX_PAGED_FORMAT`] saves it: `Indexed(&store)` serialises (after
+/// [`PageStore::save`]), `Indexed<PageStore>` deserialises (then [`PageStore::attach`]).
+/// The state keeps the names of the pages file and of the index pages file, the index of
+/// the index pages and the number of records of each.
+#[derive(Debug)]
+pub(crate) struct Indexed<T>(pub T);
+
+impl Serialize for Indexed<&PageStore> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let st = self.0;
+        let unsaved = st.dirty.len() as u64 + st.dirty_index_pages();
+        if unsaved > 0 || !st.paged {
+            return Err(serde::ser::Error::custom(format!(
+                "{unsaved} pages or index pages written since the last save, or an inline \
+                 index"
+            )));
+        }
+        let empty = PageStore::new(table::TABLE_PAGE);
+        let (file, index, counts, generation, len, garbage) = match &st.base {
+            None => ("", &empty, Vec::new(), 0, 0, 0),
+            Some(b) => {
+                let Index::Paged(ix) = &b.index else {
+                    return Err(serde::ser::Error::custom(
+                        "an inline index in a paged store",
+                    ));
+                };
+                let (index, counts) = ix.saved();
+                (
+                    b.name.as_str(),
+                    index,
+                    counts,
+                    b.generation,
+                    b.len,
+                    b.garbage,
+                )
+            }
+        };
+        index::SavedRef {
+            file,
+            index,
+            counts,
+            page_size: st.page_size as u64,
+            generation,
+            len,
+            garbage,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Indexed<PageStore> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let s = index::Saved::deserialize(d)?;
+        let page_size = check_page_size(s.page_size)?;
+        let mut store = PageStore::new_paged(page_size);
+        if s.file.is_empty() {
+            if !s.counts.is_empty() || s.index.base.is_some() {
+                return Err(D::Error::custom("saved pages without a pages file"));
+            }
+            return Ok(Indexed(store));
+        }
+        let ix = PagedIndex::restore(s.index, s.counts, s.page_size, s.len);
+        store.base = Some(Base {
+            name: s.file,
+            generation: s.generation,
+            len: s.len,
+            garbage: s.garbage,
+            index: Index::Paged(Box::new(ix)),
+            file: None,
+            writable: false,
+        });
+        Ok(Indexed(store))
     }
 }
 

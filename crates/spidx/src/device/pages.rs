@@ -132,9 +132,13 @@ pub const PAGED_FORMAT: u32 = 2;
 /// the page index of the data, then the page index of the FTL tables. Their format
 /// [`PAGED_FORMAT`] (the FTL tables inside the state file) still opens.
 pub const FTL_PAGED_FORMAT: u32 = 3;
-/// The format of the SSD's state files since its configuration has `flush_us`: laid out as
-/// [`FTL_PAGED_FORMAT`], which (like [`PAGED_FORMAT`]) still opens, with a flush of 0.
-pub const SSD_FLUSH_FORMAT: u32 = 4;
+/// The format of the state files of paged devices (memory, hard disk, SimFlash, SSD) whose
+/// page index is itself paged (see `crate::device::paged::index`): the payload starts
+/// with the data's [`super::paged::Indexed`] store (the pages file's name, then the index
+/// pages file's), then, for flash devices, the page index of the FTL tables; the SSD's saved
+/// configuration has `flush_us` since this format. The formats [`PAGED_FORMAT`] and
+/// [`FTL_PAGED_FORMAT`] still open (an SSD's with `flush_us = 0`).
+pub const INDEX_PAGED_FORMAT: u32 = 4;
 const HEADER: usize = 8 + 4 + 4 + 4 + 8;
 
 /// Saves a simulated device's state to `path` atomically (write a temporary file, fsync,
@@ -202,7 +206,7 @@ pub fn peek_pages_file(path: &Path) -> Option<String> {
         &bytes,
         path,
         None,
-        &[PAGED_FORMAT, FTL_PAGED_FORMAT, SSD_FLUSH_FORMAT],
+        &[PAGED_FORMAT, FTL_PAGED_FORMAT, INDEX_PAGED_FORMAT],
     )
     .ok()?;
     postcard::take_from_bytes::<String>(payload)
@@ -210,14 +214,36 @@ pub fn peek_pages_file(path: &Path) -> Option<String> {
         .map(|(name, _)| name)
 }
 
+/// The name of the index pages file (see `crate::device::paged::index`) a state file of
+/// format [`INDEX_PAGED_FORMAT`] at `path` names (the second string of its payload), or
+/// `None` if the file cannot be read or checked.
+pub fn peek_index_file(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    let (_, payload) = checked_payload(&bytes, path, None, &[INDEX_PAGED_FORMAT]).ok()?;
+    let (_, rest) = postcard::take_from_bytes::<String>(payload).ok()?;
+    postcard::take_from_bytes::<String>(rest)
+        .ok()
+        .map(|(name, _)| name)
+}
+
 /// The name of the second pages file (the FTL tables') a flash device's state file at
-/// `path` names (formats [`FTL_PAGED_FORMAT`] and [`SSD_FLUSH_FORMAT`]: the payload starts
-/// with two [`super::paged::PageStore`]s), or `None` if the file cannot be read or checked.
+/// `path` names (format [`FTL_PAGED_FORMAT`]: its payload starts with two
+/// [`super::paged::PageStore`]s; format [`INDEX_PAGED_FORMAT`]: with an
+/// [`super::paged::Indexed`] store and a [`super::paged::PageStore`]), or `None` if the
+/// file cannot be read or checked.
 pub fn peek_second_pages_file(path: &Path) -> Option<String> {
     let bytes = std::fs::read(path).ok()?;
-    let (_, payload) =
-        checked_payload(&bytes, path, None, &[FTL_PAGED_FORMAT, SSD_FLUSH_FORMAT]).ok()?;
-    let (_, rest) = postcard::take_from_bytes::<super::paged::PageStore>(payload).ok()?;
+    let (version, payload) =
+        checked_payload(&bytes, path, None, &[FTL_PAGED_FORMAT, INDEX_PAGED_FORMAT]).ok()?;
+    let rest = if version == INDEX_PAGED_FORMAT {
+        postcard::take_from_bytes::<super::paged::Indexed<super::paged::PageStore>>(payload)
+            .ok()?
+            .1
+    } else {
+        postcard::take_from_bytes::<super::paged::PageStore>(payload)
+            .ok()?
+            .1
+    };
     postcard::take_from_bytes::<String>(rest)
         .ok()
         .map(|(name, _)| name)

@@ -84,10 +84,10 @@ use serde::{Deserialize, Serialize};
 use super::flash::ftl::{FlashOp, Ftl, FtlHeader, OpCause, OpKind, WholeFtl};
 use super::flash::simflash::{check_loaded_ftl, check_saved, host_geometry, transfer_ns, us_to_ns};
 use super::flash::FlashConfig;
-use super::paged::PageStore;
+use super::paged::{Indexed, PageStore};
 use super::pages::{
-    decode_state, load_state_payload, save_state_as, FTL_PAGED_FORMAT, PAGED_FORMAT,
-    SSD_FLUSH_FORMAT,
+    decode_state, load_state_payload, save_state_as, FTL_PAGED_FORMAT, INDEX_PAGED_FORMAT,
+    PAGED_FORMAT,
 };
 use super::stats::{DeviceStats, HostCounters};
 use super::{check_request, request_len, Device};
@@ -122,8 +122,8 @@ pub struct SsdConfig {
     pub flush_us: f64,
 }
 
-/// [`SsdConfig`] as state files before [`SSD_FLUSH_FORMAT`] saved it (no `flush_us`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// [`SsdConfig`] as state files before [`INDEX_PAGED_FORMAT`] saved it (no `flush_us`).
+#[derive(Debug, Clone, Deserialize)]
 struct SsdConfigV3 {
     flash: FlashConfig,
     channels: u32,
@@ -284,12 +284,12 @@ struct Costs {
     queue_depth: usize,
 }
 
-/// The saved state of a [`SimSsd`] (format [`SSD_FLUSH_FORMAT`]; in
-/// [`FTL_PAGED_FORMAT`] with an [`SsdConfigV3`]).
+/// The saved state of a [`SimSsd`] (format [`INDEX_PAGED_FORMAT`], `D` an [`Indexed`]
+/// store; format [`FTL_PAGED_FORMAT`], `D` a [`PageStore`] and `C` an [`SsdConfigV3`]).
 #[derive(Serialize, Deserialize)]
-struct SavedSsd<P, F, T, C = SsdConfig> {
+struct SavedSsd<D, P, F, T, C = SsdConfig> {
     /// First, so that the pages file it names can be found (see [`crate::device::paged`]).
-    pages: P,
+    pages: D,
     /// Second: the index of the FTL's table pages.
     tables: P,
     config: C,
@@ -381,7 +381,7 @@ impl SimSsd {
                 let (version, payload) = load_state_payload(
                     path,
                     KIND,
-                    &[PAGED_FORMAT, FTL_PAGED_FORMAT, SSD_FLUSH_FORMAT],
+                    &[PAGED_FORMAT, FTL_PAGED_FORMAT, INDEX_PAGED_FORMAT],
                 )?;
                 let (mut ftl, host, timing) = if version == PAGED_FORMAT {
                     let s: SavedSsdV2 = decode_state(path, &payload)?;
@@ -389,15 +389,16 @@ impl SimSsd {
                     let ftl = Ftl::from_whole(path, &geo, s.ftl, s.pages)?;
                     (ftl, s.host, s.timing)
                 } else if version == FTL_PAGED_FORMAT {
-                    let s: SavedSsd<PageStore, FtlHeader, Timing, SsdConfigV3> =
+                    let s: SavedSsd<PageStore, PageStore, FtlHeader, Timing, SsdConfigV3> =
                         decode_state(path, &payload)?;
                     check_saved(path, &s.config.into(), s.page_size, config, page_size)?;
                     let ftl = Ftl::from_header(path, &geo, s.ftl, s.pages, s.tables)?;
                     (ftl, s.host, s.timing)
                 } else {
-                    let s: SavedSsd<PageStore, FtlHeader, Timing> = decode_state(path, &payload)?;
+                    let s: SavedSsd<Indexed<PageStore>, PageStore, FtlHeader, Timing> =
+                        decode_state(path, &payload)?;
                     check_saved(path, &s.config, s.page_size, config, page_size)?;
-                    let ftl = Ftl::from_header(path, &geo, s.ftl, s.pages, s.tables)?;
+                    let ftl = Ftl::from_header(path, &geo, s.ftl, s.pages.0, s.tables)?;
                     (ftl, s.host, s.timing)
                 };
                 check_loaded_ftl(path, &mut ftl, &geo)?;
@@ -666,7 +667,7 @@ impl Device for SimSsd {
         self.ftl.pages_mut().save(path)?;
         self.ftl.save_tables(path)?;
         let saved = SavedSsd {
-            pages: self.ftl.pages(),
+            pages: Indexed(self.ftl.pages()),
             tables: self.ftl.tables_store(),
             config: self.config.clone(),
             page_size: self.page_size,
@@ -674,7 +675,7 @@ impl Device for SimSsd {
             timing: &self.timing,
             ftl: self.ftl.header(),
         };
-        save_state_as(path, KIND, SSD_FLUSH_FORMAT, &saved)
+        save_state_as(path, KIND, INDEX_PAGED_FORMAT, &saved)
     }
 }
 
@@ -683,61 +684,6 @@ mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
-
-    /// A state saved before `flush_us` existed (format 3) opens with a flush of 0 and the
-    /// same clock and pages; one with another flush is a different configuration.
-    #[test]
-    fn states_saved_before_flush_us_still_open() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("ssd.state");
-        let cfg = SsdConfig::v300();
-        let mut a = SimSsd::open(&cfg, 4096, Some(&path)).unwrap();
-        for p in 0..40u64 {
-            a.write(p * 7 % 300, &[p as u8; 4096]).unwrap();
-        }
-        a.persist().unwrap();
-        let clock = a.device_ns();
-        drop(a);
-        // Re-saved as format 3 wrote it: the same fields, the configuration without flush_us.
-        let (v, payload) = load_state_payload(&path, KIND, &[SSD_FLUSH_FORMAT]).unwrap();
-        assert_eq!(v, SSD_FLUSH_FORMAT);
-        let s: SavedSsd<PageStore, FtlHeader, Timing> = decode_state(&path, &payload).unwrap();
-        let c = s.config;
-        let old = SavedSsd {
-            pages: s.pages,
-            tables: s.tables,
-            config: SsdConfigV3 {
-                flash: c.flash,
-                channels: c.channels,
-                dies_per_channel: c.dies_per_channel,
-                channel_mb_s: c.channel_mb_s,
-                host_mb_s: c.host_mb_s,
-                command_overhead_us: c.command_overhead_us,
-                write_cache: c.write_cache,
-                queue_depth: c.queue_depth,
-            },
-            page_size: s.page_size,
-            host: s.host,
-            timing: s.timing,
-            ftl: s.ftl,
-        };
-        save_state_as(&path, KIND, FTL_PAGED_FORMAT, &old).unwrap();
-        let mut b = SimSsd::open(&cfg, 4096, Some(&path)).unwrap();
-        assert_eq!(b.device_ns(), clock);
-        let mut buf = vec![0u8; 4096];
-        b.read(7, &mut buf).unwrap();
-        assert!(buf.iter().all(|&x| x == 1));
-        drop(b);
-        let other = SsdConfig {
-            flush_us: 5.0,
-            ..cfg
-        };
-        let e = SimSsd::open(&other, 4096, Some(&path))
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(e.contains("different configuration"), "{e}");
-    }
 
     /// MB/s (10^6 B/s) of `ops` random 4 KB requests over a 1 GB span at queue depth `qd`
     /// on a fresh device; for reads the touched pages are written (and synced) first.

@@ -318,7 +318,7 @@ impl Ftl {
             tables: Tables::new(&geo),
             l2p: SparseMap::new(geo.logical_pages),
             p2l: Vec::new(),
-            data: PageStore::new(geo.flash_page_size),
+            data: PageStore::new_paged(geo.flash_page_size),
             erase: vec![0; blocks],
             valid: vec![0; blocks],
             state: vec![BlockState::Free; blocks],

@@ -14,9 +14,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::ftl::{FlashOp, Ftl, FtlGeometry, FtlHeader, FtlParams, OpKind, WholeFtl};
-use crate::device::paged::PageStore;
+use crate::device::paged::{Indexed, PageStore};
 use crate::device::pages::{
-    decode_state, load_state_payload, save_state_as, FTL_PAGED_FORMAT, PAGED_FORMAT,
+    decode_state, load_state_payload, save_state_as, FTL_PAGED_FORMAT, INDEX_PAGED_FORMAT,
+    PAGED_FORMAT,
 };
 use crate::device::stats::{DeviceStats, HostCounters};
 use crate::device::{check_request, request_len, validate_page_size, Device, SECTOR};
@@ -254,11 +255,12 @@ pub(crate) fn host_geometry(
     Ok((capacity_pages, geo))
 }
 
-/// The saved state of a [`SimFlash`] (format [`FTL_PAGED_FORMAT`]).
+/// The saved state of a [`SimFlash`] (format [`INDEX_PAGED_FORMAT`], `D` an [`Indexed`]
+/// store; format [`FTL_PAGED_FORMAT`], `D` a [`PageStore`]).
 #[derive(Serialize, Deserialize)]
-struct SavedFlash<P, F> {
+struct SavedFlash<D, P, F> {
     /// First, so that the pages file it names can be found (see [`crate::device::paged`]).
-    pages: P,
+    pages: D,
     /// Second: the index of the FTL's table pages.
     tables: P,
     config: FlashConfig,
@@ -316,17 +318,27 @@ impl SimFlash {
         let (capacity_pages, geo) = host_geometry(config, page_size, 1)?;
         let (ftl, host, clock_ns) = match state {
             Some(path) if path.exists() => {
-                let (version, payload) =
-                    load_state_payload(path, KIND, &[PAGED_FORMAT, FTL_PAGED_FORMAT])?;
+                let (version, payload) = load_state_payload(
+                    path,
+                    KIND,
+                    &[PAGED_FORMAT, FTL_PAGED_FORMAT, INDEX_PAGED_FORMAT],
+                )?;
                 let (mut ftl, host, clock_ns) = if version == PAGED_FORMAT {
                     let s: SavedFlashV2 = decode_state(path, &payload)?;
                     check_saved(path, &s.config, s.page_size, config, page_size)?;
                     let ftl = Ftl::from_whole(path, &geo, s.ftl, s.pages)?;
                     (ftl, s.host, s.clock_ns)
-                } else {
-                    let s: SavedFlash<PageStore, FtlHeader> = decode_state(path, &payload)?;
+                } else if version == FTL_PAGED_FORMAT {
+                    let s: SavedFlash<PageStore, PageStore, FtlHeader> =
+                        decode_state(path, &payload)?;
                     check_saved(path, &s.config, s.page_size, config, page_size)?;
                     let ftl = Ftl::from_header(path, &geo, s.ftl, s.pages, s.tables)?;
+                    (ftl, s.host, s.clock_ns)
+                } else {
+                    let s: SavedFlash<Indexed<PageStore>, PageStore, FtlHeader> =
+                        decode_state(path, &payload)?;
+                    check_saved(path, &s.config, s.page_size, config, page_size)?;
+                    let ftl = Ftl::from_header(path, &geo, s.ftl, s.pages.0, s.tables)?;
                     (ftl, s.host, s.clock_ns)
                 };
                 check_loaded_ftl(path, &mut ftl, &geo)?;
@@ -511,7 +523,7 @@ impl Device for SimFlash {
         self.ftl.pages_mut().save(path)?;
         self.ftl.save_tables(path)?;
         let saved = SavedFlash {
-            pages: self.ftl.pages(),
+            pages: Indexed(self.ftl.pages()),
             tables: self.ftl.tables_store(),
             config: self.config.clone(),
             page_size: self.page_size,
@@ -519,6 +531,6 @@ impl Device for SimFlash {
             clock_ns: self.clock_ns,
             ftl: self.ftl.header(),
         };
-        save_state_as(path, KIND, FTL_PAGED_FORMAT, &saved)
+        save_state_as(path, KIND, INDEX_PAGED_FORMAT, &saved)
     }
 }

@@ -5,7 +5,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::*;
-use crate::device::pages::{save_state_as, PAGED_FORMAT};
+use crate::device::pages::{save_state_as, INDEX_PAGED_FORMAT};
 
 const PS: usize = 4096;
 
@@ -452,14 +452,14 @@ fn inconsistent_state_with_valid_checksum_is_rejected() {
     d.persist().unwrap();
     let save = |d: &SimHdd, mech: &Mech| {
         let saved = SavedRef {
-            pages: &d.data,
+            pages: crate::device::paged::Indexed(&d.data),
             config: &d.config,
             page_size: PS,
             mech,
             host: &d.host,
             stats: &d.stats,
         };
-        save_state_as(&state, "hdd", PAGED_FORMAT, &saved).unwrap();
+        save_state_as(&state, "hdd", INDEX_PAGED_FORMAT, &saved).unwrap();
     };
     let mut bad = d.mech.clone();
     bad.stream = Some(Stream {

@@ -39,7 +39,7 @@ impl Ftl {
         for (lpn, ppn) in self.l2p.mapped() {
             if lpn >= g.logical_pages
                 || self.p2l.get(ppn as usize) != Some(&lpn)
-                || !self.data.is_written(lpn as u64)
+                || !self.data.contains(lpn as u64)?
             {
                 return bad(format!(
                     "logical page {lpn} -> physical {ppn} is inconsistent"

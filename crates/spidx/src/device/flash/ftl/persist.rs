@@ -35,12 +35,11 @@ use serde::{Deserialize, Serialize};
 
 use super::sparse::SparseMap;
 use super::{BlockState, Counters, Die, Ftl, FtlGeometry, NONE};
+use crate::device::paged::table::{TablePages, TABLE_PAGE};
 use crate::device::paged::{PageStore, SaveReport};
 use crate::device::pages::peek_second_pages_file;
 use crate::{Error, Result};
 
-/// Bytes of a table page.
-pub(crate) const TABLE_PAGE: usize = 4096;
 /// 32-bit words per table page.
 const WORDS: u64 = (TABLE_PAGE / 4) as u64;
 /// The tables' pages file is `<state file>.ftl-<generation>`.
@@ -66,22 +65,21 @@ const TABLES: [Table; 6] = [
     Table::L2p,
 ];
 
-/// The saved table pages and which pages changed since the last save.
+/// The saved table pages, which of them changed since the last save, and where each
+/// table starts.
 #[derive(Debug)]
 pub(crate) struct Tables {
-    store: PageStore,
+    pages: TablePages,
     /// First page of each table; the last entry is the number of pages.
     base: [u64; 7],
-    /// One bit per page: changed since the last save.
-    dirty: Vec<u64>,
 }
 
 impl Tables {
     pub(super) fn new(geo: &FtlGeometry) -> Tables {
-        Tables::with_store(geo, PageStore::new(TABLE_PAGE))
+        Tables::with_pages(geo, TablePages::new())
     }
 
-    fn with_store(geo: &FtlGeometry, store: PageStore) -> Tables {
+    fn with_pages(geo: &FtlGeometry, mut pages: TablePages) -> Tables {
         let blocks = geo.blocks() as u64;
         let lens = [
             blocks,
@@ -95,18 +93,14 @@ impl Tables {
         for (i, len) in lens.iter().enumerate() {
             base[i + 1] = base[i] + len.div_ceil(WORDS);
         }
-        Tables {
-            store,
-            dirty: vec![0; base[6].div_ceil(64) as usize],
-            base,
-        }
+        pages.reserve(base[6]);
+        Tables { pages, base }
     }
 
     /// Marks the page of entry `i` of table `t` changed.
     #[inline]
     pub(super) fn mark(&mut self, t: Table, i: u32) {
-        let p = self.base[t as usize] + i as u64 / WORDS;
-        self.dirty[(p >> 6) as usize] |= 1 << (p & 63);
+        self.pages.mark(self.base[t as usize] + i as u64 / WORDS);
     }
 
     /// The table and first entry of page `p` (which must be below the page count).
@@ -119,19 +113,7 @@ impl Tables {
 
     /// Table pages changed since the last save.
     pub(crate) fn dirty_pages(&self) -> u64 {
-        self.dirty.iter().map(|w| w.count_ones() as u64).sum()
-    }
-
-    fn take_dirty(&mut self) -> Vec<u64> {
-        let mut out = Vec::new();
-        for (w, bits) in self.dirty.iter_mut().enumerate() {
-            let mut b = std::mem::take(bits);
-            while b != 0 {
-                out.push(w as u64 * 64 + b.trailing_zeros() as u64);
-                b &= b - 1;
-            }
-        }
-        out
+        self.pages.dirty_pages()
     }
 }
 
@@ -211,7 +193,7 @@ impl Ftl {
     /// The index of the saved table pages, to save in the device's state file after
     /// [`Ftl::save_tables`].
     pub(crate) fn tables_store(&self) -> &PageStore {
-        &self.tables.store
+        self.tables.pages.store()
     }
 
     /// Table pages changed since the last save.
@@ -282,22 +264,16 @@ impl Ftl {
     /// [`Ftl::tables_store`]) must be saved afterwards.
     pub fn save_tables(&mut self, state: &Path) -> Result<SaveReport> {
         let mut buf = vec![0u8; TABLE_PAGE];
-        for p in self.tables.take_dirty() {
+        for p in self.tables.pages.take_dirty() {
             let (t, first) = self.tables.locate(p);
             for (k, w) in buf.chunks_exact_mut(4).enumerate() {
                 w.copy_from_slice(&self.stored(t, first + k as u64).to_le_bytes());
             }
-            if buf.iter().all(|&b| b == 0) && !self.tables.store.is_written(p) {
-                continue;
-            }
-            self.tables.store.write(p, &buf);
+            self.tables.pages.put(p, &buf);
         }
-        let report = self
-            .tables
-            .store
-            .save_named(state, SUFFIX, peek_second_pages_file)?;
-        self.tables.store.drop_clean();
-        Ok(report)
+        self.tables
+            .pages
+            .commit(state, SUFFIX, peek_second_pages_file)
     }
 
     /// An FTL of geometry `geo` with every table never used, the data `data` and the
@@ -329,7 +305,7 @@ impl Ftl {
         }
         let blocks = geo.blocks() as usize;
         Ok(Ftl {
-            tables: Tables::with_store(geo, tables),
+            tables: Tables::with_pages(geo, TablePages::with_store(tables)),
             l2p: SparseMap::new(geo.logical_pages),
             p2l: Vec::new(),
             data,
@@ -369,6 +345,7 @@ impl Ftl {
             ));
         }
         data.attach(path)?;
+        data.use_paged_index();
         tables.attach(path)?;
         let mut ftl = Ftl::empty_like(path, geo, &h.geo, data, tables)?;
         ftl.p2l = vec![NONE; h.p2l_len as usize];
@@ -380,14 +357,15 @@ impl Ftl {
         ftl.counters = h.counters;
         let total = ftl.tables.base[6];
         let mut buf = vec![0u8; TABLE_PAGE];
-        for p in ftl.tables.store.saved_pages() {
-            let file = ftl.tables.store.pages_file().unwrap_or_default();
+        let store = ftl.tables.pages.store_mut();
+        let (saved, file) = (store.saved_pages()?, store.pages_file().unwrap_or_default());
+        for p in saved {
             let bad =
                 |msg: String| Error::corrupted(format!("FTL tables file {}", file.display()), msg);
             if p >= total {
                 return Err(bad(format!("page {p} is past the {total} table pages")));
             }
-            ftl.tables.store.read(p, &mut buf)?;
+            ftl.tables.pages.store_mut().read(p, &mut buf)?;
             let (t, first) = ftl.tables.locate(p);
             for (k, w) in buf.chunks_exact(4).enumerate() {
                 let v = u32::from_le_bytes(w.try_into().expect("4 bytes"));
@@ -399,7 +377,7 @@ impl Ftl {
                 }
             }
         }
-        ftl.tables.store.drop_clean();
+        ftl.tables.pages.store_mut().drop_clean();
         Ok(ftl)
     }
 
@@ -413,6 +391,7 @@ impl Ftl {
         mut data: PageStore,
     ) -> Result<Ftl> {
         data.attach(path)?;
+        data.use_paged_index();
         let mut ftl = Ftl::empty_like(path, geo, &w.geo, data, PageStore::new(TABLE_PAGE))?;
         ftl.l2p = w.l2p;
         ftl.p2l = w.p2l;

@@ -8,7 +8,8 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::device::flash::ftl::FtlParams;
-use crate::device::pages::{load_state_as, save_state_as, FTL_PAGED_FORMAT};
+use crate::device::paged::Indexed;
+use crate::device::pages::{load_state_as, save_state_as, INDEX_PAGED_FORMAT};
 
 const FPS: usize = 512;
 
@@ -48,16 +49,16 @@ fn save_header(f: &Ftl, state: &Path) {
     save_state_as(
         state,
         "test",
-        FTL_PAGED_FORMAT,
-        &(f.pages(), f.tables_store(), f.header()),
+        INDEX_PAGED_FORMAT,
+        &(Indexed(f.pages()), f.tables_store(), f.header()),
     )
     .unwrap();
 }
 
 fn load(state: &Path, geo: &FtlGeometry) -> Result<Ftl> {
-    let (data, tables, h): (PageStore, PageStore, FtlHeader) =
-        load_state_as(state, "test", FTL_PAGED_FORMAT)?;
-    let mut f = Ftl::from_header(state, geo, h, data, tables)?;
+    let (data, tables, h): (Indexed<PageStore>, PageStore, FtlHeader) =
+        load_state_as(state, "test", INDEX_PAGED_FORMAT)?;
+    let mut f = Ftl::from_header(state, geo, h, data.0, tables)?;
     f.check_loaded()?;
     Ok(f)
 }
@@ -226,10 +227,17 @@ fn the_whole_format_loads_and_saves_paged() {
     for i in 0..700 {
         write(&mut f, (i * 13) % 256, i).unwrap();
     }
-    f.pages_mut().save(&state).unwrap();
+    // The data as the previous formats saved it: an inline page index.
+    let mut inline = PageStore::new(FPS);
+    for lpn in 0..256 {
+        if f.pages().is_written(lpn) {
+            inline.write(lpn, &read(&mut f, lpn));
+        }
+    }
+    inline.save(&state).unwrap();
     let whole = f.to_whole();
     let expect = whole_bytes(&f);
-    let data: PageStore = postcard::from_bytes(&postcard::to_stdvec(f.pages()).unwrap()).unwrap();
+    let data: PageStore = postcard::from_bytes(&postcard::to_stdvec(&inline).unwrap()).unwrap();
     let mut g = Ftl::from_whole(&state, &geo, whole, data).unwrap();
     assert_eq!(whole_bytes(&g), expect);
     assert!(g.dirty_table_pages() > 0);
