@@ -60,6 +60,7 @@ fn known_ssd() -> SsdConfig {
         write_cache: 256 * 4096,
         queue_depth: 1,
         flush_us: 0.0,
+        seq_write_saving_us: 0.0,
     }
 }
 
@@ -98,6 +99,10 @@ fn ssd_fit_recovers_a_known_model_and_is_deterministic() {
         0.10,
     );
     within("host_mb_s", c.host_mb_s, truth.host_mb_s, 0.15);
+    assert_eq!(
+        c.seq_write_saving_us, 0.0,
+        "no merging of sequential writes"
+    );
     assert!(
         c.write_cache > 0,
         "the write-back candidate wins on write-back figures"
@@ -136,10 +141,11 @@ fn ssd_fit_recovers_a_known_model_and_is_deterministic() {
 }
 
 /// A write-through drive whose flush is a round trip of its own (a virtual disk: requests
-/// in parallel over a fast controller, a sync as slow as a write): the write-through
-/// candidate wins and recovers the flush and the flash page (2 KB: half-page writes cost
-/// what whole ones do; 4 KB: they read the page first); every queue-depth-1 probe, the
-/// sync included, comes out within 5 %.
+/// in parallel over a fast controller, a sync as slow as a write) and that merges
+/// sequential writes: the write-through candidate wins and recovers the flush, the
+/// sequential writes' saving and the flash page (2 KB: half-page writes cost what whole
+/// ones do; 4 KB: they read the page first); every queue-depth-1 probe, the sync and the
+/// sequential writes included, comes out within 5 %.
 #[test]
 fn ssd_fit_recovers_a_write_through_drive_with_a_costly_flush() {
     for page_size in [2048, 4096] {
@@ -154,6 +160,7 @@ fn ssd_fit_recovers_a_write_through_drive_with_a_costly_flush() {
             command_overhead_us: 20.0,
             write_cache: 0,
             flush_us: 60.0,
+            seq_write_saving_us: 15.0,
             ..known_ssd()
         };
         let figures = predict(
@@ -168,15 +175,22 @@ fn ssd_fit_recovers_a_write_through_drive_with_a_costly_flush() {
         assert_eq!(c.write_cache, 0, "the write-through candidate wins: {c:?}");
         assert_eq!(c.flash.page_size, page_size);
         within("flush_us", c.flush_us, truth.flush_us, 0.10);
+        within(
+            "seq_write_saving_us",
+            c.seq_write_saving_us,
+            truth.seq_write_saving_us,
+            0.10,
+        );
         within("read_us", c.flash.read_us, truth.flash.read_us, 0.10);
         for r in &f.residuals {
             if r.probe.ends_with("qd1") {
                 assert!(r.error_pct.abs() <= 5.0, "{page_size}: {r:?}");
             }
         }
-        // The device file names the flush.
+        // The device file names the flush and the saving.
         let text = render::device_file("mine", &figures, &f).unwrap();
         assert!(text.contains("\nflush_us = "), "{text}");
+        assert!(text.contains("\nseq_write_saving_us = "), "{text}");
     }
 }
 

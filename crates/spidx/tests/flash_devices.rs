@@ -328,6 +328,103 @@ fn ssd_states_saved_before_flush_us_still_open() {
     assert!(buf.iter().all(|&b| b == 7));
 }
 
+/// An SSD state saved before `seq_write_saving_us` existed (format 4,
+/// `tests/fixtures/ssd-format4`: `spidx iotest --device ssd-v300 --device-param
+/// flash.capacity=64MB --device-param flush_us=30 --state dev.state --pattern randwrite
+/// --ops 8 --span 256KB --no-prefill --seed 3` by that version) opens with a saving of 0,
+/// its flush, clock and counters as saved, is saved in the current format and reopens; a
+/// drive with a saving is a different configuration.
+#[test]
+fn ssd_states_saved_before_seq_write_saving_still_open() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ssd-format4");
+    let dir = tempfile::tempdir().unwrap();
+    for f in [
+        "dev.state",
+        "dev.state.pages-1",
+        "dev.state.idx-1",
+        "dev.state.ftl-1",
+    ] {
+        std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
+    }
+    let path = dir.path().join("dev.state");
+    let head = std::fs::read(&path).unwrap();
+    assert_eq!(u32::from_le_bytes(head[8..12].try_into().unwrap()), 4);
+    let cfg = SsdConfig {
+        flash: FlashConfig {
+            capacity: 64 << 20,
+            ..SsdConfig::v300().flash
+        },
+        flush_us: 30.0,
+        ..SsdConfig::v300()
+    };
+    let other = SsdConfig {
+        seq_write_saving_us: 5.0,
+        ..cfg.clone()
+    };
+    let e = SimSsd::open(&other, 4096, Some(&path))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("different configuration"), "{e}");
+    let mut d = SimSsd::open(&cfg, 4096, Some(&path)).unwrap();
+    assert_eq!(d.device_ns(), 1_407_256);
+    assert_eq!(d.stats().host.write_ops, 8);
+    let mut buf = vec![0u8; 4096];
+    for p in 0..64 {
+        d.read(p, &mut buf).unwrap();
+    }
+    d.write(3, &[7u8; 4096]).unwrap();
+    d.persist().unwrap();
+    let clock = d.device_ns();
+    drop(d);
+    let head = std::fs::read(&path).unwrap();
+    assert_eq!(u32::from_le_bytes(head[8..12].try_into().unwrap()), 5);
+    let mut d = SimSsd::open(&cfg, 4096, Some(&path)).unwrap();
+    assert_eq!(d.device_ns(), clock);
+    d.read(3, &mut buf).unwrap();
+    assert!(buf.iter().all(|&b| b == 7));
+}
+
+/// A write that starts where the previous request ended saves `seq_write_saving_us` of
+/// its command; a write elsewhere, a read and a drive without the saving do not.
+#[test]
+fn ssd_sequential_writes_save_part_of_their_command() {
+    let plain = SsdConfig {
+        write_cache: 0,
+        ..SsdConfig::v300()
+    };
+    let merging = SsdConfig {
+        seq_write_saving_us: 10.0,
+        ..plain.clone()
+    };
+    // Per request: the time it added to the device clock.
+    let run = |cfg: &SsdConfig| -> Vec<u64> {
+        let mut d = SimSsd::open(cfg, 4096, None).unwrap();
+        let mut buf = vec![3u8; 4096];
+        let mut out = Vec::new();
+        for (page, write) in [
+            (10, true),  // first: random
+            (11, true),  // continues the write
+            (20, true),  // random
+            (21, false), // a read continuing it
+            (22, true),  // a write continuing the read
+            (5, true),   // random
+        ] {
+            let t = d.device_ns();
+            if write {
+                d.write(page, &buf).unwrap();
+            } else {
+                d.read(page, &mut buf).unwrap();
+            }
+            out.push(d.device_ns() - t);
+        }
+        out
+    };
+    let (a, b) = (run(&plain), run(&merging));
+    let saved: Vec<u64> = a.iter().zip(&b).map(|(x, y)| x - y).collect();
+    assert_eq!(saved, [0, 10_000, 0, 0, 10_000, 0], "{a:?} vs {b:?}");
+}
+
 /// A sync pays `flush_us` after the drain, on top of its command; nothing else does.
 #[test]
 fn ssd_sync_pays_the_flush_round_trip() {
@@ -524,6 +621,20 @@ fn invalid_configs_name_the_parameter() {
             "flush_us",
             SsdConfig {
                 flush_us: f64::NAN,
+                ..v.clone()
+            },
+        ),
+        (
+            "seq_write_saving_us",
+            SsdConfig {
+                seq_write_saving_us: v.command_overhead_us + 1.0,
+                ..v.clone()
+            },
+        ),
+        (
+            "seq_write_saving_us",
+            SsdConfig {
+                seq_write_saving_us: -1.0,
                 ..v.clone()
             },
         ),

@@ -139,6 +139,12 @@ pub const FTL_PAGED_FORMAT: u32 = 3;
 /// configuration has `flush_us` since this format. The formats [`PAGED_FORMAT`] and
 /// [`FTL_PAGED_FORMAT`] still open (an SSD's with `flush_us = 0`).
 pub const INDEX_PAGED_FORMAT: u32 = 4;
+/// The format of an SSD's state file whose saved configuration has
+/// `seq_write_saving_us`; laid out as [`INDEX_PAGED_FORMAT`], which still opens (with a
+/// saving of 0). Other devices save [`INDEX_PAGED_FORMAT`].
+pub const SSD_SEQ_WRITE_FORMAT: u32 = 5;
+/// The formats whose payload starts with an [`super::paged::Indexed`] store.
+const INDEXED_FORMATS: [u32; 2] = [INDEX_PAGED_FORMAT, SSD_SEQ_WRITE_FORMAT];
 const HEADER: usize = 8 + 4 + 4 + 4 + 8;
 
 /// Saves a simulated device's state to `path` atomically (write a temporary file, fsync,
@@ -206,7 +212,12 @@ pub fn peek_pages_file(path: &Path) -> Option<String> {
         &bytes,
         path,
         None,
-        &[PAGED_FORMAT, FTL_PAGED_FORMAT, INDEX_PAGED_FORMAT],
+        &[
+            PAGED_FORMAT,
+            FTL_PAGED_FORMAT,
+            INDEX_PAGED_FORMAT,
+            SSD_SEQ_WRITE_FORMAT,
+        ],
     )
     .ok()?;
     postcard::take_from_bytes::<String>(payload)
@@ -219,7 +230,7 @@ pub fn peek_pages_file(path: &Path) -> Option<String> {
 /// `None` if the file cannot be read or checked.
 pub fn peek_index_file(path: &Path) -> Option<String> {
     let bytes = std::fs::read(path).ok()?;
-    let (_, payload) = checked_payload(&bytes, path, None, &[INDEX_PAGED_FORMAT]).ok()?;
+    let (_, payload) = checked_payload(&bytes, path, None, &INDEXED_FORMATS).ok()?;
     let (_, rest) = postcard::take_from_bytes::<String>(payload).ok()?;
     postcard::take_from_bytes::<String>(rest)
         .ok()
@@ -233,9 +244,14 @@ pub fn peek_index_file(path: &Path) -> Option<String> {
 /// file cannot be read or checked.
 pub fn peek_second_pages_file(path: &Path) -> Option<String> {
     let bytes = std::fs::read(path).ok()?;
-    let (version, payload) =
-        checked_payload(&bytes, path, None, &[FTL_PAGED_FORMAT, INDEX_PAGED_FORMAT]).ok()?;
-    let rest = if version == INDEX_PAGED_FORMAT {
+    let (version, payload) = checked_payload(
+        &bytes,
+        path,
+        None,
+        &[FTL_PAGED_FORMAT, INDEX_PAGED_FORMAT, SSD_SEQ_WRITE_FORMAT],
+    )
+    .ok()?;
+    let rest = if INDEXED_FORMATS.contains(&version) {
         postcard::take_from_bytes::<super::paged::Indexed<super::paged::PageStore>>(payload)
             .ok()?
             .1

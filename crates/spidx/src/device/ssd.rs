@@ -22,7 +22,9 @@
 //!   pays for the interleaving of reads and writes), senses the page (`read_us`), and
 //!   moves it over the die's channel. Pages on different dies proceed in parallel. The
 //!   request completes when its bytes have crossed the host link.
-//! - **Write**: command overhead, the data crosses the host link, then each programmed
+//! - **Write**: command overhead (less `seq_write_saving_us` when the write starts where
+//!   the previous request ended: a drive, or the host below it, that merges sequential
+//!   writes; 0 in the presets), the data crosses the host link, then each programmed
 //!   flash page needs a write-cache slot: if the cache is full the host waits for the
 //!   earliest background program to finish. The write is acknowledged once all its pages
 //!   are in the cache; each page is then transferred over its channel and programmed on
@@ -87,7 +89,7 @@ use super::flash::FlashConfig;
 use super::paged::{Indexed, PageStore};
 use super::pages::{
     decode_state, load_state_payload, save_state_as, FTL_PAGED_FORMAT, INDEX_PAGED_FORMAT,
-    PAGED_FORMAT,
+    PAGED_FORMAT, SSD_SEQ_WRITE_FORMAT,
 };
 use super::stats::{DeviceStats, HostCounters};
 use super::{check_request, request_len, Device};
@@ -120,6 +122,44 @@ pub struct SsdConfig {
     /// 0 = none, as in the presets.
     #[serde(default)]
     pub flush_us: f64,
+    /// Controller time a write saves when it continues the previous request (the drive, or
+    /// the host below it, merges sequential writes), µs, at most `command_overhead_us`
+    /// (`spidx calibrate` fits it from sequential against random writes); 0 = none, as in
+    /// the presets.
+    #[serde(default)]
+    pub seq_write_saving_us: f64,
+}
+
+/// [`SsdConfig`] as state files of format [`INDEX_PAGED_FORMAT`] saved it (no
+/// `seq_write_saving_us`).
+#[derive(Debug, Clone, Deserialize)]
+struct SsdConfigV4 {
+    flash: FlashConfig,
+    channels: u32,
+    dies_per_channel: u32,
+    channel_mb_s: f64,
+    host_mb_s: f64,
+    command_overhead_us: f64,
+    write_cache: u64,
+    queue_depth: u32,
+    flush_us: f64,
+}
+
+impl From<SsdConfigV4> for SsdConfig {
+    fn from(c: SsdConfigV4) -> Self {
+        SsdConfig {
+            flash: c.flash,
+            channels: c.channels,
+            dies_per_channel: c.dies_per_channel,
+            channel_mb_s: c.channel_mb_s,
+            host_mb_s: c.host_mb_s,
+            command_overhead_us: c.command_overhead_us,
+            write_cache: c.write_cache,
+            queue_depth: c.queue_depth,
+            flush_us: c.flush_us,
+            seq_write_saving_us: 0.0,
+        }
+    }
 }
 
 /// [`SsdConfig`] as state files before [`INDEX_PAGED_FORMAT`] saved it (no `flush_us`).
@@ -137,7 +177,7 @@ struct SsdConfigV3 {
 
 impl From<SsdConfigV3> for SsdConfig {
     fn from(c: SsdConfigV3) -> Self {
-        SsdConfig {
+        SsdConfigV4 {
             flash: c.flash,
             channels: c.channels,
             dies_per_channel: c.dies_per_channel,
@@ -148,6 +188,7 @@ impl From<SsdConfigV3> for SsdConfig {
             queue_depth: c.queue_depth,
             flush_us: 0.0,
         }
+        .into()
     }
 }
 
@@ -178,6 +219,7 @@ impl SsdConfig {
             write_cache: 1 << 20,
             queue_depth: 1,
             flush_us: 0.0,
+            seq_write_saving_us: 0.0,
         }
     }
 
@@ -219,6 +261,16 @@ impl SsdConfig {
                     format!("{v}; it must be a finite number between 0 and 1e9"),
                 ));
             }
+        }
+        let saving = self.seq_write_saving_us;
+        if !saving.is_finite() || !(0.0..=self.command_overhead_us).contains(&saving) {
+            return Err(Error::invalid(
+                "ssd seq_write_saving_us",
+                format!(
+                    "{saving}; it must be a finite number between 0 and command_overhead_us ({})",
+                    self.command_overhead_us
+                ),
+            ));
         }
         let fps = self.flash.page_size as u64;
         if self.write_cache != 0 && self.write_cache < fps {
@@ -276,6 +328,8 @@ struct Costs {
     /// One flash page over a channel.
     xfer: u64,
     command: u64,
+    /// The command of a write continuing the previous request.
+    seq_write_command: u64,
     /// A sync's flush after the drain.
     flush: u64,
     host_mb_s: f64,
@@ -284,8 +338,9 @@ struct Costs {
     queue_depth: usize,
 }
 
-/// The saved state of a [`SimSsd`] (format [`INDEX_PAGED_FORMAT`], `D` an [`Indexed`]
-/// store; format [`FTL_PAGED_FORMAT`], `D` a [`PageStore`] and `C` an [`SsdConfigV3`]).
+/// The saved state of a [`SimSsd`] (format [`SSD_SEQ_WRITE_FORMAT`], `D` an [`Indexed`]
+/// store; format [`INDEX_PAGED_FORMAT`], the same with `C` an [`SsdConfigV4`]; format
+/// [`FTL_PAGED_FORMAT`], `D` a [`PageStore`] and `C` an [`SsdConfigV3`]).
 #[derive(Serialize, Deserialize)]
 struct SavedSsd<D, P, F, T, C = SsdConfig> {
     /// First, so that the pages file it names can be found (see [`crate::device::paged`]).
@@ -349,7 +404,7 @@ impl SimSsd {
         let n = check_request(page, len, self.page_size, self.capacity_pages)?;
         self.host.record_read(page, n, self.page_size);
         let t0 = self.submit();
-        let t1 = self.command(t0);
+        let t1 = self.command(t0, self.costs.command);
         self.ops.clear();
         let timing = &self.timing;
         let offset = page * self.page_size as u64;
@@ -381,7 +436,12 @@ impl SimSsd {
                 let (version, payload) = load_state_payload(
                     path,
                     KIND,
-                    &[PAGED_FORMAT, FTL_PAGED_FORMAT, INDEX_PAGED_FORMAT],
+                    &[
+                        PAGED_FORMAT,
+                        FTL_PAGED_FORMAT,
+                        INDEX_PAGED_FORMAT,
+                        SSD_SEQ_WRITE_FORMAT,
+                    ],
                 )?;
                 let (mut ftl, host, timing) = if version == PAGED_FORMAT {
                     let s: SavedSsdV2 = decode_state(path, &payload)?;
@@ -393,6 +453,12 @@ impl SimSsd {
                         decode_state(path, &payload)?;
                     check_saved(path, &s.config.into(), s.page_size, config, page_size)?;
                     let ftl = Ftl::from_header(path, &geo, s.ftl, s.pages, s.tables)?;
+                    (ftl, s.host, s.timing)
+                } else if version == INDEX_PAGED_FORMAT {
+                    let s: SavedSsd<Indexed<PageStore>, PageStore, FtlHeader, Timing, SsdConfigV4> =
+                        decode_state(path, &payload)?;
+                    check_saved(path, &s.config.into(), s.page_size, config, page_size)?;
+                    let ftl = Ftl::from_header(path, &geo, s.ftl, s.pages.0, s.tables)?;
                     (ftl, s.host, s.timing)
                 } else {
                     let s: SavedSsd<Indexed<PageStore>, PageStore, FtlHeader, Timing> =
@@ -435,6 +501,7 @@ impl SimSsd {
             erase: us_to_ns(f.erase_us),
             xfer: transfer_ns(f.page_size as u64, chan_rate),
             command: us_to_ns(config.command_overhead_us),
+            seq_write_command: us_to_ns(config.command_overhead_us - config.seq_write_saving_us),
             flush: us_to_ns(config.flush_us),
             host_mb_s: config.host_mb_s,
             cache_pages: (config.write_cache / f.page_size as u64) as usize,
@@ -490,10 +557,11 @@ impl SimSsd {
         self.timing.last_done = self.timing.last_done.max(done);
     }
 
-    /// The controller processes a command arriving at `at`; returns when it is done.
-    fn command(&mut self, at: u64) -> u64 {
+    /// The controller processes a command of `cost` ns arriving at `at`; returns when it
+    /// is done.
+    fn command(&mut self, at: u64, cost: u64) -> u64 {
         let t = &mut self.timing;
-        t.ctrl_free = at.max(t.ctrl_free) + self.costs.command;
+        t.ctrl_free = at.max(t.ctrl_free) + cost;
         t.ctrl_free
     }
 
@@ -569,9 +637,14 @@ impl Device for SimSsd {
 
     fn write(&mut self, page: u64, data: &[u8]) -> Result<()> {
         let n = check_request(page, data.len(), self.page_size, self.capacity_pages)?;
-        self.host.record_write(page, n, self.page_size);
+        let seq = self.host.record_write(page, n, self.page_size);
         let t0 = self.submit();
-        let t1 = self.command(t0);
+        let command = if seq {
+            self.costs.seq_write_command
+        } else {
+            self.costs.command
+        };
+        let t1 = self.command(t0, command);
         let arrived = self.link(t1, data.len());
         self.ops.clear();
         let timing = &self.timing;
@@ -610,7 +683,7 @@ impl Device for SimSsd {
     fn sync(&mut self) -> Result<()> {
         self.host.record_sync();
         let outstanding = self.timing.now.max(self.timing.last_done);
-        let flushed = self.command(outstanding);
+        let flushed = self.command(outstanding, self.costs.command);
         let t = &mut self.timing;
         let busy = t.die_free.iter().chain(&t.chan_free).copied().max();
         let done = flushed.max(busy.unwrap_or(0)).max(t.link_free) + self.costs.flush;
@@ -675,7 +748,7 @@ impl Device for SimSsd {
             timing: &self.timing,
             ftl: self.ftl.header(),
         };
-        save_state_as(path, KIND, INDEX_PAGED_FORMAT, &saved)
+        save_state_as(path, KIND, SSD_SEQ_WRITE_FORMAT, &saved)
     }
 }
 
