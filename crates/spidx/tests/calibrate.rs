@@ -377,3 +377,27 @@ fn probes_a_real_direct_io_file_within_its_budget() {
     // Rate and mean time of the 9 queue-depth-1 probes, the rate of the 2 others.
     assert_eq!(f.residuals.len(), 20);
 }
+
+/// The checked-in model of the development machine's disk (`bench/validation/drive.toml`)
+/// is what the fit makes of its checked-in figures (`drive-figures.json`), byte for byte:
+/// a change of the fit must come with the refitted file (`spidx calibrate --from-figures
+/// bench/validation/drive-figures.json --out bench/validation/drive.toml --force`).
+#[test]
+fn the_checked_in_drive_model_is_the_fit_of_its_figures() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/validation");
+    let text = std::fs::read_to_string(dir.join("drive-figures.json")).unwrap();
+    let figures: ProbeFigures = serde_json::from_str(&text).unwrap();
+    let fitted = fit::fit(&figures).unwrap();
+    let want = render::device_file("drive", &figures, &fitted).unwrap();
+    let have = std::fs::read_to_string(dir.join("drive.toml")).unwrap();
+    assert!(
+        have == want,
+        "bench/validation/drive.toml is stale:\n{want}"
+    );
+    // The fitted model's queue-depth-1 probe figures are within 10 % of the disk's.
+    for r in &fitted.residuals {
+        if r.probe.ends_with("qd1") {
+            assert!(r.error_pct.abs() <= 10.0, "{r:?}");
+        }
+    }
+}
