@@ -60,6 +60,7 @@ fn known_ssd() -> SsdConfig {
         write_cache: 256 * 4096,
         queue_depth: 1,
         flush_us: 0.0,
+        seq_read_saving_us: 0.0,
         seq_write_saving_us: 0.0,
     }
 }
@@ -103,6 +104,7 @@ fn ssd_fit_recovers_a_known_model_and_is_deterministic() {
         c.seq_write_saving_us, 0.0,
         "no merging of sequential writes"
     );
+    assert_eq!(c.seq_read_saving_us, 0.0, "no read-ahead");
     assert!(
         c.write_cache > 0,
         "the write-back candidate wins on write-back figures"
@@ -141,11 +143,11 @@ fn ssd_fit_recovers_a_known_model_and_is_deterministic() {
 }
 
 /// A write-through drive whose flush is a round trip of its own (a virtual disk: requests
-/// in parallel over a fast controller, a sync as slow as a write) and that merges
-/// sequential writes: the write-through candidate wins and recovers the flush, the
-/// sequential writes' saving and the flash page (2 KB: half-page writes cost what whole
+/// in parallel over a fast controller, a sync as slow as a write), that reads ahead and
+/// merges sequential writes: the write-through candidate wins and recovers the flush, the
+/// sequential reads' and writes' savings and the flash page (2 KB: half-page writes cost what whole
 /// ones do; 4 KB: they read the page first); every queue-depth-1 probe, the sync and the
-/// sequential writes included, comes out within 5 %.
+/// sequential requests included, comes out within 5 %.
 #[test]
 fn ssd_fit_recovers_a_write_through_drive_with_a_costly_flush() {
     for page_size in [2048, 4096] {
@@ -160,6 +162,7 @@ fn ssd_fit_recovers_a_write_through_drive_with_a_costly_flush() {
             command_overhead_us: 20.0,
             write_cache: 0,
             flush_us: 60.0,
+            seq_read_saving_us: 8.0,
             seq_write_saving_us: 15.0,
             ..known_ssd()
         };
@@ -181,6 +184,12 @@ fn ssd_fit_recovers_a_write_through_drive_with_a_costly_flush() {
             truth.seq_write_saving_us,
             0.10,
         );
+        within(
+            "seq_read_saving_us",
+            c.seq_read_saving_us,
+            truth.seq_read_saving_us,
+            0.10,
+        );
         within("read_us", c.flash.read_us, truth.flash.read_us, 0.10);
         for r in &f.residuals {
             if r.probe.ends_with("qd1") {
@@ -191,6 +200,7 @@ fn ssd_fit_recovers_a_write_through_drive_with_a_costly_flush() {
         let text = render::device_file("mine", &figures, &f).unwrap();
         assert!(text.contains("\nflush_us = "), "{text}");
         assert!(text.contains("\nseq_write_saving_us = "), "{text}");
+        assert!(text.contains("\nseq_read_saving_us = "), "{text}");
     }
 }
 

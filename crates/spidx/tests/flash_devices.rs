@@ -358,7 +358,7 @@ fn ssd_states_saved_before_seq_write_saving_still_open() {
         ..SsdConfig::v300()
     };
     let other = SsdConfig {
-        seq_write_saving_us: 5.0,
+        seq_read_saving_us: 5.0,
         ..cfg.clone()
     };
     let e = SimSsd::open(&other, 4096, Some(&path))
@@ -386,14 +386,16 @@ fn ssd_states_saved_before_seq_write_saving_still_open() {
 }
 
 /// A write that starts where the previous request ended saves `seq_write_saving_us` of
-/// its command; a write elsewhere, a read and a drive without the saving do not.
+/// its command, a read `seq_read_saving_us`; a request elsewhere and a drive without the
+/// savings do not.
 #[test]
-fn ssd_sequential_writes_save_part_of_their_command() {
+fn ssd_sequential_requests_save_part_of_their_command() {
     let plain = SsdConfig {
         write_cache: 0,
         ..SsdConfig::v300()
     };
     let merging = SsdConfig {
+        seq_read_saving_us: 4.0,
         seq_write_saving_us: 10.0,
         ..plain.clone()
     };
@@ -409,6 +411,7 @@ fn ssd_sequential_writes_save_part_of_their_command() {
             (21, false), // a read continuing it
             (22, true),  // a write continuing the read
             (5, true),   // random
+            (40, false), // a random read
         ] {
             let t = d.device_ns();
             if write {
@@ -422,7 +425,7 @@ fn ssd_sequential_writes_save_part_of_their_command() {
     };
     let (a, b) = (run(&plain), run(&merging));
     let saved: Vec<u64> = a.iter().zip(&b).map(|(x, y)| x - y).collect();
-    assert_eq!(saved, [0, 10_000, 0, 0, 10_000, 0], "{a:?} vs {b:?}");
+    assert_eq!(saved, [0, 10_000, 0, 4_000, 10_000, 0, 0], "{a:?} vs {b:?}");
 }
 
 /// A sync pays `flush_us` after the drain, on top of its command; nothing else does.
@@ -635,6 +638,13 @@ fn invalid_configs_name_the_parameter() {
             "seq_write_saving_us",
             SsdConfig {
                 seq_write_saving_us: -1.0,
+                ..v.clone()
+            },
+        ),
+        (
+            "seq_read_saving_us",
+            SsdConfig {
+                seq_read_saving_us: f64::INFINITY,
                 ..v.clone()
             },
         ),

@@ -57,6 +57,7 @@ fn tiny_ssd() -> SsdConfig {
         write_cache: 3 << 10,
         queue_depth: 2,
         flush_us: 0.0,
+        seq_read_saving_us: 0.0,
         seq_write_saving_us: 0.0,
     }
 }

@@ -20,9 +20,10 @@
 //! - dies: a power of two with room for 8 times the programs in flight at the fastest
 //!   measured write rate (so programs neither limit the write rate nor often delay reads),
 //!   8 channels, a write cache of one page per die; transfers over channels not modelled.
-//! - `seq_write_saving_us`: what a sequential 4 KB write takes less than the model's
-//!   random one, at most the command overhead ([`fit_seq_write_saving`]; a drive, or the
-//!   host below it, that merges sequential writes).
+//! - `seq_read_saving_us` and `seq_write_saving_us`: what a sequential 4 KB read or write
+//!   takes less than the model's random one, at most the command overhead
+//!   ([`fit_seq_saving`]; a drive, or the host below it, that reads ahead or merges
+//!   sequential writes).
 //!
 //! A second candidate is a write-through drive: `command_overhead_us` from the
 //! queue-depth-N rate, `read_us` and `program_us` the rest of a 4 KB read and write, and
@@ -256,6 +257,7 @@ fn ssd_initial(f: &ProbeFigures, policy: WritePolicy) -> Result<SsdConfig> {
         },
         queue_depth: 1,
         flush_us: round2(flush_us),
+        seq_read_saving_us: 0.0,
         seq_write_saving_us: 0.0,
     })
 }
@@ -310,24 +312,35 @@ fn fit_ssd_policy(f: &ProbeFigures, policy: WritePolicy) -> Result<SsdConfig> {
             }
         }
     }
-    fit_seq_write_saving(f, &mut c)?;
+    fit_seq_saving(f, &mut c, ProbeKind::SeqRead4k, |c| {
+        &mut c.seq_read_saving_us
+    })?;
+    fit_seq_saving(f, &mut c, ProbeKind::SeqWrite4k, |c| {
+        &mut c.seq_write_saving_us
+    })?;
     Ok(c)
 }
 
-/// Sets `seq_write_saving_us` to what the drive's sequential 4 KB writes save against the
-/// model's (which pay the random ones' cost), within 0 and the command overhead, then
-/// corrects it by the model's error on that probe ([`ROUNDS`] times). A saving under
-/// 0.5 µs, or under 2 % of the write, is noise and left at 0.
-fn fit_seq_write_saving(f: &ProbeFigures, c: &mut SsdConfig) -> Result<()> {
-    let measured = f.mean_us(ProbeKind::SeqWrite4k)?;
-    let only = [ProbeKind::SeqWrite4k];
+/// Sets the saving `field` of `c` to what the drive's sequential 4 KB requests of `probe`
+/// save against the model's (which pay the random ones' cost), within 0 and the command
+/// overhead, then corrects it by the model's error on that probe ([`ROUNDS`] times). A
+/// saving under 0.5 µs, or under 2 % of the request, is noise and left at 0.
+fn fit_seq_saving(
+    f: &ProbeFigures,
+    c: &mut SsdConfig,
+    probe: ProbeKind,
+    field: fn(&mut SsdConfig) -> &mut f64,
+) -> Result<()> {
+    let measured = f.mean_us(probe)?;
     for _ in 0..ROUNDS {
-        let p = predict_some(&DeviceConfig::Ssd(c.clone()), f, &only)?;
-        let saving = c.seq_write_saving_us + p.mean_us(ProbeKind::SeqWrite4k)? - measured;
-        c.seq_write_saving_us = round2(saving.clamp(0.0, c.command_overhead_us));
+        let p = predict_some(&DeviceConfig::Ssd(c.clone()), f, &[probe])?;
+        let saving = *field(c) + p.mean_us(probe)? - measured;
+        let most = c.command_overhead_us;
+        *field(c) = round2(saving.clamp(0.0, most));
     }
-    if c.seq_write_saving_us < 0.5 || c.seq_write_saving_us < 0.02 * measured {
-        c.seq_write_saving_us = 0.0;
+    let saving = field(c);
+    if *saving < 0.5 || *saving < 0.02 * measured {
+        *saving = 0.0;
     }
     Ok(())
 }

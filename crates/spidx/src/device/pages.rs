@@ -139,9 +139,9 @@ pub const FTL_PAGED_FORMAT: u32 = 3;
 /// configuration has `flush_us` since this format. The formats [`PAGED_FORMAT`] and
 /// [`FTL_PAGED_FORMAT`] still open (an SSD's with `flush_us = 0`).
 pub const INDEX_PAGED_FORMAT: u32 = 4;
-/// The format of an SSD's state file whose saved configuration has
-/// `seq_write_saving_us`; laid out as [`INDEX_PAGED_FORMAT`], which still opens (with a
-/// saving of 0). Other devices save [`INDEX_PAGED_FORMAT`].
+/// The format of an SSD's state file whose saved configuration has `seq_read_saving_us`
+/// and `seq_write_saving_us`; laid out as [`INDEX_PAGED_FORMAT`], which still opens (with
+/// savings of 0). Other devices save [`INDEX_PAGED_FORMAT`].
 pub const SSD_SEQ_WRITE_FORMAT: u32 = 5;
 /// The formats whose payload starts with an [`super::paged::Indexed`] store.
 const INDEXED_FORMATS: [u32; 2] = [INDEX_PAGED_FORMAT, SSD_SEQ_WRITE_FORMAT];

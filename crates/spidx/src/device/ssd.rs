@@ -16,7 +16,9 @@
 //!   request is submitted at the host's current time, or, when N are outstanding, when the
 //!   earliest of them completes (a min-heap of completion times) — fio's `iodepth=N`.
 //!   With N = 1 each request starts when the previous one completed.
-//! - **Read**: command overhead, then for every touched flash page that was ever written:
+//! - **Read**: command overhead (less `seq_read_saving_us` when the read starts where
+//!   the previous request ended: a drive, or the host below it, that reads ahead; 0 in
+//!   the presets), then for every touched flash page that was ever written:
 //!   if the page is still in the write cache it comes from there (no flash access);
 //!   otherwise the read waits for its die (a read behind a program or erase on that die
 //!   pays for the interleaving of reads and writes), senses the page (`read_us`), and
@@ -122,6 +124,12 @@ pub struct SsdConfig {
     /// 0 = none, as in the presets.
     #[serde(default)]
     pub flush_us: f64,
+    /// Controller time a read saves when it continues the previous request (the drive, or
+    /// the host below it, reads ahead), µs, at most `command_overhead_us` (`spidx
+    /// calibrate` fits it from sequential against random reads); 0 = none, as in the
+    /// presets.
+    #[serde(default)]
+    pub seq_read_saving_us: f64,
     /// Controller time a write saves when it continues the previous request (the drive, or
     /// the host below it, merges sequential writes), µs, at most `command_overhead_us`
     /// (`spidx calibrate` fits it from sequential against random writes); 0 = none, as in
@@ -131,7 +139,7 @@ pub struct SsdConfig {
 }
 
 /// [`SsdConfig`] as state files of format [`INDEX_PAGED_FORMAT`] saved it (no
-/// `seq_write_saving_us`).
+/// `seq_read_saving_us`, `seq_write_saving_us`).
 #[derive(Debug, Clone, Deserialize)]
 struct SsdConfigV4 {
     flash: FlashConfig,
@@ -157,6 +165,7 @@ impl From<SsdConfigV4> for SsdConfig {
             write_cache: c.write_cache,
             queue_depth: c.queue_depth,
             flush_us: c.flush_us,
+            seq_read_saving_us: 0.0,
             seq_write_saving_us: 0.0,
         }
     }
@@ -219,6 +228,7 @@ impl SsdConfig {
             write_cache: 1 << 20,
             queue_depth: 1,
             flush_us: 0.0,
+            seq_read_saving_us: 0.0,
             seq_write_saving_us: 0.0,
         }
     }
@@ -262,15 +272,19 @@ impl SsdConfig {
                 ));
             }
         }
-        let saving = self.seq_write_saving_us;
-        if !saving.is_finite() || !(0.0..=self.command_overhead_us).contains(&saving) {
-            return Err(Error::invalid(
-                "ssd seq_write_saving_us",
-                format!(
-                    "{saving}; it must be a finite number between 0 and command_overhead_us ({})",
-                    self.command_overhead_us
-                ),
-            ));
+        for (name, saving) in [
+            ("seq_read_saving_us", self.seq_read_saving_us),
+            ("seq_write_saving_us", self.seq_write_saving_us),
+        ] {
+            if !saving.is_finite() || !(0.0..=self.command_overhead_us).contains(&saving) {
+                return Err(Error::invalid(
+                    format!("ssd {name}"),
+                    format!(
+                        "{saving}; it must be a finite number between 0 and command_overhead_us ({})",
+                        self.command_overhead_us
+                    ),
+                ));
+            }
         }
         let fps = self.flash.page_size as u64;
         if self.write_cache != 0 && self.write_cache < fps {
@@ -328,6 +342,8 @@ struct Costs {
     /// One flash page over a channel.
     xfer: u64,
     command: u64,
+    /// The command of a read continuing the previous request.
+    seq_read_command: u64,
     /// The command of a write continuing the previous request.
     seq_write_command: u64,
     /// A sync's flush after the drain.
@@ -402,9 +418,14 @@ impl SimSsd {
     /// timing is the same either way.
     fn read_bytes(&mut self, page: u64, len: usize, buf: Option<&mut [u8]>) -> Result<()> {
         let n = check_request(page, len, self.page_size, self.capacity_pages)?;
-        self.host.record_read(page, n, self.page_size);
+        let seq = self.host.record_read(page, n, self.page_size);
         let t0 = self.submit();
-        let t1 = self.command(t0, self.costs.command);
+        let command = if seq {
+            self.costs.seq_read_command
+        } else {
+            self.costs.command
+        };
+        let t1 = self.command(t0, command);
         self.ops.clear();
         let timing = &self.timing;
         let offset = page * self.page_size as u64;
@@ -501,6 +522,7 @@ impl SimSsd {
             erase: us_to_ns(f.erase_us),
             xfer: transfer_ns(f.page_size as u64, chan_rate),
             command: us_to_ns(config.command_overhead_us),
+            seq_read_command: us_to_ns(config.command_overhead_us - config.seq_read_saving_us),
             seq_write_command: us_to_ns(config.command_overhead_us - config.seq_write_saving_us),
             flush: us_to_ns(config.flush_us),
             host_mb_s: config.host_mb_s,
