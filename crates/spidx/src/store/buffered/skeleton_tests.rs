@@ -42,6 +42,38 @@ pub(crate) fn entry(i: u64) -> Entry<2> {
     }
 }
 
+/// A new store over `policy` with layout `l` on `nodes` and `log` (its log synced at every
+/// commit), or the one there reopened.
+pub(crate) fn open_on<P: BufferPolicy>(
+    policy: P,
+    l: NodeLayout,
+    (nodes, log): (&SharedDevice, &SharedDevice),
+    reopen: bool,
+) -> BufferedStore<P> {
+    let (c, cfg, devs) = (none(), LogConfig::new(LogSync::EachOp), devs(nodes, log));
+    match reopen {
+        false => BufferedStore::create(devs, &c, l, cfg, policy, None).unwrap(),
+        true => BufferedStore::open(devs, &c, l, cfg, policy, None).unwrap(),
+    }
+}
+
+/// Node `id`'s entries as the store reads them.
+pub(crate) fn entries<P: BufferPolicy>(s: &mut BufferedStore<P>, id: PageId) -> Vec<Entry<2>> {
+    let page = NodeStore::<2>::read(s, id, 0).unwrap();
+    s.core().layout.decode::<2>(page.bytes()).entries
+}
+
+/// Pages read from the node device so far.
+pub(crate) fn reads<P: BufferPolicy>(s: &BufferedStore<P>) -> u64 {
+    StoreControl::device(s).stats().host.pages_read
+}
+
+/// One operation: change `c` to node `id`.
+pub(crate) fn modify<P: BufferPolicy>(s: &mut BufferedStore<P>, id: PageId, c: NodeChange<2>) {
+    NodeStore::<2>::modify(s, id, 0, &[c]).unwrap();
+    NodeStore::<2>::end_operation(s).unwrap();
+}
+
 /// Builds 4 one-entry nodes on a store of `cfg` in a fresh directory, writes them back,
 /// adds an entry to each, checkpoints and reopens: returns the header the checkpoint saved
 /// and the reopened store, whose node 3 was checked to read back with both entries.
@@ -74,7 +106,7 @@ pub(crate) fn checkpoint_and_reopen(
     (saved, s)
 }
 
-fn fast() -> FastPolicy {
+fn fast() -> Logged<FastPolicy> {
     FastPolicy::new(FastOptions {
         log_size: Some(8 << 20),
         log_sync: LogSync::EachOp,
@@ -82,7 +114,7 @@ fn fast() -> FastPolicy {
     })
 }
 
-fn lcr() -> crate::store::lcr::LcrPolicy {
+fn lcr() -> Logged<crate::store::lcr::LcrPolicy> {
     crate::store::lcr::LcrPolicy::new(crate::store::lcr::LcrOptions {
         log_size: Some(8 << 20),
         log_sync: LogSync::EachOp,
@@ -90,7 +122,7 @@ fn lcr() -> crate::store::lcr::LcrPolicy {
     })
 }
 
-fn rftl() -> crate::store::rftl::RftlPolicy {
+fn rftl() -> Logged<crate::store::rftl::RftlPolicy> {
     crate::store::rftl::RftlPolicy::new(crate::store::rftl::RftlOptions {
         max_pages: 3,
         log_size: Some(8 << 20),
