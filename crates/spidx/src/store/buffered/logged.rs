@@ -37,6 +37,15 @@ pub struct LoggedBuffer<W = ()> {
     pub nodes: LazyNodeCache,
 }
 
+/// What the hooks that read or write the buffer work on: the skeleton's [`Core`] and the
+/// policy's [`LoggedBuffer`], both held by the skeleton.
+pub struct Parts<'a, W = ()> {
+    /// The shared state (cache, log, header, counters).
+    pub core: &'a mut Core,
+    /// The buffer.
+    pub lb: &'a mut LoggedBuffer<W>,
+}
+
 /// A policy over the logged write buffer with its buffer: the [`BufferPolicy`] the skeleton
 /// holds for every [`LoggedPolicy`] (see the module documentation).
 pub struct Logged<P: LoggedPolicy> {
@@ -69,7 +78,7 @@ pub(crate) fn foreign_record(name: &str, record: &Record) -> Error {
 
 /// A policy over the logged write buffer. See the module documentation; the skeleton
 /// drives it as [`Logged`], a [`BufferPolicy`]. The hooks that read or flush the buffer
-/// receive it (`lb`).
+/// receive it with the core ([`Parts`]).
 pub trait LoggedPolicy: Send {
     /// The store's kind as reported (`fast`, `lcr`, `rftl`).
     const KIND: &'static str;
@@ -94,8 +103,7 @@ pub trait LoggedPolicy: Send {
     /// The node's current content: its pages with the buffered changes applied.
     fn node_page(
         &mut self,
-        lb: &mut LoggedBuffer<Self::Watch>,
-        core: &mut Core,
+        cx: Parts<'_, Self::Watch>,
         id: PageId,
         level: u32,
     ) -> Result<Arc<[u8]>>;
@@ -107,22 +115,18 @@ pub trait LoggedPolicy: Send {
     }
 
     /// Writes the whole buffer (write-backs, checkpoints, a full buffer by default).
-    fn flush_all(&mut self, lb: &mut LoggedBuffer<Self::Watch>, core: &mut Core) -> Result<()>;
+    fn flush_all(&mut self, cx: Parts<'_, Self::Watch>) -> Result<()>;
 
     /// Makes room at the end of an operation that left the buffer over its capacity (by
     /// default: [`flush_all`](Self::flush_all)).
-    fn flush_for_space(
-        &mut self,
-        lb: &mut LoggedBuffer<Self::Watch>,
-        core: &mut Core,
-    ) -> Result<()> {
-        self.flush_all(lb, core)
+    fn flush_for_space(&mut self, cx: Parts<'_, Self::Watch>) -> Result<()> {
+        self.flush_all(cx)
     }
 
     /// Rewrites the log as a snapshot: allocation and metadata, then the records that
     /// rebuild the buffer (a policy with records of its own adds them).
-    fn compact_log(&mut self, lb: &mut LoggedBuffer<Self::Watch>, core: &mut Core) -> Result<()> {
-        core.compact_log(None, lb.buf.snapshot())
+    fn compact_log(&mut self, cx: Parts<'_, Self::Watch>) -> Result<()> {
+        cx.core.compact_log(None, cx.lb.buf.snapshot())
     }
 
     /// Starts a recovery from the header the last checkpoint saved (after the page size
@@ -225,7 +229,8 @@ impl<P: LoggedPolicy> BufferPolicy for Logged<P> {
     }
 
     fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        self.policy.node_page(&mut self.lb, core, id, level)
+        let lb = &mut self.lb;
+        self.policy.node_page(Parts { core, lb }, id, level)
     }
 
     fn create(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
@@ -268,24 +273,26 @@ impl<P: LoggedPolicy> BufferPolicy for Logged<P> {
     }
 
     fn end_operation(&mut self, core: &mut Core) -> Result<()> {
-        let l = &mut self.lb;
-        l.op += 1;
-        if l.buf.bytes() as u64 > l.capacity {
-            self.policy.flush_for_space(l, core)?;
+        let lb = &mut self.lb;
+        lb.op += 1;
+        if lb.buf.bytes() as u64 > lb.capacity {
+            self.policy.flush_for_space(Parts { core, lb })?;
         }
         if core.log.needs_compaction() {
-            self.policy.compact_log(l, core)?;
+            self.policy.compact_log(Parts { core, lb })?;
         }
         Ok(())
     }
 
     fn write_back(&mut self, core: &mut Core) -> Result<()> {
-        self.policy.flush_all(&mut self.lb, core)
+        let lb = &mut self.lb;
+        self.policy.flush_all(Parts { core, lb })
     }
 
     fn checkpoint(&mut self, core: &mut Core) -> Result<()> {
-        self.policy.flush_all(&mut self.lb, core)?;
-        self.policy.compact_log(&mut self.lb, core)
+        let lb = &mut self.lb;
+        self.policy.flush_all(Parts { core, lb })?;
+        self.policy.compact_log(Parts { core, lb })
     }
 
     fn drop_caches(&mut self, _core: &mut Core) {

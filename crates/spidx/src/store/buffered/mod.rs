@@ -64,7 +64,7 @@ use crate::device::Device;
 use crate::node::{Entry, NodeLayout, PageId};
 use crate::{Error, Result};
 pub(crate) use buffer::{BufferGauges, BufferedNode, NodeBuffer, NodeStatus};
-pub(crate) use logged::{Logged, LoggedBuffer, LoggedPolicy};
+pub(crate) use logged::{Logged, LoggedBuffer, LoggedPolicy, Parts};
 use placement::{LogDevices, LogPlacement};
 pub(crate) use record::{
     EncodeRecord, Encoded, NodeRecord, Reader, Record, RecordFormat, OWN_FIRST,

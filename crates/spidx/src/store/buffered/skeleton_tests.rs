@@ -194,9 +194,7 @@ fn contents<S: NodeStore<2>>(s: &mut S, ids: &[PageId]) -> Vec<Vec<Entry<2>>> {
 
 fn reopen_same<P: BufferPolicy>(make: impl Fn() -> P, kind: &str) {
     let (nodes, log) = (mem(1 << 20), mem(8 << 20));
-    let log_cfg = LogConfig::new(LogSync::EachOp);
-    let s = BufferedStore::create(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None)
-        .unwrap();
+    let s = open_on(make(), layout(), (&nodes, &log), false);
     let (mut s, ids, want) = workload(s);
     assert_eq!(contents(&mut s, &ids), want, "{kind}");
     let r = s.report();
@@ -223,8 +221,7 @@ fn reopen_same<P: BufferPolicy>(make: impl Fn() -> P, kind: &str) {
     assert_eq!(r.gauges.pages_in_use, 40 + log_pages + unit_pages, "{kind}");
     // A crash now: the log rebuilds the buffer; the nodes read the same.
     drop(s);
-    let mut s =
-        BufferedStore::open(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None).unwrap();
+    let mut s = open_on(make(), layout(), (&nodes, &log), true);
     assert_eq!(contents(&mut s, &ids), want, "{kind} reopened");
     let rec = s.report().recovery.unwrap();
     assert!(
@@ -236,8 +233,7 @@ fn reopen_same<P: BufferPolicy>(make: impl Fn() -> P, kind: &str) {
     assert_eq!(s.report().buffered.unwrap().gauges.bytes, 0);
     NodeStore::<2>::flush(&mut s).unwrap();
     drop(s);
-    let mut s =
-        BufferedStore::open(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None).unwrap();
+    let mut s = open_on(make(), layout(), (&nodes, &log), true);
     assert_eq!(contents(&mut s, &ids), want, "{kind} after write-back");
     assert_eq!(s.report().recovery.unwrap().buffered_nodes, 0, "{kind}");
 }
@@ -254,28 +250,15 @@ fn both_policies_rebuild_their_buffers_from_the_shared_log() {
 /// were postcard records: its format-1 logs are refused with a clear error, untouched.
 #[test]
 fn old_log_formats_are_read_or_refused_by_policy() {
-    let log_cfg = LogConfig::new(LogSync::EachOp);
     let (nodes, log) = (mem(1 << 20), mem(8 << 20));
-    let s = BufferedStore::create(devs(&nodes, &log), &none(), layout(), log_cfg, fast(), None)
-        .unwrap();
-    let (s, ids, want) = workload(s);
+    let (s, ids, want) = workload(open_on(fast(), layout(), (&nodes, &log), false));
     drop(s);
     crate::store::log::set_header_format(&mut log.clone(), 1);
-    let mut s =
-        BufferedStore::open(devs(&nodes, &log), &none(), layout(), log_cfg, fast(), None).unwrap();
+    let mut s = open_on(fast(), layout(), (&nodes, &log), true);
     assert_eq!(contents(&mut s, &ids), want);
 
     let (nodes, log) = (mem(1 << 20), mem(8 << 20));
-    let s = BufferedStore::create(
-        devs(&nodes, &log),
-        &none(),
-        layout(),
-        log_cfg,
-        efind(),
-        None,
-    )
-    .unwrap();
-    let (s, _, _) = workload(s);
+    let (s, _, _) = workload(open_on(efind(), layout(), (&nodes, &log), false));
     drop(s);
     crate::store::log::set_header_format(&mut log.clone(), 1);
     let image = |d: &SharedDevice| {
@@ -284,6 +267,7 @@ fn old_log_formats_are_read_or_refused_by_policy() {
         all
     };
     let before = image(&log);
+    let log_cfg = LogConfig::new(LogSync::EachOp);
     let err = BufferedStore::open(
         devs(&nodes, &log),
         &none(),
@@ -307,9 +291,7 @@ fn old_log_formats_are_read_or_refused_by_policy() {
 /// and the store goes on working (and reopens to the same nodes).
 fn failed_modification_leaves_nothing<P: BufferPolicy>(make: impl Fn() -> P, kind: &str) {
     let (nodes, log) = (mem(1 << 20), mem(8 << 20));
-    let log_cfg = LogConfig::new(LogSync::EachOp);
-    let mut s = BufferedStore::create(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None)
-        .unwrap();
+    let mut s = open_on(make(), layout(), (&nodes, &log), false);
     let fits = layout().fits();
     let full: Vec<Entry<2>> = (0..fits as u64).map(entry).collect();
     let a = NodeStore::<2>::create(&mut s, 0, &[entry(1), entry(2)]).unwrap();
@@ -346,8 +328,7 @@ fn failed_modification_leaves_nothing<P: BufferPolicy>(make: impl Fn() -> P, kin
     want[0].push(entry(70));
     assert_eq!(contents(&mut s, &[0, 1]), want, "{kind}");
     drop(s);
-    let mut s =
-        BufferedStore::open(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None).unwrap();
+    let mut s = open_on(make(), layout(), (&nodes, &log), true);
     assert_eq!(contents(&mut s, &[0, 1]), want, "{kind} reopened");
 }
 
@@ -411,9 +392,7 @@ fn read_checked<P: BufferPolicy>(
 /// again, assembled from scratch: the same bytes.
 fn cached_reads_equal_assembly<P: BufferPolicy>(make: impl Fn() -> P, ops: &[CacheOp]) {
     let (nodes, log) = (mem(1 << 20), mem(8 << 20));
-    let log_cfg = LogConfig::new(LogSync::EachOp);
-    let mut s = BufferedStore::create(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None)
-        .unwrap();
+    let mut s = open_on(make(), layout(), (&nodes, &log), false);
     let fits = layout().fits();
     let mut live: Vec<(PageId, u32, Vec<Entry<2>>)> = Vec::new();
     let mut serial = 0u64;
@@ -486,15 +465,7 @@ fn cached_reads_equal_assembly<P: BufferPolicy>(make: impl Fn() -> P, ops: &[Cac
             }
             CacheOp::Reopen => {
                 drop(s);
-                s = BufferedStore::open(
-                    devs(&nodes, &log),
-                    &none(),
-                    layout(),
-                    log_cfg,
-                    make(),
-                    None,
-                )
-                .unwrap();
+                s = open_on(make(), layout(), (&nodes, &log), true);
                 continue;
             }
             CacheOp::Compare => {

@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use super::standings::UnitInfo;
 use super::{replayed_page, Buffer, FastPolicy};
 use crate::node::PageId;
-use crate::store::buffered::{Core, LoggedPolicy, NodeStatus, UnitDurability};
+use crate::store::buffered::{Core, LoggedPolicy, NodeStatus, Parts, UnitDurability};
 use crate::{Error, Result};
 
 /// How the flushing unit to write is chosen. See the module documentation.
@@ -184,7 +184,7 @@ impl FastPolicy {
         self.stats.unit_pages_not_buffered += in_use.saturating_sub(written);
         // Images make flushes log much more than the buffer frees: compact between units.
         if core.log.needs_compaction() {
-            self.compact_log(lb, core)?;
+            self.compact_log(Parts { core, lb })?;
         }
         Ok(())
     }
@@ -207,12 +207,10 @@ fn best(units: &BTreeMap<u64, UnitInfo>, score: impl Fn(&UnitInfo) -> f64) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::CacheConfig;
-    use crate::device::memory::{MemoryConfig, MemoryDevice};
     use crate::geom::Rect;
-    use crate::node::{Entry, LayoutKind, NodeLayout};
+    use crate::node::Entry;
+    use crate::store::buffered::tests::{layout, mem, open_on};
     use crate::store::fast::{FastOptions, FastStore};
-    use crate::store::log::LogConfig;
     use crate::store::{NodeChange, NodeStore};
 
     fn store(policy: FlushPolicy) -> FastStore {
@@ -220,33 +218,12 @@ mod tests {
     }
 
     fn store_with(policy: FlushPolicy, flushing_unit: u32) -> FastStore {
-        let mem = |cap| -> Box<dyn crate::device::Device> {
-            Box::new(MemoryDevice::open(&MemoryConfig { capacity: cap }, 1024, None).unwrap())
-        };
-        let layout = NodeLayout::new(LayoutKind::Checked, 1024, 2).unwrap();
         let params = FastOptions {
             log_size: Some(16 << 20),
             ..FastOptions::new(1 << 20, flushing_unit, policy)
         };
-        let devs = crate::store::buffered::placement::LogDevices {
-            nodes: mem(1 << 20),
-            log: mem(16 << 20),
-            placement: crate::store::buffered::placement::LogPlacement::Separate {
-                name: "memory".into(),
-                config: Box::new(crate::device::DeviceConfig::Memory(MemoryConfig {
-                    capacity: 16 << 20,
-                })),
-            },
-        };
-        FastStore::create(
-            devs,
-            &"none".parse::<CacheConfig>().unwrap(),
-            layout,
-            LogConfig::new(params.log_sync),
-            super::FastPolicy::new(params),
-            None,
-        )
-        .unwrap()
+        let devices = (&mem(1 << 20), &mem(16 << 20));
+        open_on(super::FastPolicy::new(params), layout(), devices, false)
     }
 
     fn entry(i: u64) -> Entry<2> {
@@ -400,7 +377,8 @@ mod tests {
         assert_eq!(picks(0), picks(1));
         let mut s = scenario(FlushPolicy::FlushAll);
         let (p, core) = s.parts_mut();
-        p.policy.flush_all(&mut p.lb, core).unwrap();
+        let lb = &mut p.lb;
+        p.policy.flush_all(Parts { core, lb }).unwrap();
         assert!(p.lb.buf.is_empty());
         let r = &core.counts;
         assert_eq!((r.flushes, r.flushed_nodes), (3, 6));

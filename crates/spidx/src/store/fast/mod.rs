@@ -47,7 +47,7 @@ use super::buffered::placement::LogPlacement;
 use super::buffered::sizing;
 use super::buffered::{
     policy_report, BufferPolicy, BufferSettings, BufferedStore, Core, Logged, LoggedBuffer,
-    LoggedPolicy, PolicyReport,
+    LoggedPolicy, Parts, PolicyReport,
 };
 use super::log::LogSync;
 use crate::node::PageId;
@@ -252,13 +252,8 @@ impl LoggedPolicy for FastPolicy {
     /// The current content of node `id`: its page with the buffered changes replayed.
     /// A buffered node's page comes from the cache of replayed nodes when it holds it
     /// (after the read of the node's page that replaying its changes issues).
-    fn node_page(
-        &mut self,
-        lb: &mut Buffer,
-        core: &mut Core,
-        id: PageId,
-        level: u32,
-    ) -> Result<Arc<[u8]>> {
+    fn node_page(&mut self, cx: Parts<'_, UnitWatch>, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+        let Parts { core, lb } = cx;
         let (page, assembled) = replayed_page(lb, core, id, level)?;
         if assembled {
             lb.nodes.of(core.layout).put(id, Arc::clone(&page));
@@ -266,12 +261,12 @@ impl LoggedPolicy for FastPolicy {
         Ok(page)
     }
 
-    fn flush_all(&mut self, lb: &mut Buffer, core: &mut Core) -> Result<()> {
-        self.flush_every_unit(lb, core)
+    fn flush_all(&mut self, cx: Parts<'_, UnitWatch>) -> Result<()> {
+        self.flush_every_unit(cx.lb, cx.core)
     }
 
-    fn flush_for_space(&mut self, lb: &mut Buffer, core: &mut Core) -> Result<()> {
-        self.flush_chosen_units(lb, core)
+    fn flush_for_space(&mut self, cx: Parts<'_, UnitWatch>) -> Result<()> {
+        self.flush_chosen_units(cx.lb, cx.core)
     }
 
     fn buffer_settings(&self) -> BufferSettings {

@@ -46,7 +46,7 @@ use super::buffered::placement::LogPlacement;
 use super::buffered::snapshot::{self, EncodedRecords, EncodedTable};
 use super::buffered::{
     policy_report, sizing, BufferPolicy, BufferedStore, Core, Logged, LoggedBuffer, LoggedPolicy,
-    NodeStatus, PolicyReport, Reader, Record, RecordFormat, UnitDurability, OWN_FIRST,
+    NodeStatus, Parts, PolicyReport, Reader, Record, RecordFormat, UnitDurability, OWN_FIRST,
 };
 use super::log::LogSync;
 use crate::cache::KeyMap;
@@ -589,14 +589,9 @@ impl LoggedPolicy for LcrPolicy {
 
     /// The node's assembled page from the cache of assembled nodes after the page reads
     /// its assembly issues, or assembled (and cached).
-    fn node_page(
-        &mut self,
-        lb: &mut LoggedBuffer,
-        core: &mut Core,
-        id: PageId,
-        level: u32,
-    ) -> Result<Arc<[u8]>> {
-        self.current(lb, core, id, level, false).map(|c| c.now)
+    fn node_page(&mut self, cx: Parts<'_>, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+        self.current(cx.lb, cx.core, id, level, false)
+            .map(|c| c.now)
     }
 
     /// The node's log page is freed first: recovery frees pages in the order freed here.
@@ -604,13 +599,14 @@ impl LoggedPolicy for LcrPolicy {
         self.drop_log_page(core, id)
     }
 
-    fn flush_all(&mut self, lb: &mut LoggedBuffer, core: &mut Core) -> Result<()> {
-        self.flush_batches(lb, core)
+    fn flush_all(&mut self, cx: Parts<'_>) -> Result<()> {
+        self.flush_batches(cx.lb, cx.core)
     }
 
     /// Rewrites the log as a snapshot: allocation and metadata, the mapping table, the
     /// buffered nodes (as [`Core::compact_log`] would from those records).
-    fn compact_log(&mut self, lb: &mut LoggedBuffer, core: &mut Core) -> Result<()> {
+    fn compact_log(&mut self, cx: Parts<'_>) -> Result<()> {
+        let Parts { core, lb } = cx;
         self.snap.set(lb.buf.snapshot(), core.format)?;
         self.check_snapshot(lb, core, Some(0));
         snapshot::compact(

@@ -57,7 +57,7 @@ use super::buffered::snapshot::{self, EncodedRecords, EncodedTable};
 use super::buffered::write_buffer::WriteBuffer;
 use super::buffered::{
     policy_report, sizing, BufferPolicy, BufferedStore, Core, Encoded, Logged, LoggedBuffer,
-    LoggedPolicy, NodeStatus, PolicyReport, Reader, Record, RecordFormat, UnitDurability,
+    LoggedPolicy, NodeStatus, Parts, PolicyReport, Reader, Record, RecordFormat, UnitDurability,
     OWN_FIRST,
 };
 use super::log::LogSync;
@@ -535,7 +535,7 @@ impl RftlPolicy {
         }
         if core.log.needs_compaction() {
             // Room for the flush's records in the log.
-            self.compact_log(lb, core)?;
+            self.compact_log(Parts { core, lb })?;
         }
         // Pages freed by earlier operations are reused below: their freeing must be durable
         // before they are overwritten.
@@ -640,14 +640,8 @@ impl LoggedPolicy for RftlPolicy {
         Some((unit_page::min_page_size(entry_size), "unit page"))
     }
 
-    fn node_page(
-        &mut self,
-        lb: &mut LoggedBuffer,
-        core: &mut Core,
-        id: PageId,
-        level: u32,
-    ) -> Result<Arc<[u8]>> {
-        self.cached_current(lb, core, id, level)
+    fn node_page(&mut self, cx: Parts<'_>, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+        self.cached_current(cx.lb, cx.core, id, level)
     }
 
     /// The node's units die at once (recovery frees pages in the order freed here).
@@ -658,14 +652,15 @@ impl LoggedPolicy for RftlPolicy {
         Ok(())
     }
 
-    fn flush_all(&mut self, lb: &mut LoggedBuffer, core: &mut Core) -> Result<()> {
-        self.flush_to_unit_pages(lb, core)
+    fn flush_all(&mut self, cx: Parts<'_>) -> Result<()> {
+        self.flush_to_unit_pages(cx.lb, cx.core)
     }
 
     /// Rewrites the log as a snapshot: allocation and metadata, the translation table, the
     /// buffered nodes (as [`Core::compact_log`] would from those records; the table's
     /// records are kept encoded, see [`snapshot`]).
-    fn compact_log(&mut self, lb: &mut LoggedBuffer, core: &mut Core) -> Result<()> {
+    fn compact_log(&mut self, cx: Parts<'_>) -> Result<()> {
+        let Parts { core, lb } = cx;
         self.snap.set(lb.buf.snapshot(), core.format)?;
         if cfg!(debug_assertions) {
             // The hashed table and live units are the ones derived from the table.
