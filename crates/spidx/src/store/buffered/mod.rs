@@ -469,7 +469,7 @@ pub(crate) enum UnitDurability {
 /// The trait is object safe: the skeleton holds its policy as a `Box<dyn BufferPolicy>` in
 /// [`AnyStore`](crate::store::AnyStore), so a new policy needs no new store type. Policies
 /// whose buffer is the logged write buffer implement [`LoggedPolicy`] instead and get these
-/// hooks from it.
+/// hooks from [`Logged`], which holds the buffer beside them.
 pub trait BufferPolicy: Send {
     /// The store's kind as reported (`fast`, `efind`, ...): `store.kind`, and the key of
     /// the policy's own report (`store.<kind>.*`).
