@@ -1,11 +1,15 @@
 //! The policies over the logged write buffer ([`WriteBuffer`]: FAST, the LCR-tree, RFTL).
-//! A [`LoggedPolicy`] holds a [`LoggedBuffer`] and gets every [`BufferPolicy`] hook from it,
-//! written once here: changes logged then buffered (the node cache kept exact), new metadata
-//! logged, a flush when an operation leaves the buffer over its capacity
-//! ([`LoggedPolicy::flush_for_space`]), compaction when the log is half full, write-backs
-//! and checkpoints that flush everything, the recovery loop (records not the buffer's go to
-//! [`LoggedPolicy::replay_own`]) and the buffer's gauges. A policy writes only what its
-//! paper defines: how a node is read, what a flush writes, its own records and report.
+//! The skeleton holds a [`LoggedPolicy`] as [`Logged`]: the policy beside its
+//! [`LoggedBuffer`] (the buffer, its capacity, its clock and its node cache), and implements
+//! every [`BufferPolicy`] hook for it once, here: changes logged then buffered (the node
+//! cache kept exact), new metadata logged, a flush when an operation leaves the buffer over
+//! its capacity ([`LoggedPolicy::flush_for_space`]), compaction when the log is half full,
+//! write-backs and checkpoints that flush everything, the recovery loop (records not the
+//! buffer's go to [`LoggedPolicy::replay_own`]), the check of the page size against the
+//! policy's own pages ([`LoggedPolicy::min_page_size`]) and the buffer's gauges. The buffer
+//! is handed to the hooks that read or write it; a policy holds only its own state and
+//! writes only what its paper defines: how a node is read, what a flush writes, its own
+//! records and report.
 
 use std::sync::Arc;
 
@@ -19,11 +23,13 @@ use crate::node::PageId;
 use crate::store::TreeMeta;
 use crate::{Error, Result};
 
-/// What every policy over the logged write buffer holds. See the module documentation.
-#[derive(Default)]
+/// What every policy over the logged write buffer works on, held for it by the skeleton
+/// ([`Logged`]) and handed to the hooks that read or flush the buffer.
 pub struct LoggedBuffer<W = ()> {
     /// The buffered nodes.
     pub buf: WriteBuffer<W>,
+    /// Capacity in bytes: an operation that leaves more buffered ends with a flush.
+    pub capacity: u64,
     /// Operations ended so far (the buffer's clock: FAST*'s recency).
     pub op: u64,
     /// Assembled nodes (CPU only: every read still issues its page reads; see
@@ -31,14 +37,34 @@ pub struct LoggedBuffer<W = ()> {
     pub nodes: LazyNodeCache,
 }
 
-impl<W: BufferWatch> LoggedBuffer<W> {
-    /// An empty buffer watched by `watch`.
-    pub(crate) fn with_watch(watch: W) -> Self {
-        LoggedBuffer {
+/// What the hooks that read or write the buffer work on: the skeleton's [`Core`] and the
+/// policy's [`LoggedBuffer`], both held by the skeleton.
+pub struct Parts<'a, W = ()> {
+    /// The shared state (cache, log, header, counters).
+    pub core: &'a mut Core,
+    /// The buffer.
+    pub lb: &'a mut LoggedBuffer<W>,
+}
+
+/// A policy over the logged write buffer with its buffer: the [`BufferPolicy`] the skeleton
+/// holds for every [`LoggedPolicy`] (see the module documentation).
+pub struct Logged<P: LoggedPolicy> {
+    /// The buffer, its capacity, clock and node cache.
+    pub(crate) lb: LoggedBuffer<P::Watch>,
+    /// The policy's own state.
+    pub(crate) policy: P,
+}
+
+impl<P: LoggedPolicy> Logged<P> {
+    /// `policy` over an empty buffer of `capacity` bytes watched by `watch`.
+    pub fn new(capacity: u64, watch: P::Watch, policy: P) -> Self {
+        let lb = LoggedBuffer {
             buf: WriteBuffer::with_watch(watch),
+            capacity,
             op: 0,
             nodes: LazyNodeCache::default(),
-        }
+        };
+        Logged { lb, policy }
     }
 }
 
@@ -51,7 +77,8 @@ pub(crate) fn foreign_record(name: &str, record: &Record) -> Error {
 }
 
 /// A policy over the logged write buffer. See the module documentation; the skeleton
-/// drives it as a [`BufferPolicy`] (implemented for every `LoggedPolicy`).
+/// drives it as [`Logged`], a [`BufferPolicy`]. The hooks that read or flush the buffer
+/// receive it with the core ([`Parts`]).
 pub trait LoggedPolicy: Send {
     /// The store's kind as reported (`fast`, `lcr`, `rftl`).
     const KIND: &'static str;
@@ -64,25 +91,22 @@ pub trait LoggedPolicy: Send {
     const OLDEST_LOG_FORMAT: u32;
 
     /// What watches the buffer (`()`: nothing).
-    type Watch: BufferWatch;
+    type Watch: BufferWatch + Send;
 
-    /// The buffer.
-    fn logged(&self) -> &LoggedBuffer<Self::Watch>;
-
-    /// The buffer, mutably.
-    fn logged_mut(&mut self) -> &mut LoggedBuffer<Self::Watch>;
-
-    /// Capacity of the write buffer in bytes.
-    fn write_buffer(&self) -> u64;
-
-    /// Checks what the policy needs of the store (its page layout), when a store is created
-    /// and before a recovery.
-    fn check(&self, _core: &Core) -> Result<()> {
-        Ok(())
+    /// The smallest node page the policy's own pages work with for entries of
+    /// `entry_size` bytes, and what those pages are (`"log page"`); checked when a store
+    /// is created and before a recovery. `None` (the default): any node page does.
+    fn min_page_size(&self, _entry_size: usize) -> Option<(usize, &'static str)> {
+        None
     }
 
     /// The node's current content: its pages with the buffered changes applied.
-    fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>>;
+    fn node_page(
+        &mut self,
+        cx: Parts<'_, Self::Watch>,
+        id: PageId,
+        level: u32,
+    ) -> Result<Arc<[u8]>>;
 
     /// The policy's own bookkeeping of node `id`'s deletion, before the node leaves the
     /// buffer (logged before its `Free` record: recovery frees pages in the order freed).
@@ -91,22 +115,22 @@ pub trait LoggedPolicy: Send {
     }
 
     /// Writes the whole buffer (write-backs, checkpoints, a full buffer by default).
-    fn flush_all(&mut self, core: &mut Core) -> Result<()>;
+    fn flush_all(&mut self, cx: Parts<'_, Self::Watch>) -> Result<()>;
 
     /// Makes room at the end of an operation that left the buffer over its capacity (by
     /// default: [`flush_all`](Self::flush_all)).
-    fn flush_for_space(&mut self, core: &mut Core) -> Result<()> {
-        self.flush_all(core)
+    fn flush_for_space(&mut self, cx: Parts<'_, Self::Watch>) -> Result<()> {
+        self.flush_all(cx)
     }
 
     /// Rewrites the log as a snapshot: allocation and metadata, then the records that
     /// rebuild the buffer (a policy with records of its own adds them).
-    fn compact_log(&mut self, core: &mut Core) -> Result<()> {
-        core.compact_log(None, self.logged().buf.snapshot())
+    fn compact_log(&mut self, cx: Parts<'_, Self::Watch>) -> Result<()> {
+        cx.core.compact_log(None, cx.lb.buf.snapshot())
     }
 
-    /// Starts a recovery from the header the last checkpoint saved (after
-    /// [`check`](Self::check)).
+    /// Starts a recovery from the header the last checkpoint saved (after the page size
+    /// is checked).
     fn begin_recovery(&mut self, _core: &mut Core) -> Result<()> {
         Ok(())
     }
@@ -125,10 +149,10 @@ pub trait LoggedPolicy: Send {
         Ok(())
     }
 
-    /// The options behind the statistics (by default a flush-all buffer's).
+    /// The options behind the statistics (the skeleton fills in the write buffer's
+    /// capacity; by default a flush-all buffer's).
     fn buffer_settings(&self) -> BufferSettings {
         BufferSettings {
-            write_buffer: self.write_buffer(),
             flush_policy: "flush-all".into(),
             ..Default::default()
         }
@@ -143,7 +167,24 @@ pub trait LoggedPolicy: Send {
     }
 }
 
-impl<P: LoggedPolicy> BufferPolicy for P {
+impl<P: LoggedPolicy> Logged<P> {
+    /// Refuses a node page too small for the policy's own pages
+    /// ([`LoggedPolicy::min_page_size`]).
+    fn check_page_size(&self, core: &Core) -> Result<()> {
+        let (ps, es) = (core.layout.page_size(), core.layout.entry_size());
+        match self.policy.min_page_size(es) {
+            Some((min, what)) if ps < min => Err(Error::invalid(
+                format!("{} page size", P::NAME),
+                format!(
+                    "a {ps}-byte {what} has no room for a {es}-byte entry ({min} bytes at least)"
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl<P: LoggedPolicy> BufferPolicy for Logged<P> {
     fn kind(&self) -> &'static str {
         P::KIND
     }
@@ -158,7 +199,7 @@ impl<P: LoggedPolicy> BufferPolicy for P {
     }
 
     fn created(&mut self, core: &mut Core) -> Result<()> {
-        self.check(core)
+        self.check_page_size(core)
     }
 
     /// Rebuilds the buffer (and through the policy its own state) from recovered records.
@@ -168,31 +209,32 @@ impl<P: LoggedPolicy> BufferPolicy for P {
         operations: &[Vec<Record>],
         rep: &mut RecoveryReport,
     ) -> Result<()> {
-        self.check(core)?;
-        self.begin_recovery(core)?;
+        self.check_page_size(core)?;
+        let (l, p) = (&mut self.lb, &mut self.policy);
+        p.begin_recovery(core)?;
         for op in operations {
-            self.logged_mut().op += 1;
+            l.op += 1;
             for r in op {
                 rep.records_replayed += 1;
                 if matches!(r, Record::Snapshot { .. }) {
-                    self.snapshot_replayed(core);
+                    p.snapshot_replayed(core);
                 }
-                let l = self.logged_mut();
                 if let Some(own) = l.buf.replay(&mut core.header, r.clone(), l.op, rep) {
-                    self.replay_own(core, own)?;
+                    p.replay_own(core, own)?;
                 }
             }
         }
-        rep.buffered_nodes = self.logged().buf.len() as u64;
-        self.recovered(core)
+        rep.buffered_nodes = l.buf.len() as u64;
+        p.recovered(core)
     }
 
     fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        LoggedPolicy::node_page(self, core, id, level)
+        let lb = &mut self.lb;
+        self.policy.node_page(Parts { core, lb }, id, level)
     }
 
     fn create(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
-        let l = self.logged_mut();
+        let l = &mut self.lb;
         l.nodes.forget(id);
         l.buf.logged_create(core, id, level, entries, l.op)
     }
@@ -204,7 +246,7 @@ impl<P: LoggedPolicy> BufferPolicy for P {
         level: u32,
         changes: Vec<RawChange>,
     ) -> Result<()> {
-        let l = self.logged_mut();
+        let l = &mut self.lb;
         l.nodes.modify(id, level, &changes);
         let done = l.buf.logged_modify(core, id, level, changes, l.op);
         if done.is_err() {
@@ -214,15 +256,15 @@ impl<P: LoggedPolicy> BufferPolicy for P {
     }
 
     fn rewrite(&mut self, core: &mut Core, id: PageId, level: u32, entries: Vec<u8>) -> Result<()> {
-        let l = self.logged_mut();
+        let l = &mut self.lb;
         l.nodes.forget(id);
         l.buf.logged_rewrite(core, id, level, entries, l.op)
     }
 
     fn delete(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<()> {
-        self.logged_mut().nodes.forget(id);
-        self.before_delete(core, id)?;
-        let l = self.logged_mut();
+        let l = &mut self.lb;
+        l.nodes.forget(id);
+        self.policy.before_delete(core, id)?;
         l.buf.logged_delete(core, id, level, l.op)
     }
 
@@ -231,42 +273,48 @@ impl<P: LoggedPolicy> BufferPolicy for P {
     }
 
     fn end_operation(&mut self, core: &mut Core) -> Result<()> {
-        self.logged_mut().op += 1;
-        if self.logged().buf.bytes() as u64 > self.write_buffer() {
-            self.flush_for_space(core)?;
+        let lb = &mut self.lb;
+        lb.op += 1;
+        if lb.buf.bytes() as u64 > lb.capacity {
+            self.policy.flush_for_space(Parts { core, lb })?;
         }
         if core.log.needs_compaction() {
-            self.compact_log(core)?;
+            self.policy.compact_log(Parts { core, lb })?;
         }
         Ok(())
     }
 
     fn write_back(&mut self, core: &mut Core) -> Result<()> {
-        self.flush_all(core)
+        let lb = &mut self.lb;
+        self.policy.flush_all(Parts { core, lb })
     }
 
     fn checkpoint(&mut self, core: &mut Core) -> Result<()> {
-        self.flush_all(core)?;
-        self.compact_log(core)
+        let lb = &mut self.lb;
+        self.policy.flush_all(Parts { core, lb })?;
+        self.policy.compact_log(Parts { core, lb })
     }
 
     fn drop_caches(&mut self, _core: &mut Core) {
-        self.logged_mut().nodes.clear();
+        self.lb.nodes.clear();
     }
 
     fn buffer_gauges(&self) -> BufferGauges {
-        self.logged().buf.gauges()
+        self.lb.buf.gauges()
     }
 
     fn settings(&self) -> BufferSettings {
-        self.buffer_settings()
+        BufferSettings {
+            write_buffer: self.lb.capacity,
+            ..self.policy.buffer_settings()
+        }
     }
 
     fn report(&self, core: &Core) -> PolicyReport {
-        self.own_report(core)
+        self.policy.own_report(core)
     }
 
     fn saved_state(&self) -> Option<serde_json::Value> {
-        LoggedPolicy::saved_state(self)
+        self.policy.saved_state()
     }
 }

@@ -64,7 +64,7 @@ use crate::device::Device;
 use crate::node::{Entry, NodeLayout, PageId};
 use crate::{Error, Result};
 pub(crate) use buffer::{BufferGauges, BufferedNode, NodeBuffer, NodeStatus};
-pub(crate) use logged::{LoggedBuffer, LoggedPolicy};
+pub(crate) use logged::{Logged, LoggedBuffer, LoggedPolicy, Parts};
 use placement::{LogDevices, LogPlacement};
 pub(crate) use record::{
     EncodeRecord, Encoded, NodeRecord, Reader, Record, RecordFormat, OWN_FIRST,
@@ -469,7 +469,7 @@ pub(crate) enum UnitDurability {
 /// The trait is object safe: the skeleton holds its policy as a `Box<dyn BufferPolicy>` in
 /// [`AnyStore`](crate::store::AnyStore), so a new policy needs no new store type. Policies
 /// whose buffer is the logged write buffer implement [`LoggedPolicy`] instead and get these
-/// hooks from it.
+/// hooks from [`Logged`], which holds the buffer beside them.
 pub trait BufferPolicy: Send {
     /// The store's kind as reported (`fast`, `efind`, ...): `store.kind`, and the key of
     /// the policy's own report (`store.<kind>.*`).

@@ -1,5 +1,6 @@
-//! The log and write-buffer sizes every logging policy checks the same way: the default
-//! log size, the smallest log that always has room, and the errors that name the option.
+//! The log and write-buffer sizes every logged store's options (FAST, the LCR-tree, RFTL)
+//! check the same way: the default log size, the smallest log that always has room, and
+//! the errors that name the option.
 
 use crate::{Error, Result};
 
@@ -19,37 +20,15 @@ pub(crate) fn min_log_size(write_buffer: u64, flushing_unit: u32, page_size: usi
     2 * (4 * write_buffer + 2 * u64::from(flushing_unit) * ps + 16 * ps) + 2 * ps
 }
 
-/// Refuses a log of `log_size` bytes smaller than `min`, naming the option `key` and what
-/// the minimum depends on (`of`).
-pub(crate) fn check_log_size(key: &str, log_size: u64, min: u64, of: &str) -> Result<()> {
-    if log_size < min {
-        return Err(Error::invalid(
-            key,
-            format!(
-                "{log_size} bytes is too small for {of}; give at least {min} bytes ({})",
-                crate::units::format_size(min)
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// The log size of a flush-all policy (the LCR-tree, RFTL): `given`, or else 16 times the
 /// write buffer, at least 4MB (a compacted log also holds the policy's mapping table).
 pub(crate) fn flush_all_log_size(write_buffer: u64, given: Option<u64>) -> u64 {
     given.unwrap_or_else(|| default_log_size(write_buffer, 4 << 20))
 }
 
-/// Checks a flush-all policy's sizes: a write buffer of at least `least` bytes (at least 1)
-/// and a log of `log_size` bytes with room for it; errors name policy `name`'s keys
-/// (`"LCR-tree write_buffer"`).
-pub(crate) fn check_flush_all(
-    name: &str,
-    write_buffer: u64,
-    least: u64,
-    log_size: u64,
-    page_size: usize,
-) -> Result<()> {
+/// Refuses a write buffer of less than `least` bytes (at least 1), naming store `name`'s
+/// key (`"LCR-tree write_buffer"`).
+pub(crate) fn check_write_buffer(name: &str, write_buffer: u64, least: u64) -> Result<()> {
     if write_buffer < least.max(1) {
         return Err(Error::invalid(
             format!("{name} write_buffer"),
@@ -62,7 +41,31 @@ pub(crate) fn check_flush_all(
             },
         ));
     }
-    let min = min_log_size(write_buffer, 1, page_size);
-    let key = format!("{name} log_size");
-    check_log_size(&key, log_size, min, "this write buffer")
+    Ok(())
+}
+
+/// Refuses a log of `log_size` bytes without room for a write buffer of `write_buffer`
+/// bytes flushed in units of `flushing_unit` pages (1 for the flush-all policies), naming
+/// store `name`'s key (`"FAST log_size"`).
+pub(crate) fn check_log(
+    name: &str,
+    (write_buffer, flushing_unit): (u64, u32),
+    log_size: u64,
+    page_size: usize,
+) -> Result<()> {
+    let min = min_log_size(write_buffer, flushing_unit, page_size);
+    if log_size < min {
+        let of = match flushing_unit {
+            1 => "this write buffer",
+            _ => "this write buffer and flushing unit",
+        };
+        return Err(Error::invalid(
+            format!("{name} log_size"),
+            format!(
+                "{log_size} bytes is too small for {of}; give at least {min} bytes ({})",
+                crate::units::format_size(min)
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -42,6 +42,38 @@ pub(crate) fn entry(i: u64) -> Entry<2> {
     }
 }
 
+/// A new store over `policy` with layout `l` on `nodes` and `log` (its log synced at every
+/// commit), or the one there reopened.
+pub(crate) fn open_on<P: BufferPolicy>(
+    policy: P,
+    l: NodeLayout,
+    (nodes, log): (&SharedDevice, &SharedDevice),
+    reopen: bool,
+) -> BufferedStore<P> {
+    let (c, cfg, devs) = (none(), LogConfig::new(LogSync::EachOp), devs(nodes, log));
+    match reopen {
+        false => BufferedStore::create(devs, &c, l, cfg, policy, None).unwrap(),
+        true => BufferedStore::open(devs, &c, l, cfg, policy, None).unwrap(),
+    }
+}
+
+/// Node `id`'s entries as the store reads them.
+pub(crate) fn entries<P: BufferPolicy>(s: &mut BufferedStore<P>, id: PageId) -> Vec<Entry<2>> {
+    let page = NodeStore::<2>::read(s, id, 0).unwrap();
+    s.core().layout.decode::<2>(page.bytes()).entries
+}
+
+/// Pages read from the node device so far.
+pub(crate) fn reads<P: BufferPolicy>(s: &BufferedStore<P>) -> u64 {
+    StoreControl::device(s).stats().host.pages_read
+}
+
+/// One operation: change `c` to node `id`.
+pub(crate) fn modify<P: BufferPolicy>(s: &mut BufferedStore<P>, id: PageId, c: NodeChange<2>) {
+    NodeStore::<2>::modify(s, id, 0, &[c]).unwrap();
+    NodeStore::<2>::end_operation(s).unwrap();
+}
+
 /// Builds 4 one-entry nodes on a store of `cfg` in a fresh directory, writes them back,
 /// adds an entry to each, checkpoints and reopens: returns the header the checkpoint saved
 /// and the reopened store, whose node 3 was checked to read back with both entries.
@@ -74,7 +106,7 @@ pub(crate) fn checkpoint_and_reopen(
     (saved, s)
 }
 
-fn fast() -> FastPolicy {
+fn fast() -> Logged<FastPolicy> {
     FastPolicy::new(FastOptions {
         log_size: Some(8 << 20),
         log_sync: LogSync::EachOp,
@@ -82,7 +114,7 @@ fn fast() -> FastPolicy {
     })
 }
 
-fn lcr() -> crate::store::lcr::LcrPolicy {
+fn lcr() -> Logged<crate::store::lcr::LcrPolicy> {
     crate::store::lcr::LcrPolicy::new(crate::store::lcr::LcrOptions {
         log_size: Some(8 << 20),
         log_sync: LogSync::EachOp,
@@ -90,7 +122,7 @@ fn lcr() -> crate::store::lcr::LcrPolicy {
     })
 }
 
-fn rftl() -> crate::store::rftl::RftlPolicy {
+fn rftl() -> Logged<crate::store::rftl::RftlPolicy> {
     crate::store::rftl::RftlPolicy::new(crate::store::rftl::RftlOptions {
         max_pages: 3,
         log_size: Some(8 << 20),
@@ -162,9 +194,7 @@ fn contents<S: NodeStore<2>>(s: &mut S, ids: &[PageId]) -> Vec<Vec<Entry<2>>> {
 
 fn reopen_same<P: BufferPolicy>(make: impl Fn() -> P, kind: &str) {
     let (nodes, log) = (mem(1 << 20), mem(8 << 20));
-    let log_cfg = LogConfig::new(LogSync::EachOp);
-    let s = BufferedStore::create(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None)
-        .unwrap();
+    let s = open_on(make(), layout(), (&nodes, &log), false);
     let (mut s, ids, want) = workload(s);
     assert_eq!(contents(&mut s, &ids), want, "{kind}");
     let r = s.report();
@@ -191,8 +221,7 @@ fn reopen_same<P: BufferPolicy>(make: impl Fn() -> P, kind: &str) {
     assert_eq!(r.gauges.pages_in_use, 40 + log_pages + unit_pages, "{kind}");
     // A crash now: the log rebuilds the buffer; the nodes read the same.
     drop(s);
-    let mut s =
-        BufferedStore::open(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None).unwrap();
+    let mut s = open_on(make(), layout(), (&nodes, &log), true);
     assert_eq!(contents(&mut s, &ids), want, "{kind} reopened");
     let rec = s.report().recovery.unwrap();
     assert!(
@@ -204,8 +233,7 @@ fn reopen_same<P: BufferPolicy>(make: impl Fn() -> P, kind: &str) {
     assert_eq!(s.report().buffered.unwrap().gauges.bytes, 0);
     NodeStore::<2>::flush(&mut s).unwrap();
     drop(s);
-    let mut s =
-        BufferedStore::open(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None).unwrap();
+    let mut s = open_on(make(), layout(), (&nodes, &log), true);
     assert_eq!(contents(&mut s, &ids), want, "{kind} after write-back");
     assert_eq!(s.report().recovery.unwrap().buffered_nodes, 0, "{kind}");
 }
@@ -222,28 +250,15 @@ fn both_policies_rebuild_their_buffers_from_the_shared_log() {
 /// were postcard records: its format-1 logs are refused with a clear error, untouched.
 #[test]
 fn old_log_formats_are_read_or_refused_by_policy() {
-    let log_cfg = LogConfig::new(LogSync::EachOp);
     let (nodes, log) = (mem(1 << 20), mem(8 << 20));
-    let s = BufferedStore::create(devs(&nodes, &log), &none(), layout(), log_cfg, fast(), None)
-        .unwrap();
-    let (s, ids, want) = workload(s);
+    let (s, ids, want) = workload(open_on(fast(), layout(), (&nodes, &log), false));
     drop(s);
     crate::store::log::set_header_format(&mut log.clone(), 1);
-    let mut s =
-        BufferedStore::open(devs(&nodes, &log), &none(), layout(), log_cfg, fast(), None).unwrap();
+    let mut s = open_on(fast(), layout(), (&nodes, &log), true);
     assert_eq!(contents(&mut s, &ids), want);
 
     let (nodes, log) = (mem(1 << 20), mem(8 << 20));
-    let s = BufferedStore::create(
-        devs(&nodes, &log),
-        &none(),
-        layout(),
-        log_cfg,
-        efind(),
-        None,
-    )
-    .unwrap();
-    let (s, _, _) = workload(s);
+    let (s, _, _) = workload(open_on(efind(), layout(), (&nodes, &log), false));
     drop(s);
     crate::store::log::set_header_format(&mut log.clone(), 1);
     let image = |d: &SharedDevice| {
@@ -252,6 +267,7 @@ fn old_log_formats_are_read_or_refused_by_policy() {
         all
     };
     let before = image(&log);
+    let log_cfg = LogConfig::new(LogSync::EachOp);
     let err = BufferedStore::open(
         devs(&nodes, &log),
         &none(),
@@ -275,9 +291,7 @@ fn old_log_formats_are_read_or_refused_by_policy() {
 /// and the store goes on working (and reopens to the same nodes).
 fn failed_modification_leaves_nothing<P: BufferPolicy>(make: impl Fn() -> P, kind: &str) {
     let (nodes, log) = (mem(1 << 20), mem(8 << 20));
-    let log_cfg = LogConfig::new(LogSync::EachOp);
-    let mut s = BufferedStore::create(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None)
-        .unwrap();
+    let mut s = open_on(make(), layout(), (&nodes, &log), false);
     let fits = layout().fits();
     let full: Vec<Entry<2>> = (0..fits as u64).map(entry).collect();
     let a = NodeStore::<2>::create(&mut s, 0, &[entry(1), entry(2)]).unwrap();
@@ -314,8 +328,7 @@ fn failed_modification_leaves_nothing<P: BufferPolicy>(make: impl Fn() -> P, kin
     want[0].push(entry(70));
     assert_eq!(contents(&mut s, &[0, 1]), want, "{kind}");
     drop(s);
-    let mut s =
-        BufferedStore::open(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None).unwrap();
+    let mut s = open_on(make(), layout(), (&nodes, &log), true);
     assert_eq!(contents(&mut s, &[0, 1]), want, "{kind} reopened");
 }
 
@@ -379,9 +392,7 @@ fn read_checked<P: BufferPolicy>(
 /// again, assembled from scratch: the same bytes.
 fn cached_reads_equal_assembly<P: BufferPolicy>(make: impl Fn() -> P, ops: &[CacheOp]) {
     let (nodes, log) = (mem(1 << 20), mem(8 << 20));
-    let log_cfg = LogConfig::new(LogSync::EachOp);
-    let mut s = BufferedStore::create(devs(&nodes, &log), &none(), layout(), log_cfg, make(), None)
-        .unwrap();
+    let mut s = open_on(make(), layout(), (&nodes, &log), false);
     let fits = layout().fits();
     let mut live: Vec<(PageId, u32, Vec<Entry<2>>)> = Vec::new();
     let mut serial = 0u64;
@@ -454,15 +465,7 @@ fn cached_reads_equal_assembly<P: BufferPolicy>(make: impl Fn() -> P, ops: &[Cac
             }
             CacheOp::Reopen => {
                 drop(s);
-                s = BufferedStore::open(
-                    devs(&nodes, &log),
-                    &none(),
-                    layout(),
-                    log_cfg,
-                    make(),
-                    None,
-                )
-                .unwrap();
+                s = open_on(make(), layout(), (&nodes, &log), true);
                 continue;
             }
             CacheOp::Compare => {

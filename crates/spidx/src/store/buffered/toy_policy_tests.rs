@@ -8,30 +8,18 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::page::{apply_raw, page_from_entries};
-use super::tests::{devs, layout, mem};
+use super::tests::{layout, mem, open_on};
 use super::*;
-use crate::cache::CacheConfig;
 use crate::geom::Rect;
 use crate::index::{IndexKind, MbrPredicate, SplitAlgorithm, Tree};
 use crate::node::{Capacity, Occupancy};
-use crate::store::log::LogSync;
 use crate::store::AnyStore;
 
-/// The toy policy: FAST's buffer without flushing units (the skeleton does the rest).
+/// The toy policy: FAST's buffer without flushing units (the skeleton holds the buffer
+/// and does the rest); its own state is a count of flushes.
+#[derive(Default)]
 struct Toy {
-    lb: LoggedBuffer,
-    write_buffer: u64,
     flushes: u64,
-}
-
-impl Toy {
-    fn new(write_buffer: u64) -> Self {
-        Toy {
-            lb: LoggedBuffer::default(),
-            write_buffer,
-            flushes: 0,
-        }
-    }
 }
 
 /// The toy policy's own report (`store.toy`).
@@ -46,23 +34,12 @@ impl LoggedPolicy for Toy {
     const OLDEST_LOG_FORMAT: u32 = 2;
     type Watch = ();
 
-    fn logged(&self) -> &LoggedBuffer {
-        &self.lb
-    }
-
-    fn logged_mut(&mut self) -> &mut LoggedBuffer {
-        &mut self.lb
-    }
-
-    fn write_buffer(&self) -> u64 {
-        self.write_buffer
-    }
-
     /// The node's page with its buffered changes applied (the cache of assembled nodes is
     /// not used: it is an optimisation a policy may leave out).
-    fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+    fn node_page(&mut self, cx: Parts<'_>, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+        let Parts { core, lb } = cx;
         let layout = core.layout;
-        let Some(n) = self.lb.buf.live(id)? else {
+        let Some(n) = lb.buf.live(id)? else {
             return core.cache.read_checked(id, level, |b| layout.verify(b, id));
         };
         let mut page = vec![0u8; layout.page_size()];
@@ -84,8 +61,9 @@ impl LoggedPolicy for Toy {
     }
 
     /// Writes every buffered node in place as one unit, images of modified nodes first.
-    fn flush_all(&mut self, core: &mut Core) -> Result<()> {
-        let members: Vec<(PageId, NodeStatus, u32, bool)> = (self.lb.buf.iter())
+    fn flush_all(&mut self, cx: Parts<'_>) -> Result<()> {
+        let Parts { core, lb } = cx;
+        let members: Vec<(PageId, NodeStatus, u32, bool)> = (lb.buf.iter())
             .map(|(id, n)| (id, n.status, n.level, n.image.is_some()))
             .collect();
         if members.is_empty() {
@@ -96,7 +74,7 @@ impl LoggedPolicy for Toy {
             if status == NodeStatus::Deleted {
                 continue;
             }
-            let page = LoggedPolicy::node_page(self, core, id, level)?;
+            let page = self.node_page(Parts { core, lb }, id, level)?;
             if status == NodeStatus::Modified && !image {
                 core.log_image(id, level, &page)?;
             }
@@ -106,7 +84,7 @@ impl LoggedPolicy for Toy {
         core.write_unit(&unit, UnitDurability::WrittenRecord { members: ids })?;
         core.recycle_unit(unit);
         for (id, ..) in members {
-            self.lb.buf.remove(id);
+            lb.buf.remove(id);
         }
         self.flushes += 1;
         Ok(())
@@ -147,14 +125,10 @@ fn check(t: &mut Tree<AnyStore, 2>, live: &BTreeMap<u64, Rect<2>>, what: &str) {
 fn a_toy_policy_registered_in_one_line_runs_trees_through_a_crash() {
     let (nodes, log) = (mem(1 << 20), mem(8 << 20));
     let open = |reopen: bool| -> AnyStore {
-        let (c, l) = (CacheConfig::none(), layout());
-        let cfg = LogConfig::new(LogSync::EachOp);
-        let toy = Toy::new(4 << 10);
-        // The registration: a buffered store over the policy, as `AnyStore` holds every one.
-        AnyStore::from(match reopen {
-            false => BufferedStore::create(devs(&nodes, &log), &c, l, cfg, toy, None).unwrap(),
-            true => BufferedStore::open(devs(&nodes, &log), &c, l, cfg, toy, None).unwrap(),
-        })
+        // The registration: a buffered store over the policy and a 4KB write buffer
+        // (`BufferedStore::create`, or `open` after a crash), as `AnyStore` holds every one.
+        let toy = Logged::new(4 << 10, (), Toy::default());
+        AnyStore::from(open_on(toy, layout(), (&nodes, &log), reopen))
     };
     let kind = IndexKind::RTree {
         split: SplitAlgorithm::Quadratic,

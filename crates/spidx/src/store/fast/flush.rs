@@ -36,9 +36,9 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::standings::UnitInfo;
-use super::FastPolicy;
+use super::{replayed_page, Buffer, FastPolicy};
 use crate::node::PageId;
-use crate::store::buffered::{Core, LoggedPolicy, NodeStatus, UnitDurability};
+use crate::store::buffered::{Core, LoggedPolicy, NodeStatus, Parts, UnitDurability};
 use crate::{Error, Result};
 
 /// How the flushing unit to write is chosen. See the module documentation.
@@ -93,10 +93,10 @@ impl FastPolicy {
     /// Every unit holding buffered nodes with its standing, from a scan of the buffer
     /// (`flush-all` and `random`, which take all units or any; the other policies read the
     /// buffer's kept standings).
-    fn units(&self) -> BTreeMap<u64, UnitInfo> {
+    fn units(&self, lb: &Buffer) -> BTreeMap<u64, UnitInfo> {
         let f = u64::from(self.params.flushing_unit);
         let mut units: BTreeMap<u64, UnitInfo> = BTreeMap::new();
-        for (id, n) in self.lb.buf.iter() {
+        for (id, n) in lb.buf.iter() {
             let u = units.entry(id / f).or_default();
             u.mods += n.mods;
             u.last = u.last.max(n.last_op);
@@ -105,12 +105,12 @@ impl FastPolicy {
     }
 
     /// Picks the unit to flush by the policy (`flush-all` is handled by the caller).
-    fn choose_unit(&mut self) -> Option<u64> {
-        let standings = self.lb.buf.watch().standings();
+    fn choose_unit(&mut self, lb: &Buffer) -> Option<u64> {
+        let standings = lb.buf.watch().standings();
         match self.params.flush_policy {
-            FlushPolicy::FlushAll => self.units().keys().next().copied(),
+            FlushPolicy::FlushAll => self.units(lb).keys().next().copied(),
             FlushPolicy::Random => {
-                let units = self.units();
+                let units = self.units(lb);
                 if units.is_empty() {
                     return None;
                 }
@@ -118,38 +118,37 @@ impl FastPolicy {
                 units.keys().nth(i).copied()
             }
             FlushPolicy::Fast => standings.most_modified(),
-            FlushPolicy::FastStar => standings.fast_star(self.lb.op),
+            FlushPolicy::FastStar => standings.fast_star(lb.op),
             FlushPolicy::FastStarFestival => standings.oldest_first(),
         }
     }
 
     /// Flushes units until the buffer fits its capacity again.
-    pub(super) fn flush_chosen_units(&mut self, core: &mut Core) -> Result<()> {
+    pub(super) fn flush_chosen_units(&mut self, lb: &mut Buffer, core: &mut Core) -> Result<()> {
         if self.params.flush_policy == FlushPolicy::FlushAll {
-            return self.flush_every_unit(core);
+            return self.flush_every_unit(lb, core);
         }
-        while self.lb.buf.bytes() as u64 > self.params.write_buffer {
-            let Some(u) = self.choose_unit() else { break };
-            self.flush_unit(core, u)?;
+        while lb.buf.bytes() as u64 > lb.capacity {
+            let Some(u) = self.choose_unit(lb) else { break };
+            self.flush_unit(lb, core, u)?;
         }
         Ok(())
     }
 
     /// Flushes every unit holding buffered nodes.
-    pub(super) fn flush_every_unit(&mut self, core: &mut Core) -> Result<()> {
-        let units: Vec<u64> = self.units().keys().copied().collect();
+    pub(super) fn flush_every_unit(&mut self, lb: &mut Buffer, core: &mut Core) -> Result<()> {
+        let units: Vec<u64> = self.units(lb).keys().copied().collect();
         for u in units {
-            self.flush_unit(core, u)?;
+            self.flush_unit(lb, core, u)?;
         }
         Ok(())
     }
 
     /// Writes unit `u`'s buffered nodes to their pages. See the module documentation.
-    pub(super) fn flush_unit(&mut self, core: &mut Core, u: u64) -> Result<()> {
+    pub(super) fn flush_unit(&mut self, lb: &mut Buffer, core: &mut Core, u: u64) -> Result<()> {
         let f = u64::from(self.params.flushing_unit);
         let range = u * f..(u + 1) * f;
-        let members: Vec<(PageId, NodeStatus, u32, bool)> = self
-            .lb
+        let members: Vec<(PageId, NodeStatus, u32, bool)> = lb
             .buf
             .range(range.clone())
             .map(|(id, n)| (id, n.status, n.level, n.image.is_some()))
@@ -163,7 +162,7 @@ impl FastPolicy {
             if status == NodeStatus::Deleted {
                 continue;
             }
-            let (page, _) = self.replayed_page(core, id, level)?;
+            let (page, _) = replayed_page(lb, core, id, level)?;
             if status == NodeStatus::Modified && !has_image {
                 core.log_image(id, level, &page)?;
             }
@@ -174,9 +173,9 @@ impl FastPolicy {
         core.write_unit(&unit, UnitDurability::WrittenRecord { members: all })?;
         core.recycle_unit(unit);
         for &(id, status, _, _) in &members {
-            self.lb.buf.remove(id);
+            lb.buf.remove(id);
             // Read from its page from now on: the replayed copy is not needed any more.
-            self.lb.nodes.forget(id);
+            lb.nodes.forget(id);
             if status == NodeStatus::Deleted {
                 self.stats.flushed_deleted_nodes += 1;
             }
@@ -185,7 +184,7 @@ impl FastPolicy {
         self.stats.unit_pages_not_buffered += in_use.saturating_sub(written);
         // Images make flushes log much more than the buffer frees: compact between units.
         if core.log.needs_compaction() {
-            self.compact_log(core)?;
+            self.compact_log(Parts { core, lb })?;
         }
         Ok(())
     }
@@ -208,12 +207,10 @@ fn best(units: &BTreeMap<u64, UnitInfo>, score: impl Fn(&UnitInfo) -> f64) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::CacheConfig;
-    use crate::device::memory::{MemoryConfig, MemoryDevice};
     use crate::geom::Rect;
-    use crate::node::{Entry, LayoutKind, NodeLayout};
+    use crate::node::Entry;
+    use crate::store::buffered::tests::{layout, mem, open_on};
     use crate::store::fast::{FastOptions, FastStore};
-    use crate::store::log::LogConfig;
     use crate::store::{NodeChange, NodeStore};
 
     fn store(policy: FlushPolicy) -> FastStore {
@@ -221,33 +218,12 @@ mod tests {
     }
 
     fn store_with(policy: FlushPolicy, flushing_unit: u32) -> FastStore {
-        let mem = |cap| -> Box<dyn crate::device::Device> {
-            Box::new(MemoryDevice::open(&MemoryConfig { capacity: cap }, 1024, None).unwrap())
-        };
-        let layout = NodeLayout::new(LayoutKind::Checked, 1024, 2).unwrap();
         let params = FastOptions {
             log_size: Some(16 << 20),
             ..FastOptions::new(1 << 20, flushing_unit, policy)
         };
-        let devs = crate::store::buffered::placement::LogDevices {
-            nodes: mem(1 << 20),
-            log: mem(16 << 20),
-            placement: crate::store::buffered::placement::LogPlacement::Separate {
-                name: "memory".into(),
-                config: Box::new(crate::device::DeviceConfig::Memory(MemoryConfig {
-                    capacity: 16 << 20,
-                })),
-            },
-        };
-        FastStore::create(
-            devs,
-            &"none".parse::<CacheConfig>().unwrap(),
-            layout,
-            LogConfig::new(params.log_sync),
-            super::FastPolicy::new(params),
-            None,
-        )
-        .unwrap()
+        let devices = (&mem(1 << 20), &mem(16 << 20));
+        open_on(super::FastPolicy::new(params), layout(), devices, false)
     }
 
     fn entry(i: u64) -> Entry<2> {
@@ -288,7 +264,11 @@ mod tests {
 
     #[test]
     fn fast_takes_the_most_modified_unit_and_fast_star_weighs_age_equally() {
-        let choose = |p| scenario(p).parts_mut().0.choose_unit();
+        let choose = |p| {
+            let mut s = scenario(p);
+            let l = s.parts_mut().0;
+            l.policy.choose_unit(&l.lb)
+        };
         assert_eq!(choose(FlushPolicy::Fast), Some(0));
         // FAST*: A = 10/10 + (10-9)/10 = 1.1; B = 8/10 + (10-1)/10 = 1.7;
         // C = 2/10 + (10-0)/10 = 1.2 (C is the oldest: "oldest first" would take it).
@@ -336,15 +316,15 @@ mod tests {
                     66..=93 => NodeStore::<2>::end_operation(&mut s).unwrap(),
                     _ => {
                         let (p, core) = s.parts_mut();
-                        let units = p.units();
+                        let units = p.policy.units(&p.lb);
                         if !units.is_empty() {
                             let u = *units.keys().nth(rng.gen_range(0..units.len())).unwrap();
-                            p.flush_unit(core, u).unwrap();
+                            p.policy.flush_unit(&mut p.lb, core, u).unwrap();
                         }
                     }
                 }
                 let p = s.parts_mut().0;
-                let built = p.units();
+                let built = p.policy.units(&p.lb);
                 let kept = p.lb.buf.watch().standings();
                 assert_eq!(kept.len(), built.len(), "units at step {step}");
                 for (&u, info) in &built {
@@ -388,13 +368,17 @@ mod tests {
         let picks = |_| {
             let mut s = scenario(FlushPolicy::Random);
             (0..5)
-                .map(|_| s.parts_mut().0.choose_unit())
+                .map(|_| {
+                    let l = s.parts_mut().0;
+                    l.policy.choose_unit(&l.lb)
+                })
                 .collect::<Vec<_>>()
         };
         assert_eq!(picks(0), picks(1));
         let mut s = scenario(FlushPolicy::FlushAll);
         let (p, core) = s.parts_mut();
-        p.flush_all(core).unwrap();
+        let lb = &mut p.lb;
+        p.policy.flush_all(Parts { core, lb }).unwrap();
         assert!(p.lb.buf.is_empty());
         let r = &core.counts;
         assert_eq!((r.flushes, r.flushed_nodes), (3, 6));

@@ -46,8 +46,8 @@ use super::buffered::page::{apply_raw, page_from_entries};
 use super::buffered::placement::LogPlacement;
 use super::buffered::sizing;
 use super::buffered::{
-    policy_report, BufferPolicy, BufferSettings, BufferedStore, Core, LoggedBuffer, LoggedPolicy,
-    PolicyReport,
+    policy_report, BufferPolicy, BufferSettings, BufferedStore, Core, Logged, LoggedBuffer,
+    LoggedPolicy, Parts, PolicyReport,
 };
 use super::log::LogSync;
 use crate::node::PageId;
@@ -120,12 +120,7 @@ impl PolicyOptions for FastOptions {
     }
 
     fn validate(&self, page_size: usize) -> Result<()> {
-        if self.write_buffer == 0 {
-            return Err(Error::invalid(
-                "FAST write buffer",
-                "0 bytes; give a size such as 512KB",
-            ));
-        }
+        sizing::check_write_buffer("FAST", self.write_buffer, 1)?;
         if self.flushing_unit == 0 {
             return Err(Error::invalid(
                 "FAST flushing unit",
@@ -143,13 +138,8 @@ impl PolicyOptions for FastOptions {
                 ),
             ));
         }
-        let min = sizing::min_log_size(self.write_buffer, self.flushing_unit, page_size);
-        sizing::check_log_size(
-            "FAST log size",
-            self.log_size(),
-            min,
-            "this write buffer and flushing unit",
-        )
+        let sizes = (self.write_buffer, self.flushing_unit);
+        sizing::check_log("FAST", sizes, self.log_size(), page_size)
     }
 
     fn log_pages(&self, page_size: usize) -> Result<u64> {
@@ -180,76 +170,76 @@ pub struct FastStats {
 }
 
 /// The FAST store: the buffered-store skeleton with the FAST policy.
-pub type FastStore = BufferedStore<FastPolicy>;
+pub type FastStore = BufferedStore<Logged<FastPolicy>>;
 
-/// FAST's buffer, flushing-unit choice and log records. See the module documentation.
+/// FAST's write buffer (its clock is FAST*'s), watched by the units' standings.
+type Buffer = LoggedBuffer<UnitWatch>;
+
+/// FAST's flushing-unit choice and counters. See the module documentation.
 pub struct FastPolicy {
     params: FastOptions,
-    /// The write buffer (its clock is FAST*'s), watched by the units' standings, and the
-    /// pages of buffered nodes with their changes replayed.
-    lb: LoggedBuffer<UnitWatch>,
     rng: ChaCha8Rng,
     stats: FastStats,
 }
 
 impl FastPolicy {
     /// The policy with options `params` (validated against the node page size by the
-    /// store configuration).
-    pub fn new(params: FastOptions) -> Self {
-        FastPolicy {
-            lb: LoggedBuffer::with_watch(UnitWatch::new(params.flushing_unit)),
+    /// store configuration) over its write buffer, as the skeleton holds it.
+    pub fn new(params: FastOptions) -> Logged<Self> {
+        let watch = UnitWatch::new(params.flushing_unit);
+        let policy = FastPolicy {
             params,
             rng: ChaCha8Rng::seed_from_u64(RANDOM_POLICY_SEED),
             stats: FastStats::default(),
-        }
+        };
+        Logged::new(policy.params.write_buffer, watch, policy)
     }
+}
 
-    /// Node `id`'s current content as [`LoggedPolicy::node_page`] finds it, without
-    /// keeping a page it assembles (`true` with the page then): a flush writes and forgets
-    /// it.
-    fn replayed_page(
-        &mut self,
-        core: &mut Core,
-        id: PageId,
-        level: u32,
-    ) -> Result<(Arc<[u8]>, bool)> {
-        core.header.check_page(id)?;
-        let layout = core.layout;
-        let Some(n) = self.lb.buf.live(id)? else {
-            let page = core
-                .cache
-                .read_checked(id, level, |b| layout.verify(b, id))?;
-            return Ok((page, false));
-        };
-        if let Some(page) = self.lb.nodes.of(layout).get(id) {
-            if n.image.is_none() {
-                // The read its assembly issues; its bytes are not used.
-                core.cache
-                    .read_unused(id, level, |b| layout.verify(b, id))?;
-            }
-            return Ok((page, false));
+/// Node `id`'s current content as [`LoggedPolicy::node_page`] finds it, without keeping a
+/// page it assembles (`true` with the page then): a flush writes and forgets it.
+fn replayed_page(
+    lb: &mut Buffer,
+    core: &mut Core,
+    id: PageId,
+    level: u32,
+) -> Result<(Arc<[u8]>, bool)> {
+    core.header.check_page(id)?;
+    let layout = core.layout;
+    let Some(n) = lb.buf.live(id)? else {
+        let page = core
+            .cache
+            .read_checked(id, level, |b| layout.verify(b, id))?;
+        return Ok((page, false));
+    };
+    if let Some(page) = lb.nodes.of(layout).get(id) {
+        if n.image.is_none() {
+            // The read its assembly issues; its bytes are not used.
+            core.cache
+                .read_unused(id, level, |b| layout.verify(b, id))?;
         }
-        // Built in its final allocation: one copy of the base page, none afterwards.
-        let (mut page, count): (Arc<[u8]>, usize) = match &n.image {
-            Some(entries) => {
-                let mut page: Arc<[u8]> = std::iter::repeat_n(0u8, layout.page_size()).collect();
-                let buf = Arc::get_mut(&mut page).expect("a new page is not shared");
-                page_from_entries(&layout, id, n.level, entries, buf)?;
-                (page, entries.len() / layout.entry_size())
-            }
-            None => {
-                let base = core
-                    .cache
-                    .read_checked_ref(id, level, |b| layout.verify(b, id))?;
-                let page: Arc<[u8]> = Arc::from(base);
-                let count = layout.entry_count(&page);
-                (page, count)
-            }
-        };
-        let buf = Arc::get_mut(&mut page).expect("a new page is not shared");
-        apply_raw(&layout, id, buf, n.level, count, &n.changes)?;
-        Ok((page, true))
+        return Ok((page, false));
     }
+    // Built in its final allocation: one copy of the base page, none afterwards.
+    let (mut page, count): (Arc<[u8]>, usize) = match &n.image {
+        Some(entries) => {
+            let mut page: Arc<[u8]> = std::iter::repeat_n(0u8, layout.page_size()).collect();
+            let buf = Arc::get_mut(&mut page).expect("a new page is not shared");
+            page_from_entries(&layout, id, n.level, entries, buf)?;
+            (page, entries.len() / layout.entry_size())
+        }
+        None => {
+            let base = core
+                .cache
+                .read_checked_ref(id, level, |b| layout.verify(b, id))?;
+            let page: Arc<[u8]> = Arc::from(base);
+            let count = layout.entry_count(&page);
+            (page, count)
+        }
+    };
+    let buf = Arc::get_mut(&mut page).expect("a new page is not shared");
+    apply_raw(&layout, id, buf, n.level, count, &n.changes)?;
+    Ok((page, true))
 }
 
 impl LoggedPolicy for FastPolicy {
@@ -259,40 +249,28 @@ impl LoggedPolicy for FastPolicy {
     const OLDEST_LOG_FORMAT: u32 = 1;
     type Watch = UnitWatch;
 
-    fn logged(&self) -> &LoggedBuffer<UnitWatch> {
-        &self.lb
-    }
-
-    fn logged_mut(&mut self) -> &mut LoggedBuffer<UnitWatch> {
-        &mut self.lb
-    }
-
-    fn write_buffer(&self) -> u64 {
-        self.params.write_buffer
-    }
-
     /// The current content of node `id`: its page with the buffered changes replayed.
     /// A buffered node's page comes from the cache of replayed nodes when it holds it
     /// (after the read of the node's page that replaying its changes issues).
-    fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        let (page, assembled) = self.replayed_page(core, id, level)?;
+    fn node_page(&mut self, cx: Parts<'_, UnitWatch>, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+        let Parts { core, lb } = cx;
+        let (page, assembled) = replayed_page(lb, core, id, level)?;
         if assembled {
-            self.lb.nodes.of(core.layout).put(id, Arc::clone(&page));
+            lb.nodes.of(core.layout).put(id, Arc::clone(&page));
         }
         Ok(page)
     }
 
-    fn flush_all(&mut self, core: &mut Core) -> Result<()> {
-        self.flush_every_unit(core)
+    fn flush_all(&mut self, cx: Parts<'_, UnitWatch>) -> Result<()> {
+        self.flush_every_unit(cx.lb, cx.core)
     }
 
-    fn flush_for_space(&mut self, core: &mut Core) -> Result<()> {
-        self.flush_chosen_units(core)
+    fn flush_for_space(&mut self, cx: Parts<'_, UnitWatch>) -> Result<()> {
+        self.flush_chosen_units(cx.lb, cx.core)
     }
 
     fn buffer_settings(&self) -> BufferSettings {
         BufferSettings {
-            write_buffer: self.params.write_buffer,
             flushing_unit: u64::from(self.params.flushing_unit),
             flush_policy: self.params.flush_policy.to_string(),
             ..Default::default()

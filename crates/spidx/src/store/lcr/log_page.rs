@@ -22,6 +22,11 @@ pub(crate) fn capacity(page_size: usize, entry_size: usize) -> usize {
     page_size.saturating_sub(HEADER) / (4 + entry_size)
 }
 
+/// The smallest log page that holds a slot for an entry of `entry_size` bytes.
+pub(crate) fn min_page_size(entry_size: usize) -> usize {
+    HEADER + 4 + entry_size
+}
+
 /// A node's compacted changes against its page. See the module documentation.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct NodeDelta {
@@ -416,6 +421,9 @@ mod tests {
         assert!(!d.fits(1024, l.entry_size()));
         let d = NodeDelta::between(&l, &empty, &page(&l, &ids[..cap]));
         assert!(d.fits(1024, l.entry_size()));
+        let least = min_page_size(l.entry_size());
+        assert_eq!(capacity(least, l.entry_size()), 1);
+        assert_eq!(capacity(least - 1, l.entry_size()), 0);
     }
 
     #[test]

@@ -45,8 +45,8 @@ use super::buffered::page::{apply_raw, page_from_entries_unsealed};
 use super::buffered::placement::LogPlacement;
 use super::buffered::snapshot::{self, EncodedRecords, EncodedTable};
 use super::buffered::{
-    policy_report, sizing, BufferPolicy, BufferedStore, Core, LoggedBuffer, LoggedPolicy,
-    NodeStatus, PolicyReport, Reader, Record, RecordFormat, UnitDurability, OWN_FIRST,
+    policy_report, sizing, BufferPolicy, BufferedStore, Core, Logged, LoggedBuffer, LoggedPolicy,
+    NodeStatus, Parts, PolicyReport, Reader, Record, RecordFormat, UnitDurability, OWN_FIRST,
 };
 use super::log::LogSync;
 use crate::cache::KeyMap;
@@ -105,7 +105,8 @@ impl PolicyOptions for LcrOptions {
 
     fn validate(&self, page_size: usize) -> Result<()> {
         let log = sizing::flush_all_log_size(self.write_buffer, self.log_size);
-        sizing::check_flush_all("LCR-tree", self.write_buffer, 1, log, page_size)
+        sizing::check_write_buffer("LCR-tree", self.write_buffer, 1)?;
+        sizing::check_log("LCR-tree", (self.write_buffer, 1), log, page_size)
     }
 
     fn log_pages(&self, page_size: usize) -> Result<u64> {
@@ -200,14 +201,12 @@ pub struct LcrState {
 }
 
 /// The LCR-tree store: the buffered-store skeleton with the LCR policy.
-pub type LcrStore = BufferedStore<LcrPolicy>;
+pub type LcrStore = BufferedStore<Logged<LcrPolicy>>;
 
-/// The LCR-tree's buffer, flush and mapping table. See the module documentation.
+/// The LCR-tree's flush and mapping table. See the module documentation. Its write buffer
+/// and assembled nodes (CPU only: every read still reads its pages, unused; see
+/// [`node_cache`](super::buffered::node_cache)) are the skeleton's `lb`.
 pub struct LcrPolicy {
-    params: LcrOptions,
-    /// The write buffer and the assembled nodes (CPU only: every read still reads its
-    /// pages, unused; see [`node_cache`](super::buffered::node_cache)).
-    lb: LoggedBuffer,
     stats: LcrStats,
     /// The mapping table, node page -> its log page.
     log_pages: BTreeMap<PageId, PageId>,
@@ -226,11 +225,10 @@ pub struct LcrPolicy {
 }
 
 impl LcrPolicy {
-    /// The policy with options `params` (validated by the store configuration).
-    pub fn new(params: LcrOptions) -> Self {
-        LcrPolicy {
-            params,
-            lb: LoggedBuffer::default(),
+    /// The policy with options `params` (validated by the store configuration) over its
+    /// write buffer, as the skeleton holds it.
+    pub fn new(params: LcrOptions) -> Logged<Self> {
+        let policy = LcrPolicy {
             stats: LcrStats::default(),
             log_pages: BTreeMap::new(),
             table: EncodedTable::default(),
@@ -238,7 +236,8 @@ impl LcrPolicy {
             snap: EncodedRecords::default(),
             scratch: Vec::new(),
             placed: Vec::new(),
-        }
+        };
+        Logged::new(params.write_buffer, (), policy)
     }
 
     #[cfg(test)]
@@ -252,25 +251,24 @@ impl LcrPolicy {
         &self.log_pages
     }
 
-    /// Node `id` as on the device: its page (kept if `keep_base`) and, if it has a log
+    /// Node `id` as on the device: its page (kept if `keep`) and, if it has a log
     /// page, the page with its delta applied, its checksum not yet computed (see
     /// [`DiskNode::now`]). A page not kept, that nobody else holds (the page cache did not
     /// keep it), is edited in place instead of copied.
     fn disk_node(
-        stats: &mut LcrStats,
-        lps: &KeyMap<PageId>,
+        &mut self,
         core: &mut Core,
         id: PageId,
         level: u32,
-        keep_base: bool,
+        keep: bool,
     ) -> Result<DiskNode> {
         let layout = core.layout;
         let mut base = core
             .cache
             .read_checked(id, level, |b| layout.verify(b, id))?;
-        let Some(lp) = lps.get(&id).copied() else {
+        let Some(lp) = self.lps.get(&id).copied() else {
             return Ok(DiskNode {
-                base: keep_base.then(|| Arc::clone(&base)),
+                base: keep.then(|| Arc::clone(&base)),
                 now: base,
                 logged: false,
             });
@@ -280,11 +278,11 @@ impl LcrPolicy {
             .cache
             .read_checked_ref(lp, level, |b| NodeDelta::verify(b, lp, id, es))?;
         let delta = DeltaView::of_verified(raw, lp, id, es)?;
-        stats.log_page_reads += 1;
-        let (base, mut now) = match keep_base || Arc::get_mut(&mut base).is_none() {
+        self.stats.log_page_reads += 1;
+        let (base, mut now) = match keep || Arc::get_mut(&mut base).is_none() {
             true => {
                 let copy: Arc<[u8]> = Arc::from(&base[..]);
-                (keep_base.then_some(base), copy)
+                (keep.then_some(base), copy)
             }
             false => (None, base),
         };
@@ -302,31 +300,33 @@ impl LcrPolicy {
     /// nodes after the same page reads ([`Self::read_pages`]), or assembled (and cached).
     fn current(
         &mut self,
+        lb: &mut LoggedBuffer,
         core: &mut Core,
         id: PageId,
         level: u32,
         need_base: bool,
     ) -> Result<Current> {
-        if let Some(now) = self.lb.nodes.of(core.layout).get(id) {
-            let base = self.read_pages(core, id, level, need_base)?;
+        if let Some(now) = lb.nodes.of(core.layout).get(id) {
+            let base = self.read_pages(lb, core, id, level, need_base)?;
             return Ok(Current { base, now });
         }
-        let c = self.assemble(core, id, level, need_base)?;
-        self.lb.nodes.of(core.layout).put(id, Arc::clone(&c.now));
+        let c = self.assemble(lb, core, id, level, need_base)?;
+        lb.nodes.of(core.layout).put(id, Arc::clone(&c.now));
         Ok(c)
     }
 
     /// [`Self::current`] assembled from the pages and the buffer.
     fn assemble(
         &mut self,
+        lb: &LoggedBuffer,
         core: &mut Core,
         id: PageId,
         level: u32,
         need_base: bool,
     ) -> Result<Current> {
         let layout = core.layout;
-        let Some(n) = self.lb.buf.live(id)? else {
-            let d = Self::disk_node(&mut self.stats, &self.lps, core, id, level, need_base)?;
+        let Some(n) = lb.buf.live(id)? else {
+            let d = self.disk_node(core, id, level, need_base)?;
             let mut now = d.now;
             if d.logged {
                 layout.seal(Arc::get_mut(&mut now).expect("not shared"));
@@ -349,7 +349,7 @@ impl LcrPolicy {
                 (base, entries.len() / layout.entry_size(), now)
             }
             None => {
-                let d = Self::disk_node(&mut self.stats, &self.lps, core, id, level, need_base)?;
+                let d = self.disk_node(core, id, level, need_base)?;
                 let mut now = d.now;
                 if Arc::get_mut(&mut now).is_none() {
                     // Its page, kept by the caller or the page cache: edit a copy.
@@ -372,13 +372,14 @@ impl LcrPolicy {
     /// are read as [`PageCache::read_unused`](crate::cache::PageCache::read_unused) reads.
     fn read_pages(
         &mut self,
+        lb: &LoggedBuffer,
         core: &mut Core,
         id: PageId,
         level: u32,
         need_base: bool,
     ) -> Result<Option<Arc<[u8]>>> {
         let layout = core.layout;
-        if let Some(n) = self.lb.buf.live(id)? {
+        if let Some(n) = lb.buf.live(id)? {
             if n.image.is_some() {
                 if n.status == NodeStatus::Modified && need_base {
                     let base = core
@@ -453,14 +454,13 @@ impl LcrPolicy {
     /// (each batch one `write_unit`, counted as a flush), compacting the log between
     /// batches when it is half full: the images of a flush-all are not bounded by the
     /// buffer's bytes (a buffered change of a few bytes logs its node's whole page).
-    fn flush_batches(&mut self, core: &mut Core) -> Result<()> {
-        let members: Vec<(PageId, NodeStatus, u32)> = self
-            .lb
+    fn flush_batches(&mut self, lb: &mut LoggedBuffer, core: &mut Core) -> Result<()> {
+        let members: Vec<(PageId, NodeStatus, u32)> = lb
             .buf
             .iter()
             .map(|(id, n)| (id, n.status, n.level))
             .collect();
-        let cap = (self.params.write_buffer / 2).max(1);
+        let cap = (lb.capacity / 2).max(1);
         let ps = core.layout.page_size();
         // The records of the nodes still buffered, encoded at the first compaction (see
         // [`snapshot`]).
@@ -473,7 +473,7 @@ impl LcrPolicy {
             let mut end = start;
             while end < members.len() && core.counts.image_bytes - images_before < cap {
                 let (id, status, level) = members[end];
-                self.flush_node(core, id, status, level)?;
+                self.flush_node(lb, core, id, status, level)?;
                 end += 1;
             }
             self.placed.sort_by_key(|p| p.0);
@@ -485,16 +485,16 @@ impl LcrPolicy {
             core.write_unit(&unit, UnitDurability::WrittenRecord { members: batch })?;
             core.recycle_unit(unit);
             for (id, _, _) in &members[start..end] {
-                self.lb.buf.remove(*id);
+                lb.buf.remove(*id);
             }
             if core.log.needs_compaction() {
                 if !snapped {
-                    self.snap.set(self.lb.buf.snapshot(), core.format)?;
+                    self.snap.set(lb.buf.snapshot(), core.format)?;
                     snapped = true;
                 }
                 // The nodes still buffered are those after this batch.
                 let first = members.get(end).map(|m| m.0);
-                self.check_snapshot(core, first);
+                self.check_snapshot(lb, core, first);
                 let nodes = self.snap.payloads_from(first);
                 snapshot::compact(core, self.table.payloads(), nodes)?;
             }
@@ -508,6 +508,7 @@ impl LcrPolicy {
     /// image first).
     fn flush_node(
         &mut self,
+        lb: &mut LoggedBuffer,
         core: &mut Core,
         id: PageId,
         status: NodeStatus,
@@ -518,7 +519,7 @@ impl LcrPolicy {
         }
         let layout = core.layout;
         let ps = layout.page_size();
-        let Current { base, now: cur } = self.current(core, id, level, true)?;
+        let Current { base, now: cur } = self.current(lb, core, id, level, true)?;
         let Some(base) = base.filter(|_| status == NodeStatus::Modified) else {
             self.add_page(id, level, ps).copy_from_slice(&cur);
             self.stats.node_page_writes += 1;
@@ -561,11 +562,11 @@ impl LcrPolicy {
     /// Checks (in debug builds) that the snapshot a compaction writes from the encoded
     /// table and the nodes' records from node `first` on is the one encoded from scratch:
     /// the mapping table and the buffer's records.
-    fn check_snapshot(&self, core: &Core, first: Option<PageId>) {
+    fn check_snapshot(&self, lb: &LoggedBuffer, core: &Core, first: Option<PageId>) {
         if cfg!(debug_assertions) {
             let mut records: Vec<Record> =
                 self.table_records(core.format).map(|(_, r)| r).collect();
-            records.extend(self.lb.buf.snapshot_records());
+            records.extend(lb.buf.snapshot_records());
             let cached = self.table.payloads().chain(self.snap.payloads_from(first));
             snapshot::assert_encodes(&records, core.format, cached);
             let lps = self.log_pages.iter().map(|(&k, &v)| (k, v)).collect();
@@ -581,33 +582,16 @@ impl LoggedPolicy for LcrPolicy {
     const OLDEST_LOG_FORMAT: u32 = 2;
     type Watch = ();
 
-    fn logged(&self) -> &LoggedBuffer {
-        &self.lb
-    }
-
-    fn logged_mut(&mut self) -> &mut LoggedBuffer {
-        &mut self.lb
-    }
-
-    fn write_buffer(&self) -> u64 {
-        self.params.write_buffer
-    }
-
-    fn check(&self, core: &Core) -> Result<()> {
-        let (ps, es) = (core.layout.page_size(), core.layout.entry_size());
-        if log_page::capacity(ps, es) == 0 {
-            return Err(Error::invalid(
-                "LCR-tree page size",
-                format!("a {ps}-byte log page holds no {es}-byte entry"),
-            ));
-        }
-        Ok(())
+    /// A log page holds at least one changed entry.
+    fn min_page_size(&self, entry_size: usize) -> Option<(usize, &'static str)> {
+        Some((log_page::min_page_size(entry_size), "log page"))
     }
 
     /// The node's assembled page from the cache of assembled nodes after the page reads
     /// its assembly issues, or assembled (and cached).
-    fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        self.current(core, id, level, false).map(|c| c.now)
+    fn node_page(&mut self, cx: Parts<'_>, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+        self.current(cx.lb, cx.core, id, level, false)
+            .map(|c| c.now)
     }
 
     /// The node's log page is freed first: recovery frees pages in the order freed here.
@@ -615,15 +599,16 @@ impl LoggedPolicy for LcrPolicy {
         self.drop_log_page(core, id)
     }
 
-    fn flush_all(&mut self, core: &mut Core) -> Result<()> {
-        self.flush_batches(core)
+    fn flush_all(&mut self, cx: Parts<'_>) -> Result<()> {
+        self.flush_batches(cx.lb, cx.core)
     }
 
     /// Rewrites the log as a snapshot: allocation and metadata, the mapping table, the
     /// buffered nodes (as [`Core::compact_log`] would from those records).
-    fn compact_log(&mut self, core: &mut Core) -> Result<()> {
-        self.snap.set(self.lb.buf.snapshot(), core.format)?;
-        self.check_snapshot(core, Some(0));
+    fn compact_log(&mut self, cx: Parts<'_>) -> Result<()> {
+        let Parts { core, lb } = cx;
+        self.snap.set(lb.buf.snapshot(), core.format)?;
+        self.check_snapshot(lb, core, Some(0));
         snapshot::compact(
             core,
             self.table.payloads(),

@@ -3,15 +3,13 @@
 //! log page, the mapping table survives a reopen (header and log), damage is refused.
 
 use super::*;
-use crate::cache::CacheConfig;
 use crate::device::shared::SharedDevice;
 use crate::device::Device;
-use crate::node::{Entry, Node};
+use crate::node::Entry;
 use crate::store::buffered::placement::LogPlacement;
-use crate::store::log::LogConfig;
+use crate::store::buffered::tests::{checkpoint_and_reopen, entries, entry, layout, mem};
+use crate::store::buffered::tests::{modify, open_on, reads, PS};
 use crate::store::{NodeChange, NodeStore, StoreConfig, StoreControl};
-
-use crate::store::buffered::tests::{checkpoint_and_reopen, devs, entry, layout, mem, PS};
 
 fn params() -> LcrOptions {
     LcrOptions {
@@ -27,13 +25,7 @@ fn open(nodes: &SharedDevice, log: &SharedDevice, reopen: bool) -> LcrStore {
 
 /// Creates (or reopens) an LCR store with options `p` on `nodes` and `log`.
 fn open_with(p: LcrOptions, nodes: &SharedDevice, log: &SharedDevice, reopen: bool) -> LcrStore {
-    let cfg = LogConfig::new(LogSync::EachOp);
-    let (c, l, p) = (CacheConfig::none(), layout(), LcrPolicy::new(p));
-    if reopen {
-        LcrStore::open(devs(nodes, log), &c, l, cfg, p, None).unwrap()
-    } else {
-        LcrStore::create(devs(nodes, log), &c, l, cfg, p, None).unwrap()
-    }
+    open_on(LcrPolicy::new(p), layout(), (nodes, log), reopen)
 }
 
 /// Options with a `write_buffer` and the smallest log they allow (compactions are frequent).
@@ -49,21 +41,6 @@ fn smallest_log(write_buffer: u64) -> LcrOptions {
     }
 }
 
-fn entries(s: &mut LcrStore, id: PageId) -> Vec<Entry<2>> {
-    let page = NodeStore::<2>::read(s, id, 0).unwrap();
-    let node: Node<2> = layout().decode(page.bytes());
-    node.entries
-}
-
-fn reads(s: &LcrStore) -> u64 {
-    StoreControl::device(s).stats().host.pages_read
-}
-
-fn modify(s: &mut LcrStore, id: PageId, c: NodeChange<2>) {
-    NodeStore::<2>::modify(s, id, 0, &[c]).unwrap();
-    NodeStore::<2>::end_operation(s).unwrap();
-}
-
 #[test]
 fn deltas_go_to_one_log_page_reads_cost_two_pages_and_overflow_merges() {
     let (nodes, log) = (mem(1 << 20), mem(8 << 20));
@@ -72,7 +49,7 @@ fn deltas_go_to_one_log_page_reads_cost_two_pages_and_overflow_merges() {
     let id = NodeStore::<2>::create(&mut s, 0, &first).unwrap();
     NodeStore::<2>::end_operation(&mut s).unwrap();
     StoreControl::write_back(&mut s).unwrap();
-    let st = s.policy().lcr_stats();
+    let st = s.policy().policy.lcr_stats();
     assert_eq!(
         (st.node_page_writes, st.log_page_writes),
         (1, 0),
@@ -88,9 +65,9 @@ fn deltas_go_to_one_log_page_reads_cost_two_pages_and_overflow_merges() {
         },
     );
     StoreControl::write_back(&mut s).unwrap();
-    let lp = *s.policy().log_pages().get(&id).expect("a log page");
+    let lp = *s.policy().policy.log_pages().get(&id).expect("a log page");
     assert_ne!(lp, id);
-    let st = s.policy().lcr_stats();
+    let st = s.policy().policy.lcr_stats();
     assert_eq!((st.node_page_writes, st.log_page_writes), (1, 1));
     let before = reads(&s);
     assert_eq!(entries(&mut s, id), vec![entry(0), entry(50), entry(2)]);
@@ -106,7 +83,7 @@ fn deltas_go_to_one_log_page_reads_cost_two_pages_and_overflow_merges() {
     );
     modify(&mut s, id, NodeChange::Push(entry(60)));
     StoreControl::write_back(&mut s).unwrap();
-    assert_eq!(s.policy().log_pages().get(&id), Some(&lp));
+    assert_eq!(s.policy().policy.log_pages().get(&id), Some(&lp));
     let want = vec![entry(0), entry(51), entry(2), entry(60)];
     assert_eq!(entries(&mut s, id), want);
     let r = s.report();
@@ -129,12 +106,12 @@ fn deltas_go_to_one_log_page_reads_cost_two_pages_and_overflow_merges() {
     }
     NodeStore::<2>::end_operation(&mut s).unwrap();
     StoreControl::write_back(&mut s).unwrap();
-    let st = s.policy().lcr_stats();
+    let st = s.policy().policy.lcr_stats();
     assert_eq!(
         (st.merges, st.log_pages_freed, st.node_page_writes),
         (1, 1, 2)
     );
-    assert!(s.policy().log_pages().is_empty());
+    assert!(s.policy().policy.log_pages().is_empty());
     assert_eq!(s.report().gauges.pages_in_use, 1, "the log page was freed");
     let before = reads(&s);
     assert_eq!(entries(&mut s, id), want);
@@ -155,11 +132,11 @@ fn deleting_a_node_frees_its_log_page_and_the_mapping_survives_reopening() {
         modify(&mut s, id, NodeChange::Push(entry(10 + id)));
     }
     StoreControl::write_back(&mut s).unwrap();
-    assert_eq!(s.policy().log_pages().len(), 6);
+    assert_eq!(s.policy().policy.log_pages().len(), 6);
     NodeStore::<2>::delete(&mut s, ids[2], 0).unwrap();
     NodeStore::<2>::end_operation(&mut s).unwrap();
-    assert_eq!(s.policy().log_pages().len(), 5);
-    assert_eq!(s.policy().lcr_stats().log_pages_freed, 1);
+    assert_eq!(s.policy().policy.log_pages().len(), 5);
+    assert_eq!(s.policy().policy.lcr_stats().log_pages_freed, 1);
     assert_eq!(s.report().gauges.pages_in_use, 5 + 5);
     // Buffered changes on top of log pages, then a crash (no checkpoint): the log rebuilds
     // the mapping and the buffer.
@@ -171,17 +148,17 @@ fn deleting_a_node_frees_its_log_page_and_the_mapping_survives_reopening() {
             entry: entry(90),
         },
     );
-    let mapping = s.policy().log_pages().clone();
+    let mapping = s.policy().policy.log_pages().clone();
     drop(s);
     let mut s = open(&nodes, &log, true);
-    assert_eq!(s.policy().log_pages(), &mapping);
+    assert_eq!(s.policy().policy.log_pages(), &mapping);
     assert_eq!(entries(&mut s, ids[0]), vec![entry(90), entry(10)]);
     assert_eq!(entries(&mut s, ids[5]), vec![entry(5), entry(15)]);
     // A checkpoint compacts the log into a snapshot holding the mapping; reopen again.
     NodeStore::<2>::flush(&mut s).unwrap();
     drop(s);
     let mut s = open(&nodes, &log, true);
-    assert_eq!(s.policy().log_pages(), &mapping);
+    assert_eq!(s.policy().policy.log_pages(), &mapping);
     assert_eq!(entries(&mut s, ids[0]), vec![entry(90), entry(10)]);
     assert_eq!(s.report().recovery.unwrap().buffered_nodes, 0);
 }
@@ -215,7 +192,7 @@ fn a_damaged_log_page_is_refused_naming_it() {
     StoreControl::write_back(&mut s).unwrap();
     modify(&mut s, id, NodeChange::Push(entry(2)));
     StoreControl::write_back(&mut s).unwrap();
-    let lp = s.policy().log_pages()[&id];
+    let lp = s.policy().policy.log_pages()[&id];
     let mut page = vec![0u8; PS];
     let mut d = nodes.clone();
     d.read(lp, &mut page).unwrap();

@@ -56,11 +56,11 @@ use super::buffered::placement::LogPlacement;
 use super::buffered::snapshot::{self, EncodedRecords, EncodedTable};
 use super::buffered::write_buffer::WriteBuffer;
 use super::buffered::{
-    policy_report, sizing, BufferPolicy, BufferedStore, Core, Encoded, LoggedBuffer, LoggedPolicy,
-    NodeStatus, PolicyReport, Reader, Record, RecordFormat, UnitDurability, OWN_FIRST,
+    policy_report, sizing, BufferPolicy, BufferedStore, Core, Encoded, Logged, LoggedBuffer,
+    LoggedPolicy, NodeStatus, Parts, PolicyReport, Reader, Record, RecordFormat, UnitDurability,
+    OWN_FIRST,
 };
 use super::log::LogSync;
-use crate::cache::PageCache;
 use crate::node::PageId;
 use crate::{Error, Result};
 
@@ -136,8 +136,8 @@ impl PolicyOptions for RftlOptions {
             ));
         }
         let log = sizing::flush_all_log_size(self.write_buffer, self.log_size);
-        let least = page_size as u64;
-        sizing::check_flush_all("RFTL", self.write_buffer, least, log, page_size)
+        sizing::check_write_buffer("RFTL", self.write_buffer, page_size as u64)?;
+        sizing::check_log("RFTL", (self.write_buffer, 1), log, page_size)
     }
 
     fn log_pages(&self, page_size: usize) -> Result<u64> {
@@ -224,20 +224,24 @@ fn unit_pages_record(id: PageId, pages: &[(PageId, u32)], format: RecordFormat) 
     })
 }
 
-/// The RFTL store: the buffered-store skeleton with the RFTL policy.
-pub type RftlStore = BufferedStore<RftlPolicy>;
+/// The error for node `id`, which the translation table does not list.
+fn unlisted(id: PageId) -> Error {
+    let what = "the node translation table names no unit page for it";
+    Error::corrupted(format!("RFTL node {id}"), what)
+}
 
-/// RFTL's reservation buffer, flush, translation table and compaction. See the module
-/// documentation.
+/// The RFTL store: the buffered-store skeleton with the RFTL policy.
+pub type RftlStore = BufferedStore<Logged<RftlPolicy>>;
+
+/// RFTL's flush, translation table and compaction. See the module documentation. Its
+/// reservation buffer and assembled nodes (CPU only: every read still reads its unit pages,
+/// unused; see [`node_cache`](super::buffered::node_cache)) are the skeleton's `lb`. A
+/// node's content changes only through the tree (create, modify, rewrite, delete: each
+/// keeps the cache exact); flushes and compactions move it to other unit pages without
+/// changing it, so a cached node stays valid across them (its reads follow the table's list
+/// of the time).
 pub struct RftlPolicy {
     params: RftlOptions,
-    /// The reservation buffer and the assembled nodes (CPU only: every read still reads
-    /// its unit pages, unused; see [`node_cache`](super::buffered::node_cache)). A node's
-    /// content changes only through the tree (create, modify, rewrite, delete: each keeps
-    /// the cache exact); flushes and compactions move it to other unit pages without
-    /// changing it, so a cached node stays valid across them (its reads follow the table's
-    /// list of the time).
-    lb: LoggedBuffer,
     live: LiveUnits,
     stats: RftlStats,
     /// The translation table's `UnitPages` records, encoded (kept with the table in
@@ -331,18 +335,20 @@ impl Packing {
 }
 
 impl RftlPolicy {
-    /// The policy with options `params` (validated by the store configuration).
-    pub fn new(params: RftlOptions) -> Self {
-        RftlPolicy {
+    /// The policy with options `params` (validated by the store configuration) over its
+    /// reservation buffer, as the skeleton holds it.
+    pub fn new(params: RftlOptions) -> Logged<Self> {
+        let capacity = params.write_buffer;
+        let policy = RftlPolicy {
             params,
-            lb: LoggedBuffer::default(),
             live: LiveUnits::default(),
             stats: RftlStats::default(),
             table: EncodedTable::default(),
             snap: EncodedRecords::default(),
             packing: Packing::default(),
             placed: Vec::new(),
-        }
+        };
+        Logged::new(capacity, (), policy)
     }
 
     #[cfg(test)]
@@ -359,8 +365,7 @@ impl RftlPolicy {
     /// Node `id` assembled from its units on the pages the translation table names, into
     /// `page` (a node page's worth of bytes), sealed.
     fn disk_node(
-        stats: &mut RftlStats,
-        live: &LiveUnits,
+        &mut self,
         core: &mut Core,
         id: PageId,
         level: u32,
@@ -368,12 +373,7 @@ impl RftlPolicy {
     ) -> Result<()> {
         let layout = core.layout;
         let es = layout.entry_size();
-        let pages = live.pages_of(id).ok_or_else(|| {
-            Error::corrupted(
-                format!("RFTL node {id}"),
-                "the node translation table names no unit page for it",
-            )
-        })?;
+        let pages = self.live.pages_of(id).ok_or_else(|| unlisted(id))?;
         let mut a = PageAssembly::new(page);
         for &(p, n) in pages {
             let mut units = Vec::with_capacity(n as usize);
@@ -390,28 +390,34 @@ impl RftlPolicy {
                     ),
                 ));
             }
-            stats.unit_page_reads += 1;
+            self.stats.unit_page_reads += 1;
             for u in units {
                 a.apply(&layout, id, u)?;
             }
         }
-        stats.nodes_assembled += 1;
+        self.stats.nodes_assembled += 1;
         a.finish(&layout, id).map(|_| ())
     }
 
     /// The current content of node `id`: its buffered image or its assembled units, with
     /// its buffered changes applied.
-    fn current(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+    fn current(
+        &mut self,
+        lb: &LoggedBuffer,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+    ) -> Result<Arc<[u8]>> {
         let layout = core.layout;
         let mut now: Arc<[u8]> = std::iter::repeat_n(0u8, layout.page_size()).collect();
         let page = Arc::get_mut(&mut now).expect("a new page is not shared");
-        let Some(n) = self.lb.buf.live(id)? else {
-            Self::disk_node(&mut self.stats, &self.live, core, id, level, page)?;
+        let Some(n) = lb.buf.live(id)? else {
+            self.disk_node(core, id, level, page)?;
             return Ok(now);
         };
         match &n.image {
             Some(entries) => page_from_entries_unsealed(&layout, id, n.level, entries, page)?,
-            None => Self::disk_node(&mut self.stats, &self.live, core, id, level, page)?,
+            None => self.disk_node(core, id, level, page)?,
         }
         let count = layout.entry_count(page);
         apply_raw(&layout, id, page, n.level, count, &n.changes)?;
@@ -421,62 +427,61 @@ impl RftlPolicy {
     /// The current content of node `id` as [`current`](Self::current) gives it, from the
     /// cache of assembled nodes when it holds the node: then the unit page reads (and
     /// counts) of the assembly are issued just the same ([`read_listed`](Self::read_listed)).
-    fn cached_current(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        if let Some(page) = self.lb.nodes.of(core.layout).get(id) {
-            let table = self.live.pages_of(id);
-            Self::read_listed(
-                &mut self.stats,
-                &self.lb.buf,
-                &mut core.cache,
-                id,
-                level,
-                table,
-            )?;
+    fn cached_current(
+        &mut self,
+        lb: &mut LoggedBuffer,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+    ) -> Result<Arc<[u8]>> {
+        if let Some(page) = lb.nodes.of(core.layout).get(id) {
+            self.read_listed(&lb.buf, core, id, level)?;
             return Ok(page);
         }
-        let page = self.current(core, id, level)?;
-        self.lb.nodes.of(core.layout).put(id, Arc::clone(&page));
+        let page = self.current(lb, core, id, level)?;
+        lb.nodes.of(core.layout).put(id, Arc::clone(&page));
         Ok(page)
     }
 
     /// The page reads (through the page cache, counted) that assembling node `id` issues,
     /// for a node already assembled (so their bytes are not used: read as
-    /// [`PageCache::read_unused`] reads): none for a node buffered with its whole content,
-    /// else each page of its list in the translation table, `table` (its entry, looked up
-    /// by the caller). A deleted node is an error, as for an assembly.
+    /// [`PageCache::read_unused`](crate::cache::PageCache::read_unused) reads): none for a
+    /// node buffered with its whole content, else each page of its list in the translation
+    /// table. A deleted node is an error, as for an assembly.
     fn read_listed(
-        stats: &mut RftlStats,
+        &mut self,
         buf: &WriteBuffer,
-        cache: &mut PageCache,
+        core: &mut Core,
         id: PageId,
         level: u32,
-        table: Option<&Vec<(PageId, u32)>>,
     ) -> Result<()> {
         if let Some(n) = buf.live(id)? {
             if n.image.is_some() {
                 return Ok(());
             }
         }
-        let pages = table.ok_or_else(|| {
-            Error::corrupted(
-                format!("RFTL node {id}"),
-                "the node translation table names no unit page for it",
-            )
-        })?;
+        let pages = self.live.pages_of(id).ok_or_else(|| unlisted(id))?;
         for &(p, _) in pages {
-            cache.read_unused(p, level, |b| unit_page::verify(b, p))?;
-            stats.unit_page_reads += 1;
+            core.cache
+                .read_unused(p, level, |b| unit_page::verify(b, p))?;
+            self.stats.unit_page_reads += 1;
         }
-        stats.nodes_assembled += 1;
+        self.stats.nodes_assembled += 1;
         Ok(())
     }
 
     /// What flushing buffered node `id` writes (`None`: nothing): its units, or its
     /// current content if they would leave it on more than `max_pages` pages.
-    fn batch(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Option<Batch>> {
+    fn batch(
+        &mut self,
+        lb: &mut LoggedBuffer,
+        core: &mut Core,
+        id: PageId,
+        level: u32,
+    ) -> Result<Option<Batch>> {
         let layout = core.layout;
         let (room, es) = (unit_page::capacity(layout.page_size()), layout.entry_size());
-        let n = self.lb.buf.get(id).expect("a buffered node");
+        let n = lb.buf.get(id).expect("a buffered node");
         if n.status == NodeStatus::Deleted {
             return Ok(None);
         }
@@ -508,7 +513,7 @@ impl RftlPolicy {
             }));
         }
         // Compaction: the node's current content as one fresh unit set.
-        let page = self.cached_current(core, id, level)?;
+        let page = self.cached_current(lb, core, id, level)?;
         let count = layout.entry_count(&page);
         let entries = page[layout.entry_offset(0)..layout.entry_offset(count)].to_vec();
         self.stats.compactions += 1;
@@ -524,18 +529,18 @@ impl RftlPolicy {
     }
 
     /// Flushes the whole buffer as new unit pages. See the module documentation.
-    fn flush_to_unit_pages(&mut self, core: &mut Core) -> Result<()> {
-        if self.lb.buf.is_empty() {
+    fn flush_to_unit_pages(&mut self, lb: &mut LoggedBuffer, core: &mut Core) -> Result<()> {
+        if lb.buf.is_empty() {
             return Ok(());
         }
         if core.log.needs_compaction() {
             // Room for the flush's records in the log.
-            self.compact_log(core)?;
+            self.compact_log(Parts { core, lb })?;
         }
         // Pages freed by earlier operations are reused below: their freeing must be durable
         // before they are overwritten.
         core.make_log_durable()?;
-        let members: Vec<(PageId, u32)> = self.lb.buf.iter().map(|(id, n)| (id, n.level)).collect();
+        let members: Vec<(PageId, u32)> = lb.buf.iter().map(|(id, n)| (id, n.level)).collect();
         let ps = core.layout.page_size();
         let room = unit_page::capacity(ps);
         let mut packing = std::mem::take(&mut self.packing);
@@ -543,7 +548,7 @@ impl RftlPolicy {
         let mut placed = std::mem::take(&mut self.placed);
         placed.clear();
         for &(id, level) in &members {
-            let Some(b) = self.batch(core, id, level)? else {
+            let Some(b) = self.batch(lb, core, id, level)? else {
                 continue;
             };
             let first_fit = b.chunks.len() == 1;
@@ -592,7 +597,7 @@ impl RftlPolicy {
         )?;
         core.recycle_unit(unit);
         for id in members {
-            self.lb.buf.remove(id);
+            lb.buf.remove(id);
         }
         packing.clear();
         self.packing = packing;
@@ -630,32 +635,13 @@ impl LoggedPolicy for RftlPolicy {
     const OLDEST_LOG_FORMAT: u32 = 2;
     type Watch = ();
 
-    fn logged(&self) -> &LoggedBuffer {
-        &self.lb
+    /// A unit page holds at least a reset of one entry.
+    fn min_page_size(&self, entry_size: usize) -> Option<(usize, &'static str)> {
+        Some((unit_page::min_page_size(entry_size), "unit page"))
     }
 
-    fn logged_mut(&mut self) -> &mut LoggedBuffer {
-        &mut self.lb
-    }
-
-    fn write_buffer(&self) -> u64 {
-        self.params.write_buffer
-    }
-
-    fn check(&self, core: &Core) -> Result<()> {
-        let (ps, es) = (core.layout.page_size(), core.layout.entry_size());
-        let min = unit_page::min_page_size(es);
-        if ps < min {
-            return Err(Error::invalid(
-                "RFTL page size",
-                format!("a {ps}-byte unit page holds no unit of a {es}-byte entry ({min} bytes at least)"),
-            ));
-        }
-        Ok(())
-    }
-
-    fn node_page(&mut self, core: &mut Core, id: PageId, level: u32) -> Result<Arc<[u8]>> {
-        self.cached_current(core, id, level)
+    fn node_page(&mut self, cx: Parts<'_>, id: PageId, level: u32) -> Result<Arc<[u8]>> {
+        self.cached_current(cx.lb, cx.core, id, level)
     }
 
     /// The node's units die at once (recovery frees pages in the order freed here).
@@ -666,15 +652,16 @@ impl LoggedPolicy for RftlPolicy {
         Ok(())
     }
 
-    fn flush_all(&mut self, core: &mut Core) -> Result<()> {
-        self.flush_to_unit_pages(core)
+    fn flush_all(&mut self, cx: Parts<'_>) -> Result<()> {
+        self.flush_to_unit_pages(cx.lb, cx.core)
     }
 
     /// Rewrites the log as a snapshot: allocation and metadata, the translation table, the
     /// buffered nodes (as [`Core::compact_log`] would from those records; the table's
     /// records are kept encoded, see [`snapshot`]).
-    fn compact_log(&mut self, core: &mut Core) -> Result<()> {
-        self.snap.set(self.lb.buf.snapshot(), core.format)?;
+    fn compact_log(&mut self, cx: Parts<'_>) -> Result<()> {
+        let Parts { core, lb } = cx;
+        self.snap.set(lb.buf.snapshot(), core.format)?;
         if cfg!(debug_assertions) {
             // The hashed table and live units are the ones derived from the table.
             assert!(
@@ -683,7 +670,7 @@ impl LoggedPolicy for RftlPolicy {
             );
             // The table kept encoded is the one encoded from scratch.
             let mut records: Vec<Record> = self.table_records(core.format).map(|r| r.1).collect();
-            records.extend(self.lb.buf.snapshot_records());
+            records.extend(lb.buf.snapshot_records());
             let cached = self
                 .table
                 .payloads()

@@ -4,15 +4,13 @@
 //! damage is refused with an error naming the page.
 
 use super::*;
-use crate::cache::CacheConfig;
 use crate::device::shared::SharedDevice;
 use crate::device::Device;
-use crate::node::{Entry, LayoutKind, Node, NodeLayout};
+use crate::node::{Entry, LayoutKind, NodeLayout};
 use crate::store::buffered::placement::LogPlacement;
-use crate::store::log::LogConfig;
+use crate::store::buffered::tests::{checkpoint_and_reopen, entries, entry, layout, mem};
+use crate::store::buffered::tests::{modify, open_on, reads, PS};
 use crate::store::{NodeChange, NodeStore, StoreConfig, StoreControl};
-
-use crate::store::buffered::tests::{checkpoint_and_reopen, devs, entry, layout, mem, PS};
 
 fn params(max_pages: u32) -> RftlOptions {
     RftlOptions {
@@ -30,32 +28,11 @@ fn open_with(
     max_pages: u32,
     reopen: bool,
 ) -> RftlStore {
-    let cfg = LogConfig::new(LogSync::EachOp);
-    let (c, p) = (CacheConfig::none(), RftlPolicy::new(params(max_pages)));
-    if reopen {
-        RftlStore::open(devs(nodes, log), &c, l, cfg, p, None).unwrap()
-    } else {
-        RftlStore::create(devs(nodes, log), &c, l, cfg, p, None).unwrap()
-    }
+    open_on(RftlPolicy::new(params(max_pages)), l, (nodes, log), reopen)
 }
 
 fn open(nodes: &SharedDevice, log: &SharedDevice, max_pages: u32, reopen: bool) -> RftlStore {
     open_with(nodes, log, layout(), max_pages, reopen)
-}
-
-fn entries(s: &mut RftlStore, id: PageId) -> Vec<Entry<2>> {
-    let page = NodeStore::<2>::read(s, id, 0).unwrap();
-    let node: Node<2> = s.core().layout.decode(page.bytes());
-    node.entries
-}
-
-fn reads(s: &RftlStore) -> u64 {
-    StoreControl::device(s).stats().host.pages_read
-}
-
-fn modify(s: &mut RftlStore, id: PageId, c: NodeChange<2>) {
-    NodeStore::<2>::modify(s, id, 0, &[c]).unwrap();
-    NodeStore::<2>::end_operation(s).unwrap();
 }
 
 fn create(s: &mut RftlStore, es: &[Entry<2>]) -> PageId {
@@ -66,6 +43,7 @@ fn create(s: &mut RftlStore, es: &[Entry<2>]) -> PageId {
 
 fn table(s: &RftlStore, id: PageId) -> Vec<(PageId, u32)> {
     s.policy()
+        .policy
         .live_units()
         .table()
         .unit_pages
@@ -85,7 +63,7 @@ fn a_node_is_assembled_from_its_units_on_every_page_of_its_list() {
     let (ta, tb) = (table(&s, a), table(&s, b));
     assert_eq!(ta.len(), 1);
     assert_eq!(ta[0].0, tb[0].0, "one page holds both nodes' units");
-    assert_eq!(s.policy().live_units().on(ta[0].0), 2);
+    assert_eq!(s.policy().policy.live_units().on(ta[0].0), 2);
     // Two more flushes of changes to `a`: its units span three pages.
     modify(&mut s, a, NodeChange::Push(entry(4)));
     modify(
@@ -109,14 +87,14 @@ fn a_node_is_assembled_from_its_units_on_every_page_of_its_list() {
     StoreControl::write_back(&mut s).unwrap();
     let ta = table(&s, a);
     assert_eq!(ta.iter().map(|p| p.1).collect::<Vec<_>>(), vec![1, 2, 2]);
-    let st = s.policy().rftl_stats();
+    let st = s.policy().policy.rftl_stats();
     assert_eq!((st.unit_pages_written, st.units_written), (3, 6));
     // One read per page, in order; the newest unit wins.
     let (before, asm) = (reads(&s), st.unit_page_reads);
     let want = vec![entry(11), entry(3), entry(4)];
     assert_eq!(entries(&mut s, a), want);
     assert_eq!(reads(&s) - before, 3);
-    assert_eq!(s.policy().rftl_stats().unit_page_reads - asm, 3);
+    assert_eq!(s.policy().policy.rftl_stats().unit_page_reads - asm, 3);
     assert_eq!(entries(&mut s, b), vec![entry(7)]);
     // Buffered changes apply on top of the assembled node.
     NodeStore::<2>::modify(&mut s, a, 0, &[NodeChange::Push(entry(5))]).unwrap();
@@ -150,7 +128,7 @@ fn compaction_at_the_threshold_frees_the_pages_whose_units_all_died() {
         StoreControl::write_back(&mut s).unwrap();
     }
     assert_eq!(table(&s, a).len(), 3, "at the threshold, not beyond");
-    assert_eq!(s.policy().rftl_stats().compactions, 0);
+    assert_eq!(s.policy().policy.rftl_stats().compactions, 0);
     let old: Vec<PageId> = table(&s, a).iter().map(|p| p.0).collect();
     // One more flush would put `a` on a fourth page: it is compacted instead.
     modify(
@@ -163,14 +141,14 @@ fn compaction_at_the_threshold_frees_the_pages_whose_units_all_died() {
     );
     want[0] = entry(9);
     StoreControl::write_back(&mut s).unwrap();
-    let st = s.policy().rftl_stats();
+    let st = s.policy().policy.rftl_stats();
     assert_eq!(st.compactions, 1);
     let ta = table(&s, a);
     assert_eq!(ta.len(), 1, "one fresh unit set");
     assert!(!old.contains(&ta[0].0));
     // Its two pages of its own are freed; the page shared with `b` still holds b's unit.
     assert_eq!(st.unit_pages_freed, 2);
-    assert_eq!(s.policy().live_units().on(shared), 1);
+    assert_eq!(s.policy().policy.live_units().on(shared), 1);
     assert!(s.core().header.free.contains(&old[1]) && s.core().header.free.contains(&old[2]));
     assert_eq!(s.report().gauges.pages_in_use, 2 + 2);
     let before = reads(&s);
@@ -179,8 +157,8 @@ fn compaction_at_the_threshold_frees_the_pages_whose_units_all_died() {
     // Deleting `b` kills the last live unit of the shared page: freed.
     NodeStore::<2>::delete(&mut s, b, 0).unwrap();
     NodeStore::<2>::end_operation(&mut s).unwrap();
-    assert_eq!(s.policy().rftl_stats().unit_pages_freed, 3);
-    assert_eq!(s.policy().live_units().on(shared), 0);
+    assert_eq!(s.policy().policy.rftl_stats().unit_pages_freed, 3);
+    assert_eq!(s.policy().policy.live_units().on(shared), 0);
     assert_eq!(s.report().gauges.pages_in_use, 1 + 1);
     // Freed pages are reused by later flushes.
     let c = create(&mut s, &[entry(3)]);
@@ -217,7 +195,7 @@ fn a_full_node_spans_two_pages_and_compaction_keeps_it_there() {
         assert_eq!(table(&s, a).len(), 2, "flush {k}");
         assert_eq!(entries(&mut s, a), want);
     }
-    assert_eq!(s.policy().rftl_stats().compactions, 3);
+    assert_eq!(s.policy().policy.rftl_stats().compactions, 3);
 }
 
 #[test]
@@ -235,7 +213,7 @@ fn the_translation_table_survives_a_crash_and_a_checkpoint() {
         }
         StoreControl::write_back(&mut s).unwrap();
     }
-    assert!(s.policy().rftl_stats().compactions > 0);
+    assert!(s.policy().policy.rftl_stats().compactions > 0);
     NodeStore::<2>::delete(&mut s, ids[2], 0).unwrap();
     NodeStore::<2>::end_operation(&mut s).unwrap();
     // Buffered changes on top, then a crash (no checkpoint): the log rebuilds the table,
@@ -254,15 +232,15 @@ fn the_translation_table_survives_a_crash_and_a_checkpoint() {
         .map(|&i| entries(&mut s, i))
         .collect();
     let (mapping, free) = (
-        s.policy().live_units().table().unit_pages.clone(),
+        s.policy().policy.live_units().table().unit_pages.clone(),
         s.core().header.free.clone(),
     );
-    let live = s.policy().live_units().clone();
+    let live = s.policy().policy.live_units().clone();
     drop(s);
     let mut s = open(&nodes, &log, 2, true);
-    assert_eq!(s.policy().live_units().table().unit_pages, mapping);
+    assert_eq!(s.policy().policy.live_units().table().unit_pages, mapping);
     assert_eq!(s.core().header.free, free);
-    assert_eq!(s.policy().live_units(), &live);
+    assert_eq!(s.policy().policy.live_units(), &live);
     let got: Vec<Vec<Entry<2>>> = ids
         .iter()
         .filter(|&&i| i != ids[2])
@@ -272,13 +250,13 @@ fn the_translation_table_survives_a_crash_and_a_checkpoint() {
     assert_eq!(got[0][0], entry(90));
     // A checkpoint compacts the log into a snapshot holding the table; reopen again.
     NodeStore::<2>::flush(&mut s).unwrap();
-    let mapping = s.policy().live_units().table().unit_pages.clone();
+    let mapping = s.policy().policy.live_units().table().unit_pages.clone();
     drop(s);
     let mut s = open(&nodes, &log, 2, true);
-    assert_eq!(s.policy().live_units().table().unit_pages, mapping);
+    assert_eq!(s.policy().policy.live_units().table().unit_pages, mapping);
     assert_eq!(
-        s.policy().live_units(),
-        &LiveUnits::of(s.policy().live_units().table().clone())
+        s.policy().policy.live_units(),
+        &LiveUnits::of(s.policy().policy.live_units().table().clone())
     );
     assert_eq!(entries(&mut s, ids[0])[0], entry(90));
     assert_eq!(s.report().recovery.unwrap().buffered_nodes, 0);
@@ -331,19 +309,21 @@ fn a_damaged_unit_page_or_table_is_refused_naming_it() {
     assert_eq!(entries(&mut s, id), vec![entry(1)]);
     // A table that does not match its pages (found when the node is assembled: a node
     // served from the assembled-node cache reads its list's pages unused).
-    let (policy, core) = s.parts_mut();
-    policy
-        .live
-        .set(&mut core.header.free, id, vec![(p, 3)])
-        .unwrap();
-    policy.lb.nodes.clear();
+    let (logged, core) = s.parts_mut();
+    let live = &mut logged.policy.live;
+    live.set(&mut core.header.free, id, vec![(p, 3)]).unwrap();
+    logged.lb.nodes.clear();
     let e = NodeStore::<2>::read(&mut s, id, 0)
         .err()
         .unwrap()
         .to_string();
     assert!(e.contains("the table says 3"), "{e}");
-    let (policy, core) = s.parts_mut();
-    policy.live.set(&mut core.header.free, id, vec![]).unwrap();
+    let (logged, core) = s.parts_mut();
+    logged
+        .policy
+        .live
+        .set(&mut core.header.free, id, vec![])
+        .unwrap();
     let e = NodeStore::<2>::read(&mut s, id, 0)
         .err()
         .unwrap()

@@ -1,48 +1,22 @@
 //! The paged page index: round trips, saves that write only the changed index pages, the
 //! previous (inline) format, compaction of both pages files, crashes between the pages and
-//! the state file, and damage to the index pages file.
+//! the state file, and damage to the index pages file. The scenarios the inline form goes
+//! through too are written once, in `paged/tests.rs`, and run here on the paged form.
 
 use std::path::{Path, PathBuf};
 
+use super::super::tests::{self as both, len, Form, PAGED};
 use super::super::{Indexed, PageStore, SaveReport, COMPACT_MIN, HEADER};
 use super::{Saved, SavedRef, RECS};
 use crate::device::pages::{load_state_as, save_state_as, INDEX_PAGED_FORMAT, PAGED_FORMAT};
 use crate::Result;
 
-const PS: usize = 64;
+const F: Form = PAGED;
+const PS: usize = F.ps;
 const IDX: u64 = super::TABLE_PAGE as u64;
-
-fn image(page: u64, version: u8) -> Vec<u8> {
-    (0..PS)
-        .map(|i| (i as u64 ^ page.wrapping_mul(31)) as u8 ^ version)
-        .collect()
-}
-
-/// A checkpoint: the pages (data and index), then the state file.
-fn persist(store: &mut PageStore, state: &Path) -> SaveReport {
-    let r = store.save(state).unwrap();
-    save_state_as(state, "test", INDEX_PAGED_FORMAT, &Indexed(&*store)).unwrap();
-    r
-}
-
-fn open(state: &Path) -> Result<PageStore> {
-    let mut s = load_state_as::<Indexed<PageStore>>(state, "test", INDEX_PAGED_FORMAT)?.0;
-    s.attach(state)?;
-    Ok(s)
-}
-
-fn read(store: &mut PageStore, page: u64) -> Result<Vec<u8>> {
-    let mut out = vec![0xAAu8; PS];
-    store.read(page, &mut out)?;
-    Ok(out)
-}
 
 fn idx_file(dir: &Path, gen: u64) -> PathBuf {
     dir.join(format!("dev.state.idx-{gen}"))
-}
-
-fn len(p: &Path) -> u64 {
-    std::fs::metadata(p).unwrap().len()
 }
 
 /// Pages spread over many index pages: runs in some, single pages in others, a gap.
@@ -64,11 +38,8 @@ fn round_trip_reads_every_page_and_only_the_index_pages_it_needs() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("dev.state");
     let pages = spread();
-    let mut s = PageStore::new_paged(PS);
-    for &p in &pages {
-        s.write(p, &image(p, 1));
-    }
-    let r = persist(&mut s, &state);
+    let mut s = F.store_of(pages.iter().copied(), 1);
+    let r = F.persist(&mut s, &state);
     let n = index_pages_of(&pages);
     assert!(n > 10, "{n} index pages");
     assert_eq!((r.pages, r.new_file), (pages.len() as u64, true));
@@ -77,24 +48,24 @@ fn round_trip_reads_every_page_and_only_the_index_pages_it_needs() {
     // The state file holds the index of the index pages, not a record per data page.
     assert!(len(&state) < 40 * n + 200, "{} bytes", len(&state));
 
-    let mut t = open(&state).unwrap();
+    let mut t = F.open(&state).unwrap();
     assert_eq!(t.loaded_index_pages(), 0, "opening reads no index page");
     assert_eq!(t.written_pages(), pages.len() as u64);
-    assert_eq!(read(&mut t, 5000).unwrap(), image(5000, 1));
+    assert_eq!(F.read(&mut t, 5000).unwrap(), F.image(5000, 1));
     assert_eq!(t.loaded_index_pages(), 1);
     assert_eq!(t.last_page().unwrap(), Some(RECS * 1000 - 1));
     assert_eq!(t.saved_pages().unwrap(), pages);
     for &p in &pages {
         assert!(t.contains(p).unwrap(), "page {p}");
-        assert_eq!(read(&mut t, p).unwrap(), image(p, 1), "page {p}");
+        assert_eq!(F.read(&mut t, p).unwrap(), F.image(p, 1), "page {p}");
     }
     for p in [1000, 5001, RECS * 100 + 2, RECS * 1000, RECS * 100_000] {
         assert!(!t.contains(p).unwrap(), "page {p}");
-        assert_eq!(read(&mut t, p).unwrap(), vec![0u8; PS], "never written");
+        assert_eq!(F.read(&mut t, p).unwrap(), vec![0u8; PS], "never written");
     }
     assert_eq!(t.loaded_index_pages() as u64, n);
     assert_eq!(
-        open(&state).unwrap().verify_all().unwrap(),
+        F.open(&state).unwrap().verify_all().unwrap(),
         pages.len() as u64
     );
 }
@@ -104,18 +75,15 @@ fn a_save_writes_only_the_changed_index_pages() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("dev.state");
     let pages = spread();
-    let mut s = PageStore::new_paged(PS);
-    for &p in &pages {
-        s.write(p, &image(p, 1));
-    }
-    persist(&mut s, &state);
+    let mut s = F.store_of(pages.iter().copied(), 1);
+    F.persist(&mut s, &state);
     let idx = idx_file(dir.path(), 1);
     let state_len = len(&state);
 
     // Unchanged (the same store, and a reopened one): nothing written.
-    assert_eq!(persist(&mut s, &state), SaveReport::default());
-    let mut t = open(&state).unwrap();
-    assert_eq!(persist(&mut t, &state), SaveReport::default());
+    assert_eq!(F.persist(&mut s, &state), SaveReport::default());
+    let mut t = F.open(&state).unwrap();
+    assert_eq!(F.persist(&mut t, &state), SaveReport::default());
     assert_eq!(
         t.loaded_index_pages(),
         0,
@@ -126,10 +94,10 @@ fn a_save_writes_only_the_changed_index_pages() {
     // Three pages rewritten in two index pages, one new page in a third: three index
     // pages, of the reopened store that had read none of them.
     for p in [3, 7, RECS + 2, 2 * RECS * 1000] {
-        t.write(p, &image(p, 2));
+        t.write(p, &F.image(p, 2));
     }
     assert_eq!(t.dirty_index_pages(), 0, "marked when the pages are saved");
-    let r = persist(&mut t, &state);
+    let r = F.persist(&mut t, &state);
     assert_eq!((r.pages, r.bytes, r.new_file), (4, 4 * PS as u64, false));
     assert_eq!((r.index_pages, r.index_bytes), (3, 3 * IDX));
     assert_eq!(len(&idx) - before, 3 * IDX);
@@ -141,37 +109,22 @@ fn a_save_writes_only_the_changed_index_pages() {
         len(&state)
     );
 
-    let mut u = open(&state).unwrap();
+    let mut u = F.open(&state).unwrap();
     assert_eq!(u.written_pages(), pages.len() as u64 + 1);
     for &p in &pages {
         let v = if [3, 7, RECS + 2].contains(&p) { 2 } else { 1 };
-        assert_eq!(read(&mut u, p).unwrap(), image(p, v), "page {p}");
+        assert_eq!(F.read(&mut u, p).unwrap(), F.image(p, v), "page {p}");
     }
     assert_eq!(
-        read(&mut u, 2 * RECS * 1000).unwrap(),
-        image(2 * RECS * 1000, 2)
+        F.read(&mut u, 2 * RECS * 1000).unwrap(),
+        F.image(2 * RECS * 1000, 2)
     );
-    assert_eq!(persist(&mut u, &state), SaveReport::default());
+    assert_eq!(F.persist(&mut u, &state), SaveReport::default());
 }
 
 #[test]
 fn saving_the_same_operations_gives_the_same_bytes() {
-    let run = |dir: &Path| {
-        let state = dir.join("dev.state");
-        let mut s = PageStore::new_paged(PS);
-        for p in 0..900u64 {
-            s.write(p * 3, &image(p, 1));
-        }
-        persist(&mut s, &state);
-        for p in 0..10u64 {
-            s.write(p * 500, &image(p, 2));
-        }
-        persist(&mut s, &state);
-        ["dev.state", "dev.state.pages-1", "dev.state.idx-1"]
-            .map(|f| std::fs::read(dir.join(f)).unwrap())
-    };
-    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    assert_eq!(run(a.path()), run(b.path()));
+    both::the_same_operations_give_the_same_bytes(&F);
 }
 
 /// A state of the previous format (the index inline in the state file, format 2) opens,
@@ -183,7 +136,7 @@ fn an_inline_index_of_the_previous_format_opens_and_is_saved_paged() {
     let pages = spread();
     let mut old = PageStore::new(PS);
     for &p in &pages {
-        old.write(p, &image(p, 1));
+        old.write(p, &F.image(p, 1));
     }
     old.save(&state).unwrap();
     save_state_as(&state, "test", PAGED_FORMAT, &old).unwrap();
@@ -194,61 +147,34 @@ fn an_inline_index_of_the_previous_format_opens_and_is_saved_paged() {
     let n = index_pages_of(&pages);
     assert_eq!(s.dirty_index_pages(), n);
     s.read(7, &mut [0; PS]).unwrap();
-    s.write(7, &image(7, 2));
-    let r = persist(&mut s, &state);
+    s.write(7, &F.image(7, 2));
+    let r = F.persist(&mut s, &state);
     assert_eq!(
         (r.pages, r.new_file),
         (1, false),
         "data appended, not rewritten"
     );
     assert_eq!((r.index_pages, r.index_bytes), (n, HEADER + n * IDX));
-    let mut t = open(&state).unwrap();
+    let mut t = F.open(&state).unwrap();
     for &p in &pages {
         let v = if p == 7 { 2 } else { 1 };
-        assert_eq!(read(&mut t, p).unwrap(), image(p, v), "page {p}");
+        assert_eq!(F.read(&mut t, p).unwrap(), F.image(p, v), "page {p}");
     }
-    assert_eq!(persist(&mut t, &state), SaveReport::default());
+    assert_eq!(F.persist(&mut t, &state), SaveReport::default());
 }
 
 #[test]
 fn a_crash_between_the_pages_and_the_state_file_keeps_the_previous_checkpoint() {
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("dev.state");
-    let pages = spread();
-    let mut s = PageStore::new_paged(PS);
-    for &p in &pages {
-        s.write(p, &image(p, 1));
-    }
-    persist(&mut s, &state);
-    let old_state = std::fs::read(&state).unwrap();
-    let idx = idx_file(dir.path(), 1);
-    let old_idx = len(&idx);
-    // The next checkpoint writes its data and index pages, then "loses power" before the
-    // state file.
-    for p in [0, 1, 500, 5000, RECS * 5000] {
-        s.write(p, &image(p, 2));
-    }
-    let r = s.save(&state).unwrap();
-    assert_eq!((r.pages, r.index_pages), (5, 4));
-    drop(s);
-    assert_eq!(std::fs::read(&state).unwrap(), old_state, "state untouched");
-    assert_eq!(len(&idx), old_idx + 4 * IDX);
-
-    let mut t = open(&state).unwrap();
-    assert_eq!(t.written_pages(), pages.len() as u64);
-    for &p in &pages {
-        assert_eq!(read(&mut t, p).unwrap(), image(p, 1), "page {p}");
-    }
-    assert!(!t.contains(RECS * 5000).unwrap());
-    // The next save replaces the unreferenced tails.
-    t.write(500, &image(500, 3));
-    let r = persist(&mut t, &state);
-    assert_eq!((r.pages, r.index_pages), (1, 1));
-    assert_eq!(len(&idx), old_idx + IDX);
-    let mut u = open(&state).unwrap();
-    assert_eq!(read(&mut u, 500).unwrap(), image(500, 3));
-    assert_eq!(read(&mut u, 0).unwrap(), image(0, 1));
-    assert!(!u.contains(RECS * 5000).unwrap());
+    let (again, new) = ([0, 1, 500, 5000], RECS * 5000);
+    let crash = both::a_crash_before_the_state_file_keeps_the_checkpoint;
+    let (lost, next) = crash(&F, &spread(), &again, new);
+    // The lost save wrote the index pages of pages 0-500, 5000 and the new page; the next
+    // save the one of page 500.
+    assert_eq!((lost.pages, lost.index_pages), (5, 4));
+    assert_eq!(
+        (next.pages, next.index_pages, next.index_bytes),
+        (1, 1, IDX)
+    );
 }
 
 /// A compaction of the pages file moves every page, so it rewrites every index page;
@@ -265,18 +191,18 @@ fn compactions_of_both_files_keep_every_page_and_the_backup() {
     let mut seen = vec![];
     for round in 0..4u8 {
         for p in 0..n {
-            s.write(p, &image(p, round));
+            s.write(p, &F.image(p, round));
             version[p as usize] = round;
         }
-        let r = persist(&mut s, &state);
+        let r = F.persist(&mut s, &state);
         assert_eq!(r.index_pages, index_pages, "round {round}");
         seen.push(r.new_file);
     }
     // The pages file: generation 1, appended to, compacted (2), appended to.
     assert_eq!(seen, vec![true, false, true, false]);
-    let mut t = open(&state).unwrap();
+    let mut t = F.open(&state).unwrap();
     for p in (0..n).step_by(97) {
-        assert_eq!(read(&mut t, p).unwrap(), image(p, 3));
+        assert_eq!(F.read(&mut t, p).unwrap(), F.image(p, 3));
     }
     // One page rewritten in every index page until the index pages file is over
     // COMPACT_MIN and half superseded: its generation 2.
@@ -287,34 +213,38 @@ fn compactions_of_both_files_keep_every_page_and_the_backup() {
     let mut round = 4u8;
     while !idx_file(dir.path(), 2).exists() {
         for p in (0..n).step_by(RECS as usize) {
-            t.write(p, &image(p, round));
+            t.write(p, &F.image(p, round));
             version[p as usize] = round;
         }
-        let r = persist(&mut t, &state);
+        let r = F.persist(&mut t, &state);
         assert_eq!(r.index_pages, index_pages, "round {round}");
         round += 1;
         assert!(round < 40, "the index pages file was never compacted");
     }
     assert!(len(&idx_file(dir.path(), 2)) < COMPACT_MIN);
     // The save after deletes generation 1, unless the backup names it.
-    t.write(1, &image(1, round));
+    t.write(1, &F.image(1, round));
     version[1] = round;
-    assert_eq!(persist(&mut t, &state).index_pages, 1);
+    assert_eq!(F.persist(&mut t, &state).index_pages, 1);
     assert!(idx_file(dir.path(), 1).exists(), "named by the backup");
-    let mut old = open(&bak).unwrap();
+    let mut old = F.open(&bak).unwrap();
     for p in (0..n).step_by(RECS as usize / 2) {
-        assert_eq!(read(&mut old, p).unwrap(), image(p, 3), "backup, page {p}");
+        assert_eq!(
+            F.read(&mut old, p).unwrap(),
+            F.image(p, 3),
+            "backup, page {p}"
+        );
     }
     std::fs::remove_file(&bak).unwrap();
-    t.write(2, &image(2, round));
+    t.write(2, &F.image(2, round));
     version[2] = round;
-    persist(&mut t, &state);
+    F.persist(&mut t, &state);
     assert!(!idx_file(dir.path(), 1).exists());
-    let mut u = open(&state).unwrap();
+    let mut u = F.open(&state).unwrap();
     for p in 0..n {
         assert_eq!(
-            read(&mut u, p).unwrap(),
-            image(p, version[p as usize]),
+            F.read(&mut u, p).unwrap(),
+            F.image(p, version[p as usize]),
             "page {p}"
         );
     }
@@ -322,36 +252,17 @@ fn compactions_of_both_files_keep_every_page_and_the_backup() {
 
 #[test]
 fn a_copied_state_saves_to_index_pages_of_its_own() {
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("dev.state");
-    let mut s = PageStore::new_paged(PS);
-    for p in 0..700 {
-        s.write(p, &image(p, 1));
-    }
-    persist(&mut s, &state);
-    let copy = dir.path().join("replay.state");
-    std::fs::copy(&state, &copy).unwrap();
-    let mut c = open(&copy).unwrap();
-    c.write(5, &image(5, 2));
-    let r = persist(&mut c, &copy);
-    assert!(r.new_file && r.index_pages == 3);
-    assert!(dir.path().join("replay.state.idx-2").exists());
-    let original = std::fs::read(idx_file(dir.path(), 1)).unwrap();
-    let mut o = open(&state).unwrap();
-    assert_eq!(read(&mut o, 5).unwrap(), image(5, 1));
-    let mut d = open(&copy).unwrap();
-    assert_eq!(read(&mut d, 5).unwrap(), image(5, 2));
-    assert_eq!(std::fs::read(idx_file(dir.path(), 1)).unwrap(), original);
+    let r = both::a_copied_state_saves_to_files_of_its_own(&F, 700);
+    assert_eq!(r.index_pages, 3);
 }
 
 #[test]
 fn unsaved_index_pages_cannot_be_serialised() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("dev.state");
-    let mut s = PageStore::new_paged(PS);
-    s.write(1, &image(1, 1));
-    persist(&mut s, &state);
-    s.write(2, &image(2, 1));
+    let mut s = F.store_of([1], 1);
+    F.persist(&mut s, &state);
+    s.write(2, &F.image(2, 1));
     let e = save_state_as(&state, "test", INDEX_PAGED_FORMAT, &Indexed(&s)).unwrap_err();
     assert!(e.to_string().contains("cannot serialise"), "{e}");
     // An inline store is not saved as a paged one, nor a paged one inline.
@@ -373,14 +284,11 @@ fn damage_to_the_index_pages_is_refused_with_a_named_error() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("dev.state");
     let pages: Vec<u64> = (0..400).chain([RECS * 7 + 3]).collect();
-    let mut s = PageStore::new_paged(PS);
-    for &p in &pages {
-        s.write(p, &image(p, 1));
-    }
-    persist(&mut s, &state);
-    s.write(1, &image(1, 2));
-    persist(&mut s, &state);
-    let expect = |p: u64| image(p, if p == 1 { 2 } else { 1 });
+    let mut s = F.store_of(pages.iter().copied(), 1);
+    F.persist(&mut s, &state);
+    s.write(1, &F.image(1, 2));
+    F.persist(&mut s, &state);
+    let expect = |p: u64| F.image(p, if p == 1 { 2 } else { 1 });
     let idx = idx_file(dir.path(), 1);
     let good = std::fs::read(&idx).unwrap();
     // Header, index pages 0, 1 and 7, then index page 0 again (superseded the first).
@@ -389,10 +297,10 @@ fn damage_to_the_index_pages_is_refused_with_a_named_error() {
 
     // Opens and reads every page; Ok only if every page reads right.
     let try_all = || -> Result<()> {
-        let mut t = open(&state)?;
+        let mut t = F.open(&state)?;
         for &p in &pages {
             assert_eq!(
-                read(&mut t, p)?,
+                F.read(&mut t, p)?,
                 expect(p),
                 "a damaged index gave a wrong page"
             );
@@ -401,49 +309,23 @@ fn damage_to_the_index_pages_is_refused_with_a_named_error() {
     };
     try_all().unwrap();
     // The state file (the index of the index pages): every byte, and truncations.
-    let good_state = std::fs::read(&state).unwrap();
-    for i in 0..good_state.len() {
-        let mut b = good_state.clone();
-        b[i] ^= 1 << (i % 8);
-        std::fs::write(&state, &b).unwrap();
-        let e = try_all().unwrap_err().to_string();
-        assert!(e.contains("device state"), "state byte {i}: {e}");
-    }
-    for cut in 0..good_state.len() {
-        std::fs::write(&state, &good_state[..cut]).unwrap();
-        let e = try_all().unwrap_err().to_string();
-        assert!(e.contains("device state"), "state truncated to {cut}: {e}");
-    }
-    std::fs::write(&state, &good_state).unwrap();
+    both::state_damage_is_refused(&state, &try_all);
     // The index pages file: one flip per byte, every bit position over the file.
-    for i in 0..good.len() {
-        let mut b = good.clone();
-        b[i] ^= 1 << (i % 8);
-        std::fs::write(&idx, &b).unwrap();
-        match try_all() {
-            Ok(()) => assert!(superseded.contains(&i), "byte {i}: damage not detected"),
-            Err(e) => {
-                let e = e.to_string();
-                assert!(e.contains("dev.state.idx-1"), "byte {i}: {e}");
-                if i >= HEADER as usize {
-                    assert!(
-                        e.contains("index page") && e.contains("checksum"),
-                        "byte {i}: {e}"
-                    );
-                } else {
-                    assert!(e.contains("header") || e.contains("magic"), "byte {i}: {e}");
-                }
-            }
+    let flipped = |i: usize, e: &str| {
+        assert!(e.contains("dev.state.idx-1"), "byte {i}: {e}");
+        if i >= HEADER as usize {
+            let named = e.contains("index page") && e.contains("checksum");
+            assert!(named, "byte {i}: {e}");
+        } else {
+            assert!(e.contains("header") || e.contains("magic"), "byte {i}: {e}");
         }
-    }
-    for cut in [0, 5, HEADER as usize, good.len() - 1] {
-        std::fs::write(&idx, &good[..cut]).unwrap();
-        let e = try_all().unwrap_err().to_string();
-        assert!(
-            e.contains("dev.state.idx-1") && e.contains("truncated"),
-            "truncated to {cut}: {e}"
-        );
-    }
+    };
+    let cut = |n: usize, e: &str| {
+        let named = e.contains("dev.state.idx-1") && e.contains("truncated");
+        assert!(named, "truncated to {n}: {e}");
+    };
+    let cuts = [0, 5, HEADER as usize, good.len() - 1];
+    both::damage_is_refused(&idx, superseded, cuts, &try_all, (&flipped, &cut));
     std::fs::remove_file(&idx).unwrap();
     let e = try_all().unwrap_err().to_string();
     assert!(
@@ -460,11 +342,8 @@ fn damage_to_the_index_pages_is_refused_with_a_named_error() {
 fn an_index_of_index_pages_that_disagrees_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("dev.state");
-    let mut s = PageStore::new_paged(PS);
-    for p in (0..RECS).chain([RECS + 1, 3 * RECS + 2, 3 * RECS + 3]) {
-        s.write(p, &image(p, 1));
-    }
-    persist(&mut s, &state);
+    let mut s = F.store_of((0..RECS).chain([RECS + 1, 3 * RECS + 2, 3 * RECS + 3]), 1);
+    F.persist(&mut s, &state);
     let good = std::fs::read(&state).unwrap();
     let rewrite = |f: &dyn Fn(&mut Saved)| {
         let mut v: Saved = load_state_as(&state, "test", INDEX_PAGED_FORMAT).unwrap();
@@ -479,9 +358,9 @@ fn an_index_of_index_pages_that_disagrees_is_refused() {
             garbage: v.garbage,
         };
         save_state_as(&state, "test", INDEX_PAGED_FORMAT, &r).unwrap();
-        let e = open(&state).and_then(|mut t| {
+        let e = F.open(&state).and_then(|mut t| {
             for p in [0, RECS + 1, 3 * RECS + 2] {
-                read(&mut t, p)?;
+                F.read(&mut t, p)?;
             }
             Ok(())
         });
@@ -504,5 +383,5 @@ fn an_index_of_index_pages_that_disagrees_is_refused() {
     assert!(e.contains("device state"), "{e}");
     let e = rewrite(&|v| v.file = String::new());
     assert!(e.contains("device state") && e.contains("decode"), "{e}");
-    open(&state).unwrap();
+    F.open(&state).unwrap();
 }
