@@ -80,7 +80,7 @@ fn bad_fast_options_are_clear_errors() {
         ),
         (
             &[&FAST[..], &["--log-size", "16KB"]].concat(),
-            "log size: 16384 bytes is too small",
+            "FAST log_size: 16384 bytes is too small",
         ),
     ];
     for (i, (args, want)) in cases.iter().enumerate() {
