@@ -282,6 +282,65 @@ fn ssd_without_cache_writes_through() {
     assert!(b.device_ns() > 1_000_000, "{}", b.device_ns());
 }
 
+/// Opens the SSD state fixture `tests/fixtures/NAME` (the files `files` of a 64 MB
+/// `ssd-v300` drive written by an older version in format `format`) with `cfg`: `other` is
+/// refused as a different configuration; `cfg` opens with the saved clock `clock` and 8
+/// writes, reads, writes, saves in format 5 and reopens with the same clock and data.
+fn reopen_ssd_fixture(
+    name: &str,
+    files: &[&str],
+    format: u32,
+    cfg: &SsdConfig,
+    other: &SsdConfig,
+    clock: u64,
+) {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    let dir = tempfile::tempdir().unwrap();
+    for f in files {
+        std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
+    }
+    let path = dir.path().join("dev.state");
+    let version = |path: &std::path::Path| {
+        let head = std::fs::read(path).unwrap();
+        u32::from_le_bytes(head[8..12].try_into().unwrap())
+    };
+    assert_eq!(version(&path), format);
+    let e = SimSsd::open(other, 4096, Some(&path))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("different configuration"), "{e}");
+    let mut d = SimSsd::open(cfg, 4096, Some(&path)).unwrap();
+    assert_eq!(d.device_ns(), clock);
+    assert_eq!(d.stats().host.write_ops, 8);
+    let mut buf = vec![0u8; 4096];
+    for p in 0..64 {
+        d.read(p, &mut buf).unwrap();
+    }
+    d.write(3, &[7u8; 4096]).unwrap();
+    d.persist().unwrap();
+    let clock = d.device_ns();
+    drop(d);
+    assert_eq!(version(&path), 5);
+    let mut d = SimSsd::open(cfg, 4096, Some(&path)).unwrap();
+    assert_eq!(d.device_ns(), clock);
+    d.read(3, &mut buf).unwrap();
+    assert!(buf.iter().all(|&b| b == 7));
+}
+
+/// The 64 MB `ssd-v300` of the fixtures.
+fn fixture_ssd() -> SsdConfig {
+    SsdConfig {
+        flash: FlashConfig {
+            capacity: 64 << 20,
+            ..SsdConfig::v300().flash
+        },
+        ..SsdConfig::v300()
+    }
+}
+
 /// An SSD state saved before `flush_us` existed (format 3, `tests/fixtures/ssd-format3`:
 /// `spidx iotest --device ssd-v300 --device-param flash.capacity=64MB --state dev.state
 /// --pattern randwrite --ops 8 --span 256KB --no-prefill --seed 3` by that version) opens
@@ -289,100 +348,38 @@ fn ssd_without_cache_writes_through() {
 /// reopens; a drive with another flush is a different configuration.
 #[test]
 fn ssd_states_saved_before_flush_us_still_open() {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ssd-format3");
-    let dir = tempfile::tempdir().unwrap();
-    for f in ["dev.state", "dev.state.pages-1", "dev.state.ftl-1"] {
-        std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
-    }
-    let path = dir.path().join("dev.state");
-    let cfg = SsdConfig {
-        flash: FlashConfig {
-            capacity: 64 << 20,
-            ..SsdConfig::v300().flash
-        },
-        ..SsdConfig::v300()
-    };
+    let cfg = fixture_ssd();
     let other = SsdConfig {
         flush_us: 5.0,
         ..cfg.clone()
     };
-    let e = SimSsd::open(&other, 4096, Some(&path))
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(e.contains("different configuration"), "{e}");
-    let mut d = SimSsd::open(&cfg, 4096, Some(&path)).unwrap();
-    assert_eq!(d.device_ns(), 1_377_256);
-    assert_eq!(d.stats().host.write_ops, 8);
-    let mut buf = vec![0u8; 4096];
-    for p in 0..64 {
-        d.read(p, &mut buf).unwrap();
-    }
-    d.write(3, &[7u8; 4096]).unwrap();
-    d.persist().unwrap();
-    let clock = d.device_ns();
-    drop(d);
-    let mut d = SimSsd::open(&cfg, 4096, Some(&path)).unwrap();
-    assert_eq!(d.device_ns(), clock);
-    d.read(3, &mut buf).unwrap();
-    assert!(buf.iter().all(|&b| b == 7));
+    let files = ["dev.state", "dev.state.pages-1", "dev.state.ftl-1"];
+    reopen_ssd_fixture("ssd-format3", &files, 3, &cfg, &other, 1_377_256);
 }
 
-/// An SSD state saved before `seq_write_saving_us` existed (format 4,
+/// An SSD state saved before the sequential requests' savings existed (format 4,
 /// `tests/fixtures/ssd-format4`: `spidx iotest --device ssd-v300 --device-param
 /// flash.capacity=64MB --device-param flush_us=30 --state dev.state --pattern randwrite
-/// --ops 8 --span 256KB --no-prefill --seed 3` by that version) opens with a saving of 0,
+/// --ops 8 --span 256KB --no-prefill --seed 3` by that version) opens with both savings 0,
 /// its flush, clock and counters as saved, is saved in the current format and reopens; a
 /// drive with a saving is a different configuration.
 #[test]
-fn ssd_states_saved_before_seq_write_saving_still_open() {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ssd-format4");
-    let dir = tempfile::tempdir().unwrap();
-    for f in [
-        "dev.state",
-        "dev.state.pages-1",
-        "dev.state.idx-1",
-        "dev.state.ftl-1",
-    ] {
-        std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
-    }
-    let path = dir.path().join("dev.state");
-    let head = std::fs::read(&path).unwrap();
-    assert_eq!(u32::from_le_bytes(head[8..12].try_into().unwrap()), 4);
+fn ssd_states_saved_before_seq_savings_still_open() {
     let cfg = SsdConfig {
-        flash: FlashConfig {
-            capacity: 64 << 20,
-            ..SsdConfig::v300().flash
-        },
         flush_us: 30.0,
-        ..SsdConfig::v300()
+        ..fixture_ssd()
     };
     let other = SsdConfig {
         seq_read_saving_us: 5.0,
         ..cfg.clone()
     };
-    let e = SimSsd::open(&other, 4096, Some(&path))
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(e.contains("different configuration"), "{e}");
-    let mut d = SimSsd::open(&cfg, 4096, Some(&path)).unwrap();
-    assert_eq!(d.device_ns(), 1_407_256);
-    assert_eq!(d.stats().host.write_ops, 8);
-    let mut buf = vec![0u8; 4096];
-    for p in 0..64 {
-        d.read(p, &mut buf).unwrap();
-    }
-    d.write(3, &[7u8; 4096]).unwrap();
-    d.persist().unwrap();
-    let clock = d.device_ns();
-    drop(d);
-    let head = std::fs::read(&path).unwrap();
-    assert_eq!(u32::from_le_bytes(head[8..12].try_into().unwrap()), 5);
-    let mut d = SimSsd::open(&cfg, 4096, Some(&path)).unwrap();
-    assert_eq!(d.device_ns(), clock);
-    d.read(3, &mut buf).unwrap();
-    assert!(buf.iter().all(|&b| b == 7));
+    let files = [
+        "dev.state",
+        "dev.state.pages-1",
+        "dev.state.idx-1",
+        "dev.state.ftl-1",
+    ];
+    reopen_ssd_fixture("ssd-format4", &files, 4, &cfg, &other, 1_407_256);
 }
 
 /// A write that starts where the previous request ended saves `seq_write_saving_us` of

@@ -138,39 +138,6 @@ pub struct SsdConfig {
     pub seq_write_saving_us: f64,
 }
 
-/// [`SsdConfig`] as state files of format [`INDEX_PAGED_FORMAT`] saved it (no
-/// `seq_read_saving_us`, `seq_write_saving_us`).
-#[derive(Debug, Clone, Deserialize)]
-struct SsdConfigV4 {
-    flash: FlashConfig,
-    channels: u32,
-    dies_per_channel: u32,
-    channel_mb_s: f64,
-    host_mb_s: f64,
-    command_overhead_us: f64,
-    write_cache: u64,
-    queue_depth: u32,
-    flush_us: f64,
-}
-
-impl From<SsdConfigV4> for SsdConfig {
-    fn from(c: SsdConfigV4) -> Self {
-        SsdConfig {
-            flash: c.flash,
-            channels: c.channels,
-            dies_per_channel: c.dies_per_channel,
-            channel_mb_s: c.channel_mb_s,
-            host_mb_s: c.host_mb_s,
-            command_overhead_us: c.command_overhead_us,
-            write_cache: c.write_cache,
-            queue_depth: c.queue_depth,
-            flush_us: c.flush_us,
-            seq_read_saving_us: 0.0,
-            seq_write_saving_us: 0.0,
-        }
-    }
-}
-
 /// [`SsdConfig`] as state files before [`INDEX_PAGED_FORMAT`] saved it (no `flush_us`).
 #[derive(Debug, Clone, Deserialize)]
 struct SsdConfigV3 {
@@ -184,9 +151,18 @@ struct SsdConfigV3 {
     queue_depth: u32,
 }
 
-impl From<SsdConfigV3> for SsdConfig {
-    fn from(c: SsdConfigV3) -> Self {
-        SsdConfigV4 {
+/// [`SsdConfig`] as state files of format [`INDEX_PAGED_FORMAT`] saved it: format 3's
+/// fields, then `flush_us` (postcard writes a nested struct's fields in place, so this is
+/// the flat layout that format wrote).
+#[derive(Debug, Clone, Deserialize)]
+struct SsdConfigV4 {
+    v3: SsdConfigV3,
+    flush_us: f64,
+}
+
+impl From<SsdConfigV4> for SsdConfig {
+    fn from(SsdConfigV4 { v3: c, flush_us }: SsdConfigV4) -> Self {
+        SsdConfig {
             flash: c.flash,
             channels: c.channels,
             dies_per_channel: c.dies_per_channel,
@@ -195,9 +171,16 @@ impl From<SsdConfigV3> for SsdConfig {
             command_overhead_us: c.command_overhead_us,
             write_cache: c.write_cache,
             queue_depth: c.queue_depth,
-            flush_us: 0.0,
+            flush_us,
+            seq_read_saving_us: 0.0,
+            seq_write_saving_us: 0.0,
         }
-        .into()
+    }
+}
+
+impl From<SsdConfigV3> for SsdConfig {
+    fn from(v3: SsdConfigV3) -> Self {
+        SsdConfigV4 { v3, flush_us: 0.0 }.into()
     }
 }
 
