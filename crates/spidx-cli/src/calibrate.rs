@@ -60,10 +60,17 @@ pub struct CalibrateArgs {
     /// Fit probe figures saved by --save-figures instead of probing a drive.
     #[arg(long, conflicts_with = "target")]
     from_figures: Option<PathBuf>,
+    /// Fit a host profile (the modelled host cost per operation of simulated runs) to this
+    /// machine instead of a drive model; --out gets a spec's [protocol.host] table.
+    #[arg(long, conflicts_with_all = ["target", "from_figures", "save_figures"])]
+    host: bool,
 }
 
 pub fn run(a: CalibrateArgs) -> Result<()> {
     check_out(&a.out, a.force)?;
+    if a.host {
+        return crate::calibrate_host::run(&a.out, |text| write_out(&a.out, a.force, text));
+    }
     let name = match &a.name {
         Some(n) if n.trim().is_empty() => bail!("invalid --name: it is empty"),
         Some(n) => n.clone(),

@@ -6,6 +6,7 @@ use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 use serde_json::json;
 use spidx::device::preset::{self, Preset};
+use spidx::device::sources;
 
 /// Arguments of `spidx devices`.
 #[derive(Args)]
@@ -78,11 +79,43 @@ fn show(name: &str, as_json: bool) -> Result<()> {
         println!("# {}: {}", p.name, p.summary);
         println!("# source: {}", p.source);
         println!("name = \"{}\"", p.name);
-        print!("{}", toml::to_string(&p.config)?);
+        print!("{}", with_sources(p.name, &toml::to_string(&p.config)?));
     }
     Ok(())
 }
 
+/// The device file's lines, each parameter followed by its source as a comment (see
+/// `spidx::device::sources`).
+fn with_sources(name: &str, text: &str) -> String {
+    let sources = sources::of(name).unwrap_or_default();
+    let mut table = String::new();
+    let mut out = String::new();
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(h) = t.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            table = h.to_string();
+        }
+        out.push_str(line);
+        if let Some((k, _)) = t.split_once(" = ").filter(|_| !t.starts_with('[')) {
+            let key = if table.is_empty() {
+                k.to_string()
+            } else {
+                format!("{table}.{k}")
+            };
+            if let Some((_, s)) = sources.iter().find(|(p, _)| *p == key) {
+                out.push_str(&format!("  # {s}"));
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
 fn preset_json(p: &Preset) -> serde_json::Value {
-    json!({ "name": p.name, "kind": p.config.kind(), "summary": p.summary, "source": p.source, "config": p.config })
+    let params: serde_json::Map<String, serde_json::Value> = sources::of(p.name)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, s)| (k, json!(s)))
+        .collect();
+    json!({ "name": p.name, "kind": p.config.kind(), "summary": p.summary, "source": p.source, "config": p.config, "parameter_sources": params })
 }

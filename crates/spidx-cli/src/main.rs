@@ -3,6 +3,7 @@
 
 mod build;
 mod calibrate;
+mod calibrate_host;
 mod check;
 mod dataset;
 mod devices;

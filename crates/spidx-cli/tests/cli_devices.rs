@@ -49,6 +49,37 @@ fn devices_lists_presets_as_table_and_json() {
 }
 
 #[test]
+fn a_shown_preset_names_the_source_of_every_value() {
+    let out = spidx().args(["devices", "hdd-wd2tb"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    for key in ["hit_overhead_us", "miss_overhead_us", "write_overhead_us"] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} = ")))
+            .unwrap_or_else(|| panic!("no {key} in {text}"));
+        assert!(line.contains("# Hitachi Deskstar 7K3000"), "{line}");
+    }
+    // Every parameter line carries a source (or says it is assumed or a setting).
+    for l in text
+        .lines()
+        .filter(|l| l.contains(" = ") && !l.starts_with("name") && !l.starts_with("kind"))
+    {
+        assert!(l.contains("  # "), "no source: {l}");
+    }
+    let v = json_of(&["devices", "--json"]);
+    let wd = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "hdd-wd2tb")
+        .unwrap();
+    assert!(wd["parameter_sources"]["hit_overhead_us"]
+        .as_str()
+        .unwrap()
+        .contains("Table 5"));
+}
+
+#[test]
 fn shown_preset_is_a_valid_device_file() {
     let dir = tempfile::tempdir().unwrap();
     for p in json_of(&["devices", "--json"]).as_array().unwrap() {

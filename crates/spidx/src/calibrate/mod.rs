@@ -9,6 +9,7 @@
 //! residuals are what `spidx iotest` with the written device file reports.
 
 pub mod fit;
+pub mod host;
 pub mod probe;
 pub mod render;
 

@@ -34,6 +34,7 @@ mod geometry;
 mod tests;
 
 pub use config::HddConfig;
+use config::HddConfigV4;
 pub use geometry::SeekCurve;
 
 use std::collections::BTreeSet;
@@ -44,7 +45,8 @@ use serde::{Deserialize, Serialize};
 use self::geometry::{Geometry, Loc};
 use super::paged::{Indexed, PageStore};
 use super::pages::{
-    decode_state, load_state_payload, save_state_as, INDEX_PAGED_FORMAT, PAGED_FORMAT,
+    decode_state, load_state_payload, save_state_as, HDD_WRITE_OVERHEAD_FORMAT, INDEX_PAGED_FORMAT,
+    PAGED_FORMAT,
 };
 use super::stats::{DeviceStats, HddStats, HostCounters};
 use super::{check_request, request_len, validate_page_size, Device};
@@ -108,12 +110,13 @@ struct SavedRef<'a> {
     stats: &'a HddStats,
 }
 
-/// `P` is [`Indexed`]`<PageStore>` (format [`INDEX_PAGED_FORMAT`]) or a [`PageStore`]
-/// (format [`PAGED_FORMAT`]).
+/// `P` is [`Indexed`]`<PageStore>` (formats [`HDD_WRITE_OVERHEAD_FORMAT`] and
+/// [`INDEX_PAGED_FORMAT`]) or a [`PageStore`] (format [`PAGED_FORMAT`]); `C` is
+/// [`HddConfig`] (format [`HDD_WRITE_OVERHEAD_FORMAT`]) or [`HddConfigV4`] (the others).
 #[derive(Deserialize)]
-struct Saved<P> {
+struct Saved<P, C> {
     pages: P,
-    config: HddConfig,
+    config: C,
     page_size: usize,
     mech: Mech,
     host: HostCounters,
@@ -138,6 +141,7 @@ pub struct SimHdd {
     stats: HddStats,
     hit_ns: u64,
     miss_ns: u64,
+    write_ns: u64,
     settle_ns: u64,
     iface_bps: u64,
     read_ahead: u64,
@@ -179,6 +183,7 @@ impl SimHdd {
             stats: HddStats::default(),
             hit_ns: ms(config.hit_overhead_us * 1e-3),
             miss_ns: ms(config.miss_overhead_us * 1e-3),
+            write_ns: ms(config.write_overhead_us.unwrap_or(config.hit_overhead_us) * 1e-3),
             settle_ns: ms(config.write_settle_ms),
             iface_bps: (config.interface_mb_s * 1e6).round().max(1.0) as u64,
             read_ahead: config.read_ahead_kb * 2,
@@ -200,20 +205,33 @@ impl SimHdd {
             ));
         }
         if let Some(p) = state.filter(|p| p.exists()) {
-            let (version, payload) =
-                load_state_payload(p, "hdd", &[PAGED_FORMAT, INDEX_PAGED_FORMAT])?;
-            let mut saved = if version == PAGED_FORMAT {
-                let s: Saved<PageStore> = decode_state(p, &payload)?;
+            let (version, payload) = load_state_payload(
+                p,
+                "hdd",
+                &[PAGED_FORMAT, INDEX_PAGED_FORMAT, HDD_WRITE_OVERHEAD_FORMAT],
+            )?;
+            let mut saved: Saved<Indexed<PageStore>, HddConfig> = if version == PAGED_FORMAT {
+                let s: Saved<PageStore, HddConfigV4> = decode_state(p, &payload)?;
                 Saved {
                     pages: Indexed(s.pages),
-                    config: s.config,
+                    config: s.config.into(),
+                    page_size: s.page_size,
+                    mech: s.mech,
+                    host: s.host,
+                    stats: s.stats,
+                }
+            } else if version == INDEX_PAGED_FORMAT {
+                let s: Saved<Indexed<PageStore>, HddConfigV4> = decode_state(p, &payload)?;
+                Saved {
+                    pages: s.pages,
+                    config: s.config.into(),
                     page_size: s.page_size,
                     mech: s.mech,
                     host: s.host,
                     stats: s.stats,
                 }
             } else {
-                decode_state::<Saved<Indexed<PageStore>>>(p, &payload)?
+                decode_state(p, &payload)?
             };
             if saved.page_size != page_size {
                 return Err(Error::invalid(
@@ -462,7 +480,7 @@ impl SimHdd {
     fn time_write(&mut self, page: u64, n: u64) -> u64 {
         let t0 = self.mech.clock;
         if n <= self.write_cache_pages {
-            let mut t = t0 + self.hit_ns;
+            let mut t = t0 + self.write_ns;
             self.background(t);
             let dirty = &self.mech.dirty;
             let new = (page..page + n).filter(|p| !dirty.contains(p)).count() as u64;
@@ -628,7 +646,7 @@ impl Device for SimHdd {
                 save_state_as(
                     p,
                     "hdd",
-                    INDEX_PAGED_FORMAT,
+                    HDD_WRITE_OVERHEAD_FORMAT,
                     &SavedRef {
                         pages: Indexed(&self.data),
                         config: &self.config,

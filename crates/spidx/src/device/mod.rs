@@ -23,6 +23,7 @@ pub mod pages;
 pub mod partition;
 pub mod preset;
 pub mod shared;
+pub mod sources;
 pub(crate) mod spec;
 pub mod ssd;
 pub(crate) mod stats;

@@ -141,8 +141,13 @@ pub const FTL_PAGED_FORMAT: u32 = 3;
 pub const INDEX_PAGED_FORMAT: u32 = 4;
 /// The format of an SSD's state file whose saved configuration has `seq_read_saving_us`
 /// and `seq_write_saving_us`; laid out as [`INDEX_PAGED_FORMAT`], which still opens (with
-/// savings of 0). Other devices save [`INDEX_PAGED_FORMAT`].
+/// savings of 0). Memory and SimFlash devices save [`INDEX_PAGED_FORMAT`].
 pub const SSD_SEQ_WRITE_FORMAT: u32 = 5;
+/// The format of a hard disk's state file whose saved configuration has
+/// `write_overhead_us`; laid out as [`INDEX_PAGED_FORMAT`], which still opens (with the
+/// write overhead of a buffer hit, as the model had it before). The same number as
+/// [`SSD_SEQ_WRITE_FORMAT`]: a state file's kind says which device's layout it is.
+pub const HDD_WRITE_OVERHEAD_FORMAT: u32 = 5;
 /// The formats whose payload starts with an [`super::paged::Indexed`] store.
 const INDEXED_FORMATS: [u32; 2] = [INDEX_PAGED_FORMAT, SSD_SEQ_WRITE_FORMAT];
 const HEADER: usize = 8 + 4 + 4 + 4 + 8;

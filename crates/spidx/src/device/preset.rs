@@ -65,19 +65,19 @@ pub fn presets() -> Vec<Preset> {
         Preset {
             name: "hdd-7200",
             summary: "7200 rpm desktop hard disk (2 TB, 8 MB cache, 8.9 ms average seek, 93.5 MB/s)",
-            source: "a mix of the seeds' drives: Carniel et al.'s 2 TB capacity with Emrich et al.'s Table 1 and 8 MB cache; WD datasheet seek extremes",
+            source: "a mix of the seeds' drives: Carniel et al.'s 2 TB capacity with Emrich et al.'s Table 1 and 8 MB cache; WD datasheet seek extremes; command overheads of the Hitachi Deskstar 7K3000 specification (class stand-in); per parameter: spidx devices hdd-7200",
             config: hdd.clone(),
         },
         Preset {
             name: "hdd-wd2tb",
             summary: "Carniel et al.'s 2 TB 7200 rpm WD drive: 64 MB cache, 164-82 MB/s in 16 zones, SATA 6 Gb/s",
-            source: "seeds (2 TB, 7200 rpm); WD 2 TB 7200 rpm datasheets (64 MB, 164 MB/s; model assumed); seeks assumed as hdd-7200",
+            source: "seeds (2 TB, 7200 rpm); WD 2 TB 7200 rpm datasheets (64 MB, 164 MB/s; model assumed); seeks as hdd-7200; command overheads of the Hitachi Deskstar 7K3000 specification (class stand-in); per parameter: spidx devices hdd-wd2tb",
             config: DeviceConfig::Hdd(HddConfig::carniel_wd_2tb()),
         },
         Preset {
             name: "hdd-wd2500aajs",
             summary: "Emrich et al.'s WD Caviar Blue WD2500AAJS: 250 GB, 7200 rpm, 8 MB cache, 8.9 ms seek, 93.5 MB/s",
-            source: "Emrich et al. 2010, section 4 and Table 1; other figures as hdd-7200 (WD Caviar datasheets, assumed)",
+            source: "Emrich et al. 2010, section 4 and Table 1; other figures as hdd-7200 (WD Caviar datasheets; Hitachi Deskstar 7K3000 command overheads, class stand-in); per parameter: spidx devices hdd-wd2500aajs",
             config: DeviceConfig::Hdd(HddConfig::wd2500aajs()),
         },
         Preset {

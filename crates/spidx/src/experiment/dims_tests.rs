@@ -10,6 +10,7 @@ use super::Experiment;
 use crate::data::Dataset;
 use crate::device::memory::{MemoryConfig, MemoryDevice};
 use crate::geom::Rect;
+use crate::spatial::HostProfile;
 use crate::spatial::SpatialIndex;
 use crate::with_dims;
 
@@ -77,7 +78,8 @@ fn check_answers<const D: usize>(exp: &Experiment, ordinal: usize, dir: &Path) {
         .unwrap();
     }
     let mem = Box::new(MemoryDevice::open(&MemoryConfig::default(), 4096, None).unwrap());
-    let mut table = ScanTable::<D>::create(mem, ds, 4 * 4096, true).unwrap();
+    let mut table =
+        ScanTable::<D>::create(mem, ds, 4 * 4096, Some(HostProfile::default())).unwrap();
     let mut checked = 0;
     for input in inputs {
         let Inputs::Knn { points, k, .. } = input else {

@@ -27,7 +27,7 @@ use crate::index::{Tree, TreeStats};
 use crate::node::Capacity;
 use crate::spatial::construct::{Construction, Step};
 use crate::spatial::query::QueryReport;
-use crate::spatial::SpatialIndex;
+use crate::spatial::{HostProfile, SpatialIndex};
 use crate::store::AnyStore;
 use crate::{with_dims, Error, Result};
 
@@ -145,6 +145,8 @@ fn run_dims<const D: usize>(
     let tap = TapLog::new();
     let wrap = |d: Box<dyn Device>| -> Box<dyn Device> { Box::new(Tap::new(d, tap.clone())) };
     let mut idx = SpatialIndex::<D>::create_wrapped(dir, run.options.clone(), geo.is_some(), wrap)?;
+    let host = protocol.host.profile()?;
+    idx.set_host_profile(host.clone())?;
     let mut results = Vec::new();
     for (w, inp) in workloads.iter().zip(inputs) {
         progress(Progress::Workload {
@@ -200,7 +202,7 @@ fn run_dims<const D: usize>(
                             measured.into_iter().map(|m| m.row).collect()
                         }
                         None => streams::index(&mut idx, &tap, &q, c, run, work, progress)?.0,
-                        Some(req) => streams::scan(run, ds, *req, &q, c, work, progress)?.0,
+                        Some(req) => streams::scan(run, ds, *req, &host, &q, c, work, progress)?.0,
                     };
                     for row in rows {
                         let mut details = row.details;
@@ -219,7 +221,8 @@ fn run_dims<const D: usize>(
                         idx.nearest(ps[i], *k, *refine)
                     })?,
                     Some(req) => {
-                        let mut table = work.time(|| scan_table::<D>(run, ds, *req, None))?;
+                        let mut table =
+                            work.time(|| scan_table::<D>(run, ds, *req, &host, None))?;
                         measure(&mut table, protocol, work, progress, ps.len(), |t, i| {
                             t.nearest(ps[i], *k)
                         })?
@@ -311,6 +314,7 @@ fn query_metrics(rep: &QueryReport) -> Metrics {
         ("elapsed_s".to_string(), total.elapsed_s),
         ("cpu_s".to_string(), total.cpu_s),
         ("device_s".to_string(), total.device_s),
+        ("host_s".to_string(), total.host_s),
         ("candidates".to_string(), rep.candidates as f64),
         ("results".to_string(), rep.results as f64),
     ]);
@@ -355,6 +359,7 @@ fn scan_table<const D: usize>(
     run: &RunConfig,
     ds: &Dataset,
     request: usize,
+    host: &HostProfile,
     tap: Option<&TapLog>,
 ) -> Result<ScanTable<D>> {
     let o = &run.options;
@@ -371,7 +376,7 @@ fn scan_table<const D: usize>(
     if let Some(t) = tap {
         dev = Box::new(Tap::new(dev, t.clone()));
     }
-    ScanTable::create(dev, ds, request, true)
+    ScanTable::create(dev, ds, request, Some(host.clone()))
 }
 
 /// The protocol over `n` queries: per query, `warmup` unmeasured runs, then

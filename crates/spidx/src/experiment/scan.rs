@@ -19,7 +19,7 @@ use crate::data::Dataset;
 use crate::device::Device;
 use crate::geom::{Distance, Rect};
 use crate::spatial::query::QueryReport;
-use crate::spatial::PhaseClock;
+use crate::spatial::{HostOps, HostProfile, PhaseClock};
 use crate::{Error, Result};
 
 /// Objects stored for a sequential scan on their own device.
@@ -32,19 +32,20 @@ pub(crate) struct ScanTable<const D: usize> {
     records: u64,
     data_pages: u64,
     request_pages: usize,
-    simulated: bool,
+    /// The host profile on a simulated device; `None` on a real one (wall time).
+    host: Option<HostProfile>,
 }
 
 impl<const D: usize> ScanTable<D> {
     /// Writes every object of `ds` to `device` (from page 0, in requests of
     /// `request_bytes`), then syncs. Scans read in requests of `request_bytes` as well;
-    /// it must be a non-zero multiple of the device's page size. `simulated` selects how
-    /// elapsed time is measured (see [`PhaseClock`]).
+    /// it must be a non-zero multiple of the device's page size. `host` is the host profile
+    /// on a simulated device, `None` on a real one (see [`PhaseClock`]).
     pub(crate) fn create(
         mut device: Box<dyn Device>,
         ds: &Dataset,
         request_bytes: usize,
-        simulated: bool,
+        host: Option<HostProfile>,
     ) -> Result<Self> {
         if ds.dims() != D {
             return Err(Error::invalid(
@@ -119,7 +120,7 @@ impl<const D: usize> ScanTable<D> {
             records,
             data_pages,
             request_pages,
-            simulated,
+            host,
         })
     }
 
@@ -189,7 +190,7 @@ impl<const D: usize> ScanTable<D> {
         if k == 0 {
             return Err(Error::invalid("k", "must be at least 1"));
         }
-        let clock = PhaseClock::start(self.device.as_ref(), self.simulated);
+        let clock = PhaseClock::start(self.device.as_ref(), HostOps::default(), self.host.as_ref());
         // Max-heap of the best k so far by (distance, id).
         let mut best: BinaryHeap<(Distance, u64)> = BinaryHeap::with_capacity(k + 1);
         self.for_each(|id, r| {
@@ -201,7 +202,15 @@ impl<const D: usize> ScanTable<D> {
                 best.push((d, id));
             }
         })?;
-        let filter = clock.stop(self.device.as_ref());
+        // One operation that tests every record and answers k.
+        let ops = HostOps {
+            operations: 1,
+            entries_read: self.records,
+            candidates: self.records,
+            results: best.len() as u64,
+            ..HostOps::default()
+        };
+        let filter = clock.stop(self.device.as_ref(), ops);
         let found = best.into_sorted_vec();
         Ok(QueryReport {
             candidates: self.records,
@@ -246,7 +255,8 @@ mod tests {
     fn scan_answers_equal_brute_force_for_vectors_and_boxes() {
         let mem = || Box::new(MemoryDevice::open(&MemoryConfig::default(), 4096, None).unwrap());
         let ds = vectors(3000, 5, 3);
-        let mut t = ScanTable::<5>::create(mem(), &ds, 3 * 4096, true).unwrap();
+        let mut t =
+            ScanTable::<5>::create(mem(), &ds, 3 * 4096, Some(HostProfile::default())).unwrap();
         for (q, k) in [
             ([0.5; 5], 1),
             ([0.1, 0.9, 0.3, 0.7, 0.2], 10),
@@ -260,7 +270,8 @@ mod tests {
         }
         // Boxes (2-D rectangles), with ties: the same object twice at the same distance.
         let boxes = generate(&GenerateOptions::new(Distribution::Uniform, 2000)).unwrap();
-        let mut t = ScanTable::<2>::create(mem(), &boxes, 4096, true).unwrap();
+        let mut t =
+            ScanTable::<2>::create(mem(), &boxes, 4096, Some(HostProfile::default())).unwrap();
         let q = [0.3, 0.6];
         let rep = t.nearest(q, 25).unwrap();
         let want = brute::<2>(&boxes, q, 25);
@@ -272,7 +283,7 @@ mod tests {
         // Ten identical vectors: the k nearest are the k smallest ids.
         let ds = Dataset::Vectors(crate::data::Vectors::new(2, vec![1.0; 20]).unwrap());
         let mem = Box::new(MemoryDevice::open(&MemoryConfig::default(), 512, None).unwrap());
-        let mut t = ScanTable::<2>::create(mem, &ds, 512, true).unwrap();
+        let mut t = ScanTable::<2>::create(mem, &ds, 512, Some(HostProfile::default())).unwrap();
         assert_eq!(t.nearest([0.0, 0.0], 3).unwrap().ids, vec![0, 1, 2]);
     }
 
@@ -281,14 +292,18 @@ mod tests {
         let ds = vectors(10_000, 10, 1);
         // 88-byte records, 46 per 4 KB page: 218 pages; 16-page requests: 14 reads.
         let hdd = |p| Box::new(SimHdd::open(&HddConfig::desktop_7200(), p, None).unwrap());
-        let mut t = ScanTable::<10>::create(hdd(4096), &ds, 16 * 4096, true).unwrap();
+        let mut t =
+            ScanTable::<10>::create(hdd(4096), &ds, 16 * 4096, Some(HostProfile::default()))
+                .unwrap();
         assert_eq!(t.data_pages(), 218);
         let rep = t.nearest([0.5; 10], 10).unwrap();
         assert_eq!(rep.filter.device.host.read_ops, 14);
         assert_eq!(rep.filter.device.host.pages_read, 218);
         assert!(rep.filter.device_s > 0.0);
         // Larger requests: fewer reads, less device time on a disk.
-        let mut big = ScanTable::<10>::create(hdd(4096), &ds, 128 * 4096, true).unwrap();
+        let mut big =
+            ScanTable::<10>::create(hdd(4096), &ds, 128 * 4096, Some(HostProfile::default()))
+                .unwrap();
         let rep2 = big.nearest([0.5; 10], 10).unwrap();
         assert_eq!(rep2.filter.device.host.read_ops, 2);
         assert_eq!(rep.ids, rep2.ids);
@@ -298,13 +313,15 @@ mod tests {
     fn bad_request_sizes_and_dimensions_are_refused() {
         let ds = vectors(10, 3, 1);
         let mem = || Box::new(MemoryDevice::open(&MemoryConfig::default(), 4096, None).unwrap());
-        let e = ScanTable::<3>::create(mem(), &ds, 5000, true)
+        let e = ScanTable::<3>::create(mem(), &ds, 5000, Some(HostProfile::default()))
             .err()
             .unwrap();
         assert!(e.to_string().contains("multiple of the 4096-byte"), "{e}");
-        let e = ScanTable::<3>::create(mem(), &ds, 0, true).err().unwrap();
+        let e = ScanTable::<3>::create(mem(), &ds, 0, Some(HostProfile::default()))
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("scan request"), "{e}");
-        let e = ScanTable::<4>::create(mem(), &ds, 4096, true)
+        let e = ScanTable::<4>::create(mem(), &ds, 4096, Some(HostProfile::default()))
             .err()
             .unwrap();
         assert!(e.to_string().contains("3 dimensions"), "{e}");

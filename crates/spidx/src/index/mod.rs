@@ -212,6 +212,9 @@ const SHORT_CHAIN: usize = 32;
 pub struct TreeStats {
     /// Node reads per level (index 0 = leaves).
     pub reads_per_level: Vec<u64>,
+    /// Entries held by the nodes read (what the traversals scanned).
+    #[serde(default)]
+    pub entries_read: u64,
     /// Node writes (modifications, rewrites, creations) per level.
     pub writes_per_level: Vec<u64>,
     /// Node splits.
@@ -414,7 +417,9 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     fn read(&mut self, id: PageId, level: u32) -> Result<NodePage> {
         TreeStats::bump(&mut self.stats.reads_per_level, level);
         let page = self.store.read(id, level)?;
-        let got = page.view::<D>().level();
+        let view = page.view::<D>();
+        self.stats.entries_read += view.len() as u64;
+        let got = view.level();
         if got != level {
             return Err(Error::corrupted(
                 format!("node page {id}"),
@@ -433,8 +438,10 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         f: impl FnOnce(NodeView<'_, D>) -> R,
     ) -> Result<R> {
         TreeStats::bump(&mut self.stats.reads_per_level, level);
+        let entries = &mut self.stats.entries_read;
         self.store
             .with_node(id, level, |v| {
+                *entries += v.len() as u64;
                 let got = v.level();
                 if got == level {
                     Ok(f(v))

@@ -27,6 +27,7 @@
 
 pub(crate) mod check;
 pub(crate) mod construct;
+pub mod host;
 pub(crate) mod measure;
 pub(crate) mod owner;
 pub mod query;
@@ -52,6 +53,7 @@ use crate::{Error, Result};
 
 pub use check::{CheckDepth, ObjectCheck};
 pub use construct::{Construction, ConstructionReport, Step};
+pub use host::{HostChoice, HostOps, HostProfile};
 pub use measure::{PhaseClock, PhaseReport};
 
 const MANIFEST: &str = "index.json";
@@ -128,6 +130,11 @@ pub struct SpatialIndex<const D: usize> {
     /// Whether the device keeps writes across a crash of the process (`file:`).
     persistent: bool,
     mode: OpenMode,
+    /// The host profile that prices a phase on a simulated device (see [`host`]).
+    host: HostProfile,
+    /// The host's counts this layer keeps: operations, candidates, records, results (the
+    /// tree and the devices count the rest).
+    tally: HostOps,
     /// The directory lock, held while the index is open.
     _lock: std::fs::File,
 }
@@ -333,6 +340,8 @@ impl<const D: usize> SpatialIndex<D> {
             objects,
             persistent,
             mode: OpenMode::Write,
+            host: HostProfile::default(),
+            tally: HostOps::default(),
             _lock: lock,
         })
     }
@@ -453,6 +462,8 @@ impl<const D: usize> SpatialIndex<D> {
             objects,
             persistent,
             mode,
+            host: HostProfile::default(),
+            tally: HostOps::default(),
             _lock: lock,
         })
     }
@@ -502,12 +513,37 @@ impl<const D: usize> SpatialIndex<D> {
     /// Starts measuring a phase on this index's device (and its log device, if it has
     /// one); end it with [`stop_phase`](Self::stop_phase).
     pub fn phase(&self) -> PhaseClock {
-        PhaseClock::start_with_log(self.device(), self.log_device(), self.simulated())
+        let host = self.simulated().then_some(&self.host);
+        PhaseClock::start_with_log(self.device(), self.log_device(), self.host_ops(), host)
     }
 
     /// Ends a phase started with [`phase`](Self::phase).
     pub fn stop_phase(&self, clock: PhaseClock) -> PhaseReport {
-        clock.stop_with_log(self.device(), self.log_device())
+        clock.stop_with_log(self.device(), self.log_device(), self.host_ops())
+    }
+
+    /// The host profile that prices phases on a simulated device.
+    pub fn host_profile(&self) -> &HostProfile {
+        &self.host
+    }
+
+    /// Sets the host profile (it prices the phases measured from now on).
+    pub fn set_host_profile(&mut self, profile: HostProfile) -> Result<()> {
+        profile.validate()?;
+        self.host = profile;
+        Ok(())
+    }
+
+    /// What the host has done since the index was opened (device requests are counted by
+    /// the devices, per phase).
+    pub fn host_ops(&self) -> HostOps {
+        let t = self.tree.stats();
+        HostOps {
+            node_reads: t.reads_per_level.iter().sum(),
+            entries_read: t.entries_read,
+            node_writes: t.writes_per_level.iter().sum(),
+            ..self.tally
+        }
     }
 
     /// Stores the exact geometry of object `id` (2-D indices with objects).
@@ -516,7 +552,9 @@ impl<const D: usize> SpatialIndex<D> {
             .objects
             .as_mut()
             .ok_or_else(|| Error::invalid("index", "this index keeps no geometries"))?;
-        store.put(id, &query::encode(geometry)?)
+        store.put(id, &query::encode(geometry)?)?;
+        self.tally.records += 1;
+        Ok(())
     }
 
     /// Inserts object `id` with bounding box `mbr` into the tree. On a persistent device
@@ -524,6 +562,7 @@ impl<const D: usize> SpatialIndex<D> {
     /// so they are as durable as the tree's operation.
     pub fn insert(&mut self, mbr: Rect<D>, id: u64) -> Result<()> {
         self.sync_objects()?;
+        self.tally.operations += 1;
         self.tree.insert(mbr, id)
     }
 
@@ -597,6 +636,7 @@ impl<const D: usize> SpatialIndex<D> {
         objects: Vec<(Rect<D>, u64)>,
         opts: &BulkOptions,
     ) -> Result<BulkReport> {
+        self.tally.operations += objects.len() as u64;
         self.tree.bulk_load(objects, opts)
     }
 

@@ -87,8 +87,14 @@ impl<const D: usize> SpatialIndex<D> {
     ) -> Result<QueryReport> {
         let reads0 = self.tree.stats().reads_per_level.clone();
         let clock = self.phase();
+        self.tally.operations += 1;
         let mut cands = Vec::new();
         self.tree.search(pred.filter(), q, |e| cands.push(e.ptr))?;
+        let refining = refine && self.objects.is_some();
+        self.tally.candidates += cands.len() as u64;
+        if !refining {
+            self.tally.results += cands.len() as u64;
+        }
         let filter = self.stop_phase(clock);
         let node_reads_per_level = reads_since(&reads0, &self.tree.stats().reads_per_level);
         cands.sort_unstable();
@@ -98,7 +104,7 @@ impl<const D: usize> SpatialIndex<D> {
             node_reads_per_level,
             ..Default::default()
         };
-        if !refine || self.objects.is_none() {
+        if !refining {
             rep.results = cands.len() as u64;
             rep.ids = cands;
             return Ok(rep);
@@ -116,6 +122,7 @@ impl<const D: usize> SpatialIndex<D> {
         };
         let clock = self.phase();
         let store = self.objects.as_mut().expect("checked above");
+        let tested = cands.len() as u64;
         for id in cands {
             let bytes = store.get(id)?.ok_or_else(|| {
                 Error::corrupted(
@@ -134,6 +141,8 @@ impl<const D: usize> SpatialIndex<D> {
                 rep.ids.push(id);
             }
         }
+        self.tally.records += tested;
+        self.tally.results += rep.ids.len() as u64;
         rep.refinement = self.stop_phase(clock);
         rep.results = rep.ids.len() as u64;
         Ok(rep)
@@ -148,6 +157,7 @@ impl<const D: usize> SpatialIndex<D> {
         let reads0 = self.tree.stats().reads_per_level.clone();
         let exact = refine && self.objects.is_some() && D == 2;
         let clock = self.phase();
+        self.tally.operations += 1;
         // By MBR distance the caller takes the first k entries (and ties): the traversal
         // need not queue what cannot be among them. Exact distances may reorder them.
         let mut it = if exact {
@@ -166,8 +176,10 @@ impl<const D: usize> SpatialIndex<D> {
                 break;
             }
             candidates += 1;
+            self.tally.candidates += 1;
             let key = if exact {
                 let c = self.phase();
+                self.tally.records += 1;
                 let store = self.objects.as_mut().expect("exact implies objects");
                 let bytes = store.get(n.entry.ptr)?.ok_or_else(|| {
                     Error::corrupted(
@@ -196,12 +208,15 @@ impl<const D: usize> SpatialIndex<D> {
         }
         next?;
         self.tree.nearest_done(it);
+        self.tally.results += best.len() as u64;
         let mut filter = self.stop_phase(clock);
         let refinement = refine_clock.unwrap_or_default();
         // The refinement time was measured inside the traversal: take it out of the filter.
         filter.cpu_s = (filter.cpu_s - refinement.cpu_s).max(0.0);
         filter.device_s = (filter.device_s - refinement.device_s).max(0.0);
+        filter.host_s = (filter.host_s - refinement.host_s).max(0.0);
         filter.elapsed_s = (filter.elapsed_s - refinement.elapsed_s).max(0.0);
+        filter.host = filter.host.since(&refinement.host);
         let found = best.into_sorted_vec();
         Ok(QueryReport {
             candidates,

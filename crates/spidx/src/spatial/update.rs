@@ -11,10 +11,12 @@ impl<const D: usize> SpatialIndex<D> {
     /// Deletes object `id` with box `mbr` from the tree and its geometry from the object
     /// store; returns whether the tree held it.
     pub fn delete(&mut self, mbr: &Rect<D>, id: u64) -> Result<bool> {
+        self.tally.operations += 1;
         let found = self.tree.delete(mbr, id)?;
         if found {
             if let Some(o) = &mut self.objects {
                 o.remove(id)?;
+                self.tally.records += 1;
             }
         }
         Ok(found)
@@ -29,6 +31,7 @@ impl<const D: usize> SpatialIndex<D> {
         id: u64,
         geometry: Option<&Geometry<f64>>,
     ) -> Result<bool> {
+        self.tally.operations += 1;
         let found = self.tree.update(old, new, id)?;
         if found && self.objects.is_some() {
             if let Some(g) = geometry {

@@ -5,7 +5,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::*;
-use crate::device::pages::{save_state_as, INDEX_PAGED_FORMAT};
+use crate::device::pages::{save_state_as, HDD_WRITE_OVERHEAD_FORMAT, INDEX_PAGED_FORMAT};
 
 const PS: usize = 4096;
 
@@ -459,7 +459,7 @@ fn inconsistent_state_with_valid_checksum_is_rejected() {
             host: &d.host,
             stats: &d.stats,
         };
-        save_state_as(&state, "hdd", INDEX_PAGED_FORMAT, &saved).unwrap();
+        save_state_as(&state, "hdd", HDD_WRITE_OVERHEAD_FORMAT, &saved).unwrap();
     };
     let mut bad = d.mech.clone();
     bad.stream = Some(Stream {
@@ -481,6 +481,142 @@ fn inconsistent_state_with_valid_checksum_is_rejected() {
     assert!(SimHdd::open(&cfg, PS, Some(&state)).is_err());
     save(&d, &d.mech);
     SimHdd::open(&cfg, PS, Some(&state)).unwrap();
+}
+
+#[test]
+fn cached_writes_pay_the_write_overhead_and_read_hits_the_hit_overhead() {
+    let cfg = HddConfig {
+        hit_overhead_us: 100.0,
+        write_overhead_us: Some(15.0),
+        ..small_zoned()
+    };
+    let mut d = open(&cfg);
+    let t0 = d.device_ns();
+    d.write(7, &[3u8; PS]).unwrap();
+    let write = d.device_ns() - t0;
+    let mut buf = vec![0u8; PS];
+    let t1 = d.device_ns();
+    d.read(7, &mut buf).unwrap();
+    let read = d.device_ns() - t1;
+    assert_eq!(buf, vec![3u8; PS]);
+    // Both move one page over the interface; they differ by the two overheads exactly.
+    assert_eq!(
+        read - write,
+        85_000,
+        "read hit {read} ns, cached write {write} ns"
+    );
+    // Without a write overhead, a cached write costs a read hit's overhead (the model
+    // before the two were told apart).
+    let mut old = open(&HddConfig {
+        write_overhead_us: None,
+        ..cfg.clone()
+    });
+    old.write(7, &[3u8; PS]).unwrap();
+    assert_eq!(old.device_ns(), read);
+    let e = HddConfig {
+        write_overhead_us: Some(-1.0),
+        ..cfg
+    }
+    .validate()
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("write_overhead_us"), "{e}");
+}
+
+/// A format-4 state (no `write_overhead_us` in its configuration), as the versions before
+/// it wrote: the same layout, written here with the old configuration's fields.
+#[test]
+fn a_format_4_state_opens_with_writes_at_the_hit_overhead() {
+    #[derive(serde::Serialize)]
+    struct ConfigV4 {
+        capacity: u64,
+        rpm: u32,
+        heads: u32,
+        zones: u32,
+        outer_mb_s: f64,
+        inner_mb_s: f64,
+        track_to_track_ms: f64,
+        avg_seek_ms: f64,
+        full_stroke_ms: f64,
+        write_settle_ms: f64,
+        hit_overhead_us: f64,
+        miss_overhead_us: f64,
+        interface_mb_s: f64,
+        cache_kb: u64,
+        segments: u32,
+        read_ahead_kb: u64,
+        write_cache: bool,
+        seed: u64,
+    }
+    #[derive(serde::Serialize)]
+    struct SavedV4<'a> {
+        pages: crate::device::paged::Indexed<&'a PageStore>,
+        config: ConfigV4,
+        page_size: usize,
+        mech: &'a Mech,
+        host: &'a HostCounters,
+        stats: &'a HddStats,
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("hdd.state");
+    let cfg = HddConfig {
+        write_overhead_us: None,
+        ..small_zoned()
+    };
+    let mut d = SimHdd::open(&cfg, PS, Some(&state)).unwrap();
+    d.write(1, &[9u8; PS]).unwrap();
+    d.persist().unwrap();
+    let c = &d.config;
+    let old = SavedV4 {
+        pages: crate::device::paged::Indexed(&d.data),
+        config: ConfigV4 {
+            capacity: c.capacity,
+            rpm: c.rpm,
+            heads: c.heads,
+            zones: c.zones,
+            outer_mb_s: c.outer_mb_s,
+            inner_mb_s: c.inner_mb_s,
+            track_to_track_ms: c.track_to_track_ms,
+            avg_seek_ms: c.avg_seek_ms,
+            full_stroke_ms: c.full_stroke_ms,
+            write_settle_ms: c.write_settle_ms,
+            hit_overhead_us: c.hit_overhead_us,
+            miss_overhead_us: c.miss_overhead_us,
+            interface_mb_s: c.interface_mb_s,
+            cache_kb: c.cache_kb,
+            segments: c.segments,
+            read_ahead_kb: c.read_ahead_kb,
+            write_cache: c.write_cache,
+            seed: c.seed,
+        },
+        page_size: PS,
+        mech: &d.mech,
+        host: &d.host,
+        stats: &d.stats,
+    };
+    save_state_as(&state, "hdd", INDEX_PAGED_FORMAT, &old).unwrap();
+    let clock = d.device_ns();
+    drop(d);
+    let mut back = SimHdd::open(&cfg, PS, Some(&state)).unwrap();
+    assert_eq!(back.device_ns(), clock);
+    let mut buf = vec![0u8; PS];
+    back.read(1, &mut buf).unwrap();
+    assert_eq!(buf, vec![9u8; PS]);
+    assert_eq!(back.write_ns, back.hit_ns);
+    // It saves in the current format and reopens.
+    back.persist().unwrap();
+    drop(back);
+    SimHdd::open(&cfg, PS, Some(&state)).unwrap();
+    // A configuration with a write overhead is another drive.
+    let other = HddConfig {
+        write_overhead_us: Some(15.0),
+        ..cfg
+    };
+    let e = SimHdd::open(&other, PS, Some(&state))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("configuration"), "{e}");
 }
 
 #[derive(Debug, Clone)]

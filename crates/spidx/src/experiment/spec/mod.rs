@@ -21,6 +21,7 @@ use crate::index::bulk::BulkOptions;
 use crate::index::IndexKind;
 use crate::node::{LayoutKind, Occupancy};
 use crate::query::Predicate;
+use crate::spatial::HostChoice;
 use crate::store::StoreConfig;
 use crate::{Error, Result};
 
@@ -133,6 +134,11 @@ pub struct Protocol {
     pub drop_caches: bool,
     /// Check every invariant of the tree after construction and record its shape.
     pub check: bool,
+    /// The host profile that prices the host's work on simulated devices (modelled
+    /// elapsed time = device time + host time; see [`crate::spatial::host`]). Left out of
+    /// the fingerprint when it is the default, so specs without it keep theirs.
+    #[serde(skip_serializing_if = "HostChoice::is_default")]
+    pub host: HostChoice,
 }
 
 impl Default for Protocol {
@@ -142,6 +148,7 @@ impl Default for Protocol {
             warmup: 0,
             drop_caches: true,
             check: true,
+            host: HostChoice::default(),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The spec file as written: raw structures with the span of every value, rejecting
 //! unknown keys. [`super`] validates them.
 
+use crate::spatial::HostChoice;
 use serde::{Deserialize, Deserializer};
 use toml::Spanned;
 
@@ -111,6 +112,7 @@ pub(super) struct RawProtocol {
     pub(super) warmup: Opt<i64>,
     pub(super) drop_caches: Option<bool>,
     pub(super) check: Option<bool>,
+    pub(super) host: Option<S<HostChoice>>,
 }
 
 #[derive(Deserialize)]

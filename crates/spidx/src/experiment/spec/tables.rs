@@ -192,6 +192,13 @@ pub(super) fn protocol(src: &Src, raw: &RawProtocol) -> Result<Protocol> {
         },
         drop_caches: raw.drop_caches.unwrap_or(d.drop_caches),
         check: raw.check.unwrap_or(d.check),
+        host: match &raw.host {
+            Some(h) => {
+                src.wrap(h, "protocol.host", h.get_ref().profile())?;
+                h.get_ref().clone()
+            }
+            None => d.host,
+        },
     })
 }
 
