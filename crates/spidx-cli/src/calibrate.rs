@@ -21,9 +21,10 @@ pub struct CalibrateArgs {
     /// The drive to probe, as file:PATH: a probe file on that drive's filesystem, created
     /// (and deleted afterwards) by calibrate. Not used with --from-figures.
     target: Option<String>,
-    /// The device file to write (.toml; load it with --device).
-    #[arg(long)]
-    out: PathBuf,
+    /// The device file to write (.toml; load it with --device); with --host, the host
+    /// profile. Not used with --paper-table.
+    #[arg(long, required_unless_present = "paper_table")]
+    out: Option<PathBuf>,
     /// Overwrite --out if it exists.
     #[arg(long)]
     force: bool,
@@ -64,18 +65,25 @@ pub struct CalibrateArgs {
     /// machine instead of a drive model; --out gets a spec's [protocol.host] table.
     #[arg(long, conflicts_with_all = ["target", "from_figures", "save_figures"])]
     host: bool,
+    /// Run the seeds' device table (Carniel et al. 2017, Table I: 4 KB random reads and
+    /// writes) on the presets of those drives and print model against table.
+    #[arg(long, conflicts_with_all = ["target", "from_figures", "save_figures", "host", "out"])]
+    paper_table: bool,
 }
 
 pub fn run(a: CalibrateArgs) -> Result<()> {
-    check_out(&a.out, a.force)?;
+    if a.paper_table {
+        return crate::calibrate_host::paper_table();
+    }
+    let out = a.out.clone().context("give --out FILE.toml")?;
+    check_out(&out, a.force)?;
     if a.host {
-        return crate::calibrate_host::run(&a.out, |text| write_out(&a.out, a.force, text));
+        return crate::calibrate_host::run(&out, |text| write_out(&out, a.force, text));
     }
     let name = match &a.name {
         Some(n) if n.trim().is_empty() => bail!("invalid --name: it is empty"),
         Some(n) => n.clone(),
-        None => a
-            .out
+        None => out
             .file_stem()
             .and_then(|s| s.to_str())
             .unwrap_or("calibrated")
@@ -99,7 +107,7 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
     }
     let fitted = fit::fit(&figures)?;
     let text = render::device_file(&name, &figures, &fitted)?;
-    write_out(&a.out, a.force, &text)?;
+    write_out(&out, a.force, &text)?;
     println!("{}", fitted.reason);
     println!(
         "{:<20} {:<8} {:>12} {:>12} {:>8}",
@@ -113,7 +121,7 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
     }
     println!(
         "wrote {} ({} model)",
-        a.out.display(),
+        out.display(),
         serde_json::to_value(fitted.kind)?.as_str().unwrap_or("?")
     );
     Ok(())

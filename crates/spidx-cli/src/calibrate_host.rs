@@ -58,3 +58,27 @@ pub fn render(fit: &HostFit) -> Result<String> {
     }
     Ok(s)
 }
+
+/// `spidx calibrate --paper-table`: Table I's probes on the presets, model against table.
+pub fn paper_table() -> Result<()> {
+    eprintln!("running Table I's probes (4 KB random reads and writes) on the presets...");
+    let rows = spidx::calibrate::paper_table::table_i(2000)?;
+    println!("Carniel et al. 2017, Table I (Iometer, settings not given) against the models:");
+    println!(
+        "{:<11} {:<10} {:>3} {:>10} {:>12} {:>10} {:>7}",
+        "preset", "probe", "QD", "span", "model MB/s", "table MB/s", "ratio"
+    );
+    for r in rows {
+        println!(
+            "{:<11} {:<10} {:>3} {:>10} {:>12.3} {:>10.3} {:>7.2}",
+            r.preset,
+            r.probe,
+            r.queue_depth,
+            spidx::units::format_size(r.span_bytes),
+            r.model_mb_s,
+            r.table_mb_s,
+            r.model_mb_s / r.table_mb_s
+        );
+    }
+    Ok(())
+}

@@ -5,8 +5,9 @@
 //! A change that moves one split, one flush choice, one device model's count or one answer
 //! fails here with a diff naming the spec, the run, the workload and the metric
 //! (`old → new`). Counts are reads and writes by kind, flash reads/writes/erases and GC
-//! copies, modelled device time, tree shape and digest, answers — everything a run
-//! records except what depends on the machine (CPU and wall time, and the times derived
+//! copies, modelled device time, modelled host and elapsed time (the host profile's price
+//! of the counted operations), tree shape and digest, answers — everything a run records
+//! except what depends on the machine (measured CPU and wall time, and the times derived
 //! from them; see [`machine_dependent`]).
 //!
 //! When a change is meant to move counts, regenerate the reference and say why in the
@@ -80,25 +81,23 @@ fn left_out(name: &str) -> bool {
 }
 
 /// Whether a metric depends on the machine (CPU or wall time): those are left out.
-/// Modelled device time (`device_s`, `device_ns`) is deterministic and kept.
+/// Modelled device, host and elapsed time (`device_s`, `host_s`, `elapsed_s` on simulated
+/// devices) are deterministic and kept.
 fn machine_dependent(name: &str) -> bool {
     let last = name.rsplit('.').next().unwrap_or(name);
     name.contains("cpu_s")
-        || name.contains("elapsed_s")
         || name.contains("wall")
         || name.starts_with("filter.")
         || name.starts_with("refinement.")
         || name.starts_with("gauges.latency")
         || name.starts_with("gauges.throughput")
         || name.starts_with("makespan")
-        || matches!(last, "cpu_s" | "elapsed_s" | "index_s" | "overhead_s")
+        || matches!(last, "cpu_s" | "index_s" | "overhead_s")
 }
 
-/// Keeps the device-time part of the phases the filter excluded wholesale.
+/// Keeps the modelled parts of the phases the filter excluded wholesale.
 fn kept_phase_metric(name: &str) -> bool {
-    (name.starts_with("filter.") || name.starts_with("refinement."))
-        && !name.contains("cpu_s")
-        && !name.contains("elapsed_s")
+    (name.starts_with("filter.") || name.starts_with("refinement.")) && !name.contains("cpu_s")
 }
 
 fn parse_size(s: &str) -> Option<u64> {

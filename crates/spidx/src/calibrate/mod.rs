@@ -10,6 +10,7 @@
 
 pub mod fit;
 pub mod host;
+pub mod paper_table;
 pub mod probe;
 pub mod render;
 

@@ -245,9 +245,11 @@ fn random_iops_and_sequential_speedup() {
     );
     let hits = d.stats().hdd.unwrap().buffer_hits;
     assert!(hits >= 1990, "{hits} buffer hits");
-    // Sequential reads run at about the media rate.
+    // One 4 KB request at a time, sequential reads are bound by the command overhead of a
+    // buffer hit (0.1 ms, the Deskstar 7K3000's), not the media rate: about 4096 B /
+    // (100 µs + the interface transfer) = 38 MB/s.
     let mb_s = seq * PS as f64 / 1e6;
-    assert!((80.0..=95.0).contains(&mb_s), "sequential {mb_s} MB/s");
+    assert!((30.0..=40.0).contains(&mb_s), "sequential {mb_s} MB/s");
 }
 
 #[test]
@@ -294,11 +296,11 @@ fn write_cache_and_sync() {
     let (c, t) = (iops(&cached), iops(&through));
     assert!(c > 1.3 * t, "cached {c}/s vs write-through {t}/s");
     assert!((60.0..=250.0).contains(&c), "cached random writes {c}/s");
-    // A second sync has nothing left to write.
+    // A second sync has nothing left to write: one command's overhead (0.1 ms).
     let mut cached = cached;
     let before = cached.device_ns();
     cached.sync().unwrap();
-    assert!(cached.device_ns() - before < 100_000);
+    assert!(cached.device_ns() - before < 150_000);
 }
 
 #[test]
@@ -310,8 +312,10 @@ fn sequential_writes_stream_and_reads_wait_for_write_back() {
     }
     d.sync().unwrap();
     let mb_s = 20_000.0 * PS as f64 / 1e6 / (d.device_ns() as f64 * 1e-9);
+    // Near the media rate (93.5 MB/s): each write pays its 15 µs command overhead and
+    // waits for room once the buffer is full.
     assert!(
-        (80.0..=95.0).contains(&mb_s),
+        (70.0..=95.0).contains(&mb_s),
         "cached sequential writes {mb_s} MB/s"
     );
     let cfg = HddConfig {
@@ -353,7 +357,8 @@ fn buffer_hits_and_drop_caches() {
     d.read(5000, &mut buf).unwrap();
     let t = d.device_ns();
     d.read(5000, &mut buf).unwrap();
-    assert!(d.device_ns() - t < 100_000, "re-read is a buffer hit");
+    // A buffer hit: the hit overhead (0.1 ms) and the interface transfer.
+    assert!(d.device_ns() - t < 150_000, "re-read is a buffer hit");
     assert_eq!(d.stats().hdd.unwrap().buffer_hits, 1);
     d.drop_caches().unwrap();
     let t = d.device_ns();
@@ -363,7 +368,7 @@ fn buffer_hits_and_drop_caches() {
     d.write(9_000_000, &buf).unwrap();
     let t = d.device_ns();
     d.read(9_000_000, &mut buf).unwrap();
-    assert!(d.device_ns() - t < 100_000);
+    assert!(d.device_ns() - t < 150_000);
 }
 
 #[test]
