@@ -48,7 +48,13 @@
 //! records after the damage are found by resynchronising on a record whose chained CRC
 //! matches the damaged record's stored CRC, or on two consecutive records whose chain
 //! verifies (a false match needs a 32-bit CRC collision). Invalid headers on both regions
-//! are an error.
+//! are an error. A region header that is neither valid nor empty cannot come from a torn
+//! write (sector writes are atomic): it is ignored in favour of the other region only if
+//! its region holds no newer log (a first record chaining on the log's nonce with a
+//! higher generation); otherwise opening fails unless the loss is accepted. A store that
+//! saved the log's generation and operations at its last checkpoint
+//! ([`LogConfig::checkpoint`]) has a log behind them (rolled back, or another index's)
+//! refused before anything is written.
 //! Opening always starts a new generation in the other region holding the recovered
 //! payloads (one compaction), so appends never land next to stale records of a crashed run.
 //!
@@ -392,7 +398,7 @@ impl Log {
             }
             ignored = Some(bad.join("; "));
         }
-        if let Some((saved, saved_ops)) = config.checkpoint {
+        if let Some((saved, _)) = config.checkpoint {
             if generation < saved {
                 return Err(Error::corrupted(
                     "log",
@@ -403,7 +409,6 @@ impl Log {
                     ),
                 ));
             }
-            let _ = saved_ops;
         }
         log.at.region = region;
         log.at.generation = generation;
