@@ -46,6 +46,11 @@ pub fn verify<const D: usize>(
         idx.drop_caches()?;
     }
     let mut rep = idx.tree_mut().check()?;
+    if depth == CheckDepth::Deep {
+        // Every allocated page accounted for exactly once (tree, free, the store's own).
+        let pages = idx.check_pages(&rep);
+        rep.violations.extend(pages);
+    }
     // Every object record: checksum, geometry, and the MBR its tree entry holds.
     let objects = idx.check_objects(depth, rep.ok())?;
     if let Some(o) = &objects {

@@ -141,6 +141,20 @@ fn run(
     tear: Tear,
     dir: &Path,
 ) -> (Vec<Live>, Option<usize>, u64, SharedDevice) {
+    run_observed(cfg, kind, ops, cut, tear, dir, &mut |_, _| {})
+}
+
+/// [`run`], calling `observe(i, medium)` after the `i`-th operation (the damaged-log fuzz
+/// keeps earlier versions of the log with it).
+fn run_observed(
+    cfg: &StoreConfig,
+    kind: IndexKind,
+    ops: &[Op],
+    cut: u64,
+    tear: Tear,
+    dir: &Path,
+    observe: &mut dyn FnMut(usize, &SharedDevice),
+) -> (Vec<Live>, Option<usize>, u64, SharedDevice) {
     let (_, cap) = layout_cap();
     let mem = MemoryDevice::open(&MemoryConfig { capacity: 4 << 20 }, PAGE, None).unwrap();
     let medium = SharedDevice::new(Box::new(mem));
@@ -157,6 +171,7 @@ fn run(
         if !watch.is_cut() && all_durable(&t) {
             acked = Some(i + 1);
         }
+        observe(i + 1, &medium);
     }
     // The power goes off: the store is dropped without a checkpoint.
     drop(t);
@@ -501,4 +516,269 @@ fn direct_cases(seeds: u64, n_ops: usize) -> u64 {
 fn direct_store_power_cuts_roll_back_to_the_last_checkpoint() {
     let restored = direct_cases(u64::from(long_cases(24, 1000)), 200);
     assert!(restored > 0, "some cuts needed the journal");
+}
+
+// ---------------------------------------------------------------------------------------
+// The damaged-log fuzz: recovery over logs and journals damaged by byte flips, truncations
+// and tail rollbacks (earlier contents of the log's pages put back) must never panic, and
+// must either recover an index that passes the checker and holds exactly the objects of a
+// prefix of the operations, or fail with an error. CI runs a bounded sample per store;
+// `SPIDX_LONG_TESTS=1` runs 10,000 damages per store, `SPIDX_DAMAGE_CASES=N` N of them.
+
+/// The damages per store: `SPIDX_DAMAGE_CASES`, else 10,000 with `SPIDX_LONG_TESTS`, else
+/// `short`.
+fn damage_cases(short: u32) -> u32 {
+    match std::env::var("SPIDX_DAMAGE_CASES") {
+        Ok(n) => n.parse().expect("SPIDX_DAMAGE_CASES is a number"),
+        Err(_) => long_cases(short, 10_000),
+    }
+}
+
+/// The pages of `medium` holding the log of `cfg` (placed on the same device: the end of
+/// the node partition).
+fn log_pages(cfg: &StoreConfig, medium: &dyn Device) -> std::ops::Range<u64> {
+    assert!(cfg.log_placement().is_some_and(|p| p.is_same()));
+    let cap = medium.capacity_pages();
+    cap - cfg.buffered_options().unwrap().log_pages(PAGE).unwrap()..cap
+}
+
+/// All bytes of `dev`.
+fn image(dev: &mut dyn Device) -> Vec<u8> {
+    let mut b = vec![0u8; dev.capacity_pages() as usize * dev.page_size()];
+    dev.read(0, &mut b).unwrap();
+    b
+}
+
+/// A memory device holding `bytes`.
+fn memory_with(bytes: &[u8]) -> SharedDevice {
+    let mut mem = MemoryDevice::open(
+        &MemoryConfig {
+            capacity: bytes.len() as u64,
+        },
+        PAGE,
+        None,
+    )
+    .unwrap();
+    mem.write(0, bytes).unwrap();
+    SharedDevice::new(Box::new(mem))
+}
+
+/// A copy of the files of directory `from` in a new temporary directory.
+fn copy_dir(from: &Path) -> tempfile::TempDir {
+    let to = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), to.path().join(e.file_name())).unwrap();
+        }
+    }
+    to
+}
+
+/// What a damaged recovery gave.
+#[derive(Debug, Default)]
+struct Outcomes {
+    /// Recovered, checker passing, a prefix of the operations.
+    recovered: u32,
+    /// Refused with an error (opening, the tree, or the checker's violations, which make
+    /// `spidx recover` fail).
+    refused: u32,
+}
+
+/// Opens the store of `cfg` over a damaged `medium` and judges it (see the section
+/// comment); panics (the test fails) on a panic inside recovery or a wrong answer.
+fn judge(
+    cfg: &StoreConfig,
+    kind: IndexKind,
+    models: &[Live],
+    medium: SharedDevice,
+    dir: &Path,
+    what: &str,
+    out: &mut Outcomes,
+) {
+    let (_, cap) = layout_cap();
+    let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let store = place(cfg, Box::new(medium), dir, true)?;
+        let mut t = Tree::<AnyStore, 2>::open(store, cap, kind)?;
+        let rep = t.check()?;
+        if !rep.ok() {
+            return Ok(None);
+        }
+        let mut got = Live::new();
+        let all = Rect {
+            min: [-1e9, -1e9],
+            max: [1e9, 1e9],
+        };
+        t.search(MbrPredicate::All, &all, |e| {
+            got.insert(e.ptr, e.mbr);
+        })?;
+        Ok::<_, spidx::Error>(Some(got))
+    }));
+    match opened {
+        Err(p) => panic!(
+            "{what}: recovery panicked: {}",
+            p.downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| p.downcast_ref::<&str>().copied())
+                .unwrap_or("?")
+        ),
+        Ok(Ok(Some(got))) => {
+            assert!(
+                models.contains(&got),
+                "{what}: recovery succeeded with {} objects, the state after no prefix of the \
+                 operations",
+                got.len()
+            );
+            out.recovered += 1;
+        }
+        Ok(Ok(None) | Err(_)) => out.refused += 1,
+    }
+}
+
+/// One damage of the log bytes `log` (the log's pages of the medium): a flip of 1 to 3
+/// bytes (mostly in written pages), a truncation (zeros from a byte on), or a rollback of
+/// the last written pages to an earlier version of the log (`earlier`).
+fn damage(rng: &mut ChaCha8Rng, log: &mut [u8], earlier: &[Vec<u8>]) -> String {
+    let written: Vec<usize> = (0..log.len() / PAGE)
+        .filter(|p| log[p * PAGE..(p + 1) * PAGE].iter().any(|b| *b != 0))
+        .collect();
+    let in_written = |rng: &mut ChaCha8Rng| {
+        let p = written[rng.gen_range(0..written.len())];
+        p * PAGE + rng.gen_range(0..PAGE)
+    };
+    match rng.gen_range(0..8) {
+        0..=3 => {
+            let mut at = Vec::new();
+            for _ in 0..rng.gen_range(1..=3) {
+                let i = if rng.gen_range(0..10) < 8 {
+                    in_written(rng)
+                } else {
+                    rng.gen_range(0..log.len())
+                };
+                log[i] ^= rng.gen_range(1..=255u8);
+                at.push(i);
+            }
+            format!("flip at log bytes {at:?}")
+        }
+        4 | 5 => {
+            let from = in_written(rng);
+            log[from..].fill(0);
+            format!("truncation at log byte {from}")
+        }
+        _ => {
+            let old = &earlier[rng.gen_range(0..earlier.len())];
+            let changed: Vec<usize> = (0..log.len() / PAGE)
+                .filter(|p| log[p * PAGE..(p + 1) * PAGE] != old[p * PAGE..(p + 1) * PAGE])
+                .collect();
+            if changed.is_empty() {
+                return "rollback to an identical log".into();
+            }
+            // The last `k` pages that changed since (by address: the tail of the stream,
+            // and the region headers when every page is rolled back).
+            let k = rng.gen_range(1..=changed.len());
+            for &p in &changed[changed.len() - k..] {
+                log[p * PAGE..(p + 1) * PAGE].copy_from_slice(&old[p * PAGE..(p + 1) * PAGE]);
+            }
+            format!("rollback of {k} of {} changed log pages", changed.len())
+        }
+    }
+}
+
+/// Damages the log of a crashed store of every logging kind `cases` times and judges each
+/// recovery.
+fn damaged_log_cases(cfg: &StoreConfig, ci: usize, cases: u32) -> Outcomes {
+    let kind = IndexKind::RStar(RStarOptions::default());
+    let mut out = Outcomes::default();
+    let mut seed = 0u64;
+    let mut done = 0;
+    while done < cases {
+        let workload = ops(seed * 7919 + ci as u64, 150);
+        let dir = tempfile::tempdir().unwrap();
+        let (_, _, total, _) = run(cfg, kind, &workload, u64::MAX, Tear::Lost, dir.path());
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xda3a6e);
+        // A crash at a random write, or none (killed without a checkpoint).
+        let cut = if seed % 3 == 2 {
+            u64::MAX
+        } else {
+            rng.gen_range(total / 2..total)
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let mut earlier = Vec::new();
+        let mut keep = |i: usize, m: &SharedDevice| {
+            if i % 10 == 0 {
+                let mut m = m.clone();
+                let range = log_pages(cfg, &m);
+                let mut b = vec![0u8; (range.end - range.start) as usize * PAGE];
+                m.read(range.start, &mut b).unwrap();
+                earlier.push(b);
+            }
+        };
+        let (models, _, _, mut medium) = run_observed(
+            cfg,
+            kind,
+            &workload,
+            cut,
+            Tear::Sectors(1),
+            dir.path(),
+            &mut keep,
+        );
+        let clean = image(&mut medium);
+        let range = log_pages(cfg, &medium);
+        let (lo, hi) = (range.start as usize * PAGE, range.end as usize * PAGE);
+        // Many damages of one crashed store (each on a copy of the medium and directory).
+        for _ in 0..cases.min(50) {
+            let mut bytes = clean.clone();
+            let how = damage(&mut rng, &mut bytes[lo..hi], &earlier);
+            let what = format!("{cfg:?} seed {seed} cut {cut}: {how}");
+            let copy = copy_dir(dir.path());
+            judge(
+                cfg,
+                kind,
+                &models,
+                memory_with(&bytes),
+                copy.path(),
+                &what,
+                &mut out,
+            );
+            done += 1;
+            if done == cases {
+                break;
+            }
+        }
+        seed += 1;
+    }
+    out
+}
+
+/// The logging stores of the damaged-log fuzz: FAST, eFIND, the LCR-tree and RFTL, each
+/// with its log synced at every operation, and FAST and eFIND with the default (`none`).
+fn damage_configs() -> Vec<StoreConfig> {
+    let c = crash_configs();
+    let pick = |k: &str, sync: &str| {
+        c.iter()
+            .find(|x| {
+                let t = format!("{x:?}");
+                t.starts_with(k) && t.contains(sync) && !t.contains("Separate")
+            })
+            .unwrap_or_else(|| panic!("no {k} {sync} crash configuration"))
+            .clone()
+    };
+    vec![
+        pick("Fast", "EachOp"),
+        pick("Efind", "EachOp"),
+        pick("Lcr", "EachOp"),
+        pick("Rftl", "EachOp"),
+        pick("Fast", "sync: None"),
+        pick("Efind", "sync: None"),
+    ]
+}
+
+#[test]
+fn damaged_logs_never_panic_nor_recover_a_wrong_index() {
+    let cases = damage_cases(150);
+    for (ci, cfg) in damage_configs().iter().enumerate() {
+        let out = damaged_log_cases(cfg, ci, cases);
+        eprintln!("{cfg:?}: {out:?}");
+        assert_eq!(out.recovered + out.refused, cases);
+    }
 }

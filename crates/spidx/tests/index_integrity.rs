@@ -295,3 +295,111 @@ fn a_damaged_rollback_journal_is_refused() {
         );
     }
 }
+
+/// What `spidx check --deep` concludes on the index in `dir`: `Ok(())` when it would say
+/// every invariant holds, else why not (an error opening it, a crash to recover, or the
+/// violations of the tree, the page accounting and the object records).
+fn check_deep(dir: &Path) -> Result<(), String> {
+    let mut idx = SpatialIndex::<2>::open_read_only(dir).map_err(|e| e.to_string())?;
+    if let Some(why) = idx.recovery_state().crashed {
+        return Err(format!("crashed: {why}"));
+    }
+    idx.drop_caches().map_err(|e| e.to_string())?;
+    let mut rep = idx.tree_mut().check().map_err(|e| e.to_string())?;
+    rep.violations.extend(idx.check_pages(&rep));
+    if let Some(o) = idx
+        .check_objects(spidx::spatial::CheckDepth::Deep, rep.ok())
+        .map_err(|e| e.to_string())?
+    {
+        rep.violations.extend(o.violations);
+    }
+    match rep.violations.is_empty() {
+        true => Ok(()),
+        false => Err(rep.violations.join("; ")),
+    }
+}
+
+/// Every metadata field of `store.json`, corrupted with its checksum recomputed, makes the
+/// complete check (`spidx check --deep`) fail, for every store: the tree's root, height and
+/// object count, the allocation (next page, free list), the store's kind, the log's
+/// generation and operation count, and the LCR-tree's and RFTL's own tables. A clean index
+/// passes it.
+#[test]
+fn check_deep_fails_on_every_corrupted_store_header_field() {
+    use serde_json::{json, Value};
+    let mut stores = vec![("direct", StoreConfig::direct())];
+    stores.extend(logging_stores());
+    for (name, store) in stores {
+        let f = files();
+        let mut idx = SpatialIndex::<2>::create(&f.dir, options(store, &f.dev), false).unwrap();
+        for i in 0..400 {
+            idx.insert(rect(i), i).unwrap();
+        }
+        for i in (0..400).step_by(3) {
+            assert!(idx.delete(&rect(i), i).unwrap());
+        }
+        idx.flush().unwrap();
+        drop(idx);
+        check_deep(&f.dir).unwrap_or_else(|e| panic!("{name}: a clean index fails: {e}"));
+        let path = f.dir.join("store.json");
+        let clean = std::fs::read(&path).unwrap();
+        let v: Value = serde_json::from_slice(&clean).unwrap();
+        let u = |p: &str| v.pointer(p).and_then(Value::as_u64);
+        let (root, height, objects) = (
+            u("/meta/root").unwrap(),
+            u("/meta/height").unwrap(),
+            u("/meta/objects").unwrap(),
+        );
+        let next = u("/next_page").unwrap();
+        let free: Vec<u64> = v["free"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect();
+        assert!(!free.is_empty(), "{name}: the deletes freed pages");
+        let other_kind = if name == "direct" { "fast" } else { "direct" };
+        let mut edits: Vec<(String, Value)> = vec![
+            ("/meta/root".into(), json!(root + 1)),
+            ("/meta/root".into(), json!(free[0])),
+            ("/meta/height".into(), json!(height + 1)),
+            ("/meta/height".into(), json!(height - 1)),
+            ("/meta/height".into(), json!(1u64 << 31)),
+            ("/meta/objects".into(), json!(objects + 1)),
+            ("/meta/objects".into(), json!(objects - 1)),
+            ("/next_page".into(), json!(next + 1)),
+            ("/next_page".into(), json!(next - 1)),
+            ("/next_page".into(), json!(next + 1_000_000_000)),
+            ("/free".into(), json!(free[1..])),
+            ("/free".into(), json!([free.clone(), vec![root]].concat())),
+            (
+                "/free".into(),
+                json!([free.clone(), vec![free[0]]].concat()),
+            ),
+            ("/kind".into(), json!(other_kind)),
+        ];
+        if let Some(g) = u("/log_generation") {
+            edits.push(("/log_generation".into(), json!(g + 1)));
+            edits.push(("/log_generation".into(), json!(g.saturating_sub(1))));
+        }
+        if let Some(n) = u("/log_operations") {
+            edits.push(("/log_operations".into(), json!(n + 1)));
+        }
+        if v.pointer("/policy_state").is_some() {
+            edits.push(("/policy_state".into(), Value::Null));
+        }
+        for (field, value) in edits {
+            let mut bad = v.clone();
+            *bad.pointer_mut(&field).unwrap() = value.clone();
+            std::fs::write(&path, bad.to_string()).unwrap();
+            spidx::store::header::reseal_file(&path).unwrap();
+            let got = check_deep(&f.dir);
+            assert!(
+                got.is_err(),
+                "{name}: store.json {field} = {value} passes check --deep"
+            );
+        }
+        std::fs::write(&path, &clean).unwrap();
+        check_deep(&f.dir).unwrap();
+    }
+}

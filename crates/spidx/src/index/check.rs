@@ -70,6 +70,10 @@ pub struct CheckReport {
     /// test (`tests/golden_counts.rs`) compares it.
     #[serde(default)]
     pub digest: u64,
+    /// The pages the walk reached (nodes and their further pages), sorted: what the
+    /// store's page accounting is checked against (`spidx check --deep`).
+    #[serde(skip)]
+    pub pages: Vec<PageId>,
 }
 
 impl CheckReport {
@@ -253,6 +257,8 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
             fail(&mut rep, msg);
         }
         rep.nodes = rep.levels.iter().map(|l| l.nodes).sum();
+        rep.pages = seen_pages.into_iter().collect();
+        rep.pages.sort_unstable();
         rep.digest = digest.0 & ((1 << 48) - 1);
         if rep.violations.is_empty() && self.strategy.choose.orders_by_key() {
             let (root, level) = (meta.root, meta.height - 1);

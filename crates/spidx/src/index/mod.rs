@@ -289,9 +289,7 @@ impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
         let meta = store
             .meta()
             .ok_or_else(|| Error::corrupted("index", "the store holds no tree metadata"))?;
-        if meta.height == 0 {
-            return Err(Error::corrupted("index", "tree height 0"));
-        }
+        meta.check("index tree metadata", None)?;
         let strategy: Strategy<D> = kind.strategy();
         Self::restore_state(&store, &strategy, &kind)?;
         Ok(Tree {

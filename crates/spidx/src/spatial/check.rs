@@ -5,9 +5,9 @@
 //! geometry and compares the geometry's MBR with the tree entry that indexes it; every
 //! indexed object must have a record and every record an entry. With [`CheckDepth::Deep`]
 //! it also walks the whole record area, superseded versions included (see
-//! [`ObjectStore::scan`](crate::objects::ObjectStore::scan)). The node store's own deep
-//! checks (its log, every allocated page) belong to the store layer and are added to the
-//! deep check there.
+//! [`ObjectStore::scan`](crate::objects::ObjectStore::scan)). The node store's page
+//! accounting (every allocated page a tree page, free, or the store's own, exactly once:
+//! [`SpatialIndex::check_pages`]) is part of the deep check too.
 
 use std::collections::HashMap;
 
@@ -80,6 +80,18 @@ impl ObjectCheck {
 }
 
 impl<const D: usize> SpatialIndex<D> {
+    /// The node store's page accounting against the pages the tree check `rep` reached
+    /// ([`PageAccounting::violations`](crate::store::PageAccounting::violations)): every
+    /// allocated page is a tree page, free, or one of the store's own, exactly once. Part
+    /// of the complete check ([`CheckDepth::Deep`]).
+    pub fn check_pages(&self, rep: &crate::index::CheckReport) -> Vec<String> {
+        use crate::store::StoreControl;
+        self.tree()
+            .store()
+            .page_accounting()
+            .violations(&rep.pages, EXAMPLES)
+    }
+
     /// Checks the object records (see the module documentation); `None` for an index
     /// that keeps no geometries. With `tree_ok` false (the tree failed its own check) the
     /// records are verified but not compared with the tree's entries.

@@ -525,6 +525,10 @@ impl StoreControl for AnyStore {
         dispatch!(self, ref s => StoreControl::pages_in_use(s))
     }
 
+    fn page_accounting(&self) -> super::PageAccounting {
+        dispatch!(self, ref s => StoreControl::page_accounting(s))
+    }
+
     fn report(&self) -> StoreReport {
         dispatch!(self, ref s => StoreControl::report(s))
     }

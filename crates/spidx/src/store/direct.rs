@@ -124,6 +124,9 @@ impl DirectStore {
         accept_loss: bool,
     ) -> Result<Self> {
         let header = StoreHeader::load(header_path)?;
+        let what = format!("store header {}", header_path.display());
+        header.check_capacity(&what, cache.device().capacity_pages())?;
+        header.check_kind(&what, "direct")?;
         let checkpoint = header.checkpoint.unwrap_or(0);
         let mut s = Self::with_header(cache, layout, header, Some(header_path))?;
         let (Journaling::On(path) | Journaling::ReadOnly(path)) = &journaling else {
@@ -577,6 +580,14 @@ impl StoreControl for DirectStore {
 
     fn pages_in_use(&self) -> u64 {
         self.header.pages_in_use()
+    }
+
+    fn page_accounting(&self) -> super::PageAccounting {
+        super::PageAccounting {
+            next_page: self.header.next_page,
+            free: self.header.free.clone(),
+            own: Vec::new(),
+        }
     }
 
     fn save_header(&mut self) -> Result<()> {

@@ -158,7 +158,7 @@ impl StoreHeader {
                 ))
             }
         }
-        serde_json::from_value(v).map_err(|e| {
+        let h: StoreHeader = serde_json::from_value(v).map_err(|e| {
             let old = match format {
                 Some(f) if f < STORE_HEADER_FORMAT => format!(
                     " (format {f}, written by an older spidx that kept a store's own state in \
@@ -167,7 +167,84 @@ impl StoreHeader {
                 _ => String::new(),
             };
             Error::corrupted(what(), format!("{e}{old}"))
-        })
+        })?;
+        h.check(&what())?;
+        Ok(h)
+    }
+
+    /// Checks the header's fields against each other (`what` names the file): the tree's
+    /// metadata ([`TreeMeta::check`]), and every free page allocated and listed once.
+    pub fn check(&self, what: &str) -> Result<()> {
+        if let Some(m) = &self.meta {
+            m.check(what, Some(self.next_page))?;
+        }
+        if self.free.len() as u64 > self.next_page {
+            return Err(Error::corrupted(
+                what.to_string(),
+                format!(
+                    "field free lists {} pages but only {} were ever allocated (next_page)",
+                    self.free.len(),
+                    self.next_page
+                ),
+            ));
+        }
+        let mut free = self.free.clone();
+        free.sort_unstable();
+        if let Some(p) = free.iter().find(|p| **p >= self.next_page) {
+            return Err(Error::corrupted(
+                what.to_string(),
+                format!(
+                    "field free lists page {p}, never allocated (next_page = {})",
+                    self.next_page
+                ),
+            ));
+        }
+        if let Some(w) = free.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Error::corrupted(
+                what.to_string(),
+                format!("field free lists page {} twice", w[0]),
+            ));
+        }
+        if self
+            .meta
+            .is_some_and(|m| free.binary_search(&m.root).is_ok())
+        {
+            return Err(Error::corrupted(
+                what.to_string(),
+                "field free lists the root page",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks that the header was saved by a store of `kind` (a header without a kind, of
+    /// an older spidx, passes); `what` names the file.
+    pub fn check_kind(&self, what: &str, kind: &str) -> Result<()> {
+        if !self.kind.is_empty() && self.kind != kind {
+            return Err(Error::corrupted(
+                what.to_string(),
+                format!(
+                    "field kind = \"{}\", but the index's store is {kind}",
+                    self.kind
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks that the header's pages fit the `capacity` pages of the device it is opened
+    /// on (`what` names the file).
+    pub fn check_capacity(&self, what: &str, capacity: u64) -> Result<()> {
+        if self.next_page > capacity {
+            return Err(Error::corrupted(
+                what.to_string(),
+                format!(
+                    "field next_page = {} is past the {capacity} pages of the node device",
+                    self.next_page
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Reads the header saved at `path`, or an empty one for `kind` if none was saved yet
@@ -364,5 +441,53 @@ mod tests {
         reseal_file(&path).unwrap();
         let e = StoreHeader::load(&path).unwrap_err().to_string();
         assert!(e.contains("format 1 is not 2 to 3"), "{e}");
+    }
+
+    /// Fields that contradict each other or size what the store would allocate are refused
+    /// naming the file and the field, although the checksum is valid: a height of 2^31
+    /// (`check`, `query` and `recover` used to abort on it), a root or free page never
+    /// allocated, a page freed twice or the root freed.
+    #[test]
+    fn headers_with_impossible_fields_are_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.json");
+        let good = || {
+            let mut h = StoreHeader::new("direct");
+            h.meta = Some(TreeMeta {
+                root: 3,
+                height: 2,
+                objects: 41,
+            });
+            h.next_page = 9;
+            h.free = vec![4, 7];
+            h
+        };
+        let cases: Vec<(&str, Box<dyn Fn(&mut StoreHeader)>)> = vec![
+            (
+                "height = 2147483648",
+                Box::new(|h| h.meta.as_mut().unwrap().height = 1 << 31),
+            ),
+            (
+                "height = 0",
+                Box::new(|h| h.meta.as_mut().unwrap().height = 0),
+            ),
+            ("root = 9", Box::new(|h| h.meta.as_mut().unwrap().root = 9)),
+            ("page 12, never allocated", Box::new(|h| h.free.push(12))),
+            ("page 4 twice", Box::new(|h| h.free.push(4))),
+            ("the root page", Box::new(|h| h.free.push(3))),
+            ("lists 10 pages", Box::new(|h| h.free = (0..10).collect())),
+        ];
+        for (want, edit) in cases {
+            let mut h = good();
+            edit(&mut h);
+            h.save(&path).unwrap();
+            let e = StoreHeader::load(&path).unwrap_err().to_string();
+            assert!(e.contains("store.json") && e.contains(want), "{want}: {e}");
+        }
+        good().save(&path).unwrap();
+        let h = StoreHeader::load(&path).unwrap();
+        let e = h.check_capacity("store.json", 8).unwrap_err().to_string();
+        assert!(e.contains("next_page = 9") && e.contains("8 pages"), "{e}");
+        h.check_capacity("store.json", 9).unwrap();
     }
 }

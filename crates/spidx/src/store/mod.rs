@@ -140,6 +140,120 @@ pub struct TreeMeta {
     pub objects: u64,
 }
 
+/// Where a store's allocated pages are: every page below `next_page` is reached by the
+/// tree, on the free list, or one of the store's own pages (the LCR-tree's log pages,
+/// RFTL's unit pages), exactly one of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageAccounting {
+    /// The first never-allocated page.
+    pub next_page: PageId,
+    /// The free list.
+    pub free: Vec<PageId>,
+    /// The store's own pages in use, with what they are (`"log page"`).
+    pub own: Vec<(PageId, &'static str)>,
+}
+
+impl PageAccounting {
+    /// The violations of "every page accounted for exactly once", given the pages the
+    /// tree's walk `reached` (each once; the checker reports pages reached twice): a page
+    /// never allocated, a page with two roles, or an allocated page with none (leaked). At
+    /// most `limit` messages, then their count.
+    pub fn violations(&self, reached: &[PageId], limit: usize) -> Vec<String> {
+        const TREE: u8 = 1;
+        const FREE: u8 = 2;
+        const OWN: u8 = 4;
+        let n = self.next_page;
+        let mut role = vec![0u8; usize::try_from(n).unwrap_or(usize::MAX).min(1 << 32)];
+        let mut out = Vec::new();
+        let mut more = 0u64;
+        let mut say = |out: &mut Vec<String>, m: String| {
+            if out.len() < limit {
+                out.push(m);
+            } else {
+                more += 1;
+            }
+        };
+        let mut mark = |out: &mut Vec<String>, p: PageId, r: u8, what: &str| match role
+            .get_mut(p as usize)
+            .filter(|_| p < n)
+        {
+            None => say(
+                out,
+                format!("page {p} ({what}) was never allocated (next_page = {n})"),
+            ),
+            Some(x) if *x & r != 0 => say(out, format!("page {p} is listed twice as {what}")),
+            Some(x) if *x != 0 => {
+                say(out, format!("page {p} is {what} and also {}", name(*x)));
+                *x |= r;
+            }
+            Some(x) => *x |= r,
+        };
+        fn name(r: u8) -> &'static str {
+            match r {
+                r if r & 1 != 0 => "a tree page",
+                r if r & 2 != 0 => "free",
+                _ => "one of the store's own pages",
+            }
+        }
+        for &p in reached {
+            mark(&mut out, p, TREE, "a tree page");
+        }
+        for &p in &self.free {
+            mark(&mut out, p, FREE, "free");
+        }
+        for &(p, what) in &self.own {
+            mark(&mut out, p, OWN, what);
+        }
+        for (p, r) in role.iter().enumerate() {
+            if *r == 0 {
+                say(
+                    &mut out,
+                    format!(
+                        "page {p} is allocated but neither reached by the tree, free, nor one \
+                         of the store's own pages"
+                    ),
+                );
+            }
+        }
+        if more > 0 {
+            out.push(format!("... and {more} more page accounting violations"));
+        }
+        out
+    }
+}
+
+/// The greatest tree height a store reads (a tree of height 64 with two entries per node
+/// already holds 2^63 objects): a larger one is damage, refused before anything is sized
+/// by it.
+pub const MAX_TREE_HEIGHT: u32 = 64;
+
+impl TreeMeta {
+    /// Checks the metadata read from `what` (a file or a log record): a height from 1 to
+    /// [`MAX_TREE_HEIGHT`], and the root below `next_page`, the first never-used page
+    /// (when known).
+    pub fn check(&self, what: &str, next_page: Option<PageId>) -> crate::Result<()> {
+        if self.height == 0 || self.height > MAX_TREE_HEIGHT {
+            return Err(crate::Error::corrupted(
+                what.to_string(),
+                format!(
+                    "field height = {} is outside 1 to {MAX_TREE_HEIGHT}",
+                    self.height
+                ),
+            ));
+        }
+        if let Some(next) = next_page.filter(|n| self.root >= *n) {
+            return Err(crate::Error::corrupted(
+                what.to_string(),
+                format!(
+                    "field root = {} is not an allocated page (next_page = {next})",
+                    self.root
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// State a tree variant keeps about itself beyond [`TreeMeta`] (e.g. the FOR-tree's access
 /// counts), as the variant encoded it. Stores keep it opaque and save it the same way, with
 /// their header at every checkpoint ([`NodeStore::flush`]): it is advice the variant may
@@ -272,6 +386,10 @@ pub trait StoreControl {
 
     /// Node pages allocated and not freed.
     fn pages_in_use(&self) -> u64;
+
+    /// Where every allocated page is (for the complete consistency check, `spidx check
+    /// --deep`): see [`PageAccounting`].
+    fn page_accounting(&self) -> PageAccounting;
 
     /// The store's statistics.
     fn report(&self) -> StoreReport;

@@ -34,7 +34,7 @@ use flatgeobuf::{
 };
 use geo_types::Geometry;
 use geozero::{ColumnValue, GeozeroGeometry, PropertyProcessor};
-use std::io::{BufReader, Write};
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 /// Writes `records` to a FlatGeobuf file at `path`.
@@ -176,7 +176,9 @@ pub(crate) fn read(path: &Path, sink: &mut GeoSink) -> Result<()> {
             .position(|n| n == "id")
             .or_else(|| names.iter().position(|n| n == "fid"))
     });
-    sink.reserve(expected as usize);
+    let index_node_size = header.index_node_size();
+    let counted = check_sizes(path, expected, index_node_size)?;
+    sink.reserve(counted as usize);
     let mut features = reader.select_all_seq().map_err(|e| bad(&e))?;
     let mut builder = RawBuilder::new();
     let mut n: u64 = 0;
@@ -244,6 +246,82 @@ pub(crate) fn read(path: &Path, sink: &mut GeoSink) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The fewest bytes a feature takes: its 4-byte size prefix and a FlatBuffers table
+/// (root offset, vtable offset, the vtable's two sizes).
+const MIN_FEATURE_BYTES: u64 = 4 + 12;
+
+/// Checks the sizes a FlatGeobuf file at `path` declares against the bytes it holds,
+/// before the `flatgeobuf` crate allocates or skips by them (it sizes a feature's buffer
+/// by the feature's 4-byte length and the index by the header's feature count, unchecked):
+/// the header's `features_count` (`expected`, 0 = not stated) at most what the file can
+/// hold, the packed index (`index_node_size`, 0 = none) computed with checked arithmetic
+/// and within the file, and every feature's length within the bytes left. Returns the
+/// number of features the file holds.
+fn check_sizes(path: &Path, expected: u64, index_node_size: u16) -> Result<u64> {
+    let bad = |e: &dyn std::fmt::Display| corrupted(path, Format::FlatGeobuf, e);
+    let io = |e| Error::io(path, e);
+    let file = open_file(path)?;
+    let len = file.metadata().map_err(io)?.len();
+    let mut input = BufReader::with_capacity(1 << 16, file);
+    let mut word = [0u8; 4];
+    input.seek(SeekFrom::Start(8)).map_err(io)?;
+    input.read_exact(&mut word).map_err(io)?;
+    let mut at = 12 + u64::from(u32::from_le_bytes(word));
+    let room = len.saturating_sub(at);
+    if expected > room / MIN_FEATURE_BYTES {
+        return Err(bad(&format_args!(
+            "header field features_count = {expected} exceeds the {} features the {room} bytes \
+             after the header can hold ({MIN_FEATURE_BYTES} bytes each at least)",
+            room / MIN_FEATURE_BYTES
+        )));
+    }
+    if index_node_size > 0 && expected > 0 {
+        if index_node_size < 2 {
+            return Err(bad(&format_args!(
+                "header field index_node_size = {index_node_size} (at least 2, or 0 for no index)"
+            )));
+        }
+        // The packed R-tree's node count: every level's nodes, up to the root.
+        let node = u64::from(index_node_size);
+        let (mut n, mut nodes) = (expected, expected);
+        while n > 1 {
+            n = n.div_ceil(node);
+            nodes += n;
+        }
+        // 40 bytes per node (a box of 4 doubles and an offset).
+        let index = nodes
+            .checked_mul(40)
+            .filter(|b| *b <= room)
+            .ok_or_else(|| {
+                bad(&format_args!(
+                    "the packed index of {expected} features (node size {index_node_size}) runs \
+                 past the end of the file ({room} bytes after the header)"
+                ))
+            })?;
+        at += index;
+    }
+    let mut count = 0u64;
+    input.seek(SeekFrom::Start(at)).map_err(io)?;
+    while at < len {
+        if len - at < 4 {
+            break; // a truncated size prefix: the reader reports the file as truncated
+        }
+        input.read_exact(&mut word).map_err(io)?;
+        let size = u64::from(u32::from_le_bytes(word));
+        if size > len - at - 4 {
+            return Err(bad(&format_args!(
+                "feature {count} at byte {at} has a length of {size} bytes, but only {} bytes \
+                 follow it; the file is truncated or damaged",
+                len - at - 4
+            )));
+        }
+        input.seek_relative(size as i64).map_err(io)?;
+        at += 4 + size;
+        count += 1;
+    }
+    Ok(count)
 }
 
 /// Byte width of a fixed-size property value of type `t`; `None` for the

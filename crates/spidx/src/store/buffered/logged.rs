@@ -165,6 +165,11 @@ pub trait LoggedPolicy: Send {
     fn saved_state(&self) -> Option<serde_json::Value> {
         None
     }
+
+    /// The pages the policy holds for itself (see [`BufferPolicy::own_pages`]).
+    fn own_pages(&self) -> Vec<(PageId, &'static str)> {
+        Vec::new()
+    }
 }
 
 impl<P: LoggedPolicy> Logged<P> {
@@ -185,6 +190,10 @@ impl<P: LoggedPolicy> Logged<P> {
 }
 
 impl<P: LoggedPolicy> BufferPolicy for Logged<P> {
+    fn own_pages(&self) -> Vec<(PageId, &'static str)> {
+        self.policy.own_pages()
+    }
+
     fn kind(&self) -> &'static str {
         P::KIND
     }

@@ -544,6 +544,12 @@ pub trait BufferPolicy: Send {
     /// the skeleton's [`BufferedStats`] (`store.buffered`); opaque to the skeleton.
     fn report(&self, core: &Core) -> PolicyReport;
 
+    /// The pages the policy allocated for itself and holds now (not tree nodes), with
+    /// what they are: see [`crate::store::PageAccounting`]. None by default.
+    fn own_pages(&self) -> Vec<(PageId, &'static str)> {
+        Vec::new()
+    }
+
     /// The policy's own state to save with the header ([`StoreHeader::policy_state`]),
     /// opaque to the skeleton and every other policy; the policy reads it back from the
     /// header when it recovers. `None`: it keeps none.
@@ -643,8 +649,14 @@ impl<P: BufferPolicy + ?Sized> BufferedStore<P> {
             Some(p) => StoreHeader::load_or_new(p, policy.kind())?,
             None => StoreHeader::new(policy.kind()),
         };
+        if let Some(p) = header_path {
+            let what = format!("store header {}", p.display());
+            header.check_capacity(&what, cache.device().capacity_pages())?;
+            header.check_kind(&what, policy.kind())?;
+        }
         let log = LogConfig {
             oldest_format: policy.oldest_log_format(),
+            checkpoint: header.log_generation.zip(header.log_operations),
             ..log
         };
         let (log, recovered) = Log::open(devs.log, log)?;
@@ -658,14 +670,66 @@ impl<P: BufferPolicy + ?Sized> BufferedStore<P> {
                     .collect::<Result<Vec<_>>>()
             })
             .collect::<Result<Vec<_>>>()?;
+        let saved = header.clone();
         let parts = (cache, log, devs.placement);
         let mut s = Self::assemble(parts, layout, header, policy, header_path);
         let h = &s.core.header;
         let mut report = RecoveryReport::of(&recovered, h.log_generation, h.log_operations);
         s.policy.recover(&mut s.core, &operations, &mut report)?;
+        if let (Some(p), None) = (header_path, &report.after_checkpoint) {
+            // Closed at a checkpoint: the log rebuilt exactly what the header saved.
+            s.agrees_with(&saved, p)?;
+        }
         report.seconds = start.elapsed().as_secs_f64();
         s.core.recovery = Some(report);
         Ok(s)
+    }
+
+    /// Checks that the state the log rebuilt is the one the header `saved` (at `path`)
+    /// recorded at the same checkpoint: allocation, tree metadata and the policy's own
+    /// state. A difference is damage to one of them (both are sealed, so an edit with a
+    /// recomputed checksum), named by field.
+    fn agrees_with(&self, saved: &StoreHeader, path: &Path) -> Result<()> {
+        let h = &self.core.header;
+        let sorted = |v: &[PageId]| {
+            let mut v = v.to_vec();
+            v.sort_unstable();
+            v
+        };
+        let state = self.policy.saved_state();
+        let field = if h.meta != saved.meta {
+            Some(("meta", format!("{:?}", saved.meta), format!("{:?}", h.meta)))
+        } else if h.next_page != saved.next_page {
+            Some((
+                "next_page",
+                saved.next_page.to_string(),
+                h.next_page.to_string(),
+            ))
+        } else if sorted(&h.free) != sorted(&saved.free) {
+            Some((
+                "free",
+                format!("{} pages", saved.free.len()),
+                format!("{} pages", h.free.len()),
+            ))
+        } else if state.is_some() && state != saved.policy_state {
+            Some((
+                "policy_state",
+                "its saved table".to_string(),
+                "another".to_string(),
+            ))
+        } else {
+            None
+        };
+        match field {
+            None => Ok(()),
+            Some((name, header, log)) => Err(Error::corrupted(
+                format!("store header {}", path.display()),
+                format!(
+                    "field {name} = {header}, but the log of the same checkpoint rebuilds \
+                     {log}: the header or the log was altered"
+                ),
+            )),
+        }
     }
 
     fn assemble(
@@ -818,6 +882,14 @@ impl<P: BufferPolicy + ?Sized> StoreControl for BufferedStore<P> {
 
     fn pages_in_use(&self) -> u64 {
         self.core.header.pages_in_use()
+    }
+
+    fn page_accounting(&self) -> crate::store::PageAccounting {
+        crate::store::PageAccounting {
+            next_page: self.core.header.next_page,
+            free: self.core.header.free.clone(),
+            own: self.policy.own_pages(),
+        }
     }
 
     fn save_header(&mut self) -> Result<()> {

@@ -666,11 +666,19 @@ impl<'a> Reader<'a> {
     }
 
     fn meta(&mut self) -> Result<TreeMeta> {
-        Ok(TreeMeta {
+        let m = TreeMeta {
             root: self.id()?,
             height: self.small()?,
             objects: self.id()?,
-        })
+        };
+        if m.height > crate::store::MAX_TREE_HEIGHT {
+            return Err(bad(&format!(
+                "tree height {} (at most {})",
+                m.height,
+                crate::store::MAX_TREE_HEIGHT
+            )));
+        }
+        Ok(m)
     }
 
     fn change(&mut self) -> Result<RawChange> {

@@ -57,6 +57,26 @@ pub(crate) fn split_entries(bytes: &[u8], entry_size: usize) -> Result<Vec<Box<[
     Ok(bytes.chunks_exact(entry_size).map(Box::from).collect())
 }
 
+/// The entries of node `id` in a log record, at most `fits` of them.
+fn node_entries(
+    id: PageId,
+    bytes: &[u8],
+    entry_size: usize,
+    fits: usize,
+) -> Result<Vec<Box<[u8]>>> {
+    let e = split_entries(bytes, entry_size)?;
+    if e.len() > fits {
+        return Err(Error::corrupted(
+            "eFIND log",
+            format!(
+                "node {id} logged with {} entries ({fits} fit in a page)",
+                e.len()
+            ),
+        ));
+    }
+    Ok(e)
+}
+
 /// What a restart rebuilt.
 pub(crate) struct Replayed {
     /// Allocation and metadata.
@@ -69,11 +89,15 @@ pub(crate) struct Replayed {
 
 /// Replays `records` in order over `header` (the saved header, used when the log holds no
 /// checkpoint). `stored_len(id, level)` reads the entry count of a node's page on the
-/// device (only for nodes not flushed since the checkpoint).
+/// device (only for nodes not flushed since the checkpoint). Every record is validated
+/// before it is applied (a node never holds more than `fits` entries, changes name
+/// existing entries, pages are allocated and freed once): a log that breaks any of it is
+/// damage, an error.
 pub(crate) fn replay(
     records: &[Record],
     mut header: StoreHeader,
     entry_size: usize,
+    fits: usize,
     mut stored_len: impl FnMut(PageId, u32) -> Result<u32>,
 ) -> Result<Replayed> {
     // Index of the last record after which a node's earlier records no longer matter: its
@@ -117,6 +141,12 @@ pub(crate) fn replay(
                 header.replay_allocate(*id);
             }
             Record::Free(id) => {
+                if *id >= header.next_page || header.free.contains(id) {
+                    return Err(bad(format!(
+                        "page {id} freed but not in use ({} pages allocated)",
+                        header.next_page
+                    )));
+                }
                 nodes.remove(id);
                 header.free.push(*id);
             }
@@ -127,12 +157,12 @@ pub(crate) fn replay(
                 entries,
             } => {
                 let stamp = stamp_of(*stamp)?;
-                let e = split_entries(entries, entry_size)?;
+                let e = node_entries(*id, entries, entry_size, fits)?;
                 nodes.insert(*id, BufNode::new_node(*level, stamp, e));
                 clock = clock.max(stamp);
             }
             Record::Image { id, level, entries } => {
-                let e = split_entries(entries, entry_size)?;
+                let e = node_entries(*id, entries, entry_size, fits)?;
                 let keep = nodes.get(id).map(|n| (n.mods, n.stamp));
                 let mut n = BufNode::new_node(*level, 0, e);
                 if let Some((mods, stamp)) = keep {
@@ -152,6 +182,8 @@ pub(crate) fn replay(
                     Some(n) => n,
                     None => BufNode::modified(*level, *stamp, stored_len(*id, *level)?),
                 };
+                n.validate(*id, std::slice::from_ref(change), fits)
+                    .map_err(|e| bad(format!("change of node {id}: {e}")))?;
                 n.apply(*id, change)?;
                 n.stamp = *stamp;
                 clock = clock.max(*stamp);
@@ -169,14 +201,17 @@ pub(crate) fn replay(
                     None => BufNode::modified(*level, *stamp, stored_len(*id, *level)?),
                 };
                 n.level = *level;
-                n.rewrite(split_entries(entries, entry_size)?);
+                n.rewrite(node_entries(*id, entries, entry_size, fits)?);
                 n.stamp = *stamp;
                 clock = clock.max(*stamp);
                 nodes.insert(*id, n);
             }
             Record::State { id, state } => {
                 clock = clock.max(state.stamp);
-                nodes.insert(*id, BufNode::from_state(state.clone()));
+                nodes.insert(
+                    *id,
+                    BufNode::from_state(*id, state.clone(), entry_size, fits)?,
+                );
             }
             other => return Err(bad(format!("{other:?} is not an eFIND record"))),
         }

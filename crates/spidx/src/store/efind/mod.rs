@@ -521,10 +521,16 @@ impl BufferPolicy for EfindPolicy {
         let layout = core.layout;
         let cache = &mut core.cache;
         let header = std::mem::take(&mut core.header);
-        let replayed = log_manager::replay(&records, header, layout.entry_size(), |id, level| {
-            let page = cache.read_checked(id, level, |b| layout.verify(b, id))?;
-            Ok(layout.entry_count(&page) as u32)
-        })?;
+        let replayed = log_manager::replay(
+            &records,
+            header,
+            layout.entry_size(),
+            layout.fits(),
+            |id, level| {
+                let page = cache.read_checked(id, level, |b| layout.verify(b, id))?;
+                Ok(layout.entry_count(&page) as u32)
+            },
+        )?;
         core.header = replayed.header;
         self.clock = replayed.clock;
         for (id, node) in replayed.nodes {

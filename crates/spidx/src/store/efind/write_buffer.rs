@@ -298,7 +298,10 @@ impl BufNode {
     }
 
     /// Writes the merged node into `out` (one page): the stored page `base` (for a modified
-    /// node) with the buffered versions applied, then the header.
+    /// node) with the buffered versions applied, then the header. A node whose entries do
+    /// not fit, or whose stored page does not hold the `base_len` entries its versions were
+    /// made over (a damaged or stale log replayed over a newer page), is an error before
+    /// anything is written.
     pub(crate) fn merge_into(
         &self,
         layout: &NodeLayout,
@@ -306,6 +309,37 @@ impl BufNode {
         out: &mut [u8],
     ) -> Result<()> {
         let es = layout.entry_size();
+        let len = self.len();
+        if len > layout.fits() || out.len() < layout.page_size() {
+            return Err(Error::invalid(
+                "node change",
+                format!("{len} entries do not fit in a page ({} fit)", layout.fits()),
+            ));
+        }
+        let base = if self.status == NodeStatus::Modified && self.base_len > 0 {
+            let base = base.ok_or_else(|| {
+                Error::invalid("eFIND merge", "a modified node needs its stored page")
+            })?;
+            let stored = if base.len() >= layout.page_size() {
+                layout.entry_count(base)
+            } else {
+                0
+            };
+            if stored != self.base_len as usize {
+                return Err(Error::corrupted(
+                    "eFIND write buffer",
+                    format!(
+                        "a buffered node's changes were made over a stored page of {} entries, \
+                         but its page holds {stored}: the log does not match the node pages \
+                         (damaged, rolled back or from another index)",
+                        self.base_len
+                    ),
+                ));
+            }
+            Some(base)
+        } else {
+            None
+        };
         out.fill(0);
         let mut count = 0usize;
         let mut put = |bytes: &[u8], count: &mut usize| {
@@ -313,10 +347,7 @@ impl BufNode {
             out[o..o + es].copy_from_slice(bytes);
             *count += 1;
         };
-        if self.status == NodeStatus::Modified && self.base_len > 0 {
-            let base = base.ok_or_else(|| {
-                Error::invalid("eFIND merge", "a modified node needs its stored page")
-            })?;
+        if let Some(base) = base {
             let mut versions = self.versions.stored().iter().peekable();
             for slot in 0..self.base_len as usize {
                 let o = layout.entry_offset(slot);
@@ -339,15 +370,7 @@ impl BufNode {
         {
             put(b, &mut count);
         }
-        if count > layout.fits() {
-            return Err(Error::invalid(
-                "node change",
-                format!(
-                    "{count} entries do not fit in a page ({} fit)",
-                    layout.fits()
-                ),
-            ));
-        }
+        debug_assert_eq!(count, len);
         layout.put_header(out, self.level, count);
         Ok(())
     }
@@ -418,8 +441,52 @@ impl BufNode {
         }
     }
 
-    /// The node a [`NodeState`] describes.
-    pub(crate) fn from_state(s: NodeState) -> BufNode {
+    /// The node a [`NodeState`] describes (read from a log), validated first: versions in
+    /// increasing key order, stored slots below `base_len`, appended keys below
+    /// `next_new`, only stored entries removed, every entry `entry_size` bytes and at most
+    /// `fits` entries in the merged node. A state that breaks any of them is damage.
+    pub(crate) fn from_state(
+        id: PageId,
+        s: NodeState,
+        entry_size: usize,
+        fits: usize,
+    ) -> Result<BufNode> {
+        let bad = |why: String| Error::corrupted("eFIND log", format!("state of node {id}: {why}"));
+        if s.next_new > u64::from(u32::MAX) {
+            return Err(bad(format!("{} appended entries", s.next_new)));
+        }
+        if s.new && s.base_len > 0 {
+            return Err(bad(format!(
+                "a new node over {} stored entries",
+                s.base_len
+            )));
+        }
+        let mut prev: Option<u64> = None;
+        for (k, v) in &s.versions {
+            if prev.is_some_and(|p| p >= *k) {
+                return Err(bad(format!("version keys out of order at key {k}")));
+            }
+            prev = Some(*k);
+            let stored = *k < u64::from(s.base_len);
+            let appended = (NEW_KEY..NEW_KEY + s.next_new).contains(k);
+            if !stored && !appended {
+                return Err(bad(format!(
+                    "key {k} is neither one of its {} stored entries nor one of its {} \
+                     appended ones",
+                    s.base_len, s.next_new
+                )));
+            }
+            match v {
+                None if appended => return Err(bad(format!("appended entry {k} removed"))),
+                Some(e) if e.len() != entry_size => {
+                    return Err(bad(format!(
+                        "a {}-byte entry in a layout of {entry_size}-byte entries",
+                        e.len()
+                    )))
+                }
+                _ => {}
+            }
+        }
         let mut n = BufNode::modified(s.level, s.stamp, s.base_len);
         if s.new {
             n.status = NodeStatus::New;
@@ -429,7 +496,10 @@ impl BufNode {
         for (k, v) in s.versions {
             n.put(k, v.map(Vec::into_boxed_slice));
         }
-        n
+        if n.len() > fits {
+            return Err(bad(format!("{} entries ({fits} fit in a page)", n.len())));
+        }
+        Ok(n)
     }
 
     /// The encoded entries of the node's live versions (for the area/overlap scores).

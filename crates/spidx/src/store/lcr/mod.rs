@@ -576,6 +576,13 @@ impl LcrPolicy {
 }
 
 impl LoggedPolicy for LcrPolicy {
+    fn own_pages(&self) -> Vec<(PageId, &'static str)> {
+        self.log_pages
+            .values()
+            .map(|p| (*p, "an LCR-tree log page"))
+            .collect()
+    }
+
     const KIND: &'static str = "lcr";
     const NAME: &'static str = "LCR-tree";
     /// The LCR-tree's records exist since log format 2.

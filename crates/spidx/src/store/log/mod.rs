@@ -48,7 +48,13 @@
 //! records after the damage are found by resynchronising on a record whose chained CRC
 //! matches the damaged record's stored CRC, or on two consecutive records whose chain
 //! verifies (a false match needs a 32-bit CRC collision). Invalid headers on both regions
-//! are an error.
+//! are an error. A region header that is neither valid nor empty cannot come from a torn
+//! write (sector writes are atomic): it is ignored in favour of the other region only if
+//! its region holds no newer log (a first record chaining on the log's nonce with a
+//! higher generation); otherwise opening fails unless the loss is accepted. A store that
+//! saved the log's generation and operations at its last checkpoint
+//! ([`LogConfig::checkpoint`]) has a log behind them (rolled back, or another index's)
+//! refused before anything is written.
 //! Opening always starts a new generation in the other region holding the recovered
 //! payloads (one compaction), so appends never land next to stale records of a crashed run.
 //!
@@ -156,6 +162,11 @@ pub struct LogConfig {
     /// Open a log damaged in its middle by keeping the operations before the damage
     /// (`spidx recover --accept-loss`); otherwise opening it is an error.
     pub accept_loss: bool,
+    /// The generation and the committed operations of that generation that the store's
+    /// header saved at its last checkpoint, when it saved them: a log found behind them
+    /// (an older generation, or fewer operations) was rolled back or replaced, and
+    /// opening it is an error, before anything is written.
+    pub checkpoint: Option<(u64, u64)>,
 }
 
 impl LogConfig {
@@ -165,6 +176,7 @@ impl LogConfig {
             sync,
             oldest_format: 1,
             accept_loss: false,
+            checkpoint: None,
         }
     }
 }
@@ -361,12 +373,62 @@ impl Log {
             ));
         }
         if !bad.is_empty() {
+            // A header that is neither valid nor empty: a torn header write leaves the
+            // region's older header or zeros (sector writes are atomic), so it is damage.
+            // Ignoring it is safe only if its region holds no log newer than the chosen one
+            // (a compaction writes its records, syncs, then the header).
+            let other = 1 - region;
+            if let Some(g) = log.newer_records(other, generation, nonce)? {
+                let what = format!(
+                    "the header of log region {other} is damaged ({}) and that region holds a \
+                     newer log (generation {g}) than the region with a valid header \
+                     (generation {generation})",
+                    bad.join("; ")
+                );
+                if !config.accept_loss {
+                    return Err(Error::corrupted(
+                        "log header",
+                        format!(
+                            "{what}: opening the older one would lose every operation of the \
+                             newer. `spidx recover --accept-loss` keeps the older log; \
+                             otherwise restore the index from a copy"
+                        ),
+                    ));
+                }
+            }
             ignored = Some(bad.join("; "));
+        }
+        if let Some((saved, _)) = config.checkpoint {
+            if generation < saved {
+                return Err(Error::corrupted(
+                    "log",
+                    format!(
+                        "the log is at generation {generation} but the store header saved \
+                         generation {saved} at its last checkpoint: the log was rolled back, \
+                         or belongs to another index; restore the index from a copy"
+                    ),
+                ));
+            }
         }
         log.at.region = region;
         log.at.generation = generation;
         log.nonce = nonce;
         let mut rec = log.scan()?;
+        if let Some((saved, saved_ops)) = config.checkpoint {
+            let found = rec.operations.len() as u64;
+            if generation == saved && found < saved_ops && !config.accept_loss {
+                return Err(Error::corrupted(
+                    "log",
+                    format!(
+                        "the log holds {found} committed operations of generation \
+                         {generation}, but the store header saved {saved_ops} at its last \
+                         checkpoint: the log lost operations it had made durable (rolled back, \
+                         truncated or damaged at its end). `spidx recover --accept-loss` keeps \
+                         what is left; otherwise restore the index from a copy"
+                    ),
+                ));
+            }
+        }
         if let ScanEnd::Invalid { offset, reason } = &rec.end {
             let after = match log.valid_after(*offset)? {
                 Some(a) => Some(a),

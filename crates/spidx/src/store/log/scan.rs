@@ -110,6 +110,56 @@ impl Log {
         })
     }
 
+    /// The generation of the first record of `region` if it is above `generation` and the
+    /// record is valid: chained on the seed of its generation, `region` and `nonce` (the
+    /// nonce is kept by compactions). A region whose header is damaged holds a newer log
+    /// exactly when a compaction wrote one there, and that log's first record verifies so.
+    pub(super) fn newer_records(
+        &mut self,
+        region: u64,
+        generation: u64,
+        nonce: u64,
+    ) -> Result<Option<u64>> {
+        let ps = self.page_size;
+        let base = 2 + region * self.region_pages;
+        let mut first = vec![0u8; ps];
+        self.dev.read(base, &mut first)?;
+        let u32_at = |b: &[u8], o: usize| u32::from_le_bytes(b[o..o + 4].try_into().expect("4"));
+        let (plen, rgen, kind, crc) = (
+            u32_at(&first, 0) as usize,
+            u32_at(&first, 4),
+            u32_at(&first, 8),
+            u32_at(&first, 12),
+        );
+        if kind != KIND_DATA && kind != KIND_COMMIT {
+            return Ok(None);
+        }
+        // The full generation: the 32 bits a record carries, above `generation`.
+        let low = generation as u32;
+        let ahead = u64::from(rgen.wrapping_sub(low));
+        if ahead == 0 || ahead > 1 << 16 {
+            return Ok(None);
+        }
+        let g = generation + ahead;
+        let end = RECORD_HEADER as u64 + plen as u64;
+        if end > self.capacity_bytes() {
+            return Ok(None);
+        }
+        let mut data = first;
+        if end as usize > data.len() {
+            let pages = (end as usize).div_ceil(ps);
+            data = vec![0u8; pages * ps];
+            self.dev.read(base, &mut data)?;
+        }
+        let mut h = crc32fast::Hasher::new();
+        h.update(&g.to_le_bytes());
+        h.update(&region.to_le_bytes());
+        h.update(&nonce.to_le_bytes());
+        let seed = h.finalize();
+        let ok = record_crc(seed, &data[0..12], &data[RECORD_HEADER..end as usize]) == crc;
+        Ok(ok.then_some(g))
+    }
+
     /// Reads the live region's record stream from byte `from` to the region's end.
     pub(super) fn read_stream(&mut self, from: u64) -> Result<Vec<u8>> {
         let ps = self.page_size as u64;

@@ -55,6 +55,11 @@ impl LiveUnits {
         l
     }
 
+    /// The unit pages holding live units (each once).
+    pub fn unit_pages(&self) -> impl Iterator<Item = PageId> + '_ {
+        self.live.iter().filter(|(_, n)| **n > 0).map(|(p, _)| *p)
+    }
+
     /// The table, ordered by node.
     pub fn table(&self) -> &RftlState {
         &self.table

@@ -629,6 +629,13 @@ impl RftlPolicy {
 }
 
 impl LoggedPolicy for RftlPolicy {
+    fn own_pages(&self) -> Vec<(PageId, &'static str)> {
+        self.live
+            .unit_pages()
+            .map(|p| (p, "an RFTL unit page"))
+            .collect()
+    }
+
     const KIND: &'static str = "rftl";
     const NAME: &'static str = "RFTL";
     /// RFTL's records exist since log format 2.
