@@ -101,8 +101,8 @@ mod tests {
     #[test]
     fn passwords_are_masked() {
         assert_eq!(
-            safe("postgres://u:pw@h/db?password=x\u{1b}"),
-            "postgres://u:***@h/db?password=***\\x1b"
+            safe("postgres://u:pw@h/db?password=x \u{1b}"),
+            "postgres://u:***@h/db?password=*** \\x1b"
         );
     }
 
