@@ -56,6 +56,10 @@ pub struct BuildArgs {
     /// Index directory to create (must not exist, or be empty).
     #[arg(long)]
     out: PathBuf,
+    /// Use a device file (file:PATH, or a file log device) that exists and that spidx did
+    /// not create: its contents are overwritten and it is grown to the device's capacity.
+    #[arg(long)]
+    force: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -63,6 +67,7 @@ pub struct BuildArgs {
 
 pub fn run(a: BuildArgs) -> Result<()> {
     let opts = a.index.options()?;
+    crate::own::check_devices(&opts, a.force)?;
     let bulk = match (&a.bulk, &a.fill) {
         (None, Some(_)) => bail!("--fill applies to --bulk only"),
         (None, None) => None,
@@ -95,7 +100,7 @@ pub fn run(a: BuildArgs) -> Result<()> {
     let mut loaded =
         data::read(&a.data, &read).with_context(|| format!("reading {}", a.data.display()))?;
     if loaded.report.skipped_total() > 0 && !a.json {
-        eprintln!("{}", loaded.report);
+        eprintln!("{}", crate::term::safe_lines(&loaded.report.to_string()));
     }
     if loaded.dataset.is_empty() {
         bail!("{} holds no usable object", a.data.display());

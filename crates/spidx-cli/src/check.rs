@@ -198,7 +198,7 @@ fn check<const D: usize>(a: &CheckArgs) -> Result<()> {
             println!("crashed, recoverable: {why}; run `spidx recover` before using it");
         }
         for v in &rep.violations {
-            eprintln!("violation: {v}");
+            eprintln!("violation: {}", crate::term::safe(&v.to_string()));
         }
     }
     if !rep.ok() {

@@ -75,8 +75,12 @@ pub enum DatasetCmd {
         #[arg(long, default_value = "as-stored", value_parser = crate::build::parse_order)]
         order: InsertionOrder,
         /// Output file; its extension selects the format (.fgb, .geojson, .wkt, .wkb, .npy).
+        /// Must be new unless --force.
         #[arg(long)]
         out: PathBuf,
+        /// Replace --out if it exists.
+        #[arg(long)]
+        force: bool,
         /// Print a JSON summary instead of text.
         #[arg(long)]
         json: bool,
@@ -93,9 +97,13 @@ pub enum DatasetCmd {
     Import {
         /// The file to import (format from its extension, or --format).
         src: PathBuf,
-        /// Output file; its extension selects the format (.fgb is the canonical one).
+        /// Output file; its extension selects the format (.fgb is the canonical one). Must
+        /// be new unless --force.
         #[arg(long)]
         out: PathBuf,
+        /// Replace --out if it exists.
+        #[arg(long)]
+        force: bool,
         /// Input format if the extension does not tell: flatgeobuf, geojson, geojsonseq,
         /// wkt, wkb, shapefile, osm-pbf, npy.
         #[arg(long)]
@@ -173,9 +181,11 @@ pub fn run(cmd: DatasetCmd) -> Result<()> {
             clusters,
             order,
             out,
+            force,
             json,
         } => {
             let format = Format::for_output(&out)?;
+            crate::own::check_out(&out, force)?;
             let opts = GenerateOptions {
                 distribution,
                 count,
@@ -246,9 +256,11 @@ pub fn run(cmd: DatasetCmd) -> Result<()> {
             polygons_only,
             renumber,
             explode,
+            force,
             json,
         } => {
             let out_format = Format::for_output(&out)?;
+            crate::own::check_out(&out, force)?;
             if same_file(&src, &out) {
                 bail!(
                     "--out {} is the file being imported; choose another path",
@@ -289,7 +301,7 @@ pub fn run(cmd: DatasetCmd) -> Result<()> {
                 });
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
-                print!("{}", loaded.report);
+                print!("{}", crate::term::safe_lines(&loaded.report.to_string()));
                 println!(
                     "wrote {} records to {} ({out_format}) — read {read_s:.2} s, write {write_s:.2} s",
                     loaded.dataset.len(),
@@ -327,7 +339,7 @@ pub fn run(cmd: DatasetCmd) -> Result<()> {
                     loaded.report.format,
                     spidx::units::format_size(bytes)
                 );
-                print!("{stats}");
+                print!("{}", crate::term::safe_lines(&stats.to_string()));
                 print_problems(&loaded.report);
             }
             Ok(())

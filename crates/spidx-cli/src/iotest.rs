@@ -44,6 +44,10 @@ pub struct IotestArgs {
     /// Load the simulated device's state from this file if it exists, and save it afterwards.
     #[arg(long)]
     state: Option<PathBuf>,
+    /// Use a device file (file:PATH) that exists and that spidx did not create: write
+    /// patterns overwrite it and it is grown to the device's capacity.
+    #[arg(long)]
+    force: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -59,6 +63,7 @@ pub fn run(a: IotestArgs) -> Result<()> {
     let resolved = DeviceSpec::new(&a.device)
         .with_params(&a.device_params)?
         .resolve()?;
+    crate::own::check_devices(&resolved.config, a.force)?;
     let mut dev = resolved.config.open(page_size, a.state.as_deref())?;
     let span_pages = match &a.span {
         Some(s) => {

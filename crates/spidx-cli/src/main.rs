@@ -11,6 +11,7 @@ mod export_table;
 mod index_args;
 mod iotest;
 mod numfmt;
+mod own;
 mod parquet_export;
 mod query;
 mod recover;
@@ -20,6 +21,7 @@ mod results;
 mod results_path;
 mod run;
 mod store_args;
+mod term;
 
 use std::process::ExitCode;
 
@@ -102,7 +104,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {}", message(&e));
+            eprintln!("error: {}", term::safe_lines(&message(&e)));
             if e.downcast_ref::<check::Crashed>().is_some() {
                 ExitCode::from(check::EXIT_CRASHED)
             } else {

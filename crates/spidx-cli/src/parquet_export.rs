@@ -5,7 +5,6 @@
 //! values are nulls. So two exports of different experiments have the same schema and
 //! can be read together (`pyarrow.dataset`, `pd.concat`) without a cast.
 
-use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -33,8 +32,14 @@ fn millis(column: &str, v: &Value) -> Result<i64> {
     Ok(t.timestamp_millis())
 }
 
-/// Writes `columns` (names and declared types) × `rows` to a new Parquet file at `path`.
-pub fn write(path: &Path, columns: &[(String, ColumnType)], rows: &[Vec<Value>]) -> Result<()> {
+/// Writes `columns` (names and declared types) × `rows` to a new Parquet file at `path`
+/// (an existing file is replaced only with `force`; see [`crate::own::create_out`]).
+pub fn write(
+    path: &Path,
+    force: bool,
+    columns: &[(String, ColumnType)],
+    rows: &[Vec<Value>],
+) -> Result<()> {
     let mut fields = Vec::with_capacity(columns.len());
     for (name, kind) in columns {
         let builder = match kind {
@@ -54,7 +59,7 @@ pub fn write(path: &Path, columns: &[(String, ColumnType)], rows: &[Vec<Value>])
             .with_fields(fields)
             .build()?,
     );
-    let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let file = crate::own::create_out(path, force)?;
     let props = Arc::new(WriterProperties::builder().build());
     let mut writer = SerializedFileWriter::new(file, schema, props)?;
     let mut group = writer.next_row_group()?;
@@ -117,6 +122,7 @@ mod tests {
     use super::*;
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use serde_json::json;
+    use std::fs::File;
 
     fn schema_of(path: &Path) -> Vec<String> {
         let reader = SerializedFileReader::new(File::open(path).unwrap()).unwrap();
@@ -148,6 +154,7 @@ mod tests {
         let b = dir.path().join("b.parquet");
         write(
             &a,
+            false,
             &columns,
             &[
                 vec![
@@ -163,6 +170,7 @@ mod tests {
         // Other values (a fraction, no text at all): the same schema.
         write(
             &b,
+            false,
             &columns,
             &[vec![
                 json!(2),
@@ -187,7 +195,7 @@ mod tests {
             ]
         );
         // A value that is not of its column's type is an error, not a silent change.
-        let e = write(&a, &columns[..1], &[vec![json!(0.5)]]).unwrap_err();
+        let e = write(&a, true, &columns[..1], &[vec![json!(0.5)]]).unwrap_err();
         assert!(e.to_string().contains("run_id"), "{e}");
     }
 }

@@ -37,6 +37,8 @@ pub struct RecoverArgs {
 
 pub fn run(a: RecoverArgs) -> Result<()> {
     let manifest = read_manifest(&a.dir)?;
+    // Before anything opens the device file for writing: the index's records vouch for it.
+    crate::own::check_index_devices(&a.dir, &manifest)?;
     with_dims!(manifest.dims, D => recover::<D>(&a))
 }
 

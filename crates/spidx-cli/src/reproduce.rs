@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use spidx::experiment::scorecard::{self, Findings, Scorecard};
 use spidx::experiment::ResultsDb;
@@ -23,9 +23,12 @@ pub struct ReproduceArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Markdown)]
     format: Format,
-    /// Write to this file instead of standard output.
+    /// Write to this file instead of standard output (a new file unless --force).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Replace --out if it exists.
+    #[arg(long)]
+    force: bool,
     /// Exit with status 1 when fewer findings than this are reproduced in direction.
     #[arg(long)]
     min_in_direction: Option<usize>,
@@ -42,6 +45,9 @@ enum Format {
 }
 
 pub fn run(a: ReproduceArgs) -> Result<()> {
+    if let Some(p) = &a.out {
+        crate::own::check_out(p, a.force)?;
+    }
     let findings = Findings::load(&a.findings)?;
     let path = crate::results_path::resolve(a.results.as_deref())?;
     let db = ResultsDb::open_existing(&path)?;
@@ -52,13 +58,13 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
         Format::Csv => csv(&card),
     };
     match &a.out {
-        Some(p) => std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?,
+        Some(p) => crate::own::write_out(p, text.as_bytes(), a.force)?,
         None => std::io::stdout().write_all(text.as_bytes())?,
     }
     eprintln!(
         "{} findings from {}: {} in direction ({} reproduced, {} direction only), {} not reproduced, {} not measured",
         card.rows.len(),
-        path.display(),
+        crate::term::safe(&spidx::experiment::db::Location::of(&path).display()),
         card.in_direction(),
         card.count(scorecard::Verdict::Reproduced),
         card.count(scorecard::Verdict::DirectionOnly),

@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 use serde_json::Value;
@@ -16,6 +16,7 @@ use spidx::spatial::IndexOptions;
 use crate::export_table::{self, csv_cell, option_text};
 use crate::numfmt::{count, secs};
 use crate::results_path::{check_experiment, resolve};
+use crate::term;
 
 /// Width every table fits unless `--wide` is given.
 pub const TABLE_WIDTH: u16 = 120;
@@ -115,9 +116,12 @@ pub struct ExportArgs {
     /// Every finished run, not only the newest of each configuration.
     #[arg(long)]
     all: bool,
-    /// Output file (default: standard output).
+    /// Output file (default: standard output); must be new unless --force.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Replace --out if it exists.
+    #[arg(long)]
+    force: bool,
 }
 
 pub fn run(cmd: ResultsCmd) -> Result<()> {
@@ -147,7 +151,7 @@ fn merge(a: MergeArgs) -> Result<()> {
     println!(
         "merged {} databases into {}: {} finished and {} failed runs copied, {} new experiments",
         a.inputs.len(),
-        a.out.display(),
+        term::safe(&spidx::experiment::db::Location::of(&a.out).display()),
         r.finished,
         r.failed,
         r.experiments_added
@@ -185,6 +189,14 @@ fn text(v: &Value) -> String {
         Value::Null => String::new(),
         Value::String(s) => s.clone(),
         other => other.to_string(),
+    }
+}
+
+/// A table cell of text from the database: escaped, masked and cut ([`term::cell`]).
+fn cell(v: &Value) -> String {
+    match v {
+        Value::String(s) => term::cell(s),
+        other => text(other),
     }
 }
 
@@ -239,10 +251,10 @@ fn list(a: ListArgs) -> Result<()> {
     for e in exps.objects() {
         t.add_row(vec![
             text(&e["id"]),
-            text(&e["name"]),
-            text(&e["spec_path"]),
-            text(&e["spec_hash"]).chars().take(12).collect(),
-            timestamp(&e["created_at"]),
+            cell(&e["name"]),
+            cell(&e["spec_path"]),
+            term::cell(&text(&e["spec_hash"]).chars().take(12).collect::<String>()),
+            term::cell(&timestamp(&e["created_at"])),
             text(&e["runs"]),
             text(&e["finished"]),
             text(&e["failed"]),
@@ -267,13 +279,13 @@ fn list(a: ListArgs) -> Result<()> {
     for r in runs.objects() {
         t.add_row(vec![
             text(&r["id"]),
-            text(&r["experiment"]),
-            text(&r["name"]),
-            text(&r["status"]),
-            timestamp(&r["started_at"]),
+            cell(&r["experiment"]),
+            cell(&r["name"]),
+            cell(&r["status"]),
+            term::cell(&timestamp(&r["started_at"])),
             seconds(&r["wall_s"]),
             seconds(&r["index_s"]),
-            text(&r["error"]),
+            cell(&r["error"]),
         ]);
     }
     println!("{t}");
@@ -284,10 +296,17 @@ fn list(a: ListArgs) -> Result<()> {
     Ok(())
 }
 
+/// Every column of `rows`, full width (text escaped and masked; cut only past
+/// [`term::WIDE_CELL_CHARS`]).
 fn print_raw(rows: &Rows) {
-    let mut t = new_table(rows.columns.clone(), true);
+    let header = rows.columns.iter().map(|c| term::wide_cell(c)).collect();
+    let mut t = new_table(header, true);
     for r in &rows.rows {
-        t.add_row(r.iter().map(csv_cell).collect::<Vec<_>>());
+        t.add_row(
+            r.iter()
+                .map(|v| term::wide_cell(&csv_cell(v)))
+                .collect::<Vec<_>>(),
+        );
     }
     println!("{t}");
 }
@@ -389,6 +408,12 @@ fn show(a: ShowArgs) -> Result<()> {
     }
     for (k, v) in keys {
         if !v.is_empty() {
+            // Cut (a crafted name of megabytes is not printed whole), longer with --wide.
+            let v = if a.wide {
+                term::wide_cell(&v)
+            } else {
+                term::cell(&v)
+            };
             print_wrapped(k, &v, a.wide);
         }
     }
@@ -443,7 +468,11 @@ fn print_metrics(m: &Rows, wide: bool) {
             wide,
         );
         for r in rows {
-            t.add_row(vec![csv_cell(&r[w]), csv_cell(&r[n]), csv_cell(&r[v])]);
+            t.add_row(vec![
+                term::cell(&csv_cell(&r[w])),
+                term::cell(&csv_cell(&r[n])),
+                term::cell(&csv_cell(&r[v])),
+            ]);
         }
         println!("{t}");
     }
@@ -487,7 +516,7 @@ fn print_figures(results: &Rows, clock: &str) {
         let mut width = label_w + 4;
         let mut end = start;
         while end < objs.len() {
-            let w = text(&objs[end]["workload"]).chars().count().max(12) + 3;
+            let w = cell(&objs[end]["workload"]).chars().count().max(12) + 3;
             if end > start && width + w > TABLE_WIDTH as usize {
                 break;
             }
@@ -495,7 +524,7 @@ fn print_figures(results: &Rows, clock: &str) {
             end += 1;
         }
         let mut header = vec!["figure".to_string()];
-        header.extend(objs[start..end].iter().map(|o| text(&o["workload"])));
+        header.extend(objs[start..end].iter().map(|o| cell(&o["workload"])));
         let mut t = new_table(header, false);
         for (col, label, time) in FIGURES {
             let cells: Vec<String> = objs[start..end]
@@ -543,13 +572,11 @@ fn export(a: ExportArgs) -> Result<()> {
         let Some(out) = &a.out else {
             bail!("--format parquet writes a binary file: give it with --out FILE");
         };
-        return crate::parquet_export::write(out, &export.columns, &export.rows.rows);
+        return crate::parquet_export::write(out, a.force, &export.columns, &export.rows.rows);
     }
     let rows = export.rows;
     let mut out: Box<dyn Write> = match &a.out {
-        Some(p) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
-        )),
+        Some(p) => Box::new(std::io::BufWriter::new(crate::own::create_out(p, a.force)?)),
         None => Box::new(std::io::stdout().lock()),
     };
     match a.format {

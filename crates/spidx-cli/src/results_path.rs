@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use anyhow::{bail, Result};
+use spidx::experiment::db::Location;
 use spidx::experiment::ResultsDb;
 
 /// `given`, or the newest results database near the current directory.
@@ -82,12 +83,12 @@ pub fn check_experiment(db: &ResultsDb, path: &Path, name: &str) -> Result<()> {
     if known.is_empty() {
         bail!(
             "no experiment '{name}' in {}: it holds none yet",
-            path.display()
+            Location::of(path).display()
         );
     }
     bail!(
         "no experiment '{name}' in {}; it holds: {}",
-        path.display(),
+        Location::of(path).display(),
         known.join(", ")
     );
 }

@@ -41,6 +41,10 @@ pub struct RunArgs {
     /// per task of a Slurm job array; merge the slices' databases with `spidx results merge`.
     #[arg(long, value_name = "K/N")]
     shard: Option<Shard>,
+    /// Use device files (`file:` devices of the matrix) that exist and that spidx did not
+    /// create: their contents are overwritten and they are grown to the devices' capacity.
+    #[arg(long)]
+    force: bool,
 }
 
 /// How progress is shown: bars on a terminal, plain lines otherwise, or nothing.
@@ -86,6 +90,8 @@ impl Shown {
     }
 
     fn line(&self, text: &str) {
+        // Names and errors come from the spec: escaped and masked before the terminal.
+        let text = crate::term::safe_lines(text);
         match self {
             Shown::Bars { overall, .. } => overall.println(text),
             Shown::Lines => eprintln!("{text}"),
@@ -108,6 +114,9 @@ pub fn run(a: RunArgs) -> Result<()> {
     let t = Instant::now();
     let mut exp = Experiment::prepare(&a.spec)?;
     let prepare_s = t.elapsed().as_secs_f64();
+    for r in &exp.runs {
+        crate::own::check_devices(&r.options, a.force)?;
+    }
     let matrix_runs = exp.runs.len();
     if let Some(shard) = a.shard {
         exp.runs = shard.select(&exp.runs);
@@ -138,7 +147,7 @@ pub fn run(a: RunArgs) -> Result<()> {
                 if position == 0 {
                     overall.set_length(todo as u64);
                 }
-                overall.set_message(run.name.clone());
+                overall.set_message(crate::term::cell(&run.name));
             } else {
                 shown.line(&format!("[{}/{todo}] {}", position + 1, run.name));
             }
@@ -147,11 +156,11 @@ pub fn run(a: RunArgs) -> Result<()> {
             (Shown::Bars { run, .. }, Progress::Workload { name, steps }) => {
                 run.reset();
                 run.set_length(steps);
-                run.set_message(name.to_string());
+                run.set_message(crate::term::cell(name));
             }
             (Shown::Bars { run, .. }, Progress::Step(n)) => run.inc(n),
             (Shown::Lines, Progress::Workload { name, steps }) => {
-                eprintln!("  {name} ({steps} steps)")
+                eprintln!("  {} ({steps} steps)", crate::term::cell(name))
             }
             _ => {}
         },
@@ -294,13 +303,13 @@ fn print_summary(
         }
     }
     for name in &names {
-        header.push(format!("{name}\nelapsed"));
+        header.push(format!("{}\nelapsed", crate::term::cell(name)));
     }
     header.push("construction\nreads / writes".into());
     header.push("runner\noverhead".into());
     let mut t = new_table(header, false);
     for (name, _, r) in outcomes {
-        let mut row = vec![name.clone()];
+        let mut row = vec![crate::term::cell(name)];
         if mixed {
             row.push(clock(simulated(name)).to_string());
         }
@@ -321,7 +330,7 @@ fn print_summary(
                 row.push(secs(r.wall_s - r.index_s));
             }
             Err(e) => {
-                row.push(format!("failed: {e}"));
+                row.push(crate::term::cell(&format!("failed: {e}")));
             }
         }
         t.add_row(row);

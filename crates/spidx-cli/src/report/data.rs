@@ -166,6 +166,25 @@ fn text(m: &Map<String, Value>, k: &str) -> String {
         .to_string()
 }
 
+/// Characters a name keeps in the report's labels (charts, tables, keys).
+const LABEL_CHARS: usize = 200;
+
+/// [`text`] for a name that labels charts and tables: a longer one (a crafted database can
+/// hold megabytes) is cut to [`LABEL_CHARS`] characters plus a fingerprint of the whole,
+/// so labels stay distinct while every chart and table that repeats them stays small.
+fn label(m: &Map<String, Value>, k: &str) -> String {
+    let s = m.get(k).and_then(Value::as_str).unwrap_or_default();
+    match s.char_indices().nth(LABEL_CHARS) {
+        None => s.to_string(),
+        Some((cut, _)) => {
+            let hash = s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+            format!("{}… ({} bytes, #{hash:016x})", &s[..cut], s.len())
+        }
+    }
+}
+
 fn int(m: &Map<String, Value>, k: &str) -> i64 {
     m.get(k).and_then(Value::as_f64).unwrap_or(0.0) as i64
 }
@@ -182,9 +201,9 @@ pub fn load(path: &Path, experiment: &str) -> Result<Data> {
             let run_id = int(m, "run_id");
             let page_size = int(m, "page_size");
             let page = format_size(page_size as u64);
-            let device = text(m, "device");
+            let device = label(m, "device");
             // The configuration: the run's name without its page size and device parts.
-            let config = text(m, "run")
+            let config = label(m, "run")
                 .split(" · ")
                 .filter(|p| *p != page && *p != device)
                 .collect::<Vec<_>>()
@@ -201,7 +220,7 @@ pub fn load(path: &Path, experiment: &str) -> Result<Data> {
                 page_size,
                 simulated: runs.get(&run_id).is_none_or(|r| r.simulated),
                 device,
-                workload: text(m, "workload"),
+                workload: label(m, "workload"),
                 kind: text(m, "kind"),
                 workload_ordinal: int(m, "workload_ordinal"),
                 figures,
@@ -220,14 +239,14 @@ pub fn load(path: &Path, experiment: &str) -> Result<Data> {
         .collect::<Vec<_>>();
     let (rows, common) = strip_common_parts(rows);
     let mut metrics: HashMap<(i64, String), BTreeMap<String, f64>> = HashMap::new();
-    for m in db.metrics(Some(experiment), None)?.objects() {
+    for m in db.metric_values(experiment)?.objects() {
         let run_id = int(&m, "run_id");
         if !run_ids.contains(&run_id) {
             continue;
         }
         if let Some(v) = m.get("value").and_then(Value::as_f64) {
             metrics
-                .entry((run_id, text(&m, "workload")))
+                .entry((run_id, label(&m, "workload")))
                 .or_default()
                 .insert(text(&m, "name"), v);
         }

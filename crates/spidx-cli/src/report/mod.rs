@@ -32,8 +32,11 @@ mod validation;
 
 use std::path::PathBuf;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
+
+use crate::own;
 use clap::Args;
+use spidx::experiment::db::Location;
 use spidx::experiment::ResultsDb;
 
 /// Arguments of `spidx report`.
@@ -43,9 +46,14 @@ pub struct ReportArgs {
     /// `quickstart/` or another direct subdirectory).
     #[arg(long)]
     results: Option<PathBuf>,
-    /// Output directory (created; index.html and the charts as SVG files go there).
+    /// Output directory (created; index.html and the charts as SVG files go there). An
+    /// existing one must be empty or hold an earlier report (whose files are replaced).
     #[arg(long)]
     out: PathBuf,
+    /// Write into an existing directory that holds no earlier report (nothing in it is
+    /// removed; files of the report's names are replaced).
+    #[arg(long)]
+    force: bool,
     /// Experiment to report (default: the one with the newest run).
     #[arg(long)]
     experiment: Option<String>,
@@ -61,31 +69,36 @@ pub fn run(a: ReportArgs) -> Result<()> {
         }
         None => db
             .latest_experiment()?
-            .ok_or_else(|| anyhow!("{} holds no run yet", path.display()))?,
+            .ok_or_else(|| anyhow!("{} holds no run yet", Location::of(&path).display()))?,
     };
     let data = data::load(&path, &exp)?;
     if data.rows.is_empty() {
         bail!(
             "experiment '{exp}' has no finished run in {}",
-            path.display()
+            Location::of(&path).display()
         );
     }
-    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let page = page::Page::write(&data, &exp, &path);
+    // A fresh directory, or one an earlier report marked (its files removed first).
+    own::prepare_report_dir(&a.out, a.force)?;
+    let mut written = Vec::new();
     for (file, svg) in &page.charts {
-        let p = a.out.join(file);
-        std::fs::write(&p, svg).with_context(|| format!("writing {}", p.display()))?;
+        own::write_report_file(&a.out, file, svg.as_bytes())?;
+        written.push(file.clone());
     }
     if let Some(json) = &page.validation {
-        let p = a.out.join("validation.json");
-        std::fs::write(&p, json).with_context(|| format!("writing {}", p.display()))?;
+        own::write_report_file(&a.out, "validation.json", json.as_bytes())?;
+        written.push("validation.json".to_string());
     }
+    own::write_report_file(&a.out, "index.html", page.html.as_bytes())?;
+    written.push("index.html".to_string());
+    own::mark_report_dir(&a.out, &written)?;
     let index = a.out.join("index.html");
-    std::fs::write(&index, &page.html).with_context(|| format!("writing {}", index.display()))?;
     println!(
-        "report of experiment '{exp}' from {}: {} ({} charts)",
-        path.display(),
-        index.display(),
+        "report of experiment '{}' from {}: {} ({} charts)",
+        crate::term::safe(&exp),
+        crate::term::safe(&Location::of(&path).display()),
+        crate::term::safe(&index.display().to_string()),
         page.charts.len()
     );
     Ok(())

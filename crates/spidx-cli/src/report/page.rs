@@ -336,12 +336,16 @@ impl<'a> Writer<'a> {
         }
         item("machine", joined(&c.machines, "<br>"));
         item("spidx", joined(&c.versions, ", "));
-        item("results", esc(&db.display().to_string()));
+        // A PostgreSQL URL without its password.
+        item(
+            "results",
+            esc(&spidx::experiment::db::Location::of(db).display()),
+        );
         item("report written", esc(&c.now));
         let _ = write!(
             self.html,
             "<section id=\"context\"><h2>Context</h2><dl>{dl}</dl><details><summary>The spec as written</summary><pre>{}</pre></details>",
-            esc(&c.spec_text)
+            esc(&spidx::experiment::db::mask_secrets(&c.spec_text))
         );
         // Filled in once every section is written (see `navigation`).
         self.html.push_str(SECTIONS_MARK);

@@ -183,7 +183,10 @@ impl FileDevice {
         lock_file(&file, path, access == FileAccess::Read, "device file")?;
         let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
         if len < config.capacity {
-            if access == FileAccess::Read {
+            // Only a new device's file is grown: an existing index's file already has its
+            // capacity, and growing a file named by (possibly edited) metadata before the
+            // index's records vouch for it would change a file spidx may not own.
+            if access != FileAccess::Create {
                 return Err(Error::corrupted(
                     format!("device file {}", path.display()),
                     format!(

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
 use toml::Value;
 
 use super::config::DeviceConfig;
@@ -150,6 +151,15 @@ pub(crate) fn apply_overrides(
             })?;
         }
         *slot = coerce(key, slot, value.clone(), what)?;
+        // The value fits the parameter's TOML type; whether it fits its Rust type (an
+        // unsigned or narrower integer) shows when the description is read back: said here,
+        // naming the key and its range, rather than as serde's bare "expected u32".
+        if let Err(e) = DeviceConfig::deserialize(root.clone()) {
+            return Err(Error::invalid(
+                what,
+                format!("'{key}' = {value}: {}", expected_range(e.message())),
+            ));
+        }
     }
     let out: DeviceConfig = root
         .try_into()
@@ -183,6 +193,27 @@ fn coerce(key: &str, old: &Value, value: Value, what: &str) -> Result<Value> {
         }
         (_, v) => return Err(mismatch(&v)),
     })
+}
+
+/// A serde message such as "invalid value: integer `-7200`, expected u32" in words:
+/// "out of range: expected an integer from 0 to 4294967295".
+fn expected_range(message: &str) -> String {
+    let Some((_, ty)) = message.rsplit_once("expected ") else {
+        return message.to_string();
+    };
+    let range = |lo: i128, hi: i128| format!("out of range: expected an integer from {lo} to {hi}");
+    match ty.trim() {
+        "u8" => range(0, u8::MAX.into()),
+        "u16" => range(0, u16::MAX.into()),
+        "u32" => range(0, u32::MAX.into()),
+        // TOML integers are i64: its maximum is the largest one can write.
+        "u64" | "usize" => range(0, i64::MAX.into()),
+        "i8" => range(i8::MIN.into(), i8::MAX.into()),
+        "i16" => range(i16::MIN.into(), i16::MAX.into()),
+        "i32" => range(i32::MIN.into(), i32::MAX.into()),
+        "f32" | "f64" => "expected a number".to_string(),
+        _ => message.to_string(),
+    }
 }
 
 fn type_name(v: &Value) -> &'static str {

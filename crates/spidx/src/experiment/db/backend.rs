@@ -35,7 +35,8 @@ impl Location {
         }
     }
 
-    /// For messages: the file, or the URL with its password (if any) replaced by `***`.
+    /// For messages: the file, or the URL with its password (if any, in the user-info part
+    /// or as a `password=` parameter) replaced by `***`.
     pub fn display(&self) -> String {
         match self {
             Location::File(p) => p.display().to_string(),
@@ -49,22 +50,9 @@ pub(crate) fn is_postgres_url(s: &str) -> bool {
     s.starts_with("postgres://") || s.starts_with("postgresql://")
 }
 
-/// `url` with the password of its user-info part replaced by `***`.
+/// `url` with its password (user-info part or `password=` parameter) replaced by `***`.
 fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let (authority, tail) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    match authority.rsplit_once('@') {
-        Some((user_info, host)) => match user_info.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_string(),
-        },
-        None => url.to_string(),
-    }
+    super::mask_secrets(url).into_owned()
 }
 
 /// The SQL dialect of a connection.

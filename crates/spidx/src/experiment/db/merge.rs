@@ -195,6 +195,7 @@ fn copy_rows(
         _ => (format!("{set_col}, {list}"), cols.len() + 1),
     };
     let ret = returning.map_or(String::new(), |r| format!(" RETURNING {r}"));
+    let masked = matches!(table, "experiments" | "runs");
     let mut last = None;
     let per = if returning.is_some() {
         1
@@ -213,7 +214,12 @@ fn copy_rows(
             if !set_col.is_empty() {
                 params.push(Param::from(set_to));
             }
-            params.extend(row.iter().map(Param::of_json));
+            params.extend(row.iter().map(|v| match v {
+                // A database written before passwords were masked on the way in keeps
+                // them in the spec's text and run errors: masked as they are copied.
+                Value::String(s) if masked => Param::Text(super::mask_secrets(s).into_owned()),
+                v => Param::of_json(v),
+            }));
         }
         let sql = format!(
             "INSERT INTO {table} ({set_list}) VALUES {}{ret}",

@@ -23,12 +23,14 @@ pub mod pg_server;
 #[cfg(test)]
 mod pg_tests;
 pub(crate) mod schema;
+mod secrets;
 pub(crate) mod typed;
 
 pub use backend::Location;
 pub use claim::{Claim, Heartbeat, Owner, LEASE};
 pub use merge::{merge, MergeReport};
 pub use schema::SCHEMA_VERSION;
+pub use secrets::{mask_secrets, MASK};
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -125,7 +127,7 @@ pub struct ResultsDb {
 pub(crate) fn db_err(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::invalid(
         format!("results database {}", Location::of(path).display()),
-        e.to_string(),
+        mask_secrets(&e.to_string()).into_owned(),
     )
 }
 
@@ -264,7 +266,8 @@ impl ResultsDb {
         f(&mut self.conn.borrow_mut()).map_err(|e| self.err(e))
     }
 
-    /// The experiment named `name` with spec fingerprint `hash`, created if new.
+    /// The experiment named `name` with spec fingerprint `hash`, created if new. The spec's
+    /// JSON and text are stored with their passwords masked ([`mask_secrets`]).
     pub fn experiment(
         &mut self,
         name: &str,
@@ -280,8 +283,8 @@ impl ResultsDb {
                 &[
                     name.into(),
                     hash.into(),
-                    spec_json.into(),
-                    spec_text.into(),
+                    mask_secrets(spec_json).as_ref().into(),
+                    mask_secrets(spec_text).as_ref().into(),
                     spec_path.into(),
                 ],
             )?;
@@ -319,13 +322,14 @@ impl ResultsDb {
         self.with(|c| c.transaction(false, |c| record_run(c, id, r, overhead_s)))
     }
 
-    /// Marks run `id` failed with `error`.
+    /// Marks run `id` failed with `error` (its passwords masked).
     pub(crate) fn fail_run(&mut self, id: i64, error: &str) -> Result<()> {
+        let error = mask_secrets(error);
         self.with(|c| {
             c.execute(
                 "UPDATE runs SET status = 'failed', error = ?2, finished_at = @NOW,
                    lease_until = NULL WHERE id = ?1",
-                &[id.into(), error.into()],
+                &[id.into(), error.as_ref().into()],
             )
         })?;
         Ok(())
@@ -360,12 +364,23 @@ impl ResultsDb {
     }
 
     /// The specs an experiment (by name) was run with, oldest first: path, fingerprint,
-    /// the validated spec as JSON and the file's text.
+    /// the validated spec as JSON and the file's text (passwords masked, also in a
+    /// database written before they were masked on the way in).
     pub fn experiment_specs(&self, name: &str) -> Result<Table> {
-        self.table(
+        let mut t = self.table(
             "SELECT spec_path, spec_hash, spec_json, spec_text FROM experiments WHERE name = ?1 ORDER BY id",
             &[name.into()],
-        )
+        )?;
+        for row in &mut t.rows {
+            for v in row.iter_mut() {
+                if let serde_json::Value::String(s) = v {
+                    if let std::borrow::Cow::Owned(m) = mask_secrets(s) {
+                        *s = m;
+                    }
+                }
+            }
+        }
+        Ok(t)
     }
 
     /// One run's row.
@@ -414,6 +429,19 @@ impl ResultsDb {
             }
         }
         Ok(t)
+    }
+
+    /// Every metric value of the runs of experiment `experiment`: run id, workload, name and
+    /// value only. What a report reads: unlike [`ResultsDb::metrics`] no run name is
+    /// repeated on every row, so the memory it takes is bounded by the metrics, not by the
+    /// length of a (crafted, multi-megabyte) run name.
+    pub fn metric_values(&self, experiment: &str) -> Result<Table> {
+        self.table(
+            "SELECT m.run_id, m.workload, m.name, m.value
+             FROM metrics m JOIN runs r ON r.id = m.run_id JOIN experiments e ON e.id = r.experiment_id
+             WHERE e.name = ?1 ORDER BY m.run_id, m.workload, m.name",
+            &[experiment.into()],
+        )
     }
 
     /// The name of the experiment with the newest run, if any.
