@@ -159,7 +159,7 @@ fn run_dims<const D: usize>(a: &QueryArgs, pred: Predicate) -> Result<()> {
             count(rep.results as f64)
         );
         let clock = if idx.simulated() {
-            "modelled: CPU + simulated device time"
+            "modelled: simulated device time + host profile"
         } else {
             "wall-clock, device time measured"
         };

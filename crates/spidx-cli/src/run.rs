@@ -252,7 +252,8 @@ pub fn run(a: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// "modelled" for simulated devices (elapsed = CPU + the model's device time), "wall"
+/// "modelled" for simulated devices (elapsed = the model's device time + the host profile's
+/// price of the counted work), "wall"
 /// for real ones.
 fn clock(simulated: bool) -> &'static str {
     if simulated {
@@ -342,7 +343,7 @@ fn print_summary(
     );
     if kinds.contains(&true) {
         println!(
-            "{}: elapsed = CPU time + the simulated device's service time, not the wall time the run took",
+            "{}: elapsed = the simulated device's service time + the host profile's price of the counted work (not the CPU time, not the wall time the run took)",
             if mixed { "modelled" } else { "all times modelled" }
         );
     }

@@ -236,7 +236,7 @@ fn query_output_has_headers_and_labels_its_times() {
     let h = lines.iter().position(|l| *l == "id\tdistance").expect(&out);
     assert_eq!(lines.len() - h - 1, 3, "{out}");
     assert!(
-        out.contains("modelled: CPU + simulated device time"),
+        out.contains("modelled: simulated device time + host profile"),
         "{out}"
     );
 

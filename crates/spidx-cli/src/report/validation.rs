@@ -36,7 +36,7 @@ pub struct Point {
     pub page_size: String,
     /// Elapsed time on the real device (wall clock), s.
     pub measured_s: f64,
-    /// Elapsed time the model predicts (CPU time + the model's device time), s.
+    /// Elapsed time the model predicts (device time + host time), s.
     pub predicted_s: f64,
     /// (predicted − measured) / measured.
     pub error: f64,
@@ -220,8 +220,8 @@ pub fn section(cmps: &[Comparison]) -> String {
     let mut html = format!(
         "<section id=\"validation\"><h2>Models vs the real device</h2>\
          <p>For every configuration (index configuration · page size) that ran on a real \
-         device (times measured, wall clock) and on a simulated one (times predicted: CPU time + \
-         the model's device time): the predicted elapsed time beside the measured one and the \
+         device (times measured, wall clock) and on a simulated one (times predicted: the model's device time + \
+         the host profile's price of the counted work): the predicted elapsed time beside the measured one and the \
          error (predicted − measured) / measured; errors beyond ±{pct:.0} % in bold. Per model, \
          Spearman's rank correlation ρ of predicted with measured time over the configurations \
          (+1: the model ranks them exactly as the device does) and every pair of configurations \

@@ -89,7 +89,7 @@ pub const COLUMNS: &[Column] = &[
     col("layout", Text, "node page layout: checked or seed"),
     col("buffer", Text, "page buffer (policy and size) or none"),
     col("device", Text, "device label"),
-    col("time_basis", Text, "modelled (simulated device: CPU + modelled device time) or wall (real device)"),
+    col("time_basis", Text, "modelled (simulated device: modelled device time + the host profile's price of the counted work) or wall (real device)"),
     col("machine", Text, "host name of the machine that ran it"),
     col("machine_cpu", Text, "its CPU model"),
     col("spidx_version", Text, "spidx version that ran it"),

@@ -128,6 +128,7 @@ pub(in crate::experiment) fn index<const D: usize>(
 }
 
 /// Concurrent streams over the scan baseline.
+#[allow(clippy::too_many_arguments)]
 pub(in crate::experiment) fn scan<const D: usize>(
     run: &RunConfig,
     ds: &Dataset,

@@ -179,7 +179,7 @@ impl LogPlacement {
         match self {
             LogPlacement::Same => "same: the end of the node partition; its I/O is counted and timed with the device's (device.*, device_s)".into(),
             LogPlacement::Separate { name, .. } => format!(
-                "separate: device {name}; its I/O is counted and timed apart (log_device.*); elapsed_s = cpu_s + device_s + log_device.device_s on simulated devices"
+                "separate: device {name}; its I/O is counted and timed apart (log_device.*); elapsed_s = device_s + log_device.device_s + host_s on simulated devices"
             ),
             LogPlacement::Uncounted => "uncounted: a plain file (log.uncounted) outside the device under test, never synced between checkpoints; its I/O is neither counted nor timed (only its CPU is in cpu_s)".into(),
         }
