@@ -343,8 +343,12 @@ fn print_summary(
     );
     if kinds.contains(&true) {
         println!(
-            "{}: elapsed = the simulated device's service time + the host profile's price of the counted work (not the CPU time, not the wall time the run took)",
-            if mixed { "modelled" } else { "all times modelled" }
+            "{}: elapsed = simulated device time + the host profile (not CPU or wall time)",
+            if mixed {
+                "modelled"
+            } else {
+                "all times modelled"
+            }
         );
     }
     if kinds.contains(&false) {

@@ -253,9 +253,9 @@ fn import_geojson_with_renumbering_and_format_override() {
         "POINT(1 2)\nPOINT(3 4)\n"
     );
     // Without --renumber, repeated ids are refused (an index keeps one geometry per id),
-    // and the output written before is left as it was.
+    // and the output written before is left as it was (even with --force to replace it).
     spidx()
-        .args(["dataset", "import", "--format", "geojson"])
+        .args(["dataset", "import", "--format", "geojson", "--force"])
         .arg(&src)
         .arg("--out")
         .arg(&out)

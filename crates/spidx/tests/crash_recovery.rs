@@ -705,7 +705,7 @@ fn damaged_log_cases(cfg: &StoreConfig, ci: usize, cases: u32) -> Outcomes {
         let dir = tempfile::tempdir().unwrap();
         let mut earlier = Vec::new();
         let mut keep = |i: usize, m: &SharedDevice| {
-            if i % 10 == 0 {
+            if i.is_multiple_of(10) {
                 let mut m = m.clone();
                 let range = log_pages(cfg, &m);
                 let mut b = vec![0u8; (range.end - range.start) as usize * PAGE];

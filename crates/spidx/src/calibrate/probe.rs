@@ -153,7 +153,7 @@ fn open(opts: &ProbeOptions, request: usize) -> Result<FileDevice> {
         direct: true,
         capacity: opts.size,
     };
-    FileDevice::open_with(&cfg, request, FileAccess::Write)
+    FileDevice::open_with(&cfg, request, FileAccess::Create)
 }
 
 fn io_opts(

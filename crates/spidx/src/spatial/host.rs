@@ -181,7 +181,7 @@ impl HostProfile {
             if !(v.is_finite() && (0.0..=1e6).contains(&v)) {
                 return Err(Error::invalid(
                     format!("host {name}"),
-                    format!("{v} µs; must be between 0 and 1000000 µs"),
+                    format!("{name} = {v} µs; must be between 0 and 1000000 µs"),
                 ));
             }
         }

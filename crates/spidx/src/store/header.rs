@@ -462,7 +462,8 @@ mod tests {
             h.free = vec![4, 7];
             h
         };
-        let cases: Vec<(&str, Box<dyn Fn(&mut StoreHeader)>)> = vec![
+        type Edit = Box<dyn Fn(&mut StoreHeader)>;
+        let cases: Vec<(&str, Edit)> = vec![
             (
                 "height = 2147483648",
                 Box::new(|h| h.meta.as_mut().unwrap().height = 1 << 31),

@@ -211,7 +211,7 @@ fn flatgeobuf_sizes_beyond_the_file_are_refused() {
 fn npy_bytes(major: u8, dict: &str, data: &[u8]) -> Vec<u8> {
     let mut text = dict.as_bytes().to_vec();
     let pre = if major == 1 { 10 } else { 12 };
-    while (pre + text.len() + 1) % 64 != 0 {
+    while !(pre + text.len() + 1).is_multiple_of(64) {
         text.push(b' ');
     }
     text.push(b'\n');
