@@ -4,6 +4,8 @@
 mod build;
 mod calibrate;
 mod check;
+#[cfg(test)]
+mod commit;
 mod dataset;
 mod devices;
 mod export_table;
