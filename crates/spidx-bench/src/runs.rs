@@ -185,6 +185,9 @@ pub struct RunResult {
     /// CPU time of each kNN repetition, s.
     #[serde(default)]
     pub knn_cpu_s: Vec<f64>,
+    /// Nodes the tree read in one kNN repetition (spidx; `None` for the peers).
+    #[serde(default)]
+    pub knn_node_reads: Option<u64>,
 }
 
 impl RunResult {
@@ -206,6 +209,18 @@ impl RunResult {
     /// Queries per second of wall time (median repetition).
     pub fn query_rate(&self) -> f64 {
         self.queries as f64 / self.query_wall_median()
+    }
+
+    /// Node reads per kNN query (spidx).
+    pub fn knn_reads_per_query(&self) -> Option<f64> {
+        let r = self.knn_node_reads?;
+        (self.knn_queries > 0).then(|| r as f64 / self.knn_queries as f64)
+    }
+
+    /// Median kNN CPU time per node read, in nanoseconds (spidx).
+    pub fn knn_ns_per_node_read(&self) -> Option<f64> {
+        let r = self.knn_node_reads.filter(|&r| r > 0)?;
+        Some(self.knn_cpu_median() * 1e9 / r as f64)
     }
 
     /// Median CPU time of a kNN repetition.
@@ -296,6 +311,10 @@ trait Subject {
     fn io(&self) -> Option<(DeviceStats, CacheStats)> {
         None
     }
+    /// Nodes read so far (spidx trees).
+    fn node_reads(&self) -> Option<u64> {
+        None
+    }
 }
 
 struct Spidx {
@@ -356,6 +375,9 @@ impl Subject for Spidx {
     fn io(&self) -> Option<(DeviceStats, CacheStats)> {
         let c = self.tree.store().cache();
         Some((c.device().stats(), c.stats()))
+    }
+    fn node_reads(&self) -> Option<u64> {
+        Some(self.tree.stats().reads_per_level.iter().sum())
     }
 }
 
@@ -604,6 +626,7 @@ pub fn run(name: &str, p: &RunParams, ids_out: &Path) -> Result<RunResult> {
         knn_queries: 0,
         knn_wall_s: vec![],
         knn_cpu_s: vec![],
+        knn_node_reads: None,
     };
     match variant {
         "rstar" => {
@@ -775,10 +798,14 @@ fn measure<S: Subject>(
         out.knn_queries = w.points.len();
         for _ in 0..w.reps.max(1) {
             s.before_queries()?;
+            let reads0 = s.node_reads();
             let (t0, c0) = (Instant::now(), process_cpu_ns());
             knn_phase(s, w.points, w.k)?;
             out.knn_wall_s.push(t0.elapsed().as_secs_f64());
             out.knn_cpu_s.push((process_cpu_ns() - c0) as f64 * 1e-9);
+            if let (Some(a), Some(b)) = (reads0, s.node_reads()) {
+                out.knn_node_reads = Some(b - a);
+            }
         }
     }
     out.peak_rss_kb = sys::proc_status_kb("VmHWM").unwrap_or(0);

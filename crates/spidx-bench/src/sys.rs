@@ -65,3 +65,11 @@ impl Machine {
         }
     }
 }
+
+/// The 1-, 5- and 15-minute load averages of `/proc/loadavg`, as it prints them.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|t| t.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|| "unknown".into())
+}

@@ -11,6 +11,12 @@
 //! implementation returns exactly the answers of a brute-force scan, prints the tables and
 //! exits non-zero on any difference.
 //!
+//! With `--peers` (or peers named in `--impls`), the C++ peers built by
+//! `scripts/build-peers` run in the same turns: Boost.Geometry's `rtree` (`linear<100>`,
+//! `quadratic<100>`, `rstar<100>`, the packing constructor) and libspatialindex (linear,
+//! quadratic, R*-tree, STR, capacity 100); `--ratios FILE` writes the spidx-vs-peer table
+//! (per-round CPU ratios, median over rounds; see `spidx_bench::peers`).
+//!
 //! Memory runs: spidx R-tree (linear), R-tree (quadratic), R*-tree (30 % reinsertion) and
 //! Hilbert R-tree (s = 2), 2-D, 4 KB `checked` pages, on the memory device behind an LRU buffer that holds every
 //! node; `rstar` (insert one by one, `locate_in_envelope_intersecting`); SQLite (bundled)
@@ -31,6 +37,7 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 use serde::Serialize;
 use spidx::geom::Rect;
 use spidx_bench::data;
+use spidx_bench::peers;
 use spidx_bench::runs::{self, RunParams, RunResult};
 use spidx_bench::sys::Machine;
 
@@ -96,6 +103,17 @@ struct Args {
     /// Node page size of spidx in bytes (1024 to 262144; every spidx variant).
     #[arg(long, default_value_t = runs::PAGE)]
     page_size: usize,
+    /// Also run every C++ peer whose program is built (`scripts/build-peers`; the
+    /// missing ones are skipped with a note).
+    #[arg(long)]
+    peers: bool,
+    /// Directory of the peers' programs (default: `target/peers` of this binary's
+    /// target directory).
+    #[arg(long)]
+    peers_dir: Option<PathBuf>,
+    /// Write the spidx-vs-peer ratio table (Markdown) to this file.
+    #[arg(long)]
+    ratios: Option<PathBuf>,
     /// Print the results as JSON on stdout (the tables go to stderr).
     #[arg(long)]
     json: bool,
@@ -121,6 +139,10 @@ struct Report {
     /// Per implementation: whether every answer equals the brute-force scan's.
     matches: Vec<(String, bool)>,
     all_match: bool,
+    /// spidx vs its peers (see `spidx_bench::peers::ratio_table`).
+    ratios: Vec<peers::Ratio>,
+    /// `/proc/loadavg` before and after the runs.
+    load: [String; 2],
 }
 
 fn main() -> ExitCode {
@@ -167,12 +189,31 @@ struct Answers {
     knn: Vec<Vec<u64>>,
 }
 
-fn spawn(name: &str, p: &RunParams, dir: &Path) -> Result<(RunResult, Answers)> {
+fn spawn(name: &str, p: &RunParams, dir: &Path, peers_dir: &Path) -> Result<(RunResult, Answers)> {
     let ids = dir.join(format!("{}.ids", name.replace(['@', '/'], "_")));
+    let res = match peers::find(name) {
+        Some(peer) => peers::spawn(peer, peers_dir, p, &ids)?,
+        None => spawn_child(name, p, &ids)?,
+    };
+    let windows = runs::read_ids(&ids)?;
+    let _ = std::fs::remove_file(&ids);
+    let knn_path = runs::knn_ids_path(&ids);
+    let knn = if res.knn_queries > 0 {
+        let l = runs::read_ids(&knn_path)?;
+        let _ = std::fs::remove_file(&knn_path);
+        l
+    } else {
+        Vec::new()
+    };
+    Ok((res, Answers { windows, knn }))
+}
+
+/// Runs implementation `name` in a child process of this binary.
+fn spawn_child(name: &str, p: &RunParams, ids: &Path) -> Result<RunResult> {
     let exe = std::env::current_exe()?;
     let out = Command::new(exe)
         .args(["--only", name, "--ids-out"])
-        .arg(&ids)
+        .arg(ids)
         .args(["--n", &p.n.to_string()])
         .args(["--queries", &p.queries.to_string()])
         .args(["--seed", &p.seed.to_string()])
@@ -197,19 +238,7 @@ fn spawn(name: &str, p: &RunParams, dir: &Path) -> Result<(RunResult, Answers)> 
     if !out.status.success() {
         bail!("the child for {name} failed ({})", out.status);
     }
-    let res: RunResult = serde_json::from_slice(&out.stdout)
-        .with_context(|| format!("parsing the result of {name}"))?;
-    let windows = runs::read_ids(&ids)?;
-    let _ = std::fs::remove_file(&ids);
-    let knn_path = runs::knn_ids_path(&ids);
-    let knn = if res.knn_queries > 0 {
-        let l = runs::read_ids(&knn_path)?;
-        let _ = std::fs::remove_file(&knn_path);
-        l
-    } else {
-        Vec::new()
-    };
-    Ok((res, Answers { windows, knn }))
+    serde_json::from_slice(&out.stdout).with_context(|| format!("parsing the result of {name}"))
 }
 
 /// The squared distances of the `k` boxes nearest to each point, by brute force (the
@@ -323,6 +352,8 @@ fn compare(got: &[Vec<u64>], want: &[Vec<u64>]) -> Option<String> {
 struct Group {
     results: Vec<RunResult>,
     matches: Vec<(String, bool)>,
+    /// Every round's results, in the order of the names.
+    rounds: Vec<Vec<RunResult>>,
 }
 
 /// The brute-force answers over `rects` (kNN with `k` neighbours, none for 0).
@@ -357,12 +388,15 @@ fn run_group(
     p: &RunParams,
     rounds: usize,
     dir: &Path,
+    peers_dir: &Path,
     reference: &Reference<'_>,
     log: &mut dyn Write,
 ) -> Result<Group> {
     let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); names.len()];
     let mut ok = vec![true; names.len()];
+    let mut by_round = Vec::new();
     for round in 0..rounds.max(1) {
+        let mut this = Vec::new();
         for (k, name) in names.iter().enumerate() {
             writeln!(
                 log,
@@ -370,7 +404,7 @@ fn run_group(
                 p.n,
                 round + 1
             )?;
-            let (res, answers) = spawn(name, p, dir)?;
+            let (res, answers) = spawn(name, p, dir, peers_dir)?;
             if let Some(d) = compare(&answers.windows, &reference.windows) {
                 writeln!(log, "  MISMATCH {name}: {d}")?;
                 ok[k] = false;
@@ -395,12 +429,15 @@ fn run_group(
                 res.knn_cpu_median(),
                 res.peak_rss_kb / 1024
             )?;
+            this.push(res.clone());
             runs[k].push(res);
         }
+        by_round.push(this);
     }
     Ok(Group {
         results: runs.into_iter().map(|r| runs::combine(&r)).collect(),
         matches: names.iter().cloned().zip(ok).collect(),
+        rounds: by_round,
     })
 }
 
@@ -439,6 +476,8 @@ fn main_table(results: &[RunResult], matches: &[(String, bool)]) -> Table {
         "vs rstar",
         "kNN/s (CPU, median)",
         "vs rstar",
+        "kNN node reads/query",
+        "kNN CPU ns/node read",
         "results",
         "peak RSS MiB",
         "RSS above workload MiB",
@@ -448,7 +487,9 @@ fn main_table(results: &[RunResult], matches: &[(String, bool)]) -> Table {
     for r in results {
         // Bulk loads are compared with rstar's bulk load, the others with its inserts.
         // The file-device rows with SQLite's database file.
-        let rstar = if runs::BULK_VARIANTS.contains(&r.name.as_str()) {
+        let bulk = runs::BULK_VARIANTS.contains(&r.name.as_str())
+            || peers::find(&r.name).is_some_and(|p| p.bulk);
+        let rstar = if bulk {
             by_name("rstar-bulk")
         } else if runs::FILE_VARIANTS.contains(&r.name.as_str()) {
             by_name("sqlite-file")
@@ -501,6 +542,14 @@ fn main_table(results: &[RunResult], matches: &[(String, bool)]) -> Table {
             } else {
                 "-".into()
             }),
+            right(
+                r.knn_reads_per_query()
+                    .map_or("-".into(), |v| format!("{v:.2}")),
+            ),
+            right(
+                r.knn_ns_per_node_read()
+                    .map_or("-".into(), |v| format!("{v:.0}")),
+            ),
             right(r.results),
             right(mib(r.peak_rss_kb)),
             right(mib(r.peak_rss_kb.saturating_sub(r.rss_base_kb))),
@@ -617,6 +666,7 @@ fn check_peer(args: &Args, reference: &Reference<'_>, out: &mut dyn Write) -> Re
 
 fn parent(args: &Args) -> Result<ExitCode> {
     let machine = Machine::detect();
+    let load_before = spidx_bench::sys::loadavg();
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let mut out: Box<dyn Write> = if args.json {
         Box::new(std::io::stderr())
@@ -644,6 +694,29 @@ fn parent(args: &Args) -> Result<ExitCode> {
     let dir = std::env::temp_dir().join(format!("spidx-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let mut notes = Vec::new();
+    let peers_dir = args.peers_dir.clone().unwrap_or_else(peers::default_dir);
+    // The peers to run: every built one with --peers, and those named in --impls.
+    let mut peer_names = Vec::new();
+    for peer in &peers::PEERS {
+        let named = wanted
+            .as_ref()
+            .is_some_and(|w| w.iter().any(|x| x == peer.name));
+        if named {
+            peers::program(peer, &peers_dir)?;
+            peer_names.push(peer.name.to_string());
+        } else if args.peers && wanted.is_none() {
+            match peers::program(peer, &peers_dir) {
+                Ok(_) => peer_names.push(peer.name.to_string()),
+                Err(e) => notes.push(format!("peer skipped: {e}")),
+            }
+        }
+    }
+    // The peers read the workload's files: write them when no directory was given.
+    let mut args = args.clone();
+    if !peer_names.is_empty() && args.workload_dir.is_none() {
+        args.workload_dir = Some(dir.join("workload"));
+    }
+    let args = &args;
 
     // The workload: from the files of --workload-dir, or generated (and then written
     // there for other implementations).
@@ -687,9 +760,11 @@ fn parent(args: &Args) -> Result<ExitCode> {
         names.extend(runs::FILE_VARIANTS.iter().map(|s| s.to_string()));
     }
     names.retain(|n| keep(n));
+    names.extend(peer_names);
     let mut main = Group {
         results: vec![],
         matches: vec![],
+        rounds: vec![],
     };
     let points = files.points.clone();
     let rects = files.rects.clone();
@@ -711,12 +786,21 @@ fn parent(args: &Args) -> Result<ExitCode> {
         return check_peer(args, &reference, &mut out);
     }
     if !names.is_empty() {
-        main = run_group(&names, &p, args.rounds, &dir, &reference, &mut out)?;
+        main = run_group(
+            &names,
+            &p,
+            args.rounds,
+            &dir,
+            &peers_dir,
+            &reference,
+            &mut out,
+        )?;
     }
 
     let mut sim = Group {
         results: vec![],
         matches: vec![],
+        rounds: vec![],
     };
     if !args.no_sim {
         let mut sim_names = Vec::new();
@@ -739,7 +823,15 @@ fn parent(args: &Args) -> Result<ExitCode> {
             } else {
                 references(&sim_rects, &windows, &points, args.k)
             };
-            sim = run_group(&sim_names, &sp, args.rounds, &dir, &sim_reference, &mut out)?;
+            sim = run_group(
+                &sim_names,
+                &sp,
+                args.rounds,
+                &dir,
+                &peers_dir,
+                &sim_reference,
+                &mut out,
+            )?;
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -771,6 +863,24 @@ fn parent(args: &Args) -> Result<ExitCode> {
         )?;
         writeln!(out, "{}", sim_table(&sim.results, &sim.matches))?;
     }
+    let ok: Vec<bool> = main.matches.iter().map(|m| m.1).collect();
+    let ratios = peers::ratio_table(&names, &main.rounds, &ok);
+    let load = [load_before, spidx_bench::sys::loadavg()];
+    if !ratios.is_empty() {
+        let table = peers::markdown(&ratios);
+        writeln!(
+            out,
+            "spidx vs peer: CPU seconds, peer / spidx (> 1: spidx faster), per round, median \
+             (min–max) over {} interleaved round(s); load average {} before, {} after:",
+            args.rounds.max(1),
+            load[0],
+            load[1]
+        )?;
+        writeln!(out, "{table}")?;
+        if let Some(f) = &args.ratios {
+            std::fs::write(f, &table).with_context(|| format!("writing {}", f.display()))?;
+        }
+    }
     for n in &notes {
         writeln!(out, "note: {n}")?;
     }
@@ -798,6 +908,8 @@ fn parent(args: &Args) -> Result<ExitCode> {
             notes,
             matches: all,
             all_match,
+            ratios,
+            load,
         };
         println!("{}", serde_json::to_string_pretty(&report)?);
     }
