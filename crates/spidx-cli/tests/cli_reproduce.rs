@@ -1,5 +1,7 @@
 //! `spidx reproduce`: the scorecard computed from a results database that `spidx run` filled
-//! (a small plain-vs-FAST experiment on the simulated flash), in every output format.
+//! (a small plain-vs-FAST experiment on the simulated flash), in every output format; the
+//! same scorecard from a results summary of that database; and `docs/reproduction.md`'s
+//! scorecard section, which must be what the checked-in summary generates.
 
 mod common;
 
@@ -163,6 +165,79 @@ fn the_scorecard_is_computed_from_the_database() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8(csv.stdout).unwrap().lines().count(), 4);
+    // The results summary: the scorecard computed from it is the database's.
+    let summary = dir.path().join("summary.json");
+    spidx()
+        .args([
+            "reproduce",
+            "--results",
+            db,
+            "--findings",
+            findings,
+            "--summary",
+        ])
+        .arg(&summary)
+        .args(["--note", "tiny run"])
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&summary).unwrap();
+    assert!(text.contains("\"tiny-flashsim\""), "{text}");
+    assert!(text.contains("device.flash.flash_writes"), "{text}");
+    // Only the metrics the findings read are kept.
+    assert!(!text.contains("device.flash.erases"), "{text}");
+    let from_summary = spidx()
+        .args(["reproduce", "--findings", findings, "--from-summary"])
+        .arg(&summary)
+        .output()
+        .unwrap();
+    assert!(from_summary.status.success());
+    assert_eq!(String::from_utf8(from_summary.stdout).unwrap(), md);
+    // The generated section of a page: written between the markers, checked, and a page
+    // edited by hand (or without markers) is refused.
+    let page = dir.path().join("page.md");
+    std::fs::write(
+        &page,
+        "# Title\n\n<!-- scorecard:begin (generated) -->\nold\n<!-- scorecard:end -->\n\nAfter.\n",
+    )
+    .unwrap();
+    let doc = |flag: &str, page: &std::path::Path| {
+        let mut c = spidx();
+        c.args(["reproduce", "--findings", findings, "--from-summary"])
+            .arg(&summary)
+            .arg(flag)
+            .arg(page);
+        c
+    };
+    doc("--check-doc", &page)
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("differs"));
+    doc("--update-doc", &page).assert().success();
+    let written = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        written.starts_with("# Title\n\n<!-- scorecard:begin (generated) -->\ntiny run\n"),
+        "{written}"
+    );
+    assert!(written.contains("| `tiny-flashsim` | "), "{written}");
+    assert!(written.contains(&md), "{written}");
+    assert!(
+        written.ends_with("<!-- scorecard:end -->\n\nAfter.\n"),
+        "{written}"
+    );
+    doc("--check-doc", &page).assert().success();
+    std::fs::write(&page, written.replace("| writes |", "| written |")).unwrap();
+    doc("--check-doc", &page).assert().failure();
+    std::fs::write(&page, "no markers\n").unwrap();
+    doc("--update-doc", &page)
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("scorecard:begin"));
+    // A summary is not a database: --results and --from-summary exclude each other.
+    spidx()
+        .args(["reproduce", "--results", db, "--from-summary"])
+        .arg(&summary)
+        .assert()
+        .failure();
     // A findings file with an unknown key is refused, naming it.
     std::fs::write(
         dir.path().join("bad.toml"),
@@ -175,4 +250,31 @@ fn the_scorecard_is_computed_from_the_database() {
         .assert()
         .failure()
         .stderr(predicates::str::contains("tolerence"));
+}
+
+/// `docs/reproduction.md`'s scorecard is what `spidx reproduce` generates from the checked-in
+/// summary with the checked-in findings: editing the findings, the summary or the page by
+/// hand without regenerating fails here (regenerate with `spidx reproduce --from-summary
+/// examples/seeds/scorecard-summary.json --update-doc docs/reproduction.md`).
+#[test]
+fn the_reproduction_doc_is_generated_from_the_checked_in_summary() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = spidx()
+        .current_dir(&root)
+        .args([
+            "reproduce",
+            "--from-summary",
+            "examples/seeds/scorecard-summary.json",
+            "--findings",
+            "examples/seeds/findings.toml",
+            "--check-doc",
+            "docs/reproduction.md",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

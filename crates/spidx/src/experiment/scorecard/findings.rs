@@ -109,6 +109,97 @@ pub enum Test {
         /// The highest value wins instead of the lowest.
         #[serde(default)]
         highest: bool,
+        /// The paper says "for the majority": the paper's winner must win in more than
+        /// half of the groups, not in every one.
+        #[serde(default)]
+        majority: bool,
+    },
+    /// The ratio `metric(b) / metric(a)` of paired runs (e.g. HDD time over SSD time):
+    /// every pair must be above 1 (direction); the magnitude holds when every pair lies
+    /// in `range`.
+    Ratio {
+        /// The runs in the denominator (the faster ones, if the paper's claim holds).
+        a: Selector,
+        /// The runs in the numerator.
+        b: Selector,
+        /// Attributes a pair agrees on.
+        pair_by: Vec<String>,
+        /// The paper's range of the ratio.
+        #[serde(default)]
+        range: Option<[f64; 2]>,
+    },
+    /// Along the numeric attribute `along`, per group of `within`, the metric of the runs
+    /// of `a` (or, with `minus`, its difference to the paired run of `minus`) must move
+    /// in `direction` at every step: a monotone trend, decided on direction alone (the
+    /// papers give trends without a magnitude).
+    Trend {
+        /// The runs followed.
+        a: Selector,
+        /// Runs subtracted from `a`'s, paired by `pair_by` and `along`.
+        #[serde(default)]
+        minus: Option<Selector>,
+        /// Attributes a pair agrees on (with `minus`).
+        #[serde(default)]
+        pair_by: Vec<String>,
+        /// The numeric attribute.
+        along: String,
+        /// Attributes a group agrees on.
+        within: Vec<String>,
+        /// Which way the value moves as `along` grows.
+        direction: Direction,
+    },
+    /// How sensitive each side is to a setting: per side, the spread `max / min` of the
+    /// metric over its runs (e.g. the worst over the best page size). The spread of `a`
+    /// must be smaller than that of `b` (direction); the magnitude holds when each lies
+    /// in its range.
+    Spread {
+        /// The side that must be less sensitive.
+        a: Selector,
+        /// The side that must be more sensitive.
+        b: Selector,
+        /// The paper's spread of `a`.
+        #[serde(default)]
+        range_a: Option<[f64; 2]>,
+        /// The paper's spread of `b`.
+        #[serde(default)]
+        range_b: Option<[f64; 2]>,
+    },
+    /// Per value of the attribute `along` (e.g. the workload), the number of pairs in
+    /// which `a` moves in `direction` from `b`: there must be such pairs, and most of them
+    /// at `expect` (strictly more than at any other value).
+    MostOften {
+        /// The runs whose change is counted.
+        a: Selector,
+        /// The runs they are compared with.
+        b: Selector,
+        /// Attributes a pair agrees on (besides `along`).
+        pair_by: Vec<String>,
+        /// The attribute the pairs are counted by.
+        along: String,
+        /// Which way a counted pair moves.
+        direction: Direction,
+        /// The value of `along` with the most such pairs, as the paper says.
+        expect: String,
+    },
+    /// How much later one group's break-even (as in `crossover`) comes than another's:
+    /// `break-even(later) − break-even(earlier)` must be positive (direction) and lie in
+    /// `range` (magnitude).
+    CrossoverShift {
+        /// The runs that are cheaper first (the index).
+        a: Selector,
+        /// The runs they are compared with (the scan).
+        b: Selector,
+        /// Attributes a pair agrees on (besides `along`).
+        pair_by: Vec<String>,
+        /// The numeric attribute.
+        along: String,
+        /// The group whose break-even comes first (a selector on the runs of `a`).
+        earlier: Selector,
+        /// The group whose break-even comes later.
+        later: Selector,
+        /// The paper's range of the shift.
+        #[serde(default)]
+        range: Option<[f64; 2]>,
     },
     /// The ratio `metric(b) / metric(a)` between paired runs, along the numeric attribute
     /// `along` (e.g. the streams of a workload name): it must grow from the smallest to
@@ -128,9 +219,11 @@ pub enum Test {
         range: Option<[f64; 2]>,
     },
     /// Where `a` stops being cheaper than `b` along the numeric attribute `along` (the
-    /// index/scan break-even): the first value at which `metric(a) > metric(b)`, per group
-    /// of `within`; the direction holds when every group has one, the magnitude when it
-    /// lies in `range`.
+    /// index/scan break-even), per group of `within`: between the last value at which
+    /// `metric(a) <= metric(b)` and the first at which `metric(a) > metric(b)`, the point
+    /// where the straight line through the two differences crosses zero (linear
+    /// interpolation between the grid's points). The direction holds when every group has
+    /// one, the magnitude when it lies in `range`.
     Crossover {
         /// The runs that are cheaper first (the index).
         a: Selector,
@@ -212,7 +305,12 @@ impl Findings {
             let ranges = match &x.test {
                 Test::Change { range, .. }
                 | Test::RatioGrows { range, .. }
+                | Test::Ratio { range, .. }
+                | Test::CrossoverShift { range, .. }
                 | Test::Crossover { range, .. } => range.iter().collect::<Vec<_>>(),
+                Test::Spread {
+                    range_a, range_b, ..
+                } => range_a.iter().chain(range_b.iter()).collect(),
                 _ => Vec::new(),
             };
             for r in ranges {

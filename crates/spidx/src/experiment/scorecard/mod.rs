@@ -4,10 +4,14 @@
 //!
 //! It sits on top of the results database ([`super::db`]) like the report: it reads the
 //! latest finished run of each configuration and the metrics every layer recorded, and
-//! computes; no verdict or number is typed anywhere. `spidx reproduce` prints it and
-//! `docs/reproduction.md` quotes it.
+//! computes; no verdict or number is typed anywhere. `spidx reproduce` prints it; a
+//! [`summary::Summary`] keeps what the findings read from a database, and
+//! `docs/reproduction.md`'s scorecard is generated from the summary checked in beside the
+//! findings ([`doc_section`]).
 
+mod decide;
 pub(crate) mod findings;
+pub mod summary;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -292,13 +296,51 @@ fn size_label(bytes: u64) -> String {
 
 /// The scorecard of `findings` over the database `db`.
 pub fn compute(findings: &Findings, db: &ResultsDb) -> Result<Scorecard> {
+    compute_with(findings, |exp| {
+        observations(db, std::slice::from_ref(&exp.to_string()))
+    })
+}
+
+/// The scorecard of `findings` over a results summary (the same as over the database the
+/// summary was written from).
+pub fn compute_from_summary(findings: &Findings, summary: &summary::Summary) -> Scorecard {
+    compute_with(findings, |exp| Ok(summary.observations(exp)))
+        .expect("reading a summary cannot fail")
+}
+
+/// The Markdown section `docs/reproduction.md` shows between its scorecard markers: where
+/// the numbers come from (the summary's note and each experiment's newest run), then the
+/// scorecard.
+pub fn doc_section(card: &Scorecard, summary: &summary::Summary) -> String {
+    let mut out = String::new();
+    if let Some(n) = &summary.note {
+        out.push_str(&format!("{}\n\n", n.trim()));
+    }
+    out.push_str("| experiment | observations | newest run finished |\n|---|---|---|\n");
+    for (name, e) in &summary.experiments {
+        out.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            name,
+            e.observations.len(),
+            cell(&e.finished)
+        ));
+    }
+    out.push('\n');
+    out.push_str(&card.markdown());
+    out
+}
+
+fn compute_with(
+    findings: &Findings,
+    mut read: impl FnMut(&str) -> Result<Vec<Observation>>,
+) -> Result<Scorecard> {
     let mut cache: HashMap<String, Vec<Observation>> = HashMap::new();
     let mut rows = Vec::new();
     for f in &findings.finding {
         let mut obs: Vec<&Observation> = Vec::new();
         for exp in &f.experiments {
             if !cache.contains_key(exp) {
-                cache.insert(exp.clone(), observations(db, std::slice::from_ref(exp))?);
+                cache.insert(exp.clone(), read(exp)?);
             }
         }
         for exp in &f.experiments {
@@ -311,9 +353,9 @@ pub fn compute(findings: &Findings, db: &ResultsDb) -> Result<Scorecard> {
 
 /// Decides one finding over its experiments' observations.
 pub(crate) fn evaluate(f: &Finding, obs: &[&Observation]) -> Row {
-    let decision = decide(&f.test, &f.metric, obs);
+    let decision = decide::decide(&f.test, &f.metric, obs);
     let device_time = (f.device_time_too && decision.verdict != Verdict::NotMeasured)
-        .then(|| decide(&f.test, "device_s", obs));
+        .then(|| decide::decide(&f.test, "device_s", obs));
     Row {
         id: f.id.clone(),
         paper: f.paper.clone(),
@@ -324,411 +366,6 @@ pub(crate) fn evaluate(f: &Finding, obs: &[&Observation]) -> Row {
         decision,
         device_time,
         setting: f.setting.clone(),
-    }
-}
-
-fn not_measured(why: impl Into<String>) -> Decision {
-    Decision {
-        verdict: Verdict::NotMeasured,
-        measured: "—".into(),
-        reason: why.into(),
-    }
-}
-
-fn pct(x: f64) -> String {
-    format!("{:+.1} %", x * 100.0)
-}
-
-/// Pairs of observations of `a` and `b` that agree on `pair_by`, with both metrics.
-fn pairs<'o>(
-    obs: &[&'o Observation],
-    a: &Selector,
-    b: &Selector,
-    pair_by: &[String],
-    metric: &str,
-) -> Vec<(&'o Observation, f64, f64)> {
-    let mut bs: HashMap<Vec<String>, f64> = HashMap::new();
-    for o in obs.iter().filter(|o| o.matches(b)) {
-        if let Some(v) = o.value(metric) {
-            bs.insert(o.key(pair_by), v);
-        }
-    }
-    obs.iter()
-        .filter(|o| o.matches(a))
-        .filter_map(|o| {
-            let va = o.value(metric)?;
-            let vb = *bs.get(&o.key(pair_by))?;
-            Some((*o, va, vb))
-        })
-        .collect()
-}
-
-/// The last number in `s` (e.g. 10 in `knn streams=10`).
-fn number_in(s: &str) -> Option<f64> {
-    let mut end = None;
-    let bytes = s.as_bytes();
-    for i in (0..bytes.len()).rev() {
-        if bytes[i].is_ascii_digit() {
-            end = Some(i + 1);
-            break;
-        }
-    }
-    let end = end?;
-    let mut start = end;
-    while start > 0 && (bytes[start - 1].is_ascii_digit() || bytes[start - 1] == b'.') {
-        start -= 1;
-    }
-    s[start..end].parse().ok()
-}
-
-fn decide(test: &Test, metric: &str, obs: &[&Observation]) -> Decision {
-    match test {
-        Test::Change {
-            a,
-            b,
-            pair_by,
-            direction,
-            range,
-            tolerance,
-        } => {
-            let ps = pairs(obs, a, b, pair_by, metric);
-            if ps.is_empty() {
-                return not_measured("no paired runs");
-            }
-            let changes: Vec<(&Observation, f64)> = ps
-                .iter()
-                .map(|(o, va, vb)| {
-                    let c = if *vb == 0.0 {
-                        if *va == 0.0 {
-                            0.0
-                        } else {
-                            f64::INFINITY * va.signum()
-                        }
-                    } else {
-                        (va - vb) / vb
-                    };
-                    (*o, c)
-                })
-                .collect();
-            let lo = changes.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
-            let hi = changes
-                .iter()
-                .map(|c| c.1)
-                .fold(f64::NEG_INFINITY, f64::max);
-            let measured = if lo == hi {
-                pct(lo)
-            } else {
-                format!("{} … {}", pct(lo), pct(hi))
-            };
-            let measured = format!("{measured} ({} pairs)", changes.len());
-            let wrong: Vec<&(&Observation, f64)> = changes
-                .iter()
-                .filter(|(_, c)| match direction {
-                    Direction::Decrease => *c >= 0.0,
-                    Direction::Increase => *c <= 0.0,
-                })
-                .collect();
-            if !wrong.is_empty() {
-                let (o, c) = wrong[0];
-                return Decision {
-                    verdict: Verdict::NotReproduced,
-                    measured,
-                    reason: format!(
-                        "{} of {} pairs move the other way or not at all (e.g. {}: {})",
-                        wrong.len(),
-                        changes.len(),
-                        o.label(),
-                        pct(*c)
-                    ),
-                };
-            }
-            match range {
-                None => Decision {
-                    verdict: Verdict::Reproduced,
-                    measured,
-                    reason: format!(
-                        "all {} pairs in the paper's direction; the paper gives no magnitude",
-                        changes.len()
-                    ),
-                },
-                Some([rlo, rhi]) => {
-                    let out: Vec<_> = changes
-                        .iter()
-                        .filter(|(_, c)| *c < rlo - tolerance || *c > rhi + tolerance)
-                        .collect();
-                    if out.is_empty() {
-                        Decision {
-                            verdict: Verdict::Reproduced,
-                            measured,
-                            reason: format!(
-                                "all {} pairs in the paper's range ± {:.0} points",
-                                changes.len(),
-                                tolerance * 100.0
-                            ),
-                        }
-                    } else {
-                        Decision {
-                            verdict: Verdict::DirectionOnly,
-                            measured,
-                            reason: format!(
-                                "all {} pairs in the paper's direction, {} outside its range {} … {} (± {:.0} points)",
-                                changes.len(),
-                                out.len(),
-                                pct(*rlo),
-                                pct(*rhi),
-                                tolerance * 100.0
-                            ),
-                        }
-                    }
-                }
-            }
-        }
-        Test::ZeroVsPositive { zero, positive } => {
-            let z: Vec<(&Observation, f64)> = obs
-                .iter()
-                .filter(|o| o.matches(zero))
-                .filter_map(|o| Some((*o, o.value(metric)?)))
-                .collect();
-            let p: Vec<(&Observation, f64)> = obs
-                .iter()
-                .filter(|o| o.matches(positive))
-                .filter_map(|o| Some((*o, o.value(metric)?)))
-                .collect();
-            if z.is_empty() || p.is_empty() {
-                return not_measured("no runs on one side");
-            }
-            let z_bad: Vec<_> = z.iter().filter(|(_, v)| *v != 0.0).collect();
-            let p_bad: Vec<_> = p.iter().filter(|(_, v)| *v <= 0.0).collect();
-            let zmax = z.iter().map(|x| x.1).fold(0.0, f64::max);
-            let (pmin, pmax) = p.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
-                (lo.min(x.1), hi.max(x.1))
-            });
-            let measured = format!("{} vs {} … {}", num(zmax), num(pmin), num(pmax));
-            if z_bad.is_empty() && p_bad.is_empty() {
-                Decision {
-                    verdict: Verdict::Reproduced,
-                    measured,
-                    reason: format!("0 in all {} runs, > 0 in all {}", z.len(), p.len()),
-                }
-            } else {
-                let mut why = Vec::new();
-                if let Some((o, v)) = z_bad.first() {
-                    why.push(format!(
-                        "{} of {} runs count more than 0 (e.g. {}: {})",
-                        z_bad.len(),
-                        z.len(),
-                        o.label(),
-                        num(*v)
-                    ));
-                }
-                if let Some((o, _)) = p_bad.first() {
-                    why.push(format!(
-                        "{} of {} runs count 0 (e.g. {})",
-                        p_bad.len(),
-                        p.len(),
-                        o.label()
-                    ));
-                }
-                Decision {
-                    verdict: Verdict::NotReproduced,
-                    measured,
-                    reason: why.join("; "),
-                }
-            }
-        }
-        Test::Best {
-            select,
-            within,
-            over,
-            expect,
-            highest,
-        } => {
-            let mut groups: BTreeMap<Vec<String>, Vec<(&Observation, f64)>> = BTreeMap::new();
-            for o in obs.iter().filter(|o| o.matches(select)) {
-                if let Some(v) = o.value(metric) {
-                    groups.entry(o.key(within)).or_default().push((*o, v));
-                }
-            }
-            if groups.is_empty() {
-                return not_measured("no runs");
-            }
-            let mut winners: BTreeMap<String, usize> = BTreeMap::new();
-            let mut misses = Vec::new();
-            for (key, members) in &groups {
-                let best = members
-                    .iter()
-                    .fold(None::<(&Observation, f64)>, |acc, &(o, v)| match acc {
-                        Some((_, bv)) if (*highest && v <= bv) || (!*highest && v >= bv) => acc,
-                        _ => Some((o, v)),
-                    })
-                    .expect("groups are not empty");
-                let w = best.0.key(over).join(" · ");
-                *winners.entry(w.clone()).or_default() += 1;
-                if !expect.accepts(&w) {
-                    misses.push(format!("{}: {w}", key.join(" · ")));
-                }
-            }
-            let measured = winners
-                .iter()
-                .map(|(w, n)| format!("{w} in {n}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let measured = format!("{measured} of {} groups", groups.len());
-            if misses.is_empty() {
-                Decision {
-                    verdict: Verdict::Reproduced,
-                    measured,
-                    reason: format!("{} in every group", expect.values().join(" or ")),
-                }
-            } else {
-                Decision {
-                    verdict: Verdict::NotReproduced,
-                    measured,
-                    reason: format!(
-                        "{} of {} groups differ: {}",
-                        misses.len(),
-                        groups.len(),
-                        misses.join("; ")
-                    ),
-                }
-            }
-        }
-        Test::RatioGrows {
-            a,
-            b,
-            pair_by,
-            along,
-            range,
-        } => {
-            let mut key_by: Vec<String> = pair_by.clone();
-            key_by.push(along.clone());
-            let ps = pairs(obs, a, b, &key_by, metric);
-            let mut by_along: BTreeMap<i64, Vec<f64>> = BTreeMap::new();
-            for (o, va, vb) in &ps {
-                let Some(x) = o.attrs.get(along).and_then(|s| number_in(s)) else {
-                    continue;
-                };
-                if *va > 0.0 {
-                    by_along
-                        .entry((x * 1000.0) as i64)
-                        .or_default()
-                        .push(vb / va);
-                }
-            }
-            if by_along.len() < 2 {
-                return not_measured(format!("fewer than two values of {along}"));
-            }
-            let mean = |v: &Vec<f64>| v.iter().sum::<f64>() / v.len() as f64;
-            let points: Vec<(f64, f64)> = by_along
-                .iter()
-                .map(|(x, v)| (*x as f64 / 1000.0, mean(v)))
-                .collect();
-            let measured = points
-                .iter()
-                .map(|(x, r)| format!("{x}: {r:.2}×"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let (first, last) = (points[0].1, points[points.len() - 1].1);
-            if last <= first {
-                return Decision {
-                    verdict: Verdict::NotReproduced,
-                    measured,
-                    reason: format!("the ratio does not grow ({first:.2}× → {last:.2}×)"),
-                };
-            }
-            match range {
-                Some([lo, hi]) if last < *lo || last > *hi => Decision {
-                    verdict: Verdict::DirectionOnly,
-                    measured,
-                    reason: format!(
-                        "grows {first:.2}× → {last:.2}×, outside the paper's {lo}× … {hi}×"
-                    ),
-                },
-                _ => Decision {
-                    verdict: Verdict::Reproduced,
-                    measured,
-                    reason: format!("grows {first:.2}× → {last:.2}×"),
-                },
-            }
-        }
-        Test::Crossover {
-            a,
-            b,
-            pair_by,
-            along,
-            within,
-            range,
-        } => {
-            let mut key_by: Vec<String> = pair_by.clone();
-            key_by.push(along.clone());
-            let ps = pairs(obs, a, b, &key_by, metric);
-            let mut groups: BTreeMap<Vec<String>, Vec<(f64, f64, f64)>> = BTreeMap::new();
-            for (o, va, vb) in &ps {
-                if let Some(x) = o.attrs.get(along).and_then(|s| number_in(s)) {
-                    groups.entry(o.key(within)).or_default().push((x, *va, *vb));
-                }
-            }
-            if groups.is_empty() {
-                return not_measured("no paired runs");
-            }
-            let mut found = Vec::new();
-            let mut missing = Vec::new();
-            let mut outside = Vec::new();
-            for (key, mut pts) in groups {
-                pts.sort_by(|p, q| p.0.total_cmp(&q.0));
-                let name = key.join(" · ");
-                match pts.iter().find(|p| p.1 > p.2) {
-                    Some(p) => {
-                        if let Some([lo, hi]) = range {
-                            if p.0 < *lo || p.0 > *hi {
-                                outside.push(name.clone());
-                            }
-                        }
-                        found.push(format!("{name}: {}", p.0));
-                    }
-                    None => missing.push(format!(
-                        "{name}: none up to {}",
-                        pts.last().map_or(0.0, |p| p.0)
-                    )),
-                }
-            }
-            let measured = found
-                .iter()
-                .chain(missing.iter())
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("; ");
-            if !missing.is_empty() {
-                Decision {
-                    verdict: Verdict::NotReproduced,
-                    measured,
-                    reason: format!("{} group(s) without a break-even", missing.len()),
-                }
-            } else if !outside.is_empty() {
-                Decision {
-                    verdict: Verdict::DirectionOnly,
-                    measured,
-                    reason: format!(
-                        "break-even outside the paper's range in {}",
-                        outside.join(", ")
-                    ),
-                }
-            } else {
-                Decision {
-                    verdict: Verdict::Reproduced,
-                    measured,
-                    reason: "a break-even in every group, in the paper's range".into(),
-                }
-            }
-        }
-    }
-}
-
-fn num(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
-    } else {
-        format!("{v:.4}")
     }
 }
 
