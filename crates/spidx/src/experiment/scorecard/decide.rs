@@ -94,7 +94,7 @@ fn in_range(x: f64, r: &[f64; 2]) -> bool {
     x >= r[0] && x <= r[1]
 }
 
-/// A ratio as the scorecard prints it (`12.3×`, `inf×` for an open range's end).
+/// A ratio as the scorecard prints it (`12.30×`, `∞` for an open range's end).
 fn times(x: f64) -> String {
     if x.is_infinite() {
         "∞".into()
