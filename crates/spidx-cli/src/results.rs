@@ -2,7 +2,7 @@
 //! as tables (at most 120 columns wide unless `--wide`), JSON, or CSV/Parquet with plain
 //! columns of declared types for analysis elsewhere (see `export_table`).
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
@@ -575,6 +575,10 @@ fn export(a: ExportArgs) -> Result<()> {
         return crate::parquet_export::write(out, a.force, &export.columns, &export.rows.rows);
     }
     let rows = export.rows;
+    // Data written to a file or a pipe stays byte for byte; on a terminal, CSV's text cells
+    // are escaped as every other listing is, so a crafted run name cannot drive the terminal
+    // (JSON escapes control characters itself).
+    let to_terminal = a.out.is_none() && std::io::stdout().is_terminal();
     let mut out: Box<dyn Write> = match &a.out {
         Some(p) => Box::new(std::io::BufWriter::new(crate::own::create_out(p, a.force)?)),
         None => Box::new(std::io::stdout().lock()),
@@ -591,6 +595,7 @@ fn export(a: ExportArgs) -> Result<()> {
             // for a column whatever its values.
             let cell = |v: &Value| match v {
                 Value::Number(n) if n.is_f64() => n.to_string(),
+                other if to_terminal => crate::term::safe(&csv_cell(other)).into_owned(),
                 other => csv_cell(other),
             };
             for r in &rows.rows {

@@ -174,6 +174,40 @@ fn control_characters_from_a_database_are_escaped() {
     );
 }
 
+/// `results export --format csv` keeps a run name's bytes in a pipe (data stays data) and
+/// escapes them on a terminal (a pseudo-terminal from util-linux's `script`, which every
+/// Debian system has).
+#[test]
+fn csv_on_a_terminal_is_escaped_and_in_a_pipe_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = results_db(dir.path(), "plain");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute(
+        "UPDATE runs SET name = 'evil' || char(27) || ']0;pwned' || char(7)",
+        [],
+    )
+    .unwrap();
+    drop(c);
+    let piped = ok(&["results", "export", "--format", "csv", "--results", &db]);
+    assert!(piped.contains("evil\u{1b}]0;pwned\u{7}"), "{piped:?}");
+    let cmd = format!(
+        "{} results export --format csv --results {db}",
+        env!("CARGO_BIN_EXE_spidx")
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .output()
+        .expect("util-linux's `script` runs the export on a pseudo-terminal");
+    assert!(out.status.success(), "{out:?}");
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(tty.contains("evil\\x1b]0;pwned\\x07"), "{tty:?}");
+    assert!(
+        !tty.chars()
+            .any(|ch| ch.is_control() && !matches!(ch, '\n' | '\r')),
+        "a control character reached the terminal: {tty:?}"
+    );
+}
+
 #[test]
 fn a_four_megabyte_run_name_is_listed_shown_exported_and_reported() {
     let dir = tempfile::tempdir().unwrap();
