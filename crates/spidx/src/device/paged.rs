@@ -609,7 +609,7 @@ impl PageStore {
         w.flush().map_err(io)?;
         drop(w);
         file.sync_data().map_err(io)?;
-        crate::store::header::sync_parent(&path).map_err(io)?;
+        super::files::sync_parent(&path).map_err(io)?;
         let pages = index.len() as u64;
         let index = match self.base.take().map(|b| b.index) {
             _ if !self.paged => Index::Inline(index),

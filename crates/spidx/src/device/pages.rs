@@ -1,7 +1,6 @@
 //! In-memory page storage shared by the simulated devices, and the persisted-state file
 //! format that lets another process reopen a simulated device.
 
-use std::io::Write;
 use std::path::Path;
 
 use serde::de::DeserializeOwned;
@@ -175,15 +174,7 @@ pub fn save_state_as<T: Serialize>(path: &Path, kind: &str, version: u32, state:
     file_bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     file_bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     file_bytes.extend_from_slice(&payload);
-    let tmp = path.with_extension("tmp");
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&file_bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        crate::store::header::sync_parent(path)
-    };
-    write().map_err(|e| Error::io(path, e))
+    super::files::write_atomically(path, &file_bytes)
 }
 
 /// [`load_state`] of a state written with format `version`.

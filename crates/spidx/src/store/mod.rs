@@ -17,11 +17,13 @@ pub mod header;
 pub mod journal;
 pub mod lcr;
 pub mod log;
+pub(crate) mod report;
 pub mod rftl;
 pub mod written;
 
-pub use any::{AnyStore, StoreConfig, StoreFiles, StoreGauges, StoreReport, StoreSettings};
+pub use any::{AnyStore, StoreConfig};
 pub use header::StoreHeader;
+pub use report::{StoreFiles, StoreGauges, StoreReport, StoreSettings};
 
 use std::sync::Arc;
 
