@@ -797,41 +797,5 @@ fn split(device: Box<dyn Device>, node_pages: u64, objects: bool) -> Result<Devi
     Ok((Box::new(a), Some(Box::new(b))))
 }
 
-/// Dimensions an index can have (each is a separate compiled instance of the trees).
-pub const SUPPORTED_DIMS: [usize; 12] = [2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32];
-
-/// Runs `$body` with a constant `$D` equal to the runtime dimension `$dims`, which must
-/// be one of [`SUPPORTED_DIMS`]; otherwise evaluates to an error (converted with `.into()`).
-#[macro_export]
-macro_rules! with_dims {
-    ($dims:expr, $D:ident => $body:expr) => {{
-        macro_rules! arm {
-            ($n:literal) => {{
-                const $D: usize = $n;
-                $body
-            }};
-        }
-        match $dims {
-            2 => arm!(2),
-            3 => arm!(3),
-            4 => arm!(4),
-            5 => arm!(5),
-            6 => arm!(6),
-            8 => arm!(8),
-            10 => arm!(10),
-            12 => arm!(12),
-            16 => arm!(16),
-            20 => arm!(20),
-            24 => arm!(24),
-            32 => arm!(32),
-            d => Err($crate::Error::invalid(
-                "dimensions",
-                format!(
-                    "{d} is not supported; supported: {:?}",
-                    $crate::spatial::SUPPORTED_DIMS
-                ),
-            )
-            .into()),
-        }
-    }};
-}
+/// Dimensions an index can have (declared with [`crate::with_dims!`] in [`crate::geom`]).
+pub use crate::geom::SUPPORTED_DIMS;
