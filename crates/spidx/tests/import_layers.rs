@@ -68,10 +68,7 @@ const KNOWN_CIRCLES: &[&[&str]] = &[
 
 /// Imports from a lower layer to a higher one not yet removed (importing file, imported
 /// file, relative to `crates/`). Remove an entry when its import is gone.
-const KNOWN_UPWARD: &[(&str, &str)] = &[
-    // The store's written form uses the index's `Naming` and `opts_table`.
-    ("spidx/src/store/written.rs", "spidx/src/index/written.rs"),
-];
+const KNOWN_UPWARD: &[(&str, &str)] = &[];
 
 /// One source file: its path, module path and what it imports.
 struct SourceFile {
