@@ -47,17 +47,6 @@ const KNOWN_CIRCLES: &[&[&str]] = &[
         "spidx/src/device/hdd/config.rs",
         "spidx/src/device/hdd/geometry.rs",
     ],
-    // The report's page assembles its sections; the sections take the page's HTML helpers
-    // back (and `clock` from `streams.rs`).
-    &[
-        "spidx-cli/src/report/axes.rs",
-        "spidx-cli/src/report/correlation.rs",
-        "spidx-cli/src/report/dims.rs",
-        "spidx-cli/src/report/page.rs",
-        "spidx-cli/src/report/pairs.rs",
-        "spidx-cli/src/report/streams.rs",
-        "spidx-cli/src/report/validation.rs",
-    ],
 ];
 
 /// Imports from a lower layer to a higher one not yet removed (importing file, imported
