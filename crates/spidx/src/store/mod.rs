@@ -16,6 +16,8 @@ pub mod fast;
 pub mod header;
 pub mod journal;
 pub mod lcr;
+#[cfg(test)]
+mod lcr_rftl_tests;
 pub mod log;
 pub(crate) mod report;
 pub mod rftl;

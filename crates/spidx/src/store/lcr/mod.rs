@@ -666,4 +666,4 @@ impl LoggedPolicy for LcrPolicy {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -722,4 +722,4 @@ impl LoggedPolicy for RftlPolicy {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;
