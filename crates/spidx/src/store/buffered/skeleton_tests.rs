@@ -1,14 +1,18 @@
 //! The skeleton under its policies (FAST, eFIND, the LCR-tree, RFTL): the same operations reopen to the same nodes from
 //! the log, the shared statistics agree with what was done, and log formats are checked.
 
+use super::placement::LogDevices;
 use super::*;
+use crate::cache::CacheConfig;
 use crate::device::memory::{MemoryConfig, MemoryDevice};
 use crate::device::shared::SharedDevice;
-use crate::device::DeviceConfig;
+use crate::device::{Device, DeviceConfig};
 use crate::geom::Rect;
 use crate::node::{LayoutKind, Node};
 use crate::store::efind::{EfindConfig, EfindPolicy};
 use crate::store::fast::{FastOptions, FastPolicy, FlushPolicy};
+use crate::store::log::LogConfig;
+use crate::store::{NodeStore, StoreControl};
 
 pub(crate) const PS: usize = 1024;
 
