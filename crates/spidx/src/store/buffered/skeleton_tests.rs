@@ -73,6 +73,21 @@ pub(crate) fn reads<P: BufferPolicy>(s: &BufferedStore<P>) -> u64 {
 }
 
 /// One operation: change `c` to node `id`.
+/// Damages page `page` of `dev` (its last byte flipped) and returns its good image.
+pub(crate) fn damage_page(dev: &SharedDevice, page: u64) -> Vec<u8> {
+    let (mut d, mut bytes) = (dev.clone(), vec![0u8; PS]);
+    d.read(page, &mut bytes).unwrap();
+    let good = bytes.clone();
+    bytes[PS - 1] ^= 0xff;
+    d.write(page, &bytes).unwrap();
+    good
+}
+
+/// The error reading leaf `id` of `s` fails with.
+pub(crate) fn read_error<P: BufferPolicy>(s: &mut BufferedStore<P>, id: PageId) -> String {
+    NodeStore::<2>::read(s, id, 0).err().unwrap().to_string()
+}
+
 pub(crate) fn modify<P: BufferPolicy>(s: &mut BufferedStore<P>, id: PageId, c: NodeChange<2>) {
     NodeStore::<2>::modify(s, id, 0, &[c]).unwrap();
     NodeStore::<2>::end_operation(s).unwrap();

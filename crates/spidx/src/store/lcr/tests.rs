@@ -4,10 +4,9 @@
 
 use super::*;
 use crate::device::shared::SharedDevice;
-use crate::device::Device;
 use crate::node::Entry;
+use crate::store::buffered::tests::{damage_page, modify, open_on, read_error, reads, PS};
 use crate::store::buffered::tests::{entries, entry, layout, mem};
-use crate::store::buffered::tests::{modify, open_on, reads, PS};
 use crate::store::{NodeChange, NodeStore, StoreControl, StoreHeader, StoreReport};
 
 fn params() -> LcrOptions {
@@ -184,19 +183,12 @@ fn a_damaged_log_page_is_refused_naming_it() {
     modify(&mut s, id, NodeChange::Push(entry(2)));
     StoreControl::write_back(&mut s).unwrap();
     let lp = s.policy().policy.log_pages()[&id];
-    let mut page = vec![0u8; PS];
-    let mut d = nodes.clone();
-    d.read(lp, &mut page).unwrap();
-    page[PS - 1] ^= 0xff;
-    d.write(lp, &page).unwrap();
+    damage_page(&nodes, lp);
     // The node assembled before the damage is served from the cache of assembled nodes
     // (its reads are unused reads, not verified): the damage is found at its next assembly.
     NodeStore::<2>::read(&mut s, id, 0).unwrap();
     StoreControl::drop_caches(&mut s).unwrap();
-    let e = NodeStore::<2>::read(&mut s, id, 0)
-        .err()
-        .unwrap()
-        .to_string();
+    let e = read_error(&mut s, id);
     assert!(
         e.contains(&format!("LCR-tree log page {lp}")) && e.contains("checksum"),
         "{e}"

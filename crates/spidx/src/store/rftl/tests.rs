@@ -7,8 +7,8 @@ use super::*;
 use crate::device::shared::SharedDevice;
 use crate::device::Device;
 use crate::node::{Entry, LayoutKind, NodeLayout};
+use crate::store::buffered::tests::{damage_page, modify, open_on, read_error, reads, PS};
 use crate::store::buffered::tests::{entries, entry, layout, mem};
-use crate::store::buffered::tests::{modify, open_on, reads, PS};
 use crate::store::{NodeChange, NodeStore, StoreConfig, StoreControl, StoreHeader, StoreReport};
 
 fn params(max_pages: u32) -> RftlOptions {
@@ -282,21 +282,13 @@ fn a_damaged_unit_page_or_table_is_refused_naming_it() {
     let id = create(&mut s, &[entry(1)]);
     StoreControl::write_back(&mut s).unwrap();
     let p = table(&s, id)[0].0;
-    let mut page = vec![0u8; PS];
-    let mut d = nodes.clone();
-    d.read(p, &mut page).unwrap();
-    let good = page.clone();
-    page[PS - 1] ^= 0xff;
-    d.write(p, &page).unwrap();
-    let e = NodeStore::<2>::read(&mut s, id, 0)
-        .err()
-        .unwrap()
-        .to_string();
+    let good = damage_page(&nodes, p);
+    let e = read_error(&mut s, id);
     assert!(
         e.contains(&format!("RFTL unit page {p}")) && e.contains("checksum"),
         "{e}"
     );
-    d.write(p, &good).unwrap();
+    nodes.clone().write(p, &good).unwrap();
     assert_eq!(entries(&mut s, id), vec![entry(1)]);
     // A table that does not match its pages (found when the node is assembled: a node
     // served from the assembled-node cache reads its list's pages unused).
@@ -304,10 +296,7 @@ fn a_damaged_unit_page_or_table_is_refused_naming_it() {
     let live = &mut logged.policy.live;
     live.set(&mut core.header.free, id, vec![(p, 3)]).unwrap();
     logged.lb.nodes.clear();
-    let e = NodeStore::<2>::read(&mut s, id, 0)
-        .err()
-        .unwrap()
-        .to_string();
+    let e = read_error(&mut s, id);
     assert!(e.contains("the table says 3"), "{e}");
     let (logged, core) = s.parts_mut();
     logged
@@ -315,10 +304,7 @@ fn a_damaged_unit_page_or_table_is_refused_naming_it() {
         .live
         .set(&mut core.header.free, id, vec![])
         .unwrap();
-    let e = NodeStore::<2>::read(&mut s, id, 0)
-        .err()
-        .unwrap()
-        .to_string();
+    let e = read_error(&mut s, id);
     assert!(e.contains(&format!("RFTL node {id}")), "{e}");
 }
 
