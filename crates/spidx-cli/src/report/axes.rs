@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use super::data::{Data, Row};
-use super::page::{esc, slug};
+use super::html::{esc, slug};
 use super::svg::{Grouped, Quantity};
 
 /// A stream workload's row split into its family (the name without `k=` and `streams=`),
@@ -66,7 +66,7 @@ fn chart(
             title,
             y_label: &format!(
                 "mean latency per query, {}",
-                super::streams::clock(series.iter().flat_map(|(_, r)| r.iter().copied()))
+                super::html::clock(series.iter().flat_map(|(_, r)| r.iter().copied()))
             ),
             x_label,
             quantity: Quantity::Time,

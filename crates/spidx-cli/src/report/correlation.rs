@@ -11,7 +11,7 @@
 use std::fmt::Write;
 
 use super::data::{Data, Row};
-use super::page::esc;
+use super::html::esc;
 use super::pairs::ops;
 
 /// Fewest shared configurations for a correlation (a rank correlation of two points is ±1

@@ -17,8 +17,8 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use super::data::{Data, Row};
+use super::html::{esc, slug};
 use super::lines::{Line, Lines, Marker};
-use super::page::{esc, slug};
 use crate::numfmt::secs;
 
 /// Which of two curves is lower (faster) just beyond a crossing.
@@ -281,7 +281,7 @@ pub fn section(data: &Data) -> (String, Vec<(String, String)>) {
         let clock = match key.streams {
             Some(_) => format!(
                 "mean latency per query, {}",
-                super::streams::clock(pts.iter().map(|p| p.row))
+                super::html::clock(pts.iter().map(|p| p.row))
             ),
             None => "mean time per query".to_string(),
         };

@@ -22,6 +22,7 @@ mod axes;
 mod correlation;
 mod data;
 mod dims;
+mod html;
 mod lines;
 mod notes;
 mod page;

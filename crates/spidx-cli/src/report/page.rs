@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::data::{Data, Row};
+use super::html::{esc, gain, slug};
 use super::notes::notes;
 use super::svg::{Grouped, Quantity, Stacked, Whisker};
 use crate::export_table::option_text;
@@ -25,25 +26,6 @@ td.l{white-space:normal;min-width:7em;max-width:24em}\
 .note{background:#fff8e1;border-left:4px solid #E69F00;padding:6px 10px;margin:6px 0}\
 dl{display:grid;grid-template-columns:max-content auto;gap:3px 14px}dt{font-weight:bold}\
 dd{margin:0}pre{background:#f6f6f6;padding:8px;overflow-x:auto}.wide{overflow-x:auto}";
-
-pub(super) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-pub(super) fn slug(parts: &[&str]) -> String {
-    parts
-        .iter()
-        .map(|p| {
-            p.chars()
-                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-                .collect::<String>()
-        })
-        .collect::<Vec<_>>()
-        .join("_")
-}
 
 /// Distinct values in order of first appearance after sorting by `key`.
 fn ordered<K: Ord + Clone>(rows: &[Row], key: impl Fn(&Row) -> (K, String)) -> Vec<String> {
@@ -85,15 +67,6 @@ fn short_time(t: &str) -> String {
 fn share(part: f64, whole: f64) -> String {
     if whole > 0.0 {
         percent(part / whole)
-    } else {
-        String::new()
-    }
-}
-
-/// (time_B − time_A) / time_B as a percentage.
-pub(super) fn gain(a: f64, b: f64) -> String {
-    if b > 0.0 {
-        format!("{:+.1} %", (b - a) / b * 100.0)
     } else {
         String::new()
     }

@@ -9,7 +9,7 @@
 use std::fmt::Write;
 
 use super::data::{Data, Row};
-use super::page::{esc, gain};
+use super::html::{esc, gain};
 
 /// The device operation counted for `what` (`reads`, `writes`): flash page operations on a
 /// flash device (what a flash simulator counts; a node larger than a flash page costs

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use super::data::{Data, Row};
-use super::page::{esc, slug};
+use super::html::{clock, esc, slug};
 use super::svg::{Grouped, Quantity, PALETTE};
 use crate::numfmt::{count, percent, secs};
 
@@ -210,21 +210,6 @@ pub fn section(data: &Data, workloads: &[String]) -> (String, Vec<(String, Strin
         html.push_str("</table></div></section>");
     }
     (html, charts)
-}
-
-/// How the rows' times were taken: `modelled` (simulated devices), `wall` (real threads on
-/// real devices), or both.
-pub(super) fn clock<'a>(rows: impl Iterator<Item = &'a Row>) -> &'static str {
-    let (mut sim, mut real) = (false, false);
-    for r in rows {
-        sim |= r.simulated;
-        real |= !r.simulated;
-    }
-    match (sim, real) {
-        (true, true) => "modelled or wall",
-        (false, true) => "wall",
-        _ => "modelled",
-    }
 }
 
 /// The charts' panels: every series in one chart while the palette tells them apart, else

@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::correlation::spearman;
 use super::data::{Data, Row};
-use super::page::esc;
+use super::html::esc;
 use crate::numfmt::secs;
 
 /// The relative error within which a prediction counts as close (issue 34's criterion:

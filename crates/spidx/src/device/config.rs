@@ -86,6 +86,16 @@ impl DeviceConfig {
         }
     }
 
+    /// The file a `file:` device (or a throttled one over it) keeps its pages in; `None`
+    /// for the simulated devices.
+    pub(crate) fn file_path(&self) -> Option<&Path> {
+        match self {
+            DeviceConfig::File(c) => Some(&c.path),
+            DeviceConfig::Throttled(t) => t.inner.file_path(),
+            _ => None,
+        }
+    }
+
     /// Whether the device is simulated (its clock is modelled, not measured).
     pub fn is_simulated(&self) -> bool {
         match self {

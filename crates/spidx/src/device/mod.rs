@@ -14,6 +14,7 @@
 pub(crate) mod config;
 pub mod crash;
 pub mod file;
+pub mod files;
 pub mod flash;
 pub mod hdd;
 pub mod memory;

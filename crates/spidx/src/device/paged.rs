@@ -39,7 +39,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use self::index::PagedIndex;
-use super::pages::PageArray;
+use super::pages::{
+    checked_payload, PageArray, FTL_PAGED_FORMAT, INDEXED_FORMATS, INDEX_PAGED_FORMAT,
+    SSD_SEQ_WRITE_FORMAT,
+};
 use crate::{Error, Result};
 
 pub(crate) mod index;
@@ -609,7 +612,7 @@ impl PageStore {
         w.flush().map_err(io)?;
         drop(w);
         file.sync_data().map_err(io)?;
-        crate::store::header::sync_parent(&path).map_err(io)?;
+        super::files::sync_parent(&path).map_err(io)?;
         let pages = index.len() as u64;
         let index = match self.base.take().map(|b| b.index) {
             _ if !self.paged => Index::Inline(index),
@@ -760,6 +763,32 @@ fn remove_stale(
         std::fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
     }
     Ok(())
+}
+
+/// The name of the second pages file (the FTL tables') a flash device's state file at
+/// `path` names (format [`FTL_PAGED_FORMAT`]: its payload starts with two [`PageStore`]s;
+/// format [`INDEX_PAGED_FORMAT`]: with an [`Indexed`] store and a [`PageStore`]), or `None`
+/// if the file cannot be read or checked. Here, beside the stores it decodes, so that
+/// `pages.rs` (below this file) never imports it back.
+pub(crate) fn peek_second_pages_file(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    let (version, payload) = checked_payload(
+        &bytes,
+        path,
+        None,
+        &[FTL_PAGED_FORMAT, INDEX_PAGED_FORMAT, SSD_SEQ_WRITE_FORMAT],
+    )
+    .ok()?;
+    let rest = if INDEXED_FORMATS.contains(&version) {
+        postcard::take_from_bytes::<Indexed<PageStore>>(payload)
+            .ok()?
+            .1
+    } else {
+        postcard::take_from_bytes::<PageStore>(payload).ok()?.1
+    };
+    postcard::take_from_bytes::<String>(rest)
+        .ok()
+        .map(|(name, _)| name)
 }
 
 #[cfg(test)]

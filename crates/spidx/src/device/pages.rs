@@ -1,7 +1,6 @@
 //! In-memory page storage shared by the simulated devices, and the persisted-state file
 //! format that lets another process reopen a simulated device.
 
-use std::io::Write;
 use std::path::Path;
 
 use serde::de::DeserializeOwned;
@@ -149,7 +148,7 @@ pub const SSD_SEQ_WRITE_FORMAT: u32 = 5;
 /// [`SSD_SEQ_WRITE_FORMAT`]: a state file's kind says which device's layout it is.
 pub const HDD_WRITE_OVERHEAD_FORMAT: u32 = 5;
 /// The formats whose payload starts with an [`super::paged::Indexed`] store.
-const INDEXED_FORMATS: [u32; 2] = [INDEX_PAGED_FORMAT, SSD_SEQ_WRITE_FORMAT];
+pub(crate) const INDEXED_FORMATS: [u32; 2] = [INDEX_PAGED_FORMAT, SSD_SEQ_WRITE_FORMAT];
 const HEADER: usize = 8 + 4 + 4 + 4 + 8;
 
 /// Saves a simulated device's state to `path` atomically (write a temporary file, fsync,
@@ -175,15 +174,7 @@ pub fn save_state_as<T: Serialize>(path: &Path, kind: &str, version: u32, state:
     file_bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     file_bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     file_bytes.extend_from_slice(&payload);
-    let tmp = path.with_extension("tmp");
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&file_bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        crate::store::header::sync_parent(path)
-    };
-    write().map_err(|e| Error::io(path, e))
+    super::files::write_atomically(path, &file_bytes)
 }
 
 /// [`load_state`] of a state written with format `version`.
@@ -242,35 +233,7 @@ pub fn peek_index_file(path: &Path) -> Option<String> {
         .map(|(name, _)| name)
 }
 
-/// The name of the second pages file (the FTL tables') a flash device's state file at
-/// `path` names (format [`FTL_PAGED_FORMAT`]: its payload starts with two
-/// [`super::paged::PageStore`]s; format [`INDEX_PAGED_FORMAT`]: with an
-/// [`super::paged::Indexed`] store and a [`super::paged::PageStore`]), or `None` if the
-/// file cannot be read or checked.
-pub fn peek_second_pages_file(path: &Path) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
-    let (version, payload) = checked_payload(
-        &bytes,
-        path,
-        None,
-        &[FTL_PAGED_FORMAT, INDEX_PAGED_FORMAT, SSD_SEQ_WRITE_FORMAT],
-    )
-    .ok()?;
-    let rest = if INDEXED_FORMATS.contains(&version) {
-        postcard::take_from_bytes::<super::paged::Indexed<super::paged::PageStore>>(payload)
-            .ok()?
-            .1
-    } else {
-        postcard::take_from_bytes::<super::paged::PageStore>(payload)
-            .ok()?
-            .1
-    };
-    postcard::take_from_bytes::<String>(rest)
-        .ok()
-        .map(|(name, _)| name)
-}
-
-fn checked_payload<'a>(
+pub(crate) fn checked_payload<'a>(
     bytes: &'a [u8],
     path: &Path,
     kind: Option<&str>,

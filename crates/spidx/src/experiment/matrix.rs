@@ -7,7 +7,8 @@ use serde::Serialize;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::spec::{Matrix, Spec};
+pub use super::spec::MAX_RUNS;
+use super::spec::{check_size, Spec};
 use crate::node::{Capacity, Occupancy};
 use crate::spatial::IndexOptions;
 use crate::store::StoreConfig;
@@ -33,50 +34,6 @@ pub struct RunConfig {
     /// axis (absent otherwise, so runs of specs without it keep their keys).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dims: Option<usize>,
-}
-
-/// The most runs one experiment may expand to. Every run builds an index, so a matrix
-/// beyond this is almost certainly a mistake in a list (and would take days); split such
-/// an experiment into several specs.
-pub const MAX_RUNS: usize = 10_000;
-
-/// Number of runs `m` expands to (the product of its list lengths), `None` on overflow.
-pub(crate) fn run_count(m: &Matrix) -> Option<usize> {
-    [
-        m.index.len(),
-        m.store.len(),
-        m.page_size.len(),
-        m.occupancy.len(),
-        m.layout.len(),
-        m.buffer.len(),
-        m.device.len(),
-        m.dims.len().max(1),
-    ]
-    .into_iter()
-    .try_fold(1usize, |n, l| n.checked_mul(l))
-}
-
-/// Checks that `m` expands to at most [`MAX_RUNS`] runs, naming the list lengths otherwise.
-pub(crate) fn check_size(m: &Matrix) -> std::result::Result<usize, String> {
-    match run_count(m) {
-        Some(n) if n <= MAX_RUNS => Ok(n),
-        n => Err(format!(
-            "expands to {} runs ({} index × {} store × {} page_size × {} occupancy × {} layout × {} buffer × {} device{}), more than the limit of {MAX_RUNS}; split the experiment into several specs",
-            n.map_or("more than 2^64".to_string(), |n| n.to_string()),
-            m.index.len(),
-            m.store.len(),
-            m.page_size.len(),
-            m.occupancy.len(),
-            m.layout.len(),
-            m.buffer.len(),
-            m.device.len(),
-            if m.dims.is_empty() {
-                String::new()
-            } else {
-                format!(" × {} dims", m.dims.len())
-            }
-        )),
-    }
 }
 
 /// FNV-1a, 64 bits: a stable (not cryptographic) fingerprint of configurations and specs.

@@ -5,7 +5,7 @@
 //!
 //! [`UnderflowTreatment`]: super::strategy::UnderflowTreatment
 
-use super::insert::InsertCtx;
+use super::strategy::InsertCtx;
 use super::strategy::{Spanned, Underfull};
 use super::Tree;
 use crate::geom::Rect;

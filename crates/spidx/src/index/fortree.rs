@@ -39,8 +39,8 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use super::insert::InsertCtx;
 use super::rtree::{least_enlargement, LeastEnlargement};
+use super::strategy::InsertCtx;
 use super::strategy::{
     mbr_of, CondenseReinsert, NodeAccess, NodePages, OnePageChange, OverflowTreatment, Overflowing,
     Spanned, Strategy, Treated, VariantState,

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use super::changes::{write_entries, EntryOrder};
 use super::curve::{hilbert_index, HilbertGrid};
-use super::insert::InsertCtx;
+use super::strategy::InsertCtx;
 use super::strategy::{
     mbr_of, ChooseSubtree, NodeAccess, OverflowTreatment, Overflowing, Strategy, Treated,
     UnderflowTreatment, Underfull,

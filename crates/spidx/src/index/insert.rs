@@ -6,9 +6,9 @@
 //! [`ChooseSubtree`]: super::strategy::ChooseSubtree
 //! [`OverflowTreatment`]: super::strategy::OverflowTreatment
 
-use std::collections::VecDeque;
-
-use super::strategy::{mbr_of, NodePages, OnPage, OnePageChange, Overflowing, Spanned, Treated};
+use super::strategy::{
+    mbr_of, InsertCtx, NodePages, OnPage, OnePageChange, Overflowing, Spanned, Treated,
+};
 use super::Tree;
 use crate::geom::Rect;
 use crate::node::{Entry, Node, NodeView, PageId};
@@ -37,24 +37,6 @@ thread_local! {
 #[cfg(test)]
 #[path = "insert_paths_tests.rs"]
 mod paths_tests;
-
-/// State of one top-level insertion (shared by the reinsertions it causes), handed to the
-/// strategy parts.
-pub struct InsertCtx<const D: usize> {
-    /// Levels that already had an overflow treated by reinsertion (bit per level).
-    pub(crate) overflowed: u64,
-    /// Entries waiting to be (re)inserted, with the level of the node that must hold them.
-    pub(crate) pending: VecDeque<(Entry<D>, u32)>,
-}
-
-impl<const D: usize> InsertCtx<D> {
-    pub(crate) fn new() -> Self {
-        InsertCtx {
-            overflowed: 0,
-            pending: VecDeque::new(),
-        }
-    }
-}
 
 impl<S: NodeStore<D>, const D: usize> Tree<S, D> {
     /// Inserts object `id` with bounding box `mbr` (one store operation).

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::insert::InsertCtx;
 use super::rtree::{least_enlargement, plain_union_applies, union_plain};
 use super::split::{split, SplitAlgorithm};
+use super::strategy::InsertCtx;
 use super::strategy::{
     mbr_of, split_in_two, ChooseSubtree, CondenseReinsert, NodeAccess, OverflowTreatment,
     Overflowing, Strategy, Treated,

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use super::insert::InsertCtx;
 use super::split::{split, SplitAlgorithm};
+use super::strategy::InsertCtx;
 use super::strategy::{
     split_in_two, ChooseSubtree, CondenseReinsert, NodeAccess, OverflowTreatment, Overflowing,
     Strategy, Treated,

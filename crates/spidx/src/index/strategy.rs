@@ -27,13 +27,35 @@
 //!
 //! [`TreeState`]: crate::store::TreeState
 
+use std::collections::VecDeque;
+
 use crate::geom::Rect;
 use crate::node::{aux_max, Capacity, Entry, Node, NodeView, PageId};
 use crate::store::{NodeChange, NodePage};
 use crate::Result;
 
-use super::insert::InsertCtx;
 use super::TreeStats;
+
+/// State of one top-level insertion (shared by the reinsertions it causes), handed to the
+/// strategy parts: the entries they ask to insert again and the levels already treated by
+/// reinsertion. It is the strategy's vocabulary, so the insertion engine
+/// ([`super::insert`]) takes the strategy as a parameter and nothing of the engine leaks
+/// back into the parts.
+pub struct InsertCtx<const D: usize> {
+    /// Levels that already had an overflow treated by reinsertion (bit per level).
+    pub(crate) overflowed: u64,
+    /// Entries waiting to be (re)inserted, with the level of the node that must hold them.
+    pub(crate) pending: VecDeque<(Entry<D>, u32)>,
+}
+
+impl<const D: usize> InsertCtx<D> {
+    pub(crate) fn new() -> Self {
+        InsertCtx {
+            overflowed: 0,
+            pending: VecDeque::new(),
+        }
+    }
+}
 
 /// What the strategy parts may do to the tree's nodes. Every call goes to the store as the
 /// tree's own calls do and is counted in the tree's statistics.

@@ -19,6 +19,8 @@ use serde::Deserialize;
 use toml::{Table, Value};
 
 use super::IndexKind;
+use crate::store::written::opts_table;
+pub use crate::store::written::Naming;
 use crate::units::parse_percent;
 use crate::{Error, Result};
 
@@ -26,14 +28,6 @@ use crate::{Error, Result};
 /// (written, stored).
 const RSTAR_NAMES: [(&str, &str); 2] =
     [("reinsert", "reinsert_leaf"), ("reinsert_policy", "policy")];
-
-/// How errors name keys and variants (spec keys, or CLI flags).
-pub struct Naming {
-    /// The name of a key, e.g. `reinsert` or `--index-opt reinsert`.
-    pub key: fn(&str) -> String,
-    /// The name of a variant, e.g. `kind = "rstar"` or `--index rstar`.
-    pub kind: fn(&str) -> String,
-}
 
 /// Names as spec files write them.
 pub const SPEC_NAMING: Naming = Naming {
@@ -146,41 +140,6 @@ pub fn parse_opts<'a>(
 ) -> Result<IndexKind> {
     let table = opts_table(kind, opts, naming, "split=linear", "index")?;
     parse_index(&table, naming)
-}
-
-/// The table of `kind` and its `KEY=VALUE` options (`--index-opt`, `--store-opt`): VALUE
-/// is a TOML value, or else a bare word taken as a string. A malformed option, `kind` or
-/// a key given twice is refused, naming the key (`example` shows the form, `thing` is
-/// what the kind names: `index`, `store`).
-pub(crate) fn opts_table<'a>(
-    kind: &str,
-    opts: impl IntoIterator<Item = &'a str>,
-    naming: &Naming,
-    example: &str,
-    thing: &str,
-) -> Result<Table> {
-    let mut table = Table::from_iter([("kind".to_string(), Value::from(kind))]);
-    for opt in opts {
-        let Some((k, v)) = opt.split_once('=') else {
-            return Err(Error::invalid(
-                (naming.key)(opt),
-                format!("write KEY=VALUE (e.g. {example})"),
-            ));
-        };
-        let k = k.trim();
-        let value = format!("v = {v}")
-            .parse::<Table>()
-            .ok()
-            .and_then(|mut t| (t.len() == 1).then(|| t.remove("v")).flatten())
-            .unwrap_or_else(|| Value::from(v.trim()));
-        if k == "kind" || table.insert(k.to_string(), value).is_some() {
-            return Err(Error::invalid(
-                (naming.key)(k),
-                format!("given twice (the {thing} is named once, by its kind)"),
-            ));
-        }
-    }
-    Ok(table)
 }
 
 /// Deserialises the stored form of variant `kind` from its keys.

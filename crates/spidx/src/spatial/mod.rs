@@ -40,6 +40,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cache::CacheConfig;
 use crate::device::file::FileAccess;
+use crate::device::files::write_atomically;
 use crate::device::partition::Partition;
 use crate::device::{Device, DeviceConfig};
 use crate::geom::Rect;
@@ -47,7 +48,6 @@ use crate::index::bulk::{BulkOptions, BulkReport};
 use crate::index::{IndexKind, Tree};
 use crate::node::{Capacity, LayoutKind, Occupancy};
 use crate::objects::ObjectStore;
-use crate::store::direct::write_atomically;
 use crate::store::{AnyStore, NodeStore, StoreConfig, StoreControl, StoreFiles};
 use crate::{Error, Result};
 
@@ -296,7 +296,7 @@ impl<const D: usize> SpatialIndex<D> {
                 ),
             ));
         }
-        let device_uuid = match owner::device_file(&options.device) {
+        let device_uuid = match options.device.file_path() {
             Some(f) => Some(owner::claim(f, dir)?),
             None => None,
         };
@@ -418,7 +418,7 @@ impl<const D: usize> SpatialIndex<D> {
             FileAccess::Write
         };
         let device = wrap(o.device.open_with(o.page_size, state.as_deref(), access)?);
-        if let (Some(f), Some(uuid)) = (owner::device_file(&o.device), &manifest.device_uuid) {
+        if let (Some(f), Some(uuid)) = (o.device.file_path(), &manifest.device_uuid) {
             owner::verify(f, uuid, dir)?;
         }
         let persistent = !o.device.is_simulated();
@@ -583,7 +583,7 @@ impl<const D: usize> SpatialIndex<D> {
     /// object records past it) and any damage accepted by
     /// [`SpatialIndex::open_accepting_loss`]. Read-only commands refuse a crashed index
     /// rather than answer from a recovery made in memory only.
-    pub fn recovery_state(&self) -> crate::store::any::RecoveryState {
+    pub fn recovery_state(&self) -> crate::store::report::RecoveryState {
         let mut state = self.tree.store().recovery_state();
         let records = self.objects.as_ref().map_or(0, |o| o.recovered_records());
         if state.crashed.is_none() && records > 0 {
@@ -797,41 +797,5 @@ fn split(device: Box<dyn Device>, node_pages: u64, objects: bool) -> Result<Devi
     Ok((Box::new(a), Some(Box::new(b))))
 }
 
-/// Dimensions an index can have (each is a separate compiled instance of the trees).
-pub const SUPPORTED_DIMS: [usize; 12] = [2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32];
-
-/// Runs `$body` with a constant `$D` equal to the runtime dimension `$dims`, which must
-/// be one of [`SUPPORTED_DIMS`]; otherwise evaluates to an error (converted with `.into()`).
-#[macro_export]
-macro_rules! with_dims {
-    ($dims:expr, $D:ident => $body:expr) => {{
-        macro_rules! arm {
-            ($n:literal) => {{
-                const $D: usize = $n;
-                $body
-            }};
-        }
-        match $dims {
-            2 => arm!(2),
-            3 => arm!(3),
-            4 => arm!(4),
-            5 => arm!(5),
-            6 => arm!(6),
-            8 => arm!(8),
-            10 => arm!(10),
-            12 => arm!(12),
-            16 => arm!(16),
-            20 => arm!(20),
-            24 => arm!(24),
-            32 => arm!(32),
-            d => Err($crate::Error::invalid(
-                "dimensions",
-                format!(
-                    "{d} is not supported; supported: {:?}",
-                    $crate::spatial::SUPPORTED_DIMS
-                ),
-            )
-            .into()),
-        }
-    }};
-}
+/// Dimensions an index can have (declared with [`crate::with_dims!`] in [`crate::geom`]).
+pub use crate::geom::SUPPORTED_DIMS;

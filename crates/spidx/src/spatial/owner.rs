@@ -21,8 +21,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 
 use crate::device::file::lock_file;
-use crate::device::DeviceConfig;
-use crate::store::direct::write_atomically;
+use crate::device::files::write_atomically;
 use crate::{Error, Result};
 
 /// The sidecar recording which index owns a device file.
@@ -41,15 +40,6 @@ pub(crate) fn lock_dir(dir: &Path, shared: bool) -> Result<File> {
     let f = File::open(dir).map_err(|e| Error::io(dir, e))?;
     lock_file(&f, dir, shared, "index directory")?;
     Ok(f)
-}
-
-/// The file device's path, if the index keeps its pages in a file.
-pub(crate) fn device_file(config: &DeviceConfig) -> Option<&Path> {
-    match config {
-        DeviceConfig::File(c) => Some(&c.path),
-        DeviceConfig::Throttled(t) => device_file(&t.inner),
-        _ => None,
-    }
 }
 
 fn sidecar(device: &Path) -> PathBuf {

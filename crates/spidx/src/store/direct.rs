@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub(crate) use super::header::check_page_size;
-pub use super::header::{write_atomically, StoreHeader};
+pub use super::header::StoreHeader;
 use super::journal::{Journal, JournalStats};
 use super::log::LogSync;
 use super::{
@@ -607,10 +607,10 @@ impl StoreControl for DirectStore {
             nodes: self.stats,
             cache: self.cache.stats(),
             journal: self.journal_stats(),
-            gauges: super::any::StoreGauges {
+            gauges: super::report::StoreGauges {
                 pages_in_use: self.header.pages_in_use(),
             },
-            settings: super::any::StoreSettings {
+            settings: super::report::StoreSettings {
                 durability: if self.journal.is_some() {
                     "checkpoint (rollback journal)".into()
                 } else {

@@ -18,6 +18,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::{TreeMeta, TreeState};
+use crate::device::files::write_atomically;
 use crate::node::{NodeLayout, PageId};
 use crate::{Error, Result};
 
@@ -346,30 +347,6 @@ pub fn reseal_file(path: &Path) -> Result<()> {
         m.remove(CHECKSUM);
     }
     write_atomically(path, &seal_json(v)?)
-}
-
-/// Writes a small file atomically: temporary file, fsync, rename, fsync of the directory.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let tmp = path.with_extension("tmp");
-    let run = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        sync_parent(path)
-    };
-    run().map_err(|e| Error::io(path, e))
-}
-
-/// Fsyncs the directory holding `path`, so a file created or renamed there survives a
-/// power cut (the rename itself is only durable once its directory is).
-pub(crate) fn sync_parent(path: &Path) -> std::io::Result<()> {
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    std::fs::File::open(parent)?.sync_all()
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::header::sync_parent;
+use crate::device::files::sync_parent;
 use crate::node::PageId;
 use crate::{Error, Result};
 

@@ -16,12 +16,16 @@ pub mod fast;
 pub mod header;
 pub mod journal;
 pub mod lcr;
+#[cfg(test)]
+mod lcr_rftl_tests;
 pub mod log;
+pub(crate) mod report;
 pub mod rftl;
 pub mod written;
 
-pub use any::{AnyStore, StoreConfig, StoreFiles, StoreGauges, StoreReport, StoreSettings};
+pub use any::{AnyStore, StoreConfig};
 pub use header::StoreHeader;
+pub use report::{StoreFiles, StoreGauges, StoreReport, StoreSettings};
 
 use std::sync::Arc;
 

@@ -6,13 +6,58 @@
 //! When the options do not deserialise, the error names the key at fault: each key is
 //! deserialised alone beside `kind` (a bad value or an unknown key fails alone; a good one
 //! fails only for the required keys it lacks), else the store (a required key missing).
+//!
+//! [`Naming`] and [`opts_table`] serve the index's written form too
+//! ([`crate::index::written`], a layer above, imports them from here).
 
 use serde::Deserialize;
 use toml::{Table, Value};
 
 use super::StoreConfig;
-use crate::index::written::{opts_table, Naming};
 use crate::{Error, Result};
+
+/// How errors name keys and variants (spec keys, or CLI flags).
+pub struct Naming {
+    /// The name of a key, e.g. `reinsert` or `--index-opt reinsert`.
+    pub key: fn(&str) -> String,
+    /// The name of a variant, e.g. `kind = "rstar"` or `--index rstar`.
+    pub kind: fn(&str) -> String,
+}
+
+/// The table of `kind` and its `KEY=VALUE` options (`--index-opt`, `--store-opt`): VALUE
+/// is a TOML value, or else a bare word taken as a string. A malformed option, `kind` or
+/// a key given twice is refused, naming the key (`example` shows the form, `thing` is
+/// what the kind names: `index`, `store`).
+pub(crate) fn opts_table<'a>(
+    kind: &str,
+    opts: impl IntoIterator<Item = &'a str>,
+    naming: &Naming,
+    example: &str,
+    thing: &str,
+) -> Result<Table> {
+    let mut table = Table::from_iter([("kind".to_string(), Value::from(kind))]);
+    for opt in opts {
+        let Some((k, v)) = opt.split_once('=') else {
+            return Err(Error::invalid(
+                (naming.key)(opt),
+                format!("write KEY=VALUE (e.g. {example})"),
+            ));
+        };
+        let k = k.trim();
+        let value = format!("v = {v}")
+            .parse::<Table>()
+            .ok()
+            .and_then(|mut t| (t.len() == 1).then(|| t.remove("v")).flatten())
+            .unwrap_or_else(|| Value::from(v.trim()));
+        if k == "kind" || table.insert(k.to_string(), value).is_some() {
+            return Err(Error::invalid(
+                (naming.key)(k),
+                format!("given twice (the {thing} is named once, by its kind)"),
+            ));
+        }
+    }
+    Ok(table)
+}
 
 /// Names as `spidx build`'s `--store` and `--store-opt` write them.
 pub const CLI_NAMING: Naming = Naming {

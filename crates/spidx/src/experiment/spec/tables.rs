@@ -326,7 +326,7 @@ pub(super) fn matrix(src: &Src, raw: &Spanned<RawMatrix>) -> Result<Matrix> {
         layout,
         dims,
     };
-    crate::experiment::matrix::check_size(&matrix).map_err(|e| src.at(raw, "matrix", e))?;
+    super::check_size(&matrix).map_err(|e| src.at(raw, "matrix", e))?;
     Ok(matrix)
 }
 

@@ -525,7 +525,7 @@ fn dimensions_are_a_matrix_axis() {
         panic!("generated")
     };
     assert_eq!(g.dims, 2);
-    assert_eq!(super::super::matrix::run_count(&s.matrix), Some(6));
+    assert_eq!(super::run_count(&s.matrix), Some(6));
     let runs = super::super::matrix::expand(&s, 2).unwrap();
     let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(

@@ -13,16 +13,21 @@ use super::BufferPolicy;
 use crate::store::log::LogSync;
 use crate::Result;
 
-/// What [`StoreConfig`](crate::store::StoreConfig) asks of a buffered store's options.
-pub trait PolicyOptions {
-    /// The store's name in messages (`"FAST"`).
-    fn name(&self) -> &'static str;
-
+/// Where a buffered store's log is written and when its operations become durable: the
+/// two log options every buffered store has. [`logged_options!`] implements it for the
+/// logged stores' options.
+pub trait LogOptions {
     /// When logged operations become durable.
     fn log_sync(&self) -> LogSync;
 
     /// Where the log is written.
     fn log_device(&self) -> &LogPlacement;
+}
+
+/// What [`StoreConfig`](crate::store::StoreConfig) asks of a buffered store's options.
+pub trait PolicyOptions: LogOptions {
+    /// The store's name in messages (`"FAST"`).
+    fn name(&self) -> &'static str;
 
     /// Checks the options against the node page size; errors name the key.
     fn validate(&self, page_size: usize) -> Result<()>;
@@ -37,6 +42,63 @@ pub trait PolicyOptions {
     /// The policy object, built from these options (validated against `page_size`).
     fn policy(&self, page_size: usize) -> Result<Box<dyn BufferPolicy>>;
 }
+
+/// Declares the options struct of a store over the logged write buffer (FAST, the LCR-tree,
+/// RFTL): the four options they share are declared here once, `write_buffer` first, then the
+/// store's own fields, then `log_size`, `log_sync` and `log_device` (the order `store.json`
+/// has always kept), and [`LogOptions`] is implemented over them. The struct stays flat, so
+/// the keys users write (a spec's `store` table, `--store-opt`, Python's `store` dict) and
+/// `store.json` are unchanged and `deny_unknown_fields` still refuses a stray key (serde's
+/// `flatten` of a nested struct would lose that).
+macro_rules! logged_options {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$fmeta:meta])* pub $field:ident: $ty:ty,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            /// Write buffer capacity in bytes (`"512KB"` or a number).
+            #[serde(with = "crate::store::buffered::options::size_bytes")]
+            pub write_buffer: u64,
+            $($(#[$fmeta])* pub $field: $ty,)*
+            /// Bytes of the device given to the write-ahead log (default: 16 x the write
+            /// buffer, at least 1MB for FAST and 4MB for the LCR-tree and RFTL, whose
+            /// compacted log also holds their table).
+            #[serde(
+                default,
+                with = "crate::store::buffered::options::opt_size_bytes",
+                skip_serializing_if = "Option::is_none"
+            )]
+            pub log_size: Option<u64>,
+            /// `none` (default: durable at checkpoints), `group:N` or `each-op`.
+            #[serde(default)]
+            pub log_sync: crate::store::log::LogSync,
+            /// Where the log is written: `same` (default), `separate:<device>` or
+            /// `uncounted` (the papers' set-up: not crash-safe, log I/O not counted; see
+            /// [`LogPlacement`](crate::store::buffered::placement::LogPlacement)).
+            #[serde(
+                default,
+                skip_serializing_if = "crate::store::buffered::placement::LogPlacement::is_same"
+            )]
+            pub log_device: crate::store::buffered::placement::LogPlacement,
+        }
+
+        impl crate::store::buffered::options::LogOptions for $name {
+            fn log_sync(&self) -> crate::store::log::LogSync {
+                self.log_sync
+            }
+
+            fn log_device(&self) -> &crate::store::buffered::placement::LogPlacement {
+                &self.log_device
+            }
+        }
+    };
+}
+pub(crate) use logged_options;
 
 /// Sizes written as numbers of bytes or strings such as "512KB" (serde `with`).
 pub(crate) mod size_bytes {

@@ -20,11 +20,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::super::any::StoreFiles;
 use crate::device::file::FileAccess;
+use crate::device::files::write_atomically;
 use crate::device::overlay::ReadOnlyOverlay;
 use crate::device::partition::Partition;
 use crate::device::{check_request, Device, DeviceConfig, DeviceSpec, DeviceStats};
+use crate::store::report::StoreFiles;
 use crate::{Error, Result};
 
 /// File of an index directory holding an uncounted log.
@@ -223,10 +224,7 @@ impl LogPlacement {
                 ),
             ));
         }
-        let (a, b) = (
-            crate::spatial::owner::device_file(main),
-            crate::spatial::owner::device_file(config),
-        );
+        let (a, b) = (main.file_path(), config.file_path());
         if let (Some(a), Some(b)) = (a, b) {
             if std::path::absolute(a).ok() == std::path::absolute(b).ok() {
                 return Err(Error::invalid(
@@ -482,7 +480,7 @@ impl Device for UncountedLog {
     fn persist(&mut self) -> Result<()> {
         match (&self.file, &self.path) {
             (Some(f), Some(p)) => f.sync_data().map_err(|e| Error::io(p, e)),
-            (None, Some(p)) => super::super::header::write_atomically(p, &self.data),
+            (None, Some(p)) => write_atomically(p, &self.data),
             _ => Ok(()),
         }
     }

@@ -1,14 +1,18 @@
 //! The skeleton under its policies (FAST, eFIND, the LCR-tree, RFTL): the same operations reopen to the same nodes from
 //! the log, the shared statistics agree with what was done, and log formats are checked.
 
+use super::placement::LogDevices;
 use super::*;
+use crate::cache::CacheConfig;
 use crate::device::memory::{MemoryConfig, MemoryDevice};
 use crate::device::shared::SharedDevice;
-use crate::device::DeviceConfig;
+use crate::device::{Device, DeviceConfig};
 use crate::geom::Rect;
 use crate::node::{LayoutKind, Node};
 use crate::store::efind::{EfindConfig, EfindPolicy};
 use crate::store::fast::{FastOptions, FastPolicy, FlushPolicy};
+use crate::store::log::LogConfig;
+use crate::store::{NodeStore, StoreControl};
 
 pub(crate) const PS: usize = 1024;
 
@@ -69,6 +73,21 @@ pub(crate) fn reads<P: BufferPolicy>(s: &BufferedStore<P>) -> u64 {
 }
 
 /// One operation: change `c` to node `id`.
+/// Damages page `page` of `dev` (its last byte flipped) and returns its good image.
+pub(crate) fn damage_page(dev: &SharedDevice, page: u64) -> Vec<u8> {
+    let (mut d, mut bytes) = (dev.clone(), vec![0u8; PS]);
+    d.read(page, &mut bytes).unwrap();
+    let good = bytes.clone();
+    bytes[PS - 1] ^= 0xff;
+    d.write(page, &bytes).unwrap();
+    good
+}
+
+/// The error reading leaf `id` of `s` fails with.
+pub(crate) fn read_error<P: BufferPolicy>(s: &mut BufferedStore<P>, id: PageId) -> String {
+    NodeStore::<2>::read(s, id, 0).err().unwrap().to_string()
+}
+
 pub(crate) fn modify<P: BufferPolicy>(s: &mut BufferedStore<P>, id: PageId, c: NodeChange<2>) {
     NodeStore::<2>::modify(s, id, 0, &[c]).unwrap();
     NodeStore::<2>::end_operation(s).unwrap();

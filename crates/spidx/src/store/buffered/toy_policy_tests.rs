@@ -14,6 +14,7 @@ use crate::geom::Rect;
 use crate::index::{IndexKind, MbrPredicate, SplitAlgorithm, Tree};
 use crate::node::{Capacity, Occupancy};
 use crate::store::AnyStore;
+use serde::Deserialize;
 
 /// The toy policy: FAST's buffer without flushing units (the skeleton holds the buffer
 /// and does the rest); its own state is a count of flushes.

@@ -8,7 +8,7 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::cache::{CachePolicy, DEFAULT_KIN_PCT, DEFAULT_KOUT_PCT, MAX_KOUT_PCT};
-use crate::store::buffered::options::PolicyOptions;
+use crate::store::buffered::options::{LogOptions, PolicyOptions};
 use crate::store::buffered::placement::LogPlacement;
 use crate::store::buffered::BufferPolicy;
 use crate::store::log::LogSync;
@@ -429,17 +429,19 @@ impl EfindConfig {
     }
 }
 
-impl PolicyOptions for EfindConfig {
-    fn name(&self) -> &'static str {
-        "eFIND"
-    }
-
+impl LogOptions for EfindConfig {
     fn log_sync(&self) -> LogSync {
         self.log_sync
     }
 
     fn log_device(&self) -> &LogPlacement {
         &self.log_device
+    }
+}
+
+impl PolicyOptions for EfindConfig {
+    fn name(&self) -> &'static str {
+        "eFIND"
     }
 
     fn validate(&self, page_size: usize) -> Result<()> {

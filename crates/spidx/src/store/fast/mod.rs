@@ -41,7 +41,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use self::standings::UnitWatch;
-use super::buffered::options::{opt_size_bytes, size_bytes, PolicyOptions};
+use super::buffered::options::{logged_options, PolicyOptions};
 use super::buffered::page::{apply_raw, page_from_entries};
 use super::buffered::placement::LogPlacement;
 use super::buffered::sizing;
@@ -58,33 +58,15 @@ pub use flush::FlushPolicy;
 /// Seed of the `random` flushing policy's generator (deterministic runs).
 pub const RANDOM_POLICY_SEED: u64 = 0x5EED_FA57;
 
-/// FAST's options: what users write (`kind = "fast"`, `--store-opt KEY=VALUE`), with one
-/// default per option, and what the policy is built from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FastOptions {
-    /// Write buffer capacity in bytes (`"512KB"` or a number).
-    #[serde(with = "size_bytes")]
-    pub write_buffer: u64,
-    /// Nodes per flushing unit.
-    pub flushing_unit: u32,
-    /// `flush-all`, `random`, `fast`, `fast-star` or `fast-star-festival`.
-    pub flush_policy: FlushPolicy,
-    /// Bytes of the device given to the log (default: 16 x the write buffer, at least 1MB;
-    /// see [`FastOptions::log_size`]).
-    #[serde(
-        default,
-        with = "opt_size_bytes",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub log_size: Option<u64>,
-    /// `none` (default: durable at checkpoints), `group:N` or `each-op`.
-    #[serde(default)]
-    pub log_sync: LogSync,
-    /// Where the log is written: `same` (default), `separate:<device>` or `uncounted` (see
-    /// [`LogPlacement`]).
-    #[serde(default, skip_serializing_if = "LogPlacement::is_same")]
-    pub log_device: LogPlacement,
+logged_options! {
+    /// FAST's options: what users write (`kind = "fast"`, `--store-opt KEY=VALUE`), with one
+    /// default per option, and what the policy is built from.
+    pub struct FastOptions {
+        /// Nodes per flushing unit.
+        pub flushing_unit: u32,
+        /// `flush-all`, `random`, `fast`, `fast-star` or `fast-star-festival`.
+        pub flush_policy: FlushPolicy,
+    }
 }
 
 impl FastOptions {
@@ -109,14 +91,6 @@ impl FastOptions {
 impl PolicyOptions for FastOptions {
     fn name(&self) -> &'static str {
         "FAST"
-    }
-
-    fn log_sync(&self) -> LogSync {
-        self.log_sync
-    }
-
-    fn log_device(&self) -> &LogPlacement {
-        &self.log_device
     }
 
     fn validate(&self, page_size: usize) -> Result<()> {

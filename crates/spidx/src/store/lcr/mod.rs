@@ -40,7 +40,7 @@ use self::log_page::{DeltaView, Encoded, NodeDelta};
 use std::collections::BTreeMap;
 
 use super::buffered::logged::foreign_record;
-use super::buffered::options::{opt_size_bytes, size_bytes, PolicyOptions};
+use super::buffered::options::{logged_options, PolicyOptions};
 use super::buffered::page::{apply_raw, page_from_entries_unsealed};
 use super::buffered::placement::LogPlacement;
 use super::buffered::snapshot::{self, EncodedRecords, EncodedTable};
@@ -53,29 +53,11 @@ use crate::cache::KeyMap;
 use crate::node::PageId;
 use crate::{Error, Result};
 
-/// The LCR-tree's options: what users write (`kind = "lcr"`, `--store-opt KEY=VALUE`), with
-/// one default per option, and what the policy is built from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LcrOptions {
-    /// Write buffer capacity in bytes (`"512KB"` or a number).
-    #[serde(with = "size_bytes")]
-    pub write_buffer: u64,
-    /// Bytes of the device given to the write-ahead log (default: 16 x the write buffer, at
-    /// least 4MB: a compacted log also holds the mapping table).
-    #[serde(
-        default,
-        with = "opt_size_bytes",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub log_size: Option<u64>,
-    /// `none` (default: durable at checkpoints), `group:N` or `each-op`.
-    #[serde(default)]
-    pub log_sync: LogSync,
-    /// Where the log is written: `same` (default), `separate:<device>` or `uncounted` (the
-    /// paper's behaviour: not crash-safe, log I/O not counted).
-    #[serde(default, skip_serializing_if = "LogPlacement::is_same")]
-    pub log_device: LogPlacement,
+logged_options! {
+    /// The LCR-tree's options: what users write (`kind = "lcr"`, `--store-opt KEY=VALUE`), with
+    /// one default per option, and what the policy is built from.
+    pub struct LcrOptions {
+    }
 }
 
 impl LcrOptions {
@@ -93,14 +75,6 @@ impl LcrOptions {
 impl PolicyOptions for LcrOptions {
     fn name(&self) -> &'static str {
         "LCR-tree"
-    }
-
-    fn log_sync(&self) -> LogSync {
-        self.log_sync
-    }
-
-    fn log_device(&self) -> &LogPlacement {
-        &self.log_device
     }
 
     fn validate(&self, page_size: usize) -> Result<()> {
@@ -692,4 +666,4 @@ impl LoggedPolicy for LcrPolicy {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -4,12 +4,10 @@
 
 use super::*;
 use crate::device::shared::SharedDevice;
-use crate::device::Device;
 use crate::node::Entry;
-use crate::store::buffered::placement::LogPlacement;
-use crate::store::buffered::tests::{checkpoint_and_reopen, entries, entry, layout, mem};
-use crate::store::buffered::tests::{modify, open_on, reads, PS};
-use crate::store::{NodeChange, NodeStore, StoreConfig, StoreControl};
+use crate::store::buffered::tests::{damage_page, modify, open_on, read_error, reads, PS};
+use crate::store::buffered::tests::{entries, entry, layout, mem};
+use crate::store::{NodeChange, NodeStore, StoreControl, StoreHeader, StoreReport};
 
 fn params() -> LcrOptions {
     LcrOptions {
@@ -163,20 +161,12 @@ fn deleting_a_node_frees_its_log_page_and_the_mapping_survives_reopening() {
     assert_eq!(s.report().recovery.unwrap().buffered_nodes, 0);
 }
 
-#[test]
-fn the_mapping_table_round_trips_through_store_json() {
-    let cfg = StoreConfig::Lcr(LcrOptions {
-        log_sync: LogSync::EachOp,
-        log_device: LogPlacement::Same,
-        ..LcrOptions::new(8 << 10)
-    });
-    let (saved, s) = checkpoint_and_reopen(&cfg);
-    assert_eq!(saved.kind, "lcr");
+/// The LCR-tree's part of the shared round trip of its table through `store.json`
+/// (`store/lcr_rftl_tests.rs`): four nodes, one log page each.
+pub(in crate::store) fn saved_table(saved: &StoreHeader, r: &StoreReport) {
     let state: super::LcrState =
         serde_json::from_value(saved.policy_state.clone().unwrap()).unwrap();
     assert_eq!(state.log_pages.len(), 4, "{saved:?}");
-    let r = s.report();
-    assert_eq!(r.kind, "lcr");
     assert_eq!(
         r.policy_report::<LcrStats>().unwrap().gauges.mapping_bytes,
         4 * 16
@@ -193,69 +183,16 @@ fn a_damaged_log_page_is_refused_naming_it() {
     modify(&mut s, id, NodeChange::Push(entry(2)));
     StoreControl::write_back(&mut s).unwrap();
     let lp = s.policy().policy.log_pages()[&id];
-    let mut page = vec![0u8; PS];
-    let mut d = nodes.clone();
-    d.read(lp, &mut page).unwrap();
-    page[PS - 1] ^= 0xff;
-    d.write(lp, &page).unwrap();
+    damage_page(&nodes, lp);
     // The node assembled before the damage is served from the cache of assembled nodes
     // (its reads are unused reads, not verified): the damage is found at its next assembly.
     NodeStore::<2>::read(&mut s, id, 0).unwrap();
     StoreControl::drop_caches(&mut s).unwrap();
-    let e = NodeStore::<2>::read(&mut s, id, 0)
-        .err()
-        .unwrap()
-        .to_string();
+    let e = read_error(&mut s, id);
     assert!(
         e.contains(&format!("LCR-tree log page {lp}")) && e.contains("checksum"),
         "{e}"
     );
-}
-
-#[test]
-fn invalid_options_are_refused_naming_the_key() {
-    let zero = LcrOptions {
-        write_buffer: 0,
-        ..params()
-    };
-    let e = zero.validate(PS).unwrap_err().to_string();
-    assert!(e.contains("LCR-tree write_buffer"), "{e}");
-    let small = LcrOptions {
-        log_size: Some(4096),
-        ..params()
-    };
-    let e = small.validate(PS).unwrap_err().to_string();
-    assert!(
-        e.contains("LCR-tree log_size") && e.contains("at least"),
-        "{e}"
-    );
-    #[derive(Debug, serde::Deserialize)]
-    #[allow(dead_code)]
-    struct Spec {
-        store: StoreConfig,
-    }
-    let s: Spec = toml::from_str(
-        r#"store = { kind = "lcr", write_buffer = "256KB", log_device = "uncounted" }"#,
-    )
-    .unwrap();
-    assert_eq!(s.store.label(), "LCR log=uncounted");
-    let o = s.store.buffered_options().unwrap();
-    assert_eq!(o.log_pages(4096).unwrap(), (4 << 20) / 4096);
-    let json = serde_json::to_string(&s.store).unwrap();
-    assert_eq!(serde_json::from_str::<StoreConfig>(&json).unwrap(), s.store);
-    for (bad, want) in [
-        (
-            r#"store = { kind = "lcr", write_buffer = "256KB", flushing_unit = 3 }"#,
-            "unknown field",
-        ),
-        (
-            r#"store = { kind = "lcr" }"#,
-            "missing field `write_buffer`",
-        ),
-    ] {
-        let e = toml::from_str::<Spec>(bad).unwrap_err().to_string();
-        assert!(e.contains(want), "{bad}: {e}");
-    }
 }
 
 /// A flush-all logs the image of every modified node (its whole entry list, however small

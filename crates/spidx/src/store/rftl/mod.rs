@@ -50,7 +50,7 @@ use serde::{Deserialize, Serialize};
 use self::mapping::LiveUnits;
 use self::unit_page::{IndexUnit, PageAssembly};
 use super::buffered::logged::foreign_record;
-use super::buffered::options::{opt_size_bytes, size_bytes, PolicyOptions};
+use super::buffered::options::{logged_options, PolicyOptions};
 use super::buffered::page::{apply_raw, page_from_entries_unsealed};
 use super::buffered::placement::LogPlacement;
 use super::buffered::snapshot::{self, EncodedRecords, EncodedTable};
@@ -64,33 +64,16 @@ use super::log::LogSync;
 use crate::node::PageId;
 use crate::{Error, Result};
 
-/// RFTL's options: what users write (`kind = "rftl"`, `--store-opt KEY=VALUE`), with one
-/// default per option, and what the policy is built from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RftlOptions {
-    /// Reservation (write) buffer capacity in bytes (`"512KB"` or a number).
-    #[serde(with = "size_bytes")]
-    pub write_buffer: u64,
-    /// Most unit pages a node may span before a flush compacts it (default
-    /// [`RftlOptions::DEFAULT_MAX_PAGES`]).
-    #[serde(default = "RftlOptions::default_max_pages")]
-    pub max_pages: u32,
-    /// Bytes of the device given to the write-ahead log (default: 16 x the write buffer, at
-    /// least 4MB: a compacted log also holds the node translation table).
-    #[serde(
-        default,
-        with = "opt_size_bytes",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub log_size: Option<u64>,
-    /// `none` (default: durable at checkpoints), `group:N` or `each-op`.
-    #[serde(default)]
-    pub log_sync: LogSync,
-    /// Where the log is written: `same` (default), `separate:<device>` or `uncounted` (the
-    /// paper's behaviour: not crash-safe, log I/O not counted).
-    #[serde(default, skip_serializing_if = "LogPlacement::is_same")]
-    pub log_device: LogPlacement,
+logged_options! {
+    /// RFTL's options: what users write (`kind = "rftl"`, `--store-opt KEY=VALUE`), with one
+    /// default per option, and what the policy is built from. Its `write_buffer` is the
+    /// paper's reservation buffer.
+    pub struct RftlOptions {
+        /// Most unit pages a node may span before a flush compacts it (default
+        /// [`RftlOptions::DEFAULT_MAX_PAGES`]).
+        #[serde(default = "RftlOptions::default_max_pages")]
+        pub max_pages: u32,
+    }
 }
 
 impl RftlOptions {
@@ -118,14 +101,6 @@ impl RftlOptions {
 impl PolicyOptions for RftlOptions {
     fn name(&self) -> &'static str {
         "RFTL"
-    }
-
-    fn log_sync(&self) -> LogSync {
-        self.log_sync
-    }
-
-    fn log_device(&self) -> &LogPlacement {
-        &self.log_device
     }
 
     fn validate(&self, page_size: usize) -> Result<()> {
@@ -747,4 +722,4 @@ impl LoggedPolicy for RftlPolicy {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

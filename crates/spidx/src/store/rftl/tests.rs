@@ -7,10 +7,9 @@ use super::*;
 use crate::device::shared::SharedDevice;
 use crate::device::Device;
 use crate::node::{Entry, LayoutKind, NodeLayout};
-use crate::store::buffered::placement::LogPlacement;
-use crate::store::buffered::tests::{checkpoint_and_reopen, entries, entry, layout, mem};
-use crate::store::buffered::tests::{modify, open_on, reads, PS};
-use crate::store::{NodeChange, NodeStore, StoreConfig, StoreControl};
+use crate::store::buffered::tests::{damage_page, modify, open_on, read_error, reads, PS};
+use crate::store::buffered::tests::{entries, entry, layout, mem};
+use crate::store::{NodeChange, NodeStore, StoreConfig, StoreControl, StoreHeader, StoreReport};
 
 fn params(max_pages: u32) -> RftlOptions {
     RftlOptions {
@@ -262,21 +261,13 @@ fn the_translation_table_survives_a_crash_and_a_checkpoint() {
     assert_eq!(s.report().recovery.unwrap().buffered_nodes, 0);
 }
 
-#[test]
-fn the_translation_table_round_trips_through_store_json() {
-    let cfg = StoreConfig::Rftl(RftlOptions {
-        log_sync: LogSync::EachOp,
-        log_device: LogPlacement::Same,
-        ..RftlOptions::new(8 << 10)
-    });
-    let (saved, s) = checkpoint_and_reopen(&cfg);
-    assert_eq!(saved.kind, "rftl");
+/// RFTL's part of the shared round trip of its table through `store.json`
+/// (`store/lcr_rftl_tests.rs`): four one-entry nodes packed into two unit pages.
+pub(in crate::store) fn saved_table(saved: &StoreHeader, r: &StoreReport) {
     let state: super::mapping::RftlState =
         serde_json::from_value(saved.policy_state.clone().unwrap()).unwrap();
     assert_eq!(state.unit_pages.len(), 4, "{saved:?}");
     assert!(state.unit_pages.values().all(|p| p.len() == 2), "{saved:?}");
-    let r = s.report();
-    assert_eq!(r.kind, "rftl");
     let x = r.policy_report::<RftlStats>().unwrap();
     assert_eq!(x.gauges.mapped_nodes, 4);
     assert_eq!(x.gauges.unit_pages, 2);
@@ -291,21 +282,13 @@ fn a_damaged_unit_page_or_table_is_refused_naming_it() {
     let id = create(&mut s, &[entry(1)]);
     StoreControl::write_back(&mut s).unwrap();
     let p = table(&s, id)[0].0;
-    let mut page = vec![0u8; PS];
-    let mut d = nodes.clone();
-    d.read(p, &mut page).unwrap();
-    let good = page.clone();
-    page[PS - 1] ^= 0xff;
-    d.write(p, &page).unwrap();
-    let e = NodeStore::<2>::read(&mut s, id, 0)
-        .err()
-        .unwrap()
-        .to_string();
+    let good = damage_page(&nodes, p);
+    let e = read_error(&mut s, id);
     assert!(
         e.contains(&format!("RFTL unit page {p}")) && e.contains("checksum"),
         "{e}"
     );
-    d.write(p, &good).unwrap();
+    nodes.clone().write(p, &good).unwrap();
     assert_eq!(entries(&mut s, id), vec![entry(1)]);
     // A table that does not match its pages (found when the node is assembled: a node
     // served from the assembled-node cache reads its list's pages unused).
@@ -313,10 +296,7 @@ fn a_damaged_unit_page_or_table_is_refused_naming_it() {
     let live = &mut logged.policy.live;
     live.set(&mut core.header.free, id, vec![(p, 3)]).unwrap();
     logged.lb.nodes.clear();
-    let e = NodeStore::<2>::read(&mut s, id, 0)
-        .err()
-        .unwrap()
-        .to_string();
+    let e = read_error(&mut s, id);
     assert!(e.contains("the table says 3"), "{e}");
     let (logged, core) = s.parts_mut();
     logged
@@ -324,23 +304,15 @@ fn a_damaged_unit_page_or_table_is_refused_naming_it() {
         .live
         .set(&mut core.header.free, id, vec![])
         .unwrap();
-    let e = NodeStore::<2>::read(&mut s, id, 0)
-        .err()
-        .unwrap()
-        .to_string();
+    let e = read_error(&mut s, id);
     assert!(e.contains(&format!("RFTL node {id}")), "{e}");
 }
 
+/// RFTL's own options (the shared ones are tested over both stores in
+/// `store/lcr_rftl_tests.rs`).
 #[test]
 fn invalid_options_are_refused_naming_the_key() {
     for (p, want) in [
-        (
-            RftlOptions {
-                write_buffer: 0,
-                ..params(4)
-            },
-            "RFTL write_buffer",
-        ),
         (
             RftlOptions {
                 write_buffer: 512,
@@ -349,13 +321,6 @@ fn invalid_options_are_refused_naming_the_key() {
             "less than one 1024-byte unit page",
         ),
         (params(0), "RFTL max_pages"),
-        (
-            RftlOptions {
-                log_size: Some(4096),
-                ..params(4)
-            },
-            "RFTL log_size",
-        ),
     ] {
         let e = p.validate(PS).unwrap_err().to_string();
         assert!(e.contains(want), "{p:?}: {e}");
@@ -365,39 +330,18 @@ fn invalid_options_are_refused_naming_the_key() {
     struct Spec {
         store: StoreConfig,
     }
-    let s: Spec = toml::from_str(
-        r#"store = { kind = "rftl", write_buffer = "256KB", log_device = "uncounted" }"#,
-    )
-    .unwrap();
-    assert_eq!(s.store.label(), "RFTL log=uncounted");
+    let s: Spec = toml::from_str(r#"store = { kind = "rftl", write_buffer = "256KB" }"#).unwrap();
     let StoreConfig::Rftl(p) = &s.store else {
         panic!("{:?}", s.store)
     };
     assert_eq!(p.max_pages, 4);
-    assert_eq!(p.log_pages(4096).unwrap(), (4 << 20) / 4096);
-    let json = serde_json::to_string(&s.store).unwrap();
-    assert_eq!(serde_json::from_str::<StoreConfig>(&json).unwrap(), s.store);
     let s: Spec =
         toml::from_str(r#"store = { kind = "rftl", write_buffer = "256KB", max_pages = 8 }"#)
             .unwrap();
     assert_eq!(s.store.label(), "RFTL(max_pages=8)");
-    for (bad, want) in [
-        (
-            r#"store = { kind = "rftl", write_buffer = "256KB", flushing_unit = 3 }"#,
-            "unknown field",
-        ),
-        (
-            r#"store = { kind = "rftl" }"#,
-            "missing field `write_buffer`",
-        ),
-        (
-            r#"store = { kind = "lcr", write_buffer = "256KB", max_pages = 3 }"#,
-            "unknown field",
-        ),
-    ] {
-        let e = toml::from_str::<Spec>(bad).unwrap_err().to_string();
-        assert!(e.contains(want), "{bad}: {e}");
-    }
+    let bad = r#"store = { kind = "lcr", write_buffer = "256KB", max_pages = 3 }"#;
+    let e = toml::from_str::<Spec>(bad).unwrap_err().to_string();
+    assert!(e.contains("unknown field"), "{bad}: {e}");
 }
 
 /// RFTL's own `UnitPages` records keep the bytes of the record kind the shared codec had

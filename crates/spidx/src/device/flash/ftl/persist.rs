@@ -35,9 +35,9 @@ use serde::{Deserialize, Serialize};
 
 use super::sparse::SparseMap;
 use super::{BlockState, Counters, Die, Ftl, FtlGeometry, NONE};
+use crate::device::paged::peek_second_pages_file;
 use crate::device::paged::table::{TablePages, TABLE_PAGE};
 use crate::device::paged::{PageStore, SaveReport};
-use crate::device::pages::peek_second_pages_file;
 use crate::{Error, Result};
 
 /// 32-bit words per table page.
