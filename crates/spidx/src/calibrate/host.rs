@@ -387,11 +387,13 @@ mod tests {
         let fit = fit_host(&opts, dir.path()).unwrap();
         fit.profile.validate().unwrap();
         assert_eq!(fit.phases, [2 * (90 + 30), 2 * 90, 2]);
-        // Reading nodes costs something. (How well the prices explain the CPU time is not
-        // asserted here: the process CPU clock also counts the test harness's other
-        // threads; `spidx calibrate --host` runs alone and prints it.)
+        // The work costs something. Which counts carry the price is not asserted, nor how
+        // well the prices explain the CPU time: the process CPU clock also counts the test
+        // harness's other threads, and non-negative least squares then moves a price to a
+        // correlated count (a run under `scripts/test` gave node reads and entries 0 and
+        // insertions 14.7 us); `spidx calibrate --host` runs alone and prints the fit.
         assert!(
-            fit.profile.node_read_us + fit.profile.entry_us > 0.0,
+            fit.profile.fields().iter().any(|(_, v)| *v > 0.0),
             "{fit:?}"
         );
         assert!(fit.total_error.is_finite(), "{fit:?}");
