@@ -90,24 +90,15 @@ fn the_scorecard_is_computed_from_the_database() {
         .args(["run", spec, "--results", db, "--quiet"])
         .assert()
         .success();
-    let out = spidx()
-        .args([
-            "reproduce",
-            "--results",
-            db,
-            "--findings",
-            findings,
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let card: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let card = common::json_of(&[
+        "reproduce",
+        "--results",
+        db,
+        "--findings",
+        findings,
+        "--format",
+        "json",
+    ]);
     let rows = card["rows"].as_array().unwrap();
     let verdict = |id: &str| {
         rows.iter().find(|r| r["id"] == id).unwrap()["decision"]["verdict"]
