@@ -1,7 +1,8 @@
 //! `spidx reproduce`: the scorecard computed from a results database that `spidx run` filled
 //! (a small plain-vs-FAST experiment on the simulated flash), in every output format; the
 //! same scorecard from a results summary of that database; and `docs/reproduction.md`'s
-//! scorecard section, which must be what the checked-in summary generates.
+//! scorecard section, which must be what the checked-in summary generates; the same for
+//! `--sweep` (a preset run under overridden parameters) and the page's sensitivity section.
 
 mod common;
 
@@ -265,6 +266,145 @@ fn the_reproduction_doc_is_generated_from_the_checked_in_summary() {
         .unwrap();
     assert!(
         out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+const SWEEP_SPEC: &str = r#"
+name = "tiny-sweep"
+[dataset]
+generate = { distribution = "buildings", count = 2000, seed = 42 }
+[protocol]
+check = false
+[matrix]
+index = [{ kind = "rtree", split = "linear", label = "Linear R-tree" }]
+page_size = ["4KB"]
+device = [
+  "hdd-wd2tb",
+  { device = "hdd-wd2tb", params = { hit_overhead_us = 300.0 }, label = "hdd hit 300us" },
+  "ssd-v300",
+]
+[[workload]]
+kind = "construction"
+"#;
+
+const SWEEP_FINDINGS: &str = r#"
+[[finding]]
+id = "ssd-faster"
+paper = "jidm"
+where = "Fig. 2"
+claim = "the SSD builds faster"
+paper_value = "+4 … +16 %"
+experiments = ["seeds-elsewhere"]
+metric = "device_s"
+test = "change"
+a = { device = "ssd-v300" }
+b = { device = "hdd-wd2tb" }
+pair_by = ["index"]
+direction = "decrease"
+range = [-0.16, -0.04]
+"#;
+
+/// A finding decided at each value of a swept parameter: the preset's runs at the preset's
+/// value, the overridden runs at theirs; the same from a summary; a chart per finding; an
+/// experiment that is not there is an error.
+#[test]
+fn a_sweep_decides_each_finding_at_each_parameter_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.toml");
+    std::fs::write(&spec, SWEEP_SPEC).unwrap();
+    let findings = dir.path().join("findings.toml");
+    std::fs::write(&findings, SWEEP_FINDINGS).unwrap();
+    let db = dir.path().join("r.db");
+    let summary = dir.path().join("s.json");
+    let charts = dir.path().join("charts");
+    let (spec, findings, db, summary_s, charts_s) = (
+        spec.to_str().unwrap(),
+        findings.to_str().unwrap(),
+        db.to_str().unwrap(),
+        summary.to_str().unwrap(),
+        charts.to_str().unwrap(),
+    );
+    spidx()
+        .args(["run", spec, "--results", db, "--quiet"])
+        .assert()
+        .success();
+    let sweep = |source: &[&str], extra: &[&str]| {
+        let mut args = vec!["reproduce", "--findings", findings, "--sweep", "tiny-sweep"];
+        args.extend_from_slice(source);
+        args.extend_from_slice(extra);
+        let out = spidx().args(&args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let csv = sweep(
+        &["--results", db],
+        &[
+            "--format",
+            "csv",
+            "--summary",
+            summary_s,
+            "--charts",
+            charts_s,
+        ],
+    );
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    assert!(
+        rows[0].starts_with(
+            r#""tiny-sweep","ssd-faster","hdd-wd2tb","hit_overhead_us","100","true","#
+        ),
+        "the preset's own value, read from the preset: {csv}"
+    );
+    assert!(
+        rows[1].starts_with(
+            r#""tiny-sweep","ssd-faster","hdd-wd2tb","hit_overhead_us","300","false","#
+        ),
+        "{csv}"
+    );
+    // Dearer cache hits make the HDD slower, so the SSD's change from it falls.
+    let change = |row: &str| -> f64 {
+        let measured = row.split("\",\"").nth(7).unwrap();
+        measured.split(' ').next().unwrap().parse::<f64>().unwrap()
+    };
+    assert!(change(rows[1]) < change(rows[0]), "{csv}");
+    assert_eq!(
+        sweep(&["--from-summary", summary_s], &["--format", "csv"]),
+        csv,
+        "the summary decides as the database does"
+    );
+    let svgs: Vec<_> = std::fs::read_dir(&charts)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "svg"))
+        .collect();
+    assert_eq!(svgs.len(), 1);
+    let svg = std::fs::read_to_string(svgs[0].path()).unwrap();
+    assert_eq!(svg.matches(r#"class="point""#).count(), 2, "{svg}");
+    assert!(
+        svg.contains(r#"class="band""#) && svg.contains("preset 100"),
+        "{svg}"
+    );
+    let out = spidx()
+        .args([
+            "reproduce",
+            "--results",
+            db,
+            "--findings",
+            findings,
+            "--sweep",
+            "no-such",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no-such"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

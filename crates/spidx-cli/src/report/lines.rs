@@ -58,7 +58,7 @@ fn dash(dashed: bool) -> &'static str {
 }
 
 /// An x value as written on the axis: whole numbers without decimals.
-fn x_text(v: f64) -> String {
+pub(super) fn x_text(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{v:.0}")
     } else {
@@ -68,7 +68,7 @@ fn x_text(v: f64) -> String {
 
 /// The legend: a short stroke in each line's colour and style, then its name, in rows
 /// across the chart's width under the title; returns its SVG and where the plot may start.
-fn legend(lines: &[Line]) -> (String, f64) {
+pub(super) fn legend(lines: &[Line]) -> (String, f64) {
     const Y: f64 = 30.0;
     let mut svg = String::new();
     let (mut x, mut row) = (12.0, 0usize);

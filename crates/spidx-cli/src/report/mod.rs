@@ -19,6 +19,7 @@
 //! (`page`); it never runs anything.
 
 mod axes;
+pub(crate) mod bands;
 mod correlation;
 mod data;
 mod dims;

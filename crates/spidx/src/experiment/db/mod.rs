@@ -403,6 +403,16 @@ impl ResultsDb {
         )
     }
 
+    /// The resolved device name (`preset{key=value,...}`) of every run of `experiment`, by
+    /// run id: what a sensitivity sweep reads to tell a preset's overridden parameters.
+    pub fn run_devices(&self, experiment: &str) -> Result<Table> {
+        self.table(
+            "SELECT r.id AS run_id, r.device_name FROM runs r JOIN experiments e ON e.id = r.experiment_id
+             WHERE e.name = ?1 ORDER BY r.id",
+            &[experiment.into()],
+        )
+    }
+
     /// Every metric (long format) of finished runs, of one experiment or of one run, with
     /// its kind (`counter`, `gauge`, `setting`; told from the name by
     /// [`schema::legacy_kind`] in a database older than schema version 3).

@@ -22,7 +22,7 @@ fn pct(x: f64) -> String {
 }
 
 /// Pairs of observations of `a` and `b` that agree on `pair_by`, with both metrics.
-fn pairs<'o>(
+pub(super) fn pairs<'o>(
     obs: &[&'o Observation],
     a: &Selector,
     b: &Selector,

@@ -241,6 +241,38 @@ pub enum Test {
     },
 }
 
+impl Test {
+    /// Every selector of the test (which observations it reads), e.g. to tell whether a
+    /// finding reads a given device.
+    pub fn selectors(&self) -> Vec<&Selector> {
+        match self {
+            Test::Change { a, b, .. }
+            | Test::Ratio { a, b, .. }
+            | Test::Spread { a, b, .. }
+            | Test::MostOften { a, b, .. }
+            | Test::RatioGrows { a, b, .. }
+            | Test::Crossover { a, b, .. } => vec![a, b],
+            Test::CrossoverShift {
+                a,
+                b,
+                earlier,
+                later,
+                ..
+            } => vec![a, b, earlier, later],
+            Test::ZeroVsPositive { zero, positive } => vec![zero, positive],
+            Test::Best { select, .. } => vec![select],
+            Test::Trend { a, minus, .. } => std::iter::once(a).chain(minus.iter()).collect(),
+        }
+    }
+
+    /// Whether some selector of the test reads runs on `device` (a device label).
+    pub fn reads_device(&self, device: &str) -> bool {
+        self.selectors()
+            .iter()
+            .any(|s| s.get("device").is_some_and(|d| d.accepts(device)))
+    }
+}
+
 fn default_tolerance() -> f64 {
     0.05
 }

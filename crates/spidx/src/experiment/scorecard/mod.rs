@@ -12,6 +12,7 @@
 mod decide;
 pub(crate) mod findings;
 pub mod summary;
+pub mod sweep;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -203,6 +204,17 @@ pub(crate) fn observations(db: &ResultsDb, experiments: &[String]) -> Result<Vec
     let mut out = Vec::new();
     for exp in experiments {
         let results = db.results(Some(exp), true)?;
+        let device_names: HashMap<i64, String> = db
+            .run_devices(exp)?
+            .objects()
+            .iter()
+            .filter_map(|r| {
+                Some((
+                    r.get("run_id")?.as_i64()?,
+                    r.get("device_name")?.as_str()?.to_string(),
+                ))
+            })
+            .collect();
         let mut index: HashMap<(i64, String), usize> = HashMap::new();
         for row in results.objects() {
             let s = |k: &str| match row.get(k) {
@@ -219,6 +231,9 @@ pub(crate) fn observations(db: &ResultsDb, experiments: &[String]) -> Result<Vec
             attrs.insert("run".into(), s("run"));
             attrs.insert("index".into(), s("index_label"));
             attrs.insert("device".into(), s("device"));
+            if let Some(n) = device_names.get(&run_id) {
+                attrs.insert(sweep::DEVICE_NAME.into(), n.clone());
+            }
             attrs.insert("buffer".into(), s("buffer"));
             attrs.insert("layout".into(), s("layout"));
             attrs.insert("workload".into(), s("workload"));

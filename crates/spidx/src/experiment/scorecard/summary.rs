@@ -73,8 +73,36 @@ impl Summary {
     /// The summary of what `findings` read from `db`. Experiments without runs are left
     /// out (their findings read "not measured" from the summary as from the database).
     pub fn from_db(findings: &Findings, db: &ResultsDb, note: Option<String>) -> Result<Summary> {
+        Summary::build(db, metrics_read(findings), note)
+    }
+
+    /// The summary of the named experiments (sensitivity sweeps, which no finding names),
+    /// keeping every metric any finding reads.
+    pub fn of_experiments(
+        findings: &Findings,
+        db: &ResultsDb,
+        names: &[String],
+        note: Option<String>,
+    ) -> Result<Summary> {
+        let all: BTreeSet<String> = metrics_read(findings).into_values().flatten().collect();
+        let wanted = names.iter().map(|n| (n.clone(), all.clone())).collect();
+        let s = Summary::build(db, wanted, note)?;
+        if let Some(missing) = names.iter().find(|n| !s.experiments.contains_key(*n)) {
+            return Err(Error::invalid(
+                "--sweep",
+                format!("the database holds no finished run of experiment '{missing}' with a metric the findings read"),
+            ));
+        }
+        Ok(s)
+    }
+
+    fn build(
+        db: &ResultsDb,
+        wanted: BTreeMap<String, BTreeSet<String>>,
+        note: Option<String>,
+    ) -> Result<Summary> {
         let mut experiments = BTreeMap::new();
-        for (exp, names) in metrics_read(findings) {
+        for (exp, names) in wanted {
             let obs = observations(db, std::slice::from_ref(&exp))?;
             let kept: Vec<SummaryObservation> = obs
                 .into_iter()
@@ -187,25 +215,26 @@ pub const DOC_END: &str = "<!-- scorecard:end -->";
 /// `page` with the text between its scorecard markers replaced by `section` (the markers
 /// kept). Errors when the page lacks either marker or has them out of order.
 pub fn replace_doc_section(page: &str, section: &str, file: &str) -> Result<String> {
-    let begin = page.find(DOC_BEGIN).ok_or_else(|| {
-        Error::invalid(
-            file.to_string(),
-            format!("no '{DOC_BEGIN} ... -->' marker line"),
-        )
+    replace_marked_section(page, "scorecard", section, file)
+}
+
+/// `page` with the text between its `<!-- NAME:begin ... -->` line and its
+/// `<!-- NAME:end -->` marker replaced by `section` (the markers kept).
+pub fn replace_marked_section(page: &str, name: &str, section: &str, file: &str) -> Result<String> {
+    let (open, close) = (format!("<!-- {name}:begin"), format!("<!-- {name}:end -->"));
+    let begin = page.find(&open).ok_or_else(|| {
+        Error::invalid(file.to_string(), format!("no '{open} ... -->' marker line"))
     })?;
     let body = begin
         + page[begin..]
             .find('\n')
             .ok_or_else(|| Error::invalid(file.to_string(), "the begin marker ends the file"))?
         + 1;
-    let end = page[body..]
-        .find(DOC_END)
-        .map(|e| body + e)
-        .ok_or_else(|| {
-            Error::invalid(
-                file.to_string(),
-                format!("no '{DOC_END}' marker after the begin marker"),
-            )
-        })?;
+    let end = page[body..].find(&close).map(|e| body + e).ok_or_else(|| {
+        Error::invalid(
+            file.to_string(),
+            format!("no '{close}' marker after the begin marker"),
+        )
+    })?;
     Ok(format!("{}{}{}", &page[..body], section, &page[end..]))
 }

@@ -16,6 +16,8 @@ use spidx::experiment::scorecard::summary::{self, Summary};
 use spidx::experiment::scorecard::{self, Findings, Scorecard};
 use spidx::experiment::ResultsDb;
 
+mod sweep;
+
 #[derive(Args)]
 pub struct ReproduceArgs {
     /// Results database holding the seed specs' runs (default: the newest results database
@@ -61,8 +63,19 @@ pub struct ReproduceArgs {
     #[arg(long)]
     force: bool,
     /// Exit with status 1 when fewer findings than this are reproduced in direction.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "sweep")]
     min_in_direction: Option<usize>,
+    /// Sensitivity instead of the scorecard: every finding that reads a preset this
+    /// experiment ran under overridden parameters, decided at each value of each parameter
+    /// swept (the specs in `examples/seeds/sensitivity/`). Repeatable. With `--summary`,
+    /// `--update-doc` and `--check-doc` the summary and the page's
+    /// `<!-- sensitivity:begin ... -->` section are the sweeps'.
+    #[arg(long, value_name = "EXPERIMENT")]
+    sweep: Vec<String>,
+    /// With `--sweep`: write one chart (SVG) per finding and parameter into this directory
+    /// (created if missing); with `--check-doc`, check the charts there are current.
+    #[arg(long, value_name = "DIR", requires = "sweep")]
+    charts: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -80,6 +93,9 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
         crate::own::check_out(p, a.force)?;
     }
     let findings = Findings::load(&a.findings)?;
+    if !a.sweep.is_empty() {
+        return sweep::run(&a, &findings);
+    }
     let (card, source, loaded) = match &a.from_summary {
         Some(p) => {
             let s = Summary::load(p)?;
