@@ -409,3 +409,36 @@ fn a_sweep_decides_each_finding_at_each_parameter_value() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `docs/reproduction.md`'s sensitivity section and its charts are what the checked-in
+/// sweep summary generates (regenerate with the command in the page).
+#[test]
+fn the_sensitivity_section_is_generated_from_the_checked_in_summary() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = spidx()
+        .current_dir(&root)
+        .args([
+            "reproduce",
+            "--from-summary",
+            "examples/seeds/sensitivity/summary.json",
+            "--findings",
+            "examples/seeds/findings.toml",
+            "--sweep",
+            "sensitivity-jidm-construction-hdd-overheads=seeds-jidm-local-construction",
+            "--sweep",
+            "sensitivity-jidm-queries-drive-cache=seeds-jidm-local-queries",
+            "--sweep",
+            "sensitivity-jidm-cloud-latency=seeds-jidm-cloud-construction",
+            "--charts",
+            "docs/img/sensitivity",
+            "--check-doc",
+            "docs/reproduction.md",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -67,10 +67,11 @@ pub struct ReproduceArgs {
     min_in_direction: Option<usize>,
     /// Sensitivity instead of the scorecard: every finding that reads a preset this
     /// experiment ran under overridden parameters, decided at each value of each parameter
-    /// swept (the specs in `examples/seeds/sensitivity/`). Repeatable. With `--summary`,
+    /// swept (the specs in `examples/seeds/sensitivity/`); `EXPERIMENT=SEED` decides only
+    /// the findings of the seed experiment SEED the sweep repeats. Repeatable. With `--summary`,
     /// `--update-doc` and `--check-doc` the summary and the page's
     /// `<!-- sensitivity:begin ... -->` section are the sweeps'.
-    #[arg(long, value_name = "EXPERIMENT")]
+    #[arg(long, value_name = "EXPERIMENT[=SEED]")]
     sweep: Vec<String>,
     /// With `--sweep`: write one chart (SVG) per finding and parameter into this directory
     /// (created if missing); with `--check-doc`, check the charts there are current.

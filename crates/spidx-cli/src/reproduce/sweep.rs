@@ -26,18 +26,34 @@ pub fn run(a: &ReproduceArgs, findings: &Findings) -> Result<()> {
     if let Some(p) = &a.out {
         crate::own::check_out(p, a.force)?;
     }
+    // EXPERIMENT or EXPERIMENT=SEED: the sweep and the seed experiment it stands for.
+    let named: Vec<(&str, Option<&str>)> = a
+        .sweep
+        .iter()
+        .map(|s| match s.split_once('=') {
+            Some((e, seed)) => (e, Some(seed)),
+            None => (s.as_str(), None),
+        })
+        .collect();
+    if let Some((e, _)) = named.iter().find(|(e, s)| e.is_empty() || *s == Some("")) {
+        bail!("invalid --sweep '{e}': write EXPERIMENT or EXPERIMENT=SEED_EXPERIMENT");
+    }
+    let names: Vec<String> = named.iter().map(|(e, _)| e.to_string()).collect();
     let (sweeps, source): (Sweeps, PathBuf) = match &a.from_summary {
         Some(p) => {
             let s = Summary::load(p)?;
             let mut out = Vec::new();
-            for exp in &a.sweep {
-                if !s.experiments.contains_key(exp) {
+            for (exp, seed) in &named {
+                if !s.experiments.contains_key(*exp) {
                     bail!(
                         "invalid --sweep {exp}: the summary {} holds no such experiment",
                         p.display()
                     );
                 }
-                out.push((exp.clone(), sweep::from_summary(findings, &s, exp)));
+                out.push((
+                    exp.to_string(),
+                    sweep::from_summary(findings, &s, exp, *seed),
+                ));
             }
             (out, p.clone())
         }
@@ -45,7 +61,7 @@ pub fn run(a: &ReproduceArgs, findings: &Findings) -> Result<()> {
             let path = crate::results_path::resolve(a.results.as_deref())?;
             let db = ResultsDb::open_existing(&path)?;
             if let Some(out) = &a.summary {
-                let s = Summary::of_experiments(findings, &db, &a.sweep, a.note.clone())?;
+                let s = Summary::of_experiments(findings, &db, &names, a.note.clone())?;
                 crate::own::write_out(out, s.to_json().as_bytes(), a.force)?;
                 eprintln!(
                     "summary of {} experiments written to {}",
@@ -54,8 +70,8 @@ pub fn run(a: &ReproduceArgs, findings: &Findings) -> Result<()> {
                 );
             }
             let mut out = Vec::new();
-            for exp in &a.sweep {
-                out.push((exp.clone(), sweep::from_db(findings, &db, exp)?));
+            for (exp, seed) in &named {
+                out.push((exp.to_string(), sweep::from_db(findings, &db, exp, *seed)?));
             }
             (out, path)
         }
@@ -168,9 +184,10 @@ fn chart_name(exp: &str, f: &FindingSweep) -> String {
             .collect()
     };
     format!(
-        "{}--{}--{}.svg",
+        "{}--{}--{}--{}.svg",
         clean(exp),
         clean(&f.id),
+        clean(&f.device),
         clean(&f.parameter)
     )
 }

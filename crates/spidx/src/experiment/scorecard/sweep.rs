@@ -130,8 +130,14 @@ fn pair_values(test: &Test, metric: &str, obs: &[&Observation]) -> Vec<(String, 
 /// in `obs` (the observations of one experiment, with their [`DEVICE_NAME`]s). A parameter
 /// counts as swept when at least two values of it ran (the preset's own runs being one).
 /// Findings the experiment cannot decide at any value (other workloads, other page sizes)
-/// are left out.
-pub fn sweep(findings: &Findings, obs: &[Observation]) -> Vec<FindingSweep> {
+/// are left out; with `stands_for`, so is every finding that does not name that experiment
+/// (the seed experiment the sweep repeats: a construction finding is not decided over a
+/// queries sweep's runs).
+pub fn sweep(
+    findings: &Findings,
+    obs: &[Observation],
+    stands_for: Option<&str>,
+) -> Vec<FindingSweep> {
     // preset -> parameter -> (value, resolved name) of each run device overriding only it.
     let mut names: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for o in obs {
@@ -160,11 +166,11 @@ pub fn sweep(findings: &Findings, obs: &[Observation]) -> Vec<FindingSweep> {
                 continue;
             }
             points.sort_by(|p, q| p.0.total_cmp(&q.0));
-            for f in findings
-                .finding
-                .iter()
-                .filter(|f| f.test.reads_device(base))
-            {
+            let decided = findings.finding.iter().filter(|f| {
+                f.test.reads_device(base)
+                    && stands_for.is_none_or(|e| f.experiments.iter().any(|x| x == e))
+            });
+            for f in decided {
                 let experiment = f.experiments.first().cloned().unwrap_or_default();
                 let mut swept = Vec::new();
                 for (value, name) in &points {
@@ -237,14 +243,20 @@ pub fn from_db(
     findings: &Findings,
     db: &ResultsDb,
     experiment: &str,
+    stands_for: Option<&str>,
 ) -> crate::Result<Vec<FindingSweep>> {
     let obs = super::observations(db, &[experiment.to_string()])?;
-    Ok(sweep(findings, &obs))
+    Ok(sweep(findings, &obs, stands_for))
 }
 
 /// [`sweep`] over the observations a results summary kept of `experiment`.
-pub fn from_summary(findings: &Findings, s: &Summary, experiment: &str) -> Vec<FindingSweep> {
-    sweep(findings, &s.observations(experiment))
+pub fn from_summary(
+    findings: &Findings,
+    s: &Summary,
+    experiment: &str,
+    stands_for: Option<&str>,
+) -> Vec<FindingSweep> {
+    sweep(findings, &s.observations(experiment), stands_for)
 }
 
 /// A value of a swept parameter as a table writes it: whole numbers without decimals.
@@ -377,7 +389,11 @@ direction = "decrease"
                 1.0,
             ),
         ];
-        let s = sweep(&findings, &obs);
+        assert!(
+            sweep(&findings, &obs, Some("seeds-other")).is_empty(),
+            "no finding names that experiment"
+        );
+        let s = sweep(&findings, &obs, Some("seeds-x"));
         assert_eq!(s.len(), 1, "only the finding that reads the HDD: {s:#?}");
         let f = &s[0];
         assert_eq!(
@@ -423,7 +439,7 @@ direction = "decrease"
             obs("ssd-v300", "ssd-v300", "A", 90.0),
             obs("hdd hit 50", "hdd-wd2tb{hit_overhead_us=50.0}", "A", 80.0),
         ];
-        assert!(sweep(&findings, &obs).is_empty());
+        assert!(sweep(&findings, &obs, None).is_empty());
     }
 
     #[test]
