@@ -5,6 +5,8 @@ mod build;
 mod calibrate;
 mod calibrate_host;
 mod check;
+#[cfg(test)]
+mod commit;
 mod dataset;
 mod devices;
 mod export_table;

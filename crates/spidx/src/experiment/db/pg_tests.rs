@@ -42,6 +42,7 @@ pub(super) fn me() -> Invocation {
         objects: 10,
         machine_json: "{}".into(),
         owner: Owner::this_process(),
+        inputs: Default::default(),
     }
 }
 
