@@ -6,7 +6,7 @@
 /// The commit to record, from the environment's `SPIDX_GIT_COMMIT` (`env`) and git's
 /// answer (`git`).
 pub fn choose(env: Option<&str>, git: Option<&str>) -> Result<String, String> {
-    let valid = |c: &str| c.len() >= 7 && c.len() <= 64 && c.bytes().all(|b| b.is_ascii_hexdigit());
+    let valid = |c: &str| (7..=64).contains(&c.len()) && c.bytes().all(|b| b.is_ascii_hexdigit());
     match env.map(str::trim) {
         Some(c) if !c.is_empty() => {
             if valid(c) {

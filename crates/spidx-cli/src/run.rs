@@ -305,10 +305,18 @@ fn plan_lines(plan: &Plan) -> Vec<String> {
     for (build, n) in &plan.other_builds {
         out.push(format!(
             "{n} finished runs are kept as done that spidx {build} ran (this is spidx {})",
-            spidx::experiment::db::export::recorded_version()
+            this_build()
         ));
     }
     out
+}
+
+/// This build as runs record it: `0.1.0+<commit>`, or `0.1.0` when the commit is unknown.
+fn this_build() -> String {
+    match spidx::experiment::db::export::git_commit() {
+        "unknown" => spidx::VERSION.to_string(),
+        c => format!("{}+{c}", spidx::VERSION),
+    }
 }
 
 /// `spidx run --dry-run`: the plan of an invocation, read from the database if it exists,
