@@ -277,11 +277,14 @@ impl Repeated {
     }
 
     /// As metrics (gauges) of `name`: `gauges.NAME_rep_median`, `_rep_sd`,
-    /// `_rep_ci95_low`, `_rep_ci95_high` (σ and the interval only from 2 repetitions).
+    /// `_rep_ci95_low`, `_rep_ci95_high`, from 2 repetitions on. One repetition has no
+    /// spread, and its median is the total itself (the workload's `elapsed_s`), so nothing
+    /// is added: a run of one repetition records exactly the metrics it did before these
+    /// statistics existed.
     pub fn metrics(&self, name: &str) -> Metrics {
         let mut m = Metrics::new();
-        m.insert(format!("gauges.{name}_rep_median"), self.median);
         if let (Some(sd), Some((lo, hi))) = (self.sd, self.ci95) {
+            m.insert(format!("gauges.{name}_rep_median"), self.median);
             m.insert(format!("gauges.{name}_rep_sd"), sd);
             m.insert(format!("gauges.{name}_rep_ci95_low"), lo);
             m.insert(format!("gauges.{name}_rep_ci95_high"), hi);
@@ -363,10 +366,11 @@ mod tests {
         let m = r.metrics("elapsed_s");
         assert_eq!(m["gauges.elapsed_s_rep_median"], 14.0);
         assert!(kinds(&m).all(|(_, k, _)| k == MetricKind::Gauge));
-        // One repetition: a median, no σ, no interval.
+        assert_eq!(m.len(), 4);
+        // One repetition: no σ, no interval, and no metrics (its median is the total).
         let one = Repeated::of(&[3.0]).unwrap();
         assert_eq!((one.sd, one.ci95), (None, None));
-        assert_eq!(one.metrics("elapsed_s").len(), 1);
+        assert!(one.metrics("elapsed_s").is_empty());
         assert_eq!(Repeated::of(&[]), None);
         // The t quantiles: table values, and the expansion joins them smoothly.
         assert_eq!(t_975(9), 2.262);

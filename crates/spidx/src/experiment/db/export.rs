@@ -111,7 +111,7 @@ pub const COLUMNS: &[Column] = &[
     col("elapsed_min_s", Real, "fastest query's mean, s"),
     col("elapsed_median_s", Real, "median query's mean, s"),
     col("elapsed_max_s", Real, "slowest query's mean, s"),
-    col("rep_median_s", Real, "median over repetitions of the workload's total (every query once), s"),
+    col("rep_median_s", Real, "median over repetitions of the workload's total (every query once), s (null for one repetition)"),
     col("rep_sd_s", Real, "sample standard deviation of those totals, s (null for one repetition)"),
     col("rep_ci95_low_s", Real, "95 % t-interval of the mean total (= elapsed_s), lower end, s"),
     col("rep_ci95_high_s", Real, "95 % t-interval of the mean total, upper end, s"),
