@@ -25,7 +25,7 @@ pub struct BuildArgs {
     #[arg(long)]
     data: PathBuf,
     #[command(flatten)]
-    columns: crate::dataset::ColumnArgs,
+    columns: crate::columns::ColumnArgs,
     /// Give the objects new ids 0, 1, 2, ... (unique even if the source's are not), as
     /// `spidx dataset import --renumber` does.
     #[arg(long)]

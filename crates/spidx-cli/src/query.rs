@@ -196,7 +196,8 @@ fn run_dims<const D: usize>(a: &QueryArgs, pred: Predicate) -> Result<()> {
                 join(&ext.max),
                 dataset_crs.map_or(String::new(), |c| format!(", in {c}"))
             );
-            eprintln!("warning: {w}");
+            // The dataset's path comes from the index directory: shown safe.
+            eprintln!("warning: {}", crate::term::safe(&w));
             warnings.push(w);
         }
     }

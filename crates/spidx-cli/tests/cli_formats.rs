@@ -69,6 +69,8 @@ fn window_arg(r: &geo::Rect) -> String {
 fn build(data: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
     let mut args = vec![
         "build",
+        "--index",
+        "rstar",
         "--data",
         data.to_str().unwrap(),
         "--out",

@@ -190,8 +190,10 @@ fn outer_authority(text: &str) -> Option<(String, String)> {
             _ if !in_str && depth == 1 => {
                 for kw in ["AUTHORITY[", "ID["] {
                     let prev_ok = i == 0 || !bytes[i - 1].is_ascii_alphabetic();
-                    if prev_ok && upper[i..].starts_with(kw) {
-                        let body = &text[i + kw.len()..];
+                    // Bytes, not `str` slices: `i` may fall inside a multi-byte character.
+                    if prev_ok && bytes[i..].starts_with(kw.as_bytes()) {
+                        // The keyword is ASCII, so the byte after it starts a character.
+                        let body = text.get(i + kw.len()..)?;
                         let end = body.find(']')?;
                         let mut parts = body[..end].split(',').map(|p| p.trim().trim_matches('"'));
                         if let (Some(a), Some(c)) = (parts.next(), parts.next()) {
@@ -259,6 +261,10 @@ mod tests {
         assert_eq!(Crs::from_wkt(esri).unwrap().id, "EPSG:4326");
         let wkt2 = r#"PROJCRS["ETRS89 / UTM zone 32N",BASEGEOGCRS["ETRS89",ID["EPSG",4258]],ID["EPSG",25832]]"#;
         assert_eq!(Crs::from_wkt(wkt2).unwrap().id, "EPSG:25832");
+        // Non-ASCII text outside quotes (a hand-edited or damaged .prj) is no panic.
+        let odd = "GEOGCS[\"x\",é,ÄUTHORITY[\"EPSG\",\"1\"],ID[\"EPSG\",4326]]";
+        assert_eq!(Crs::from_wkt(odd).unwrap().id, "EPSG:4326");
+        assert_eq!(Crs::from_wkt("X[é,ID["), None);
         let local = r#"LOCAL_CS["my grid",UNIT["metre",1]]"#;
         assert_eq!(Crs::from_wkt(local).unwrap().id, "my grid");
         let pj: serde_json::Value = serde_json::from_str(

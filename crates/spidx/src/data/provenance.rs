@@ -15,9 +15,9 @@
 //! CRS, no extent and its object ids as source ids.
 
 use super::{Crs, Dataset, Extent, Loaded, SourceId};
+use crate::device::files::write_atomically;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
@@ -67,11 +67,11 @@ impl DatasetSource {
     }
 
     /// Saves the description and, when ids were changed, the source-id table of `dataset`
-    /// into the index directory `dir` (each file written whole, then renamed into place).
+    /// into the index directory `dir` (each written atomically: a temporary file synced and renamed into place).
     pub fn save(&self, dir: &Path, dataset: &Dataset) -> Result<()> {
         let json = serde_json::to_vec_pretty(self)
             .map_err(|e| Error::invalid("dataset description", e.to_string()))?;
-        write_replacing(&dir.join(DATASET_FILE), &json)?;
+        write_atomically(&dir.join(DATASET_FILE), &json)?;
         let Some(recs) = dataset.as_geo().filter(|_| self.renumbered) else {
             return Ok(());
         };
@@ -87,7 +87,7 @@ impl DatasetSource {
             bytes.extend_from_slice(&s.id.to_le_bytes());
             bytes.extend_from_slice(&s.part.unwrap_or(u32::MAX).to_le_bytes());
         }
-        write_replacing(&dir.join(SOURCE_IDS_FILE), &bytes)
+        write_atomically(&dir.join(SOURCE_IDS_FILE), &bytes)
     }
 
     /// The description saved in the index directory `dir`, or `None` for an index built
@@ -103,14 +103,6 @@ impl DatasetSource {
             .map(Some)
             .map_err(|e| Error::corrupted(path.display().to_string(), e.to_string()))
     }
-}
-
-fn write_replacing(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("partial");
-    let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    f.write_all(bytes).map_err(|e| Error::io(&tmp, e))?;
-    f.sync_all().map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
 }
 
 /// Looks up the source ids of objects in an index directory (see the module documentation).

@@ -206,7 +206,8 @@ fn read_file(
         .build()
         .map_err(pq)?;
     let rows = reader.get_row_iter(Some(projection)).map_err(pq)?;
-    sink.reserve(usize::try_from(meta.num_rows()).unwrap_or(0));
+    // No room reserved by the footer's `num_rows`: it is a count from the file, and rows
+    // encoded by dictionary or run length cost far fewer bytes than the records they make.
     let mut builder = RawBuilder::new();
     let mut scratch = Vec::new();
     for (n, row) in rows.enumerate() {

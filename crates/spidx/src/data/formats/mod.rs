@@ -257,6 +257,9 @@ pub(crate) fn corrupted(path: &Path, format: Format, message: impl std::fmt::Dis
     )
 }
 
+/// The longest `.prj` file read (bytes).
+const MAX_PRJ_BYTES: u64 = 1 << 20;
+
 /// The CRS named beside or inside a file whose reader does not report it itself: a
 /// Shapefile's `.prj` (WKT) and a FlatGeobuf header (authority code or WKT). `None` when
 /// the file names none; called after a successful read, so the file is known to be whole.
@@ -264,12 +267,29 @@ pub(crate) fn crs_of(path: &Path, format: Format) -> Result<Option<crate::data::
     use crate::data::Crs;
     match format {
         Format::Shapefile => {
+            use std::io::Read;
             let prj = path.with_extension("prj");
-            match std::fs::read(&prj) {
-                Ok(bytes) => Ok(Crs::from_wkt(&String::from_utf8_lossy(&bytes))),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(Error::io(&prj, e)),
+            let file = match std::fs::File::open(&prj) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(Error::io(&prj, e)),
+            };
+            // A .prj is one WKT of a few KB; a larger one is not read whole.
+            let mut bytes = Vec::new();
+            file.take(MAX_PRJ_BYTES + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::io(&prj, e))?;
+            if bytes.len() as u64 > MAX_PRJ_BYTES {
+                return Err(corrupted(
+                    &prj,
+                    format,
+                    format!(
+                        "its .prj is longer than {} KiB (a CRS's WKT is a few KB)",
+                        MAX_PRJ_BYTES >> 10
+                    ),
+                ));
             }
+            Ok(Crs::from_wkt(&String::from_utf8_lossy(&bytes)))
         }
         Format::FlatGeobuf => {
             let mut input = std::io::BufReader::new(open_file(path)?);
