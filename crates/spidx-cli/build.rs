@@ -1,7 +1,9 @@
 //! Records the git commit the CLI is built from (`SPIDX_GIT_COMMIT`, handed to
 //! `spidx::experiment::db::export::set_git_commit` at start), so that every result and
-//! report can name the code that produced it. Outside a git checkout (a source
-//! tarball, a vendored copy) or without git, the commit is `unknown`.
+//! report can name the code that produced it. A `SPIDX_GIT_COMMIT` in the build's
+//! environment wins (the Dockerfile's build argument: the image is built from a copy
+//! without `.git`); else `git rev-parse HEAD`; outside a git checkout (a source tarball, a
+//! vendored copy) or without git, the commit is `unknown`. See `src/commit.rs`.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -15,10 +17,16 @@ fn git(args: &[&str]) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
+#[path = "src/commit.rs"]
+mod commit;
+
 fn main() {
-    let commit = git(&["rev-parse", "HEAD"])
-        .filter(|c| c.len() >= 7 && c.bytes().all(|b| b.is_ascii_hexdigit()))
-        .unwrap_or_else(|| "unknown".to_string());
+    println!("cargo:rerun-if-env-changed=SPIDX_GIT_COMMIT");
+    let env = std::env::var("SPIDX_GIT_COMMIT").ok();
+    let commit = match commit::choose(env.as_deref(), git(&["rev-parse", "HEAD"]).as_deref()) {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    };
     println!("cargo:rustc-env=SPIDX_GIT_COMMIT={commit}");
     // Build again when HEAD moves: HEAD itself (a branch switch or a detached checkout),
     // the branch it points to, and packed refs. Paths come from git, so this also works in
@@ -36,4 +44,5 @@ fn main() {
         }
     }
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=src/commit.rs");
 }

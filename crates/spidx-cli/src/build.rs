@@ -20,9 +20,12 @@ use crate::numfmt::{count, secs};
 /// Arguments of `spidx build`.
 #[derive(Args, Debug)]
 pub struct BuildArgs {
-    /// Dataset: any format `spidx dataset import` reads (.fgb, .geojson, .wkt, .wkb, .shp, .osm.pbf, .npy).
+    /// Dataset: any format `spidx dataset import` reads (.fgb, .geojson, .wkt, .wkb, .shp,
+    /// .osm.pbf, .npy, .csv, .gpkg, .parquet).
     #[arg(long)]
     data: PathBuf,
+    #[command(flatten)]
+    columns: crate::columns::ColumnArgs,
     /// Give the objects new ids 0, 1, 2, ... (unique even if the source's are not), as
     /// `spidx dataset import --renumber` does.
     #[arg(long)]
@@ -92,9 +95,12 @@ pub fn run(a: BuildArgs) -> Result<()> {
             a.out.display()
         );
     }
+    let (columns, crs) = a.columns.options()?;
     let read = ReadOptions {
         renumber: a.renumber,
         explode: a.explode,
+        columns,
+        crs,
         ..ReadOptions::default()
     };
     let mut loaded =
@@ -143,8 +149,14 @@ pub fn run(a: BuildArgs) -> Result<()> {
             return Err(e);
         }
     };
+    // What the index keeps of its dataset: CRS, extent, source ids (`spidx query` uses them).
+    let source = data::provenance::DatasetSource::of(&a.data, &loaded);
+    source
+        .save(&a.out, &loaded.dataset)
+        .with_context(|| format!("saving the dataset description in {}", a.out.display()))?;
     let mut out = summary;
     out["data"] = json!(a.data.display().to_string());
+    out["crs"] = json!(source.crs);
     out["skipped_objects"] = json!(loaded.report.skipped_total());
     out["exploded_records"] = json!(loaded.report.exploded);
     out["order"] = json!(a.order.to_string());

@@ -8,6 +8,8 @@ use anyhow::{bail, Context, Result};
 use spidx::data::generate::{self, Distribution, GenerateOptions};
 use spidx::data::InsertionOrder;
 use spidx::data::{self, info, Dataset, Format, ImportReport, Policy, ReadOptions};
+
+use crate::columns::ColumnArgs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -85,8 +87,8 @@ pub enum DatasetCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Import a GeoJSON, GeoJSON text sequence, WKT, WKB, Shapefile, FlatGeobuf, OSM PBF or
-    /// NPY file.
+    /// Import a GeoJSON, GeoJSON text sequence, WKT, WKB, Shapefile, FlatGeobuf, OSM PBF,
+    /// NPY, CSV, GeoPackage or GeoParquet file.
     ///
     /// Bad records are repaired (unclosed rings closed, repeated points removed, bad holes or
     /// parts dropped) or skipped (NaN/infinite coordinates, empty geometries, rings with
@@ -94,6 +96,9 @@ pub enum DatasetCmd {
     /// OSM PBF: closed ways tagged building and building multipolygon relations.
     /// GeoJSON text sequences (.geojsonl, .geojsons, .ndjson, .jsonl): one Feature per line,
     /// or RFC 8142 records led by an RS byte; read as a stream.
+    /// CSV (.csv, .tsv): a WKT or hex WKB column, or x/y (lon/lat) columns. GeoPackage
+    /// (.gpkg): one feature table. GeoParquet (.parquet): WKB geometry column. The CRS the
+    /// file names is reported; every object keeps its source id (see --explode).
     Import {
         /// The file to import (format from its extension, or --format).
         src: PathBuf,
@@ -105,9 +110,11 @@ pub enum DatasetCmd {
         #[arg(long)]
         force: bool,
         /// Input format if the extension does not tell: flatgeobuf, geojson, geojsonseq,
-        /// wkt, wkb, shapefile, osm-pbf, npy.
+        /// wkt, wkb, shapefile, osm-pbf, npy, csv, geopackage, geoparquet.
         #[arg(long)]
         format: Option<String>,
+        #[command(flatten)]
+        columns: ColumnArgs,
         /// Keep (with a warning) or skip self-intersecting polygons and misplaced holes.
         #[arg(long, value_enum, default_value_t = InvalidArg::Keep)]
         invalid: InvalidArg,
@@ -135,6 +142,8 @@ pub enum DatasetCmd {
         /// Input format if the extension does not tell.
         #[arg(long)]
         format: Option<String>,
+        #[command(flatten)]
+        columns: ColumnArgs,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -252,6 +261,7 @@ pub fn run(cmd: DatasetCmd) -> Result<()> {
             src,
             out,
             format,
+            columns,
             invalid,
             polygons_only,
             renumber,
@@ -267,6 +277,7 @@ pub fn run(cmd: DatasetCmd) -> Result<()> {
                     out.display()
                 );
             }
+            let (columns, crs) = columns.options()?;
             let opts = ReadOptions {
                 format: format.as_deref().map(Format::from_name).transpose()?,
                 policy: Policy {
@@ -276,6 +287,8 @@ pub fn run(cmd: DatasetCmd) -> Result<()> {
                 renumber,
                 allow_duplicate_ids: false,
                 explode,
+                columns,
+                crs,
             };
             let t0 = Instant::now();
             let loaded = data::read(&src, &opts)?;
@@ -310,11 +323,19 @@ pub fn run(cmd: DatasetCmd) -> Result<()> {
             }
             Ok(())
         }
-        DatasetCmd::Info { path, format, json } => {
+        DatasetCmd::Info {
+            path,
+            format,
+            columns,
+            json,
+        } => {
             // Inspection: duplicate ids are counted as a warning, not refused.
+            let (columns, crs) = columns.options()?;
             let opts = ReadOptions {
                 format: format.as_deref().map(Format::from_name).transpose()?,
                 allow_duplicate_ids: true,
+                columns,
+                crs,
                 ..Default::default()
             };
             let t0 = Instant::now();
@@ -328,6 +349,7 @@ pub fn run(cmd: DatasetCmd) -> Result<()> {
                     "format": loaded.report.format,
                     "bytes": bytes,
                     "read_s": read_s,
+                    "crs": loaded.report.crs,
                     "info": stats,
                     "read": loaded.report,
                 });
@@ -339,6 +361,11 @@ pub fn run(cmd: DatasetCmd) -> Result<()> {
                     loaded.report.format,
                     spidx::units::format_size(bytes)
                 );
+                match &loaded.report.crs {
+                    // Named by the file: made safe and cut like any text from a file.
+                    Some(c) => println!("crs:         {}", crate::term::cell(&c.to_string())),
+                    None => println!("crs:         (none named)"),
+                }
                 print!("{}", crate::term::safe_lines(&stats.to_string()));
                 print_problems(&loaded.report);
             }

@@ -5,6 +5,9 @@ mod build;
 mod calibrate;
 mod calibrate_host;
 mod check;
+mod columns;
+#[cfg(test)]
+mod commit;
 mod dataset;
 mod devices;
 mod export_table;

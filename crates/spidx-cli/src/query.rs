@@ -1,5 +1,12 @@
 //! `spidx query`: one query on an index directory — window, point, arbitrary geometry or
 //! k nearest neighbours — with the filter and refinement steps measured separately.
+//!
+//! What the index keeps of its dataset (`dataset.json`, see `spidx::data::provenance`)
+//! adds three things: a query in another CRS than the dataset's (`--crs`, or an EWKT
+//! `SRID=n;` prefix of `--geometry`) is refused naming both; a window or point outside the
+//! dataset's extent gets a warning (on standard error, and under `warnings` in JSON) instead
+//! of a silent 0; and `--source-ids` reports each answer's source id (the feature id or row
+//! number in the dataset file, and the part number of an exploded object).
 
 use std::path::PathBuf;
 
@@ -7,6 +14,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use geo::Geometry;
 use serde_json::json;
+use spidx::data::provenance::{self, DatasetSource, SourceIds};
+use spidx::data::{crs, Crs};
 use spidx::geom::Rect;
 use spidx::query::{parse_wkt, Predicate};
 use spidx::spatial::query::{mbr_of, QueryReport};
@@ -45,6 +54,15 @@ pub struct QueryArgs {
     /// List the ids found.
     #[arg(long)]
     ids: bool,
+    /// List the ids found with each one's source id: the feature id or row number in the
+    /// dataset file, and `#PART` for one part of an exploded record (`-` when unknown, e.g.
+    /// an object inserted after the build).
+    #[arg(long)]
+    source_ids: bool,
+    /// The CRS of the query's coordinates, e.g. EPSG:4326: refused when the index's dataset
+    /// is in another (spidx does not reproject).
+    #[arg(long, value_name = "CRS")]
+    crs: Option<String>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -80,7 +98,44 @@ pub fn run(a: QueryArgs) -> Result<()> {
     with_dims!(manifest.dims, D => run_dims::<D>(&a, pred))
 }
 
+/// Splits an EWKT `SRID=n;` prefix off `text`: the CRS it names and the WKT after it.
+fn split_srid(text: &str) -> Result<(Option<Crs>, &str)> {
+    let t = text.trim_start();
+    if t.len() > 5 && t[..5].eq_ignore_ascii_case("SRID=") {
+        if let Some((srid, rest)) = t[5..].split_once(';') {
+            return Ok((Some(Crs::parse(srid).context("--geometry's SRID")?), rest));
+        }
+    }
+    Ok((None, text))
+}
+
 fn run_dims<const D: usize>(a: &QueryArgs, pred: Predicate) -> Result<()> {
+    let source = DatasetSource::load(&a.dir)?;
+    let dataset_crs = source.as_ref().and_then(|s| s.crs.as_ref());
+    let what = || {
+        source.as_ref().map_or_else(
+            || "the index's dataset".to_string(),
+            |s| format!("the index's dataset ({})", s.path),
+        )
+    };
+    let mut query_crs = a.crs.as_deref().map(Crs::parse).transpose()?;
+    let geometry = match &a.geometry {
+        Some(text) => {
+            let (srid, wkt) = split_srid(text)?;
+            if let Some(s) = srid {
+                crs::check_same(Some(&s), "--geometry's SRID", query_crs.as_ref(), "--crs")?;
+                query_crs = Some(s);
+            }
+            Some(wkt)
+        }
+        None => None,
+    };
+    crs::check_same(dataset_crs, &what(), query_crs.as_ref(), "the query")?;
+    let sources = if a.source_ids {
+        Some(SourceIds::open(&a.dir)?)
+    } else {
+        None
+    };
     let mut idx = SpatialIndex::<D>::open_read_only(&a.dir)?;
     // Answers come only from an index closed at a checkpoint: a crashed one is recovered
     // first (on disk, checked), never answered from a recovery made in memory.
@@ -92,13 +147,16 @@ fn run_dims<const D: usize>(a: &QueryArgs, pred: Predicate) -> Result<()> {
         );
     }
     let refine = !a.filter_only;
+    let mut window: Option<(Vec<f64>, Vec<f64>)> = None;
     let (kind, rep): (&str, QueryReport) = if let Some(w) = &a.window {
         let c = coords("--window", w, 2 * D)?;
         let q = Rect::new(c[..D].try_into()?, c[D..].try_into()?).context("--window")?;
+        window = Some((q.min.to_vec(), q.max.to_vec()));
         ("window", idx.select(&q, None, pred, refine)?)
     } else if let Some(p) = &a.point {
         let c: [f64; D] = coords("--point", p, D)?.try_into().expect("length checked");
         let q = Rect::point(c);
+        window = Some((q.min.to_vec(), q.max.to_vec()));
         let g = (D == 2).then(|| Geometry::Point(geo::Point::new(c[0], c[1])));
         ("point", idx.select(&q, g.as_ref(), pred, refine)?)
     } else if let Some(p) = &a.knn {
@@ -108,7 +166,7 @@ fn run_dims<const D: usize>(a: &QueryArgs, pred: Predicate) -> Result<()> {
             idx.nearest(c, a.k.expect("clap requires --k"), refine)?,
         )
     } else {
-        let text = a.geometry.as_deref().expect("clap requires one query kind");
+        let text = geometry.expect("clap requires one query kind");
         if D != 2 {
             bail!("--geometry needs a 2-D index; this one has {D} dimensions");
         }
@@ -120,7 +178,37 @@ fn run_dims<const D: usize>(a: &QueryArgs, pred: Predicate) -> Result<()> {
         };
         q.min[..2].copy_from_slice(&m.min);
         q.max[..2].copy_from_slice(&m.max);
+        window = Some((m.min.to_vec(), m.max.to_vec()));
         ("geometry", idx.select(&q, Some(&g), pred, refine)?)
+    };
+    // A window (point, geometry) the data cannot reach: say so rather than a silent 0.
+    let mut warnings = Vec::new();
+    if let (Some((lo, hi)), Some(ext)) = (&window, source.as_ref().and_then(|s| s.extent.as_ref()))
+    {
+        if ext.dims() == D && provenance::outside(ext, lo, hi) {
+            let w = format!(
+                "the {kind} [{}] .. [{}] lies outside the extent of {} ([{}] .. [{}]){}; \
+                 no object can match it",
+                join(lo),
+                join(hi),
+                what(),
+                join(&ext.min),
+                join(&ext.max),
+                dataset_crs.map_or(String::new(), |c| format!(", in {c}"))
+            );
+            // The dataset's path comes from the index directory: shown safe.
+            eprintln!("warning: {}", crate::term::safe(&w));
+            warnings.push(w);
+        }
+    }
+    let source_ids: Option<Vec<Option<spidx::data::SourceId>>> = match &sources {
+        Some(s) => Some(
+            rep.ids
+                .iter()
+                .map(|id| s.get(*id))
+                .collect::<spidx::Result<_>>()?,
+        ),
+        None => None,
     };
     let total = rep.total();
     let reads = rep.filter.device.host.read_ops + rep.refinement.device.host.read_ops;
@@ -140,11 +228,17 @@ fn run_dims<const D: usize>(a: &QueryArgs, pred: Predicate) -> Result<()> {
             "refinement": rep.refinement,
             "node_reads_per_level": rep.node_reads_per_level,
         });
-        if a.ids {
+        if a.ids || a.source_ids {
             v["ids"] = json!(rep.ids);
             if kind == "knn" {
                 v["distances"] = json!(rep.distances);
             }
+        }
+        if let Some(s) = &source_ids {
+            v["source_ids"] = json!(s);
+        }
+        if !warnings.is_empty() {
+            v["warnings"] = json!(warnings);
         }
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -176,19 +270,33 @@ fn run_dims<const D: usize>(a: &QueryArgs, pred: Predicate) -> Result<()> {
             count(reads as f64),
             rep.node_reads_per_level
         );
-        if a.ids {
-            if kind == "knn" {
-                println!("id\tdistance");
-            } else {
-                println!("id");
+        if a.ids || a.source_ids {
+            let mut head = vec!["id"];
+            if source_ids.is_some() {
+                head.push("source_id");
             }
+            if kind == "knn" {
+                head.push("distance");
+            }
+            println!("{}", head.join("\t"));
             for (i, id) in rep.ids.iter().enumerate() {
-                match rep.distances.get(i) {
-                    Some(d) => println!("{id}\t{d}"),
-                    None => println!("{id}"),
+                let mut line = id.to_string();
+                if let Some(s) = &source_ids {
+                    match s[i] {
+                        Some(s) => line.push_str(&format!("\t{s}")),
+                        None => line.push_str("\t-"),
+                    }
                 }
+                if let Some(d) = rep.distances.get(i) {
+                    line.push_str(&format!("\t{d}"));
+                }
+                println!("{line}");
             }
         }
     }
     Ok(())
+}
+
+fn join(v: &[f64]) -> String {
+    v.iter().map(f64::to_string).collect::<Vec<_>>().join(", ")
 }

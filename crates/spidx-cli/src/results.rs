@@ -32,6 +32,23 @@ pub enum ResultsCmd {
     Export(ExportArgs),
     /// Merge results databases (e.g. the shards of `spidx run --shard K/N`) into one.
     Merge(MergeArgs),
+    /// The runs' inputs by content (dataset, windows files, device, spec, spidx build):
+    /// which runs share each version of each input.
+    Inputs(InputsArgs),
+}
+
+/// Arguments of `spidx results inputs`.
+#[derive(Args, Debug)]
+pub struct InputsArgs {
+    /// Results database (default: the newest `*.db` or `*/results.db` here).
+    #[arg(long)]
+    results: Option<PathBuf>,
+    /// Only this experiment's runs.
+    #[arg(long)]
+    experiment: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `spidx results merge`.
@@ -130,7 +147,111 @@ pub fn run(cmd: ResultsCmd) -> Result<()> {
         ResultsCmd::Show(a) => show(a),
         ResultsCmd::Export(a) => export(a),
         ResultsCmd::Merge(a) => merge(a),
+        ResultsCmd::Inputs(a) => inputs(a),
     }
+}
+
+/// `spidx results inputs`: every version of every input (role, file, content hash) with
+/// the runs that used it; an input with several versions is flagged.
+fn inputs(a: InputsArgs) -> Result<()> {
+    use spidx::experiment::fingerprint::RunInputs;
+    use std::collections::BTreeMap;
+    let path = resolve(a.results.as_deref())?;
+    let db = ResultsDb::open_existing(&path)?;
+    if let Some(e) = &a.experiment {
+        check_experiment(&db, &path, e)?;
+    }
+    let t = db.run_inputs(a.experiment.as_deref())?;
+    // (role, path) → hash → (bytes, records, run ids)
+    type Versions = BTreeMap<String, (Option<u64>, Option<u64>, Vec<i64>)>;
+    let mut by: BTreeMap<(String, String), Versions> = BTreeMap::new();
+    let mut unprinted = Vec::new();
+    for r in t.objects() {
+        let id = r["run_id"].as_i64().unwrap_or_default();
+        let items = RunInputs::parse(r["inputs_json"].as_str().unwrap_or_default());
+        if items.is_empty() {
+            unprinted.push(id);
+        }
+        for p in items {
+            by.entry((p.role, p.path))
+                .or_default()
+                .entry(p.hash)
+                .or_insert((p.bytes, p.records, Vec::new()))
+                .2
+                .push(id);
+        }
+    }
+    if a.json {
+        let list: Vec<Value> = by
+            .iter()
+            .flat_map(|((role, file), versions)| {
+                versions.iter().map(move |(hash, (bytes, records, runs))| {
+                    serde_json::json!({
+                        "role": role, "path": file, "hash": hash, "bytes": bytes,
+                        "records": records, "runs": runs, "versions_of_this_input": versions.len(),
+                    })
+                })
+            })
+            .collect();
+        let v = serde_json::json!({"inputs": list, "runs_without_fingerprints": unprinted});
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    let mut table = new_table(
+        ["input", "file", "content (xxh3)", "size", "records", "runs"]
+            .map(String::from)
+            .to_vec(),
+        false,
+    );
+    let mut mixed = Vec::new();
+    for ((role, file), versions) in &by {
+        if versions.len() > 1 {
+            mixed.push(format!("{role} {file}"));
+        }
+        for (hash, (bytes, records, runs)) in versions {
+            let flag = if versions.len() > 1 { " (!)" } else { "" };
+            table.add_row(vec![
+                format!("{role}{flag}"),
+                file.clone(),
+                hash.chars().take(12).collect(),
+                bytes.map(spidx::units::format_size).unwrap_or_default(),
+                records.map(|n| count(n as f64)).unwrap_or_default(),
+                id_ranges(runs),
+            ]);
+        }
+    }
+    println!("{table}");
+    for m in mixed {
+        println!(
+            "(!) {m}: runs over different contents of one input; their figures do not compare"
+        );
+    }
+    if !unprinted.is_empty() {
+        println!(
+            "runs {} were recorded before inputs were fingerprinted",
+            id_ranges(&unprinted)
+        );
+    }
+    Ok(())
+}
+
+/// `1, 2, 3, 5` → `1–3, 5`.
+fn id_ranges(ids: &[i64]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let mut j = i;
+        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
+            j += 1;
+        }
+        out.push(if j > i {
+            format!("{}–{}", ids[i], ids[j])
+        } else {
+            ids[i].to_string()
+        });
+        i = j + 1;
+    }
+    out.join(", ")
 }
 
 fn merge(a: MergeArgs) -> Result<()> {
@@ -312,7 +433,7 @@ fn print_raw(rows: &Rows) {
 }
 
 /// The headline figures `show` prints, in order: (column, label, is a time).
-const FIGURES: [(&str, &str, bool); 22] = [
+const FIGURES: [(&str, &str, bool); 26] = [
     ("elapsed_s", "elapsed", true),
     ("cpu_s", "CPU", true),
     ("device_s", "device time", true),
@@ -321,6 +442,10 @@ const FIGURES: [(&str, &str, bool); 22] = [
     ("elapsed_min_s", "per query: min", true),
     ("elapsed_median_s", "per query: median", true),
     ("elapsed_max_s", "per query: max", true),
+    ("rep_median_s", "repetitions: median", true),
+    ("rep_sd_s", "repetitions: σ", true),
+    ("rep_ci95_low_s", "95 % interval: low", true),
+    ("rep_ci95_high_s", "95 % interval: high", true),
     ("queries", "queries", false),
     ("repetitions", "repetitions", false),
     ("candidates", "candidates", false),
@@ -356,7 +481,24 @@ fn show(a: ShowArgs) -> Result<()> {
         None
     };
     if a.json {
-        let mut v = serde_json::json!({ "run": row, "results": results.objects() });
+        // Counts as integers: each column of its declared export type.
+        let typed: Vec<serde_json::Map<String, Value>> = results
+            .objects()
+            .into_iter()
+            .map(|o| {
+                o.into_iter()
+                    .map(
+                        |(k, v)| match spidx::experiment::db::export::column_type(&k) {
+                            Some(ty @ spidx::experiment::db::export::ColumnType::Int) => {
+                                (k, spidx::experiment::db::export::typed(v, ty))
+                            }
+                            _ => (k, v),
+                        },
+                    )
+                    .collect()
+            })
+            .collect();
+        let mut v = serde_json::json!({ "run": row, "results": typed });
         if let Some(m) = &metrics {
             v["metrics"] = serde_json::json!(m.objects());
         }
@@ -554,7 +696,9 @@ fn print_figures(results: &Rows, clock: &str) {
         start = end;
     }
     println!("query workloads: sums over queries of each query's mean over its repetitions;");
-    println!("per query: the minimum, median and maximum of those means");
+    println!("per query: the minimum, median and maximum of those means;");
+    println!("repetitions: the workload's total in each repetition (every query once): median, σ");
+    println!("(sample standard deviation) and the 95 % t-interval of their mean (the sum above)");
 }
 
 fn export(a: ExportArgs) -> Result<()> {

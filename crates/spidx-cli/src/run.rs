@@ -2,7 +2,10 @@
 //! in the results database, one transaction per finished run; `--resume` skips the runs
 //! of the same experiment (name and spec fingerprint) that already finished, and claims
 //! each run it starts in the database (with a lease), so several `--resume`s at once split
-//! the remaining runs between them.
+//! the remaining runs between them. A finished run counts as done only while its inputs
+//! (dataset, windows files, device) have the content they had, by their fingerprints; one
+//! whose inputs changed runs again, and the output names the file and what changed.
+//! `--dry-run` prints what an invocation would do with every run, and runs nothing.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -13,7 +16,7 @@ use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 use spidx::experiment::db::Location;
-use spidx::experiment::session::{self, Event};
+use spidx::experiment::session::{self, Action, Event, Plan};
 use spidx::experiment::{spec, Experiment, Progress, ResultsDb, RunResult, Shard};
 
 use crate::numfmt::{count, secs};
@@ -45,6 +48,21 @@ pub struct RunArgs {
     /// create: their contents are overwritten and they are grown to the devices' capacity.
     #[arg(long)]
     force: bool,
+    /// List the runs the spec expands to and what this invocation would do with each
+    /// (with --resume: which are skipped, which run again, and why); run nothing and
+    /// write nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+/// A count in JSON: an integer when it is integral (every count but a mean over
+/// repetitions that differ), else a float.
+pub fn count_json(v: f64) -> serde_json::Value {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 9.0e15 {
+        json!(v as i64)
+    } else {
+        json!(v)
+    }
 }
 
 /// How progress is shown: bars on a terminal, plain lines otherwise, or nothing.
@@ -110,6 +128,9 @@ pub fn run(a: RunArgs) -> Result<()> {
         .unwrap_or_else(|| PathBuf::from("results.db"));
     // Named without a PostgreSQL URL's password wherever it is shown.
     let results_shown = Location::of(&results).display();
+    if a.dry_run {
+        return dry_run(&a, &results);
+    }
     let mut db = ResultsDb::open(&results)?;
     let t = Instant::now();
     let mut exp = Experiment::prepare(&a.spec)?;
@@ -150,6 +171,11 @@ pub fn run(a: RunArgs) -> Result<()> {
                 overall.set_message(crate::term::cell(&run.name));
             } else {
                 shown.line(&format!("[{}/{todo}] {}", position + 1, run.name));
+            }
+        }
+        Event::Planned(plan) => {
+            for line in plan_lines(plan) {
+                shown.line(&line);
             }
         }
         Event::Progress(p) => match (&shown, p) {
@@ -214,7 +240,13 @@ pub fn run(a: RunArgs) -> Result<()> {
                     "workloads": r.workloads.iter().map(|w| json!({
                         "name": w.name, "kind": w.kind,
                         "elapsed_s": w.get("elapsed_s"), "cpu_s": w.get("cpu_s"), "device_s": w.get("device_s"),
-                        "reads": w.get("device.host.read_ops"), "writes": w.get("device.host.write_ops"),
+                        "reads": count_json(w.get("device.host.read_ops")),
+                        "writes": count_json(w.get("device.host.write_ops")),
+                        "repetitions": w.metrics.get("settings.repetitions").copied().map(count_json),
+                        "rep_median_s": w.metrics.get("gauges.elapsed_s_rep_median"),
+                        "rep_sd_s": w.metrics.get("gauges.elapsed_s_rep_sd"),
+                        "rep_ci95_s": w.metrics.get("gauges.elapsed_s_rep_ci95_low").zip(
+                            w.metrics.get("gauges.elapsed_s_rep_ci95_high")).map(|(l, h)| [l, h]),
                     })).collect::<Vec<_>>(),
                 }),
                 Err(e) => json!({"run_id": id, "name": name, "status": "failed", "error": e}),
@@ -224,6 +256,8 @@ pub fn run(a: RunArgs) -> Result<()> {
             "experiment": exp.spec.name, "spec_hash": exp.hash, "results": results_shown,
             "skipped": summary.skipped, "run_elsewhere": summary.run_elsewhere,
             "shard": a.shard.map(|s| s.to_string()), "matrix_runs": matrix_runs,
+            "rerun": summary.plan.rerun_reasons().iter()
+                .map(|(why, n)| json!({"runs": n, "why": why})).collect::<Vec<_>>(),
             "runs": runs,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
@@ -231,9 +265,12 @@ pub fn run(a: RunArgs) -> Result<()> {
         print_summary(&exp, &outcomes);
         if summary.skipped > 0 {
             println!(
-                "{} runs were already done and were skipped (--resume)",
+                "{} runs were already done over the same inputs and were skipped (--resume)",
                 summary.skipped
             );
+        }
+        for (why, n) in summary.plan.rerun_reasons() {
+            println!("{n} runs were done before and ran again (--resume): {why}");
         }
         if summary.run_elsewhere > 0 {
             println!(
@@ -248,6 +285,111 @@ pub fn run(a: RunArgs) -> Result<()> {
             outcomes.len(),
             results_shown
         );
+    }
+    Ok(())
+}
+
+/// What `--resume` decided, for the progress output: runs that run again and why, runs
+/// kept that cannot be compared or that another build ran.
+fn plan_lines(plan: &Plan) -> Vec<String> {
+    let mut out = Vec::new();
+    for (why, n) in plan.rerun_reasons() {
+        out.push(format!("{n} finished runs run again: {why}"));
+    }
+    if plan.unfingerprinted > 0 {
+        out.push(format!(
+            "{} finished runs are kept as done although their inputs were not fingerprinted when they ran (run without --resume to redo them)",
+            plan.unfingerprinted
+        ));
+    }
+    for (build, n) in &plan.other_builds {
+        out.push(format!(
+            "{n} finished runs are kept as done that spidx {build} ran (this is spidx {})",
+            this_build()
+        ));
+    }
+    out
+}
+
+/// This build as runs record it: `0.1.0+<commit>`, or `0.1.0` when the commit is unknown.
+fn this_build() -> String {
+    match spidx::experiment::db::export::git_commit() {
+        "unknown" => spidx::VERSION.to_string(),
+        c => format!("{}+{c}", spidx::VERSION),
+    }
+}
+
+/// `spidx run --dry-run`: the plan of an invocation, read from the database if it exists,
+/// printed as a table (or JSON); nothing is run, created or written.
+fn dry_run(a: &RunArgs, results: &std::path::Path) -> Result<()> {
+    let mut exp = Experiment::prepare(&a.spec)?;
+    let matrix_runs = exp.runs.len();
+    if let Some(shard) = a.shard {
+        exp.runs = shard.select(&exp.runs);
+    }
+    let exists = match Location::of(results) {
+        Location::File(p) => p.exists(),
+        Location::Postgres(_) => true,
+    };
+    let db = if exists && a.resume {
+        Some(ResultsDb::open_existing(results)?)
+    } else {
+        None
+    };
+    let plan = session::plan(&exp, db.as_ref(), a.resume)?;
+    let word = |act: &Action| match act {
+        Action::Run => ("run", String::new()),
+        Action::Skip { why } => ("skip", why.clone()),
+        Action::Rerun { why } => ("run again", why.join("; ")),
+    };
+    if a.json {
+        let runs: Vec<_> = exp
+            .runs
+            .iter()
+            .zip(&plan.actions)
+            .map(|(r, act)| {
+                let (what, why) = word(act);
+                json!({"ordinal": r.ordinal, "name": r.name, "key": r.key,
+                       "inputs_hash": exp.prints.run(r).hash, "action": what, "why": why})
+            })
+            .collect();
+        let v = json!({
+            "experiment": exp.spec.name, "spec_hash": exp.hash,
+            "results": Location::of(results).display(), "matrix_runs": matrix_runs,
+            "to_run": exp.runs.len() - plan.skipped(), "skipped": plan.skipped(),
+            "runs": runs,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    let mut t = new_table(
+        ["#", "run", "action", "why"].map(String::from).to_vec(),
+        false,
+    );
+    for (r, act) in exp.runs.iter().zip(&plan.actions) {
+        let (what, why) = word(act);
+        t.add_row(vec![
+            r.ordinal.to_string(),
+            r.name.clone(),
+            what.to_string(),
+            why,
+        ]);
+    }
+    println!("{t}");
+    println!(
+        "experiment '{}': {} runs, {} to run, {} skipped (dry run: nothing was run or written{})",
+        exp.spec.name,
+        exp.runs.len(),
+        exp.runs.len() - plan.skipped(),
+        plan.skipped(),
+        if a.resume {
+            String::new()
+        } else {
+            "; without --resume every run runs".to_string()
+        }
+    );
+    for line in plan_lines(&plan) {
+        println!("{line}");
     }
     Ok(())
 }

@@ -74,6 +74,7 @@ kind = "construction"
         objects: 10,
         machine_json: "{}".into(),
         owner: Owner::this_process(),
+        inputs: Default::default(),
     };
     let mut db = ResultsDb::open(path)?;
     let exp = db.experiment("bench", "h", "{}", "", "bench.toml")?;

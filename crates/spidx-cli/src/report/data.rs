@@ -97,6 +97,9 @@ pub struct Context {
     pub finished: String,
     /// When this report was written (UTC).
     pub now: String,
+    /// Warnings that the database holds finished runs of this experiment over different
+    /// contents of one input (same dataset or windows file name, other bytes).
+    pub mixed_data: Vec<String>,
     /// The kNN workloads of the experiment's specs by name (as the results name them, before a
     /// ` streams=N` suffix): their k and whether they are the sequential-scan baseline.
     pub knn: BTreeMap<String, KnnSpec>,
@@ -352,6 +355,60 @@ fn run_rows(db: &ResultsDb, ids: &BTreeSet<i64>) -> Result<BTreeMap<i64, RunInfo
     Ok(out)
 }
 
+/// For every input (role and file) of which the experiment's finished runs saw more than
+/// one content: a warning naming the file, each content's runs and records, and how many
+/// of the runs shown (`shown`: the newest of each configuration) used each.
+fn mixed_data(
+    inputs: &spidx::experiment::db::Table,
+    shown: &BTreeMap<i64, RunInfo>,
+) -> Result<Vec<String>> {
+    use spidx::experiment::fingerprint::RunInputs;
+    // (role, path) → hash → (records, runs, runs shown)
+    type Versions = BTreeMap<String, (Option<u64>, usize, usize)>;
+    let mut by: BTreeMap<(String, String), Versions> = BTreeMap::new();
+    for r in inputs.objects() {
+        if r.get("status").and_then(Value::as_str) != Some("finished") {
+            continue;
+        }
+        let id = int(&r, "run_id");
+        for p in RunInputs::parse(&text(&r, "inputs_json")) {
+            if !p.decides() || p.bytes.is_none() {
+                continue;
+            }
+            let v = by
+                .entry((p.role.clone(), p.path.clone()))
+                .or_default()
+                .entry(p.hash.clone())
+                .or_insert((p.records, 0, 0));
+            v.1 += 1;
+            v.2 += usize::from(shown.contains_key(&id));
+        }
+    }
+    Ok(by
+        .into_iter()
+        .filter(|(_, versions)| versions.len() > 1)
+        .map(|((role, path), versions)| {
+            let parts: Vec<String> = versions
+                .iter()
+                .map(|(hash, (records, runs, in_report))| {
+                    let records = records
+                        .map(|n| format!("{n} records, "))
+                        .unwrap_or_default();
+                    format!(
+                        "content {} ({records}{runs} runs, {in_report} of them in this report)",
+                        &hash[..hash.len().min(12)]
+                    )
+                })
+                .collect();
+            format!(
+                "the results database holds runs of this experiment over {} different contents of {role} {path}: {}. Figures of runs over different data do not compare; rerun the stale ones with `spidx run SPEC --resume`.",
+                versions.len(),
+                parts.join("; ")
+            )
+        })
+        .collect())
+}
+
 /// The dimensionality in a run's dataset description (`{"generate": {"dims": 16, ...}}`);
 /// `None` for a dataset file, whose description does not carry it.
 fn dataset_dims(json: &str) -> Option<usize> {
@@ -419,6 +476,7 @@ fn context(db: &ResultsDb, experiment: &str, runs: &BTreeMap<i64, RunInfo>) -> R
             c.finished = r.finished.clone();
         }
     }
+    c.mixed_data = mixed_data(&db.run_inputs(Some(experiment))?, runs)?;
     // The database's clock, `YYYY-MM-DDTHH:MM:SS.sssZ`, shown to the minute.
     let now = db.session_start()?;
     c.now = match (now.get(..10), now.get(11..16)) {

@@ -222,6 +222,9 @@ impl<'a> Writer<'a> {
             })
             .collect();
         item("dataset", datasets.join("<br>"));
+        for note in &c.mixed_data {
+            item("mixed data", format!("<strong>{}</strong>", esc(note)));
+        }
         if !self.data.common.is_empty() {
             item(
                 "every configuration",
@@ -598,6 +601,23 @@ impl<'a> Writer<'a> {
                 ("device time", Box::new(|r: &Row| secs(r.val("device_s")))),
             ];
             if query {
+                // The spread over repetitions of the workload's total (σ and the 95 %
+                // t-interval of the mean; none for one repetition).
+                t.extend([
+                    (
+                        "σ over repetitions",
+                        Box::new(|r: &Row| r.get("rep_sd_s").map(secs).unwrap_or_default()) as Cell,
+                    ),
+                    (
+                        "95 % interval",
+                        Box::new(|r: &Row| {
+                            match (r.get("rep_ci95_low_s"), r.get("rep_ci95_high_s")) {
+                                (Some(lo), Some(hi)) => format!("{} – {}", secs(lo), secs(hi)),
+                                _ => String::new(),
+                            }
+                        }),
+                    ),
+                ]);
                 t.extend([
                     (
                         "filter",

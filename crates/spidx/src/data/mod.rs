@@ -15,6 +15,9 @@
 //! - synthetic data, [`generate`]: uniform / gaussian / clustered rectangles or vectors and
 //!   city-like building footprints;
 //! - dataset statistics, [`info`];
+//! - coordinate reference systems, [`crs`]: read from the formats that carry one, compared
+//!   (spidx does not reproject), and what an index keeps of its dataset, [`provenance`]
+//!   (file, CRS, extent, the source ids of renumbered or exploded objects);
 //! - insertion orders, [`order`]: as stored, shuffled, Hilbert, by x, or clustered
 //!   (spatially local runs, like an OpenStreetMap extract).
 //!
@@ -22,14 +25,19 @@
 //! generated data lives in the square [`generate::EXTENT`] (think metres). Z and M values are
 //! dropped on import (the indices are 2-D for geometries).
 
+pub mod crs;
+#[cfg(any(test, feature = "test-fixtures"))]
+pub mod fixtures;
 pub(crate) mod formats;
 pub mod generate;
 pub mod info;
 pub(crate) mod order;
+pub mod provenance;
 mod raw;
 mod repair;
 pub(crate) mod report;
 
+pub use crs::Crs;
 pub use formats::Format;
 pub use geo_types;
 pub use order::InsertionOrder;
@@ -54,13 +62,52 @@ pub struct GeoRecord {
     pub geometry: Geometry<f64>,
     /// The minimum bounding rectangle of `geometry`.
     pub bbox: Rect<f64>,
+    /// Where the object came from when its id is not the source's (the read gave new ids:
+    /// [`ReadOptions::renumber`] or [`ReadOptions::explode`]); `None` when `id` is the
+    /// source's id (see [`GeoRecord::source_id`]).
+    pub source: Option<SourceId>,
 }
 
 impl GeoRecord {
     /// A record with its bounding box computed; `None` if the geometry has no coordinates.
     pub fn new(id: u64, geometry: Geometry<f64>) -> Option<Self> {
         let bbox = bounding_rect(&geometry)?;
-        Some(GeoRecord { id, geometry, bbox })
+        Some(GeoRecord {
+            id,
+            geometry,
+            bbox,
+            source: None,
+        })
+    }
+
+    /// The id of the source record this object came from, and its part number under
+    /// [`ReadOptions::explode`].
+    pub fn source_id(&self) -> SourceId {
+        self.source.unwrap_or(SourceId {
+            id: self.id,
+            part: None,
+        })
+    }
+}
+
+/// Where an object came from in its source file: the record's id (its feature id, `id`
+/// column or field, or its 0-based ordinal: row, line or feature number, see [`read`]),
+/// and, for one part of an exploded multi-part record, the part's 0-based number within it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+pub struct SourceId {
+    /// The source record's id.
+    pub id: u64,
+    /// The part's number within the record (exploded reads only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<u32>,
+}
+
+impl std::fmt::Display for SourceId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.part {
+            Some(p) => write!(f, "{}#{p}", self.id),
+            None => write!(f, "{}", self.id),
+        }
     }
 }
 
@@ -171,7 +218,7 @@ impl Vectors {
 }
 
 /// An axis-aligned box in any number of dimensions (a dataset's extent).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Extent {
     /// Lower corner.
     pub min: Vec<f64>,
@@ -341,6 +388,33 @@ pub struct ReadOptions {
     /// Make every part of a multi-part geometry an object of its own (see [`explode`]);
     /// the objects get new ids 0, 1, 2, ... in kept order, as with `renumber`.
     pub explode: bool,
+    /// Which columns or table hold the geometry and id (CSV, GeoPackage, GeoParquet); by
+    /// default they are found by name.
+    pub columns: Columns,
+    /// The CRS of a file that does not name one (CSV, WKT, WKB); a file that names a
+    /// different one is refused.
+    pub crs: Option<Crs>,
+}
+
+/// Where the geometry and id of a table-like file are (see [`ReadOptions::columns`]).
+///
+/// Unset fields are found by name: a CSV geometry column named `wkt`, `geometry`, `geom`,
+/// `the_geom`, `wkb` or `shape` (any case), else a pair of point columns `x`/`y`,
+/// `lon`/`lat`, `lng`/`lat`, `long`/`lat` or `longitude`/`latitude`; an id column `id` or
+/// `fid`; GeoParquet's primary geometry column from its `geo` metadata; a GeoPackage's only
+/// feature table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Columns {
+    /// The geometry column (WKT or WKB, hex in CSV).
+    pub geometry: Option<String>,
+    /// The x (longitude) column of point data.
+    pub x: Option<String>,
+    /// The y (latitude) column of point data.
+    pub y: Option<String>,
+    /// The id column (non-negative integers); without one the row number is the id.
+    pub id: Option<String>,
+    /// The GeoPackage feature table (layer).
+    pub layer: Option<String>,
 }
 
 /// A dataset read from a file together with the report of what the reader did.
@@ -361,7 +435,7 @@ pub fn open(path: impl AsRef<Path>) -> Result<Dataset> {
 }
 
 /// Reads any importable file (GeoJSON, GeoJSON text sequences, WKT, WKB, Shapefile,
-/// FlatGeobuf, OSM PBF, NPY).
+/// FlatGeobuf, OSM PBF, NPY, CSV, GeoPackage, GeoParquet).
 ///
 /// Bad records are repaired or skipped and counted in the report (never an error); a file
 /// that cannot be read at all (missing, truncated, not of its format) is an error naming the
@@ -369,8 +443,14 @@ pub fn open(path: impl AsRef<Path>) -> Result<Dataset> {
 ///
 /// Ids: the source's own id when it has one (GeoJSON feature `id` or property `id`,
 /// FlatGeobuf and Shapefile `id` column, OSM way id; OSM relation ids have
-/// [`formats::osm::RELATION_ID_FLAG`] set), otherwise the record's 0-based ordinal in the
-/// source (WKT/WKB: line number − 1).
+/// [`formats::osm::RELATION_ID_FLAG`] set; CSV and GeoParquet `id` column, GeoPackage
+/// `fid`), otherwise the record's 0-based ordinal in the source (WKT/WKB: line number − 1;
+/// CSV, GeoParquet: row number). Each record keeps that source id
+/// ([`GeoRecord::source_id`]) when the read gives it a new one (renumber, explode).
+///
+/// CRS: the one the file names (see [`crs`]) is in the report ([`ImportReport::crs`]);
+/// [`ReadOptions::crs`] gives one to a file that names none, and is an error naming both
+/// when the file names another.
 ///
 /// Duplicate ids are an error naming the first duplicate, its two records and the count:
 /// an index keeps one geometry per id, so a second record with the same id would silently
@@ -409,6 +489,21 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Loaded> {
         return formats::npy::read(path, report);
     }
     let mut sink = GeoSink::new(opts, report);
+    if !matches!(
+        format,
+        Format::Csv | Format::GeoPackage | Format::GeoParquet
+    ) && opts.columns != Columns::default()
+    {
+        return Err(Error::invalid(
+            "columns",
+            format!(
+                "{} is {}: geometry, x/y, id columns and layers are options of CSV, GeoPackage \
+                 and GeoParquet files only",
+                path.display(),
+                format.name()
+            ),
+        ));
+    }
     match format {
         Format::FlatGeobuf => formats::fgb::read(path, &mut sink)?,
         Format::GeoJson => formats::geojson::read(path, &mut sink)?,
@@ -417,7 +512,13 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Loaded> {
         Format::Wkb => formats::text::read_wkb(path, &mut sink)?,
         Format::Shapefile => formats::shp::read(path, &mut sink)?,
         Format::OsmPbf => formats::osm::read(path, &mut sink)?,
+        Format::Csv => formats::csv::read(path, &opts.columns, &mut sink)?,
+        Format::GeoPackage => formats::gpkg::read(path, &opts.columns, &mut sink)?,
+        Format::GeoParquet => formats::geoparquet::read(path, &opts.columns, &mut sink)?,
         Format::Npy => unreachable!("handled above"),
+    }
+    if let Some(crs) = formats::crs_of(path, format)? {
+        sink.set_crs(crs)?;
     }
     sink.finish()
 }
@@ -555,13 +656,18 @@ impl<'a> GeoSink<'a> {
             if parts.len() > 1 {
                 self.report.exploded += 1;
             }
-            for part in parts {
+            let source = id.unwrap_or(ordinal);
+            for (k, part) in parts.into_iter().enumerate() {
                 let n = vertex_count(&part);
                 if n > report::MANY_VERTICES {
                     self.report
                         .note(Issue::ManyVertices, loc, &format!("a part of {n} vertices"));
                 }
-                if let Some(rec) = GeoRecord::new(0, part) {
+                if let Some(mut rec) = GeoRecord::new(0, part) {
+                    rec.source = Some(SourceId {
+                        id: source,
+                        part: Some(u32::try_from(k).unwrap_or(u32::MAX)),
+                    });
                     self.report.kept(kind_name(&rec.geometry));
                     self.records.push(rec);
                 }
@@ -587,7 +693,10 @@ impl<'a> GeoSink<'a> {
             }
         }
         self.report.kept(kind_name(&geometry));
-        let rec = GeoRecord::new(id, geometry).expect("repair keeps only non-empty geometries");
+        let mut rec = GeoRecord::new(id, geometry).expect("repair keeps only non-empty geometries");
+        if self.opts.renumber {
+            rec.source = Some(SourceId { id, part: None });
+        }
         self.records.push(rec);
     }
 
@@ -601,7 +710,24 @@ impl<'a> GeoSink<'a> {
         self.ordinal
     }
 
+    /// Records the CRS the file names. A CRS given in [`ReadOptions::crs`] that differs is
+    /// an error naming both.
+    pub(crate) fn set_crs(&mut self, crs: Crs) -> Result<()> {
+        let what = format!("{} ({} says so)", self.report.source, self.report.format);
+        crs::check_same(
+            Some(&crs),
+            &what,
+            self.opts.crs.as_ref(),
+            "the CRS given (--crs)",
+        )?;
+        self.report.crs = Some(crs);
+        Ok(())
+    }
+
     fn finish(mut self) -> Result<Loaded> {
+        if self.report.crs.is_none() {
+            self.report.crs = self.opts.crs.clone();
+        }
         if let (Some((id, loc, first)), false) =
             (self.first_duplicate, self.opts.allow_duplicate_ids)
         {

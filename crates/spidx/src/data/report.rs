@@ -222,6 +222,9 @@ pub struct ImportReport {
     pub exploded: u64,
     /// The first few problems, each naming the record (`line 12: ring too short: ...`).
     pub examples: Vec<String>,
+    /// The coordinate reference system the file names (or that was given for it), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crs: Option<super::Crs>,
     #[serde(skip)]
     counts: BTreeMap<Issue, u64>,
 }
@@ -296,6 +299,9 @@ fn write_counts(
 impl fmt::Display for ImportReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{} ({})", self.source, self.format)?;
+        if let Some(crs) = &self.crs {
+            writeln!(f, "  crs {crs}")?;
+        }
         writeln!(
             f,
             "  read {} records, kept {}, skipped {}",

@@ -13,7 +13,8 @@
 //!   on a real (`file:`) device they run as real threads (`runner`), with [`budget`] as
 //!   their shared memory budget;
 //! * [`shard`]: the K-th of N disjoint slices of a matrix, for runs on many machines;
-//! * [`db`]: the results database (an SQLite file, or a PostgreSQL database).
+//! * [`db`]: the results database (an SQLite file, or a PostgreSQL database);
+//! * [`fingerprint`]: every input of a run identified by its bytes, for `--resume`.
 //!
 //! [`Experiment::prepare`] does every check that can fail (spec, dataset, combinations,
 //! query files) before the first run starts.
@@ -21,6 +22,7 @@
 pub(crate) mod budget;
 pub mod concurrent;
 pub mod db;
+pub mod fingerprint;
 pub mod matrix;
 pub mod protocol;
 pub(crate) mod runner;
@@ -68,6 +70,9 @@ pub struct Experiment {
     pub other_dims: Vec<DimsData>,
     /// Seconds spent reading or generating the dataset(s).
     pub load_s: f64,
+    /// Every input fingerprinted by its content (files hashed, or taken from the user's
+    /// hash cache).
+    pub prints: fingerprint::ExperimentInputs,
 }
 
 /// The data of one further dimensionality of a `matrix.dims` axis.
@@ -107,7 +112,27 @@ impl Experiment {
         let load_s = t.elapsed().as_secs_f64();
         let runs = matrix::expand(&spec, dataset.dims())?;
         let inputs = workload_inputs(&spec, &dataset)?;
+        let mut objects = vec![(spec.matrix.dims.first().copied(), dataset.len() as u64)];
+        objects.extend(
+            other_dims
+                .iter()
+                .map(|o| (Some(o.dims), o.dataset.len() as u64)),
+        );
+        let mut cache = fingerprint::HashCache::user();
+        let prints = fingerprint::ExperimentInputs::of(
+            fingerprint::Sources {
+                dataset: &spec.dataset,
+                objects,
+                workloads: &spec.workloads,
+                inputs: &inputs,
+                devices: &spec.matrix.device,
+                spec: (path, &spec_text),
+            },
+            &mut cache,
+        )?;
+        cache.save();
         Ok(Experiment {
+            prints,
             hash: matrix::fingerprint(&spec),
             spec,
             spec_text,

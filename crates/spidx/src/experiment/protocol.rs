@@ -1,7 +1,9 @@
 //! The measurement protocol's arithmetic (architecture §8, the seeds' protocol):
 //! each query runs `repetitions` times; its cost is the mean over its repetitions; a query
 //! set is reported as the **sum over queries of each query's mean**, with the minimum,
-//! median and maximum of the per-query means.
+//! median and maximum of the per-query means. The spread over repetitions ([`Repeated`]):
+//! the workload's total of each repetition (every query once), whose mean is that sum,
+//! with their median, sample standard deviation and a 95 % t-interval of the mean.
 //!
 //! Statistics are handled generically: a report (any `Serialize` value: phase reports,
 //! device, store and cache statistics) is flattened into dotted names → numbers
@@ -229,6 +231,88 @@ impl Spread {
     }
 }
 
+/// The spread of a workload's totals over its repetitions (repetition r's total is the
+/// sum over queries of their r-th measured time; the totals' mean is the sum of per-query
+/// means the seeds report): median, σ (sample standard deviation, n − 1) and the 95 %
+/// confidence interval of the mean, Student's t-interval `mean ± t(0.975, n−1)·σ/√n`
+/// (it assumes roughly normal totals; with the seeds' 10 repetitions, t = 2.262).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Repeated {
+    /// Repetitions.
+    pub n: usize,
+    /// Mean total.
+    pub mean: f64,
+    /// Median total.
+    pub median: f64,
+    /// Sample standard deviation of the totals (`None` for fewer than 2 repetitions).
+    pub sd: Option<f64>,
+    /// 95 % t-interval of the mean (`None` for fewer than 2 repetitions).
+    pub ci95: Option<(f64, f64)>,
+}
+
+impl Repeated {
+    /// The spread of `totals` (`None` when empty).
+    pub fn of(totals: &[f64]) -> Option<Repeated> {
+        let n = totals.len();
+        if n == 0 {
+            return None;
+        }
+        let mean = totals.iter().sum::<f64>() / n as f64;
+        let median = Spread::of(totals).median;
+        let (sd, ci95) = if n >= 2 {
+            let var = totals.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+            let sd = var.sqrt();
+            let half = t_975(n - 1) * sd / (n as f64).sqrt();
+            (Some(sd), Some((mean - half, mean + half)))
+        } else {
+            (None, None)
+        };
+        Some(Repeated {
+            n,
+            mean,
+            median,
+            sd,
+            ci95,
+        })
+    }
+
+    /// As metrics (gauges) of `name`: `gauges.NAME_rep_median`, `_rep_sd`,
+    /// `_rep_ci95_low`, `_rep_ci95_high`, from 2 repetitions on. One repetition has no
+    /// spread, and its median is the total itself (the workload's `elapsed_s`), so nothing
+    /// is added: a run of one repetition records exactly the metrics it did before these
+    /// statistics existed.
+    pub fn metrics(&self, name: &str) -> Metrics {
+        let mut m = Metrics::new();
+        if let (Some(sd), Some((lo, hi))) = (self.sd, self.ci95) {
+            m.insert(format!("gauges.{name}_rep_median"), self.median);
+            m.insert(format!("gauges.{name}_rep_sd"), sd);
+            m.insert(format!("gauges.{name}_rep_ci95_low"), lo);
+            m.insert(format!("gauges.{name}_rep_ci95_high"), hi);
+        }
+        m
+    }
+}
+
+/// The 0.975 quantile of Student's t distribution with `df` degrees of freedom: from the
+/// table for 1–30, beyond by the Cornish–Fisher expansion around the normal quantile
+/// (within 0.001 of the exact value from 30 on).
+pub fn t_975(df: usize) -> f64 {
+    const TABLE: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    if (1..=30).contains(&df) {
+        return TABLE[df - 1];
+    }
+    let z: f64 = 1.959_964;
+    let n = df.max(1) as f64;
+    let (z3, z5, z7) = (z.powi(3), z.powi(5), z.powi(7));
+    z + (z3 + z) / (4.0 * n)
+        + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * n * n)
+        + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * n * n * n)
+}
+
 /// The arithmetic mean (0 when empty).
 #[cfg(test)]
 fn mean_of(values: &[f64]) -> f64 {
@@ -267,6 +351,32 @@ mod tests {
         );
         assert_eq!(Spread::of(&[]), Spread::default());
         assert_eq!(Spread::of(&[5.0]).median, 5.0);
+    }
+
+    #[test]
+    fn repetitions_give_median_sd_and_a_t_interval() {
+        // Totals 10, 12, 14, 16, 18: mean 14, sample σ = √10, t(0.975, 4) = 2.776.
+        let r = Repeated::of(&[12.0, 10.0, 18.0, 14.0, 16.0]).unwrap();
+        assert_eq!((r.n, r.mean, r.median), (5, 14.0, 14.0));
+        let sd = 10f64.sqrt();
+        assert!((r.sd.unwrap() - sd).abs() < 1e-12);
+        let half = 2.776 * sd / 5f64.sqrt();
+        let (lo, hi) = r.ci95.unwrap();
+        assert!((lo - (14.0 - half)).abs() < 1e-12 && (hi - (14.0 + half)).abs() < 1e-12);
+        let m = r.metrics("elapsed_s");
+        assert_eq!(m["gauges.elapsed_s_rep_median"], 14.0);
+        assert!(kinds(&m).all(|(_, k, _)| k == MetricKind::Gauge));
+        assert_eq!(m.len(), 4);
+        // One repetition: no σ, no interval, and no metrics (its median is the total).
+        let one = Repeated::of(&[3.0]).unwrap();
+        assert_eq!((one.sd, one.ci95), (None, None));
+        assert!(one.metrics("elapsed_s").is_empty());
+        assert_eq!(Repeated::of(&[]), None);
+        // The t quantiles: table values, and the expansion joins them smoothly.
+        assert_eq!(t_975(9), 2.262);
+        assert!((t_975(31) - 2.0395).abs() < 1e-3, "{}", t_975(31));
+        assert!((t_975(60) - 2.0003).abs() < 1e-3, "{}", t_975(60));
+        assert!((t_975(1000) - 1.9623).abs() < 1e-3, "{}", t_975(1000));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::matrix::RunConfig;
-use super::protocol::{self, AllGauges, Metrics, Spread};
+use super::protocol::{self, AllGauges, Metrics, Repeated, Spread};
 use super::scan::ScanTable;
 use super::spec::{Protocol, Workload};
 use super::workload::{Inputs, MixedOp, QueryInput};
@@ -381,7 +381,8 @@ fn scan_table<const D: usize>(
 
 /// The protocol over `n` queries: per query, `warmup` unmeasured runs, then
 /// `repetitions` measured ones, each after dropping caches; reported as the sum over
-/// queries of each query's mean, with the spread of the per-query mean elapsed times.
+/// queries of each query's mean, with the spread of the per-query mean elapsed times and
+/// the spread over repetitions of the workload's total ([`Repeated`]).
 fn measure<T: Measured>(
     idx: &mut T,
     protocol: &Protocol,
@@ -393,6 +394,8 @@ fn measure<T: Measured>(
     let mut total = Metrics::new();
     let mut means = Vec::with_capacity(n);
     let mut device_means = Vec::with_capacity(n);
+    // Repetition r's total over all queries.
+    let mut rep_totals = vec![0.0; protocol.repetitions as usize];
     for i in 0..n {
         for _ in 0..protocol.warmup {
             work.time(|| query(idx, i))?;
@@ -409,6 +412,9 @@ fn measure<T: Measured>(
             reps.push(query_metrics(&rep));
         }
         let after = idx.store_report();
+        for (total, rep) in rep_totals.iter_mut().zip(&reps) {
+            *total += rep.get("elapsed_s").copied().unwrap_or(0.0);
+        }
         let mut mean = protocol::mean(&reps);
         // The device counters of both phases together, from the phases' own (once per query).
         let both: Vec<Metrics> = ["filter.device.", "refinement.device."]
@@ -443,6 +449,11 @@ fn measure<T: Measured>(
     total.insert("gauges.device_s_min".into(), d.min);
     total.insert("gauges.device_s_median".into(), d.median);
     total.insert("gauges.device_s_max".into(), d.max);
+    if n > 0 {
+        if let Some(r) = Repeated::of(&rep_totals) {
+            total.extend(r.metrics("elapsed_s"));
+        }
+    }
     Ok(total)
 }
 

@@ -3,13 +3,137 @@
 //! results database ([`super::db`]); front ends see it only through [`Event`]s, so the
 //! CLI draws progress bars and the Python package stays quiet with the same loop.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::time::Instant;
 
-use super::db::{Heartbeat, Invocation, Owner};
+use super::db::{Finished, Heartbeat, Invocation, Owner};
+use super::fingerprint::{self, RunInputs};
 use super::{Experiment, Machine, Progress, ResultsDb, RunConfig, RunResult};
 use crate::Result;
+
+/// What an invocation will do with one run of the matrix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Run it: it has not finished before (or `--resume` was not given).
+    Run,
+    /// Skip it (`--resume`): it finished before over the same inputs.
+    Skip {
+        /// Why (`finished as run 12, same inputs`).
+        why: String,
+    },
+    /// Run it again (`--resume`): it finished before, over other inputs.
+    Rerun {
+        /// Which inputs changed and how (see [`fingerprint::changes`]).
+        why: Vec<String>,
+    },
+}
+
+/// What an invocation will do with every run, decided before the first one starts.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// For each of the experiment's runs (same order), its action.
+    pub actions: Vec<Action>,
+    /// Runs kept as done that were recorded before inputs were fingerprinted (their
+    /// inputs cannot be compared).
+    pub unfingerprinted: usize,
+    /// Runs kept as done that another spidx build ran, by build (`0.1.0+commit`).
+    pub other_builds: BTreeMap<String, usize>,
+}
+
+impl Plan {
+    /// What to do with `runs` given the finished runs of the experiment (`resume`), or
+    /// with nothing finished (every run runs).
+    pub(crate) fn of(
+        runs: &[RunConfig],
+        inputs: &BTreeMap<String, RunInputs>,
+        finished: &HashMap<String, Finished>,
+    ) -> Plan {
+        let mut plan = Plan::default();
+        let build = super::db::export::recorded_version();
+        for r in runs {
+            let now = inputs.get(&r.key);
+            let action = match (finished.get(&r.key), now) {
+                (None, _) => Action::Run,
+                (Some(f), Some(now)) if f.inputs_hash.as_ref().is_some_and(|h| *h != now.hash) => {
+                    let old = fingerprint::RunInputs::parse(f.inputs_json.as_deref().unwrap_or(""));
+                    let mut why = fingerprint::changes(&old, &now.items);
+                    if why.is_empty() {
+                        why.push(format!(
+                            "its inputs' fingerprint changed ({} → {})",
+                            short(f.inputs_hash.as_deref().unwrap_or("")),
+                            short(&now.hash)
+                        ));
+                    }
+                    Action::Rerun { why }
+                }
+                (Some(f), _) => {
+                    let mut why = format!("finished as run {}", f.run_id);
+                    if f.inputs_hash.is_none() {
+                        plan.unfingerprinted += 1;
+                        why.push_str(", recorded before inputs were fingerprinted");
+                    } else {
+                        why.push_str(", same inputs");
+                    }
+                    if f.version != build {
+                        *plan.other_builds.entry(f.version.clone()).or_default() += 1;
+                        why.push_str(&format!(", by spidx {}", f.version));
+                    }
+                    Action::Skip { why }
+                }
+            };
+            plan.actions.push(action);
+        }
+        plan
+    }
+
+    /// Runs skipped.
+    pub fn skipped(&self) -> usize {
+        self.actions
+            .iter()
+            .filter(|a| matches!(a, Action::Skip { .. }))
+            .count()
+    }
+
+    /// The reasons of reruns, each with the number of runs it applies to, most frequent
+    /// first.
+    pub fn rerun_reasons(&self) -> Vec<(String, usize)> {
+        let mut by: BTreeMap<String, usize> = BTreeMap::new();
+        for a in &self.actions {
+            if let Action::Rerun { why } = a {
+                *by.entry(why.join("; ")).or_default() += 1;
+            }
+        }
+        let mut v: Vec<(String, usize)> = by.into_iter().collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v
+    }
+}
+
+fn short(h: &str) -> String {
+    h.chars().take(12).collect()
+}
+
+/// Each run's inputs, by run key.
+pub(crate) fn run_inputs(exp: &Experiment) -> BTreeMap<String, RunInputs> {
+    exp.runs
+        .iter()
+        .map(|r| (r.key.clone(), exp.prints.run(r)))
+        .collect()
+}
+
+/// What `spidx run --dry-run` shows: the plan of an invocation on `db` (`None`: no
+/// database yet, every run runs) without running or recording anything.
+pub fn plan(exp: &Experiment, db: Option<&ResultsDb>, resume: bool) -> Result<Plan> {
+    let finished = match db {
+        Some(db) if resume => match db.find_experiment(&exp.spec.name, &exp.hash)? {
+            Some(id) => db.finished_runs(id)?,
+            None => HashMap::new(),
+        },
+        _ => HashMap::new(),
+    };
+    Ok(Plan::of(&exp.runs, &run_inputs(exp), &finished))
+}
 
 /// What happens during [`execute`], for a front end to show.
 pub enum Event<'a> {
@@ -22,6 +146,8 @@ pub enum Event<'a> {
         /// The run.
         run: &'a RunConfig,
     },
+    /// What this invocation will do with every run, before the first starts.
+    Planned(&'a Plan),
     /// Progress within the current run.
     Progress(Progress<'a>),
     /// A run ended (its row is written).
@@ -50,6 +176,9 @@ pub struct Summary {
     pub run_elsewhere: usize,
     /// The runs this call ran, in order.
     pub outcomes: Vec<Outcome>,
+    /// What it planned to do (with resume: which runs were skipped, which run again
+    /// and why).
+    pub plan: Plan,
 }
 
 impl Summary {
@@ -79,19 +208,29 @@ pub fn execute(
         &exp.spec_text,
         &spec_path.display().to_string(),
     )?;
-    let done: HashSet<String> = if resume {
-        db.finished_keys(exp_id)?
+    let inputs = run_inputs(exp);
+    let finished = if resume {
+        db.finished_runs(exp_id)?
     } else {
-        HashSet::new()
+        HashMap::new()
     };
+    let plan = Plan::of(&exp.runs, &inputs, &finished);
+    on_event(Event::Planned(&plan));
     // What is left when this process starts (with resume, concurrent processes may take
     // some of it: each run is claimed in the database before it starts).
-    let todo: Vec<&RunConfig> = exp.runs.iter().filter(|r| !done.contains(&r.key)).collect();
+    let todo: Vec<&RunConfig> = exp
+        .runs
+        .iter()
+        .zip(&plan.actions)
+        .filter(|(_, a)| !matches!(a, Action::Skip { .. }))
+        .map(|(r, _)| r)
+        .collect();
     let inv = Invocation {
         dataset_json: json(&exp.spec.dataset)?,
         objects: exp.dataset.len() as u64,
         machine_json: json(&Machine::detect())?,
         owner: Owner::this_process(),
+        inputs,
     };
     let since = db.session_start()?;
     let mut tried: HashSet<String> = HashSet::new();
@@ -150,6 +289,7 @@ pub fn execute(
         skipped: exp.runs.len() - todo.len(),
         run_elsewhere: todo.len() - outcomes.len(),
         outcomes,
+        plan,
     })
 }
 

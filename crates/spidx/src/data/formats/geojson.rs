@@ -5,7 +5,8 @@
 //! file, stops the read with its line and column); each feature's geometry is decoded with
 //! the `geojson` crate, so a malformed feature is skipped and counted instead of failing the
 //! whole file. Ids: the feature's `id` member, else its `id` property, if it is a
-//! non-negative integer (or a string holding one).
+//! non-negative integer (or a string holding one). A top-level `crs` member (GeoJSON 2008,
+//! still written by GDAL) gives the CRS.
 //!
 //! Writing produces a FeatureCollection whose features carry the id both as `id` member and
 //! as `properties.id`. Numbers are printed in Rust's shortest round-trip form, so reading a
@@ -38,8 +39,14 @@ pub(crate) fn read(path: &Path, sink: &mut GeoSink) -> Result<()> {
         .and_then(|_| de.end())
         .map_err(|e| json_error(path, e))?;
     let TopLevel {
-        sink, kind, rest, ..
+        sink,
+        kind,
+        mut rest,
+        ..
     } = top;
+    if let Some(crs) = rest.remove("crs").as_ref().and_then(crs_member) {
+        sink.set_crs(crs)?;
+    }
     match kind.as_deref() {
         Some("FeatureCollection") => Ok(()),
         Some("Feature") => {
@@ -72,6 +79,23 @@ pub(crate) fn read(path: &Path, sink: &mut GeoSink) -> Result<()> {
             "the top-level object has no \"type\" member; not GeoJSON",
         )),
     }
+}
+
+/// The CRS of a (2008 GeoJSON) `crs` member: a named CRS
+/// (`{"type": "name", "properties": {"name": "urn:ogc:def:crs:EPSG::3857"}}`) or an
+/// `EPSG` code (`{"type": "EPSG", "properties": {"code": 3857}}`). RFC 7946 dropped the
+/// member (its coordinates are WGS 84 longitude/latitude), but GDAL and older tools still
+/// write it for other CRSs. A linked CRS or a null member names none.
+fn crs_member(v: &Value) -> Option<crate::data::Crs> {
+    let props = v.get("properties")?;
+    if let Some(name) = props.get("name").and_then(Value::as_str) {
+        return Some(crate::data::Crs::parse(name).unwrap_or(crate::data::Crs {
+            id: name.to_string(),
+            name: None,
+        }));
+    }
+    let code = props.get("code")?;
+    Some(crate::data::Crs::code("EPSG", code.as_u64()?))
 }
 
 /// A JSON error as a clear message: nesting beyond `serde_json`'s limit is named as such.
@@ -119,7 +143,7 @@ impl<'de> Visitor<'de> for &mut TopLevel<'_, '_> {
             match key.as_str() {
                 "type" => self.kind = Some(map.next_value()?),
                 "features" => map.next_value_seed(Features(self))?,
-                "geometry" | "geometries" | "coordinates" | "properties" | "id" => {
+                "geometry" | "geometries" | "coordinates" | "properties" | "id" | "crs" => {
                     let v: Value = map.next_value()?;
                     self.rest.insert(key, v);
                 }

@@ -12,10 +12,19 @@
 //! | Shapefile | `.shp` (+ `.dbf`, `.shx`) | yes | no | ids from a numeric `id` field of the `.dbf` when present |
 //! | OSM PBF | `.osm.pbf`, `.pbf` | yes | no | building ways and building multipolygon relations |
 //! | NumPy | `.npy` | yes | yes | canonical for vectors: float64, shape N×D, C order |
+//! | CSV | `.csv`, `.tsv` | yes | no | a WKT or hex WKB column, or x/y (lon/lat) columns; `id` column or row number |
+//! | GeoPackage | `.gpkg` | yes | no | one feature table (SQLite); its `fid`; CRS from `gpkg_spatial_ref_sys` |
+//! | GeoParquet | `.parquet`, `.geoparquet` | yes | no | 1.0/1.1 `geo` metadata, WKB geometry column; CRS from its `crs` |
+//!
+//! The CRS a file names is kept in the import report ([`crate::data::Crs`]); see
+//! [`crs_of`] for the formats whose readers do not find it themselves.
 
+pub(crate) mod csv;
 pub(crate) mod fgb;
 pub(crate) mod geojson;
 pub(crate) mod geojsonseq;
+pub(crate) mod geoparquet;
+pub(crate) mod gpkg;
 pub(crate) mod npy;
 pub(crate) mod osm;
 pub(crate) mod shp;
@@ -60,11 +69,17 @@ pub enum Format {
     OsmPbf,
     /// NumPy array file: the canonical format for d-dimensional vectors.
     Npy,
+    /// CSV or TSV with a WKT/WKB geometry column or x/y columns.
+    Csv,
+    /// OGC GeoPackage (an SQLite database): one feature table.
+    GeoPackage,
+    /// GeoParquet 1.0/1.1 with a WKB geometry column.
+    GeoParquet,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 8] = [
+    pub const ALL: [Format; 11] = [
         Format::FlatGeobuf,
         Format::GeoJson,
         Format::GeoJsonSeq,
@@ -73,6 +88,9 @@ impl Format {
         Format::Shapefile,
         Format::OsmPbf,
         Format::Npy,
+        Format::Csv,
+        Format::GeoPackage,
+        Format::GeoParquet,
     ];
 
     /// Short name, as accepted by `--format`.
@@ -86,6 +104,9 @@ impl Format {
             Format::Shapefile => "shapefile",
             Format::OsmPbf => "osm-pbf",
             Format::Npy => "npy",
+            Format::Csv => "csv",
+            Format::GeoPackage => "geopackage",
+            Format::GeoParquet => "geoparquet",
         }
     }
 
@@ -100,12 +121,22 @@ impl Format {
             Format::Shapefile => &[".shp"],
             Format::OsmPbf => &[".osm.pbf", ".pbf"],
             Format::Npy => &[".npy"],
+            Format::Csv => &[".csv", ".tsv"],
+            Format::GeoPackage => &[".gpkg"],
+            Format::GeoParquet => &[".parquet", ".geoparquet"],
         }
     }
 
     /// Whether spidx can write this format.
     pub(crate) fn can_write(self) -> bool {
-        !matches!(self, Format::Shapefile | Format::OsmPbf)
+        !matches!(
+            self,
+            Format::Shapefile
+                | Format::OsmPbf
+                | Format::Csv
+                | Format::GeoPackage
+                | Format::GeoParquet
+        )
     }
 
     /// Whether the format holds d-dimensional vectors (rather than 2-D geometries).
@@ -226,6 +257,66 @@ pub(crate) fn corrupted(path: &Path, format: Format, message: impl std::fmt::Dis
     )
 }
 
+/// The longest `.prj` file read (bytes).
+const MAX_PRJ_BYTES: u64 = 1 << 20;
+
+/// The CRS named beside or inside a file whose reader does not report it itself: a
+/// Shapefile's `.prj` (WKT) and a FlatGeobuf header (authority code or WKT). `None` when
+/// the file names none; called after a successful read, so the file is known to be whole.
+pub(crate) fn crs_of(path: &Path, format: Format) -> Result<Option<crate::data::Crs>> {
+    use crate::data::Crs;
+    match format {
+        Format::Shapefile => {
+            use std::io::Read;
+            let prj = path.with_extension("prj");
+            let file = match std::fs::File::open(&prj) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(Error::io(&prj, e)),
+            };
+            // A .prj is one WKT of a few KB; a larger one is not read whole.
+            let mut bytes = Vec::new();
+            file.take(MAX_PRJ_BYTES + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::io(&prj, e))?;
+            if bytes.len() as u64 > MAX_PRJ_BYTES {
+                return Err(corrupted(
+                    &prj,
+                    format,
+                    format!(
+                        "its .prj is longer than {} KiB (a CRS's WKT is a few KB)",
+                        MAX_PRJ_BYTES >> 10
+                    ),
+                ));
+            }
+            Ok(Crs::from_wkt(&String::from_utf8_lossy(&bytes)))
+        }
+        Format::FlatGeobuf => {
+            let mut input = std::io::BufReader::new(open_file(path)?);
+            let reader =
+                flatgeobuf::FgbReader::open(&mut input).map_err(|e| corrupted(path, format, e))?;
+            let Some(c) = reader.header().crs() else {
+                return Ok(None);
+            };
+            let name = c.name().map(str::to_string);
+            let crs = match (c.org(), c.code(), c.code_string(), c.wkt()) {
+                (org, code, _, _) if code > 0 => Some(Crs {
+                    name,
+                    ..Crs::code(org.unwrap_or("EPSG"), code)
+                }),
+                (Some(org), _, Some(code), _) if !code.is_empty() => Some(Crs {
+                    name,
+                    ..Crs::code(org, code)
+                }),
+                (_, _, _, Some(wkt)) => Crs::from_wkt(wkt),
+                _ => name.map(|n| Crs { id: n, name: None }),
+            };
+            Ok(crs)
+        }
+        _ => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,19 +335,24 @@ mod tests {
         assert_eq!(Format::from_name("ndjson").unwrap(), Format::GeoJsonSeq);
         assert_eq!(f("x.shp"), Format::Shapefile);
         assert_eq!(f("x.npy"), Format::Npy);
-        let e = Format::from_path(Path::new("x.gpkg"))
+        let e = Format::from_path(Path::new("x.gdb"))
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("x.gpkg") && e.contains(".fgb") && e.contains(".npy"),
+            e.contains("x.gdb") && e.contains(".fgb") && e.contains(".npy"),
             "{e}"
         );
+        assert_eq!(f("x.gpkg"), Format::GeoPackage);
+        assert_eq!(f("x.csv"), Format::Csv);
+        assert_eq!(f("x.TSV"), Format::Csv);
+        assert_eq!(f("x.parquet"), Format::GeoParquet);
         let e = Format::for_output(Path::new("x.shp"))
             .unwrap_err()
             .to_string();
         assert!(e.contains("can read but not write"), "{e}");
         assert_eq!(Format::from_name("OSM").unwrap(), Format::OsmPbf);
         assert_eq!(Format::from_name("fgb").unwrap(), Format::FlatGeobuf);
-        assert!(Format::from_name("gpkg").is_err());
+        assert_eq!(Format::from_name("gpkg").unwrap(), Format::GeoPackage);
+        assert_eq!(Format::from_name("parquet").unwrap(), Format::GeoParquet);
     }
 }

@@ -135,15 +135,42 @@ pub(crate) fn read_wkt(path: &Path, sink: &mut GeoSink) -> Result<()> {
             Ok(t) => t,
             Err(msg) => return sink.reject(loc, Issue::Unparsable, &msg),
         };
-        let body = strip_srid(text).trim_end_matches(';');
-        match parse_wkt_text(body) {
-            Ok(w) => sink.push(loc, id, from_wkt(w)),
-            Err(e) if non_finite_word(body).is_some() => {
-                sink.reject(loc, Issue::NonFiniteCoordinate, &e)
-            }
-            Err(e) => sink.reject(loc, Issue::Unparsable, &e),
+        match parse_wkt_record(text) {
+            Ok(raw) => sink.push(loc, id, raw),
+            Err((issue, e)) => sink.reject(loc, issue, &e),
         }
     })
+}
+
+/// Parses one WKT (or EWKT, whose `SRID=n;` prefix is ignored) record of a text file or
+/// table cell, with the issue to count when it fails.
+pub(crate) fn parse_wkt_record(text: &str) -> std::result::Result<RawGeom, (Issue, String)> {
+    let body = strip_srid(text.trim()).trim_end_matches(';');
+    match parse_wkt_text(body) {
+        Ok(w) => Ok(from_wkt(w)),
+        Err(e) if non_finite_word(body).is_some() => Err((Issue::NonFiniteCoordinate, e)),
+        Err(e) => Err((Issue::Unparsable, e)),
+    }
+}
+
+/// Parses one whole WKB (or EWKB) geometry held in `wkb` (a table cell, a GeoPackage blob
+/// after its header): its structure is checked by [`wkb_scan`] before the decoder sees it,
+/// and bytes left over are an error. `scratch` is reused between calls.
+pub(crate) fn parse_wkb_record(
+    wkb: &[u8],
+    scratch: &mut Vec<u8>,
+    builder: &mut RawBuilder,
+) -> std::result::Result<RawGeom, (Issue, String)> {
+    let mut input = wkb;
+    match wkb_scan::read_geometry(&mut input, scratch) {
+        Ok(true) if input.is_empty() => parse_wkb(scratch, builder),
+        Ok(true) => Err((
+            Issue::Unparsable,
+            format!("{} bytes left after the geometry", input.len()),
+        )),
+        Ok(false) => Err((Issue::MissingGeometry, "no bytes".to_string())),
+        Err(e) => Err((Issue::Unparsable, format!("invalid WKB: {e}"))),
+    }
 }
 
 fn strip_srid(text: &str) -> &str {
@@ -234,7 +261,7 @@ fn parse_wkb(
     }
 }
 
-fn decode_hex(text: &str) -> std::result::Result<Vec<u8>, String> {
+pub(crate) fn decode_hex(text: &str) -> std::result::Result<Vec<u8>, String> {
     let t = text.strip_prefix("\\x").unwrap_or(text);
     if !t.len().is_multiple_of(2) {
         return Err(format!("odd number of hex digits ({})", t.len()));
@@ -265,16 +292,10 @@ pub(crate) fn read_wkb(path: &Path, sink: &mut GeoSink) -> Result<()> {
                 .and_then(decode_hex)
                 .map_err(|m| (Issue::Unparsable, m));
             let parsed = parsed.and_then(|wkb| {
-                let mut input = &wkb[..];
-                match wkb_scan::read_geometry(&mut input, &mut record) {
-                    Ok(true) if input.is_empty() => parse_wkb(&record, &mut builder),
-                    Ok(true) => Err((
-                        Issue::Unparsable,
-                        format!("{} bytes left after the geometry", input.len()),
-                    )),
-                    Ok(false) => Err((Issue::Unparsable, "no bytes".to_string())),
-                    Err(e) => Err((Issue::Unparsable, format!("invalid WKB: {e}"))),
-                }
+                parse_wkb_record(&wkb, &mut record, &mut builder).map_err(|(i, m)| match i {
+                    Issue::MissingGeometry => (Issue::Unparsable, m),
+                    other => (other, m),
+                })
             });
             match parsed {
                 Ok(raw) => sink.push(loc, id, raw),

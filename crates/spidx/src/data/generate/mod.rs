@@ -218,6 +218,7 @@ pub fn generate(opts: &GenerateOptions) -> Result<Dataset> {
             id,
             geometry: Geometry::Polygon(Polygon::new(LineString(ring), Vec::new())),
             bbox: rect,
+            source: None,
         });
     }
     Ok(Dataset::Geo(recs))

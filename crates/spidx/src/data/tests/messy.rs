@@ -104,6 +104,7 @@ fn nan_coordinates_in_binary_formats_are_skipped() {
         id: 1,
         geometry: Geometry::Polygon(bad.clone()),
         bbox: recs[0].bbox,
+        source: None,
     });
     let fgb = file(&dir, "nan.fgb");
     write(&fgb, &Dataset::Geo(recs.clone())).unwrap();

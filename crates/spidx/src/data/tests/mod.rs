@@ -6,6 +6,7 @@ mod limits;
 mod messy;
 mod roundtrip;
 mod seq_explode;
+mod tables;
 
 use super::*;
 use geo_types::{coord, Geometry, LineString, MultiPolygon, Point, Polygon};

@@ -101,6 +101,7 @@ fn writing_checks_format_and_kind() {
         id: 5,
         geometry: Geometry::Point(Point::new(f64::NAN, 1.0)),
         bbox: geo_types::Rect::new(coord! {x: 0.0, y: 0.0}, coord! {x: 1.0, y: 1.0}),
+        source: None,
     }]);
     let e = err("x.geojson", &nan);
     assert!(e.contains("record id 5") && e.contains("not finite"), "{e}");

@@ -109,6 +109,7 @@ struct Row {
     owner: Option<String>,
     started: String,
     error: String,
+    inputs_hash: Option<String>,
 }
 
 /// A run claimed by [`ResultsDb::claim_next`].
@@ -166,7 +167,8 @@ fn claim_in_transaction(
         )?;
     }
     let table = c.query(
-        "SELECT id, run_key, status, lease_until, owner, started_at, coalesce(error, '')
+        "SELECT id, run_key, status, lease_until, owner, started_at, coalesce(error, ''),
+           inputs_hash
          FROM runs WHERE experiment_id = ?1",
         &[exp.into()],
     )?;
@@ -182,6 +184,7 @@ fn claim_in_transaction(
             owner: r[4].as_str().map(str::to_string),
             started: text(&r[5]),
             error: text(&r[6]),
+            inputs_hash: r[7].as_str().map(str::to_string),
         })
         .collect();
     let t = now();
@@ -194,11 +197,21 @@ fn claim_in_transaction(
         owner,
         started,
         error,
+        inputs_hash,
     } in rows
     {
         match status.as_str() {
+            // Done, unless it ran over other inputs than the run has now (one recorded
+            // before inputs were fingerprinted counts as done).
             "finished" => {
-                busy.insert(key);
+                let now = inv.inputs.get(&key).map(|i| i.hash.as_str());
+                let same = match (inputs_hash.as_deref(), now) {
+                    (Some(then), Some(now)) => then == now,
+                    _ => true,
+                };
+                if same {
+                    busy.insert(key);
+                }
             }
             "running" => {
                 let gone = owner.as_deref().is_some_and(Owner::is_gone);
@@ -305,6 +318,7 @@ kind = "construction"
             objects: 10,
             machine_json: "{}".into(),
             owner: Owner(owner.to_string()),
+            inputs: Default::default(),
         }
     }
 

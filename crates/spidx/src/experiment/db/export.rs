@@ -65,7 +65,7 @@ const fn col(name: &'static str, ty: ColumnType, doc: &'static str) -> Column {
 use ColumnType::{Int, Real, Text, Timestamp};
 
 /// Version of the export schema; bumped when a column is added, removed or retyped.
-pub const EXPORT_SCHEMA_VERSION: i64 = 1;
+pub const EXPORT_SCHEMA_VERSION: i64 = 2;
 
 /// The columns of the export, in order.
 pub const COLUMNS: &[Column] = &[
@@ -94,6 +94,7 @@ pub const COLUMNS: &[Column] = &[
     col("machine_cpu", Text, "its CPU model"),
     col("spidx_version", Text, "spidx version that ran it"),
     col("git_commit", Text, "git commit spidx was built from (unknown when built outside a git checkout or before it was recorded)"),
+    col("inputs_hash", Text, "fingerprint of the run's inputs by content (dataset, windows files, device); runs with the same one ran over the same data (null: recorded before inputs were fingerprinted)"),
     col("status", Text, "run status (finished)"),
     col("started_at", Timestamp, "run start, UTC"),
     col("finished_at", Timestamp, "run end, UTC"),
@@ -110,6 +111,10 @@ pub const COLUMNS: &[Column] = &[
     col("elapsed_min_s", Real, "fastest query's mean, s"),
     col("elapsed_median_s", Real, "median query's mean, s"),
     col("elapsed_max_s", Real, "slowest query's mean, s"),
+    col("rep_median_s", Real, "median over repetitions of the workload's total (every query once), s (null for one repetition)"),
+    col("rep_sd_s", Real, "sample standard deviation of those totals, s (null for one repetition)"),
+    col("rep_ci95_low_s", Real, "95 % t-interval of the mean total (= elapsed_s), lower end, s"),
+    col("rep_ci95_high_s", Real, "95 % t-interval of the mean total, upper end, s"),
     col("reads", Int, "device page reads"),
     col("writes", Int, "device page writes"),
     col("seq_reads", Int, "sequential reads"),
@@ -132,7 +137,7 @@ pub const COLUMNS: &[Column] = &[
 ];
 
 /// The type of export column `name`, if it is one.
-pub(crate) fn column_type(name: &str) -> Option<ColumnType> {
+pub fn column_type(name: &str) -> Option<ColumnType> {
     COLUMNS.iter().find(|c| c.name == name).map(|c| c.ty)
 }
 

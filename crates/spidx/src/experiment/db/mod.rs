@@ -33,20 +33,21 @@ pub use schema::SCHEMA_VERSION;
 pub use secrets::{mask_secrets, MASK};
 
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use backend::{Conn, DbResult, Param};
 use rusqlite::Connection;
 
+use super::fingerprint::RunInputs;
 use super::matrix::RunConfig;
 use super::protocol;
 use super::runner::RunResult;
 use crate::{Error, Result};
 
 /// Typed columns of `results` and the metric each one copies (NULL when absent).
-const COLUMNS: [(&str, &str); 29] = [
+const COLUMNS: [(&str, &str); 33] = [
     ("queries", "queries"),
     ("repetitions", "settings.repetitions"),
     ("elapsed_s", "elapsed_s"),
@@ -79,6 +80,10 @@ const COLUMNS: [(&str, &str); 29] = [
     ("answers", "results"),
     ("height", "shape.gauges.height"),
     ("nodes", "shape.gauges.nodes"),
+    ("rep_median_s", "gauges.elapsed_s_rep_median"),
+    ("rep_sd_s", "gauges.elapsed_s_rep_sd"),
+    ("rep_ci95_low_s", "gauges.elapsed_s_rep_ci95_low"),
+    ("rep_ci95_high_s", "gauges.elapsed_s_rep_ci95_high"),
 ];
 
 /// Metric rows per `INSERT` statement (5 parameters each).
@@ -295,19 +300,56 @@ impl ResultsDb {
         })
     }
 
-    /// Keys of the runs of experiment `id` that finished.
-    pub(crate) fn finished_keys(&self, id: i64) -> Result<HashSet<String>> {
+    /// The id of the experiment named `name` with spec fingerprint `hash`, if recorded
+    /// (nothing is created: `spidx run --dry-run` reads only).
+    pub(crate) fn find_experiment(&self, name: &str, hash: &str) -> Result<Option<i64>> {
+        let v = self.with(|c| {
+            c.value(
+                "SELECT id FROM experiments WHERE name = ?1 AND spec_hash = ?2",
+                &[name.into(), hash.into()],
+            )
+        })?;
+        Ok(v.and_then(|v| v.as_i64()))
+    }
+
+    /// The newest finished run of each configuration (run key) of experiment `id`: what
+    /// `--resume` compares the inputs of now with.
+    pub(crate) fn finished_runs(&self, id: i64) -> Result<HashMap<String, Finished>> {
         let t = self.with(|c| {
             c.query(
-                "SELECT run_key FROM runs WHERE experiment_id = ?1 AND status = 'finished'",
+                "SELECT run_key, inputs_hash, inputs_json, spidx_version, id FROM runs
+                 WHERE experiment_id = ?1 AND status = 'finished' ORDER BY id",
                 &[id.into()],
             )
         })?;
+        let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
         Ok(t.rows
             .into_iter()
-            .filter_map(|r| r.into_iter().next())
-            .filter_map(|v| v.as_str().map(str::to_string))
+            .filter_map(|r| {
+                let key = text(&r[0])?;
+                Some((
+                    key,
+                    Finished {
+                        inputs_hash: text(&r[1]),
+                        inputs_json: text(&r[2]),
+                        version: text(&r[3]).unwrap_or_default(),
+                        run_id: r[4].as_i64().unwrap_or_default(),
+                    },
+                ))
+            })
             .collect())
+    }
+
+    /// Every run's recorded inputs (runs recorded before inputs were fingerprinted have
+    /// none): run id, experiment, run name, status, inputs JSON; of one experiment or all.
+    pub fn run_inputs(&self, experiment: Option<&str>) -> Result<Table> {
+        self.table(
+            "SELECT r.id AS run_id, e.name AS experiment, r.name AS run, r.status, r.inputs_hash,
+               r.inputs_json
+             FROM runs r JOIN experiments e ON e.id = r.experiment_id
+             WHERE CAST(?1 AS TEXT) IS NULL OR e.name = ?1 ORDER BY r.id",
+            &[experiment.into()],
+        )
     }
 
     /// Records that run `run` of experiment `exp` starts (status `running`, leased to
@@ -539,6 +581,20 @@ fn record_run(c: &mut Conn, id: i64, r: &RunResult, overhead_s: f64) -> DbResult
     typed::fill(c, Some(id))
 }
 
+/// A finished run as `--resume` sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Finished {
+    /// The hash of the inputs that decided what it measured (`None`: recorded before
+    /// inputs were fingerprinted, schema version 4 or older).
+    pub inputs_hash: Option<String>,
+    /// Its inputs (see [`crate::experiment::fingerprint::InputPrint`]).
+    pub inputs_json: Option<String>,
+    /// The spidx build that ran it (`0.1.0+commit`).
+    pub version: String,
+    /// Its row id.
+    pub run_id: i64,
+}
+
 /// What every run row of one invocation records besides the run's configuration.
 #[derive(Debug, Clone)]
 pub struct Invocation {
@@ -550,6 +606,8 @@ pub struct Invocation {
     pub machine_json: String,
     /// This process, which holds the lease of the runs it starts.
     pub owner: Owner,
+    /// Each run's inputs, by run key (a run without an entry is recorded without them).
+    pub inputs: BTreeMap<String, RunInputs>,
 }
 
 impl Invocation {
@@ -576,13 +634,15 @@ impl Invocation {
 fn insert_run(c: &mut Conn, exp: i64, run: &RunConfig, inv: &Invocation) -> DbResult<i64> {
     let o = &run.options;
     let dataset_json = inv.dataset_json_of(run);
+    let inputs = inv.inputs.get(&run.key);
     let json = |v: &dyn erased::Json| Param::Text(v.json());
     c.int(
         "INSERT INTO runs (experiment_id, run_key, ordinal, name, index_label, store, page_size,
            occupancy, layout, buffer, device, device_name, config_json, dataset_json, objects,
-           spidx_version, machine_json, started_at, status, lease_until, owner)
+           spidx_version, machine_json, started_at, status, lease_until, owner, inputs_hash,
+           inputs_json)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-           @NOW, 'running', ?18, ?19)
+           @NOW, 'running', ?18, ?19, ?20, ?21)
          RETURNING id",
         &[
             exp.into(),
@@ -604,6 +664,8 @@ fn insert_run(c: &mut Conn, exp: i64, run: &RunConfig, inv: &Invocation) -> DbRe
             inv.machine_json.as_str().into(),
             claim::lease_end().into(),
             inv.owner.as_str().into(),
+            inputs.map(|i| i.hash.clone()).into(),
+            inputs.map(RunInputs::json).into(),
         ],
     )
 }

@@ -10,7 +10,10 @@
 //! Versions: 1 (the first), 2 (`runs.lease_until` and `runs.owner`, for claiming runs; see
 //! [`super::claim`]), 3 (`metrics.kind`: counter, gauge or setting, see [`MetricKind`];
 //! the first version a PostgreSQL database can have), 4 (the table `run_columns` and the
-//! view `typed_results`, the export's typed table; see [`super::typed`]). An older
+//! view `typed_results`, the export's typed table; see [`super::typed`]), 5 (`runs.inputs_hash`
+//! and `runs.inputs_json`, every input of a run fingerprinted by its content, see
+//! [`crate::experiment::fingerprint`]; the spread of query workloads' repetitions in
+//! `results`: `rep_median_s`, `rep_sd_s`, `rep_ci95_low_s`, `rep_ci95_high_s`). An older
 //! database is upgraded in place when opened for writing ([`upgrade`]: added columns; the
 //! kinds of its metrics told from their names by [`legacy_kind`]; the run columns of its
 //! runs computed) and read as it is (kinds told the same way on reading).
@@ -26,7 +29,7 @@ use crate::experiment::protocol::MetricKind;
 use crate::{Error, Result};
 
 /// Version of the schema below (kept in `meta`).
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 pub(super) const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -67,7 +70,9 @@ CREATE TABLE IF NOT EXISTS runs (
   index_s REAL,
   overhead_s REAL,
   lease_until REAL,
-  owner TEXT
+  owner TEXT,
+  inputs_hash TEXT,
+  inputs_json TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_experiment ON runs (experiment_id, run_key);
 CREATE TABLE IF NOT EXISTS results (
@@ -83,6 +88,7 @@ CREATE TABLE IF NOT EXISTS results (
   buffer_hits REAL, buffer_faults REAL, splits REAL, reinsertions REAL,
   candidates REAL, answers REAL, height REAL, nodes REAL,
   details_json TEXT NOT NULL,
+  rep_median_s REAL, rep_sd_s REAL, rep_ci95_low_s REAL, rep_ci95_high_s REAL,
   PRIMARY KEY (run_id, workload)
 );
 CREATE TABLE IF NOT EXISTS metrics (
@@ -101,7 +107,8 @@ CREATE VIEW IF NOT EXISTS run_results AS
          x.elapsed_min_s, x.elapsed_median_s, x.elapsed_max_s, x.reads, x.writes, x.seq_reads,
          x.random_reads, x.seq_writes, x.random_writes, x.flash_reads, x.flash_writes, x.erases,
          x.gc_copies, x.write_amplification, x.buffer_hits, x.buffer_faults, x.splits,
-         x.reinsertions, x.candidates, x.answers, x.height, x.nodes
+         x.reinsertions, x.candidates, x.answers, x.height, x.nodes, x.rep_median_s, x.rep_sd_s,
+         x.rep_ci95_low_s, x.rep_ci95_high_s, r.inputs_hash
   FROM results x JOIN runs r ON r.id = x.run_id JOIN experiments e ON e.id = r.experiment_id;
 "#;
 
@@ -263,9 +270,24 @@ fn upgrade(conn: &mut Conn, from: i64) -> DbResult<()> {
         )?;
         type_legacy_metrics(conn, None)?;
     }
-    if from < 4 {
-        let ddl = typed::schema_sql(conn.dialect());
+    if from < 5 {
+        // New columns, then both views made again over them (a view's columns are fixed
+        // when it is created); the tables of the full schema exist already, except
+        // `run_columns` before version 4, which is created here.
+        conn.batch(
+            "ALTER TABLE runs ADD COLUMN inputs_hash TEXT;
+             ALTER TABLE runs ADD COLUMN inputs_json TEXT;
+             ALTER TABLE results ADD COLUMN rep_median_s @REAL;
+             ALTER TABLE results ADD COLUMN rep_sd_s @REAL;
+             ALTER TABLE results ADD COLUMN rep_ci95_low_s @REAL;
+             ALTER TABLE results ADD COLUMN rep_ci95_high_s @REAL;
+             DROP VIEW IF EXISTS typed_results;
+             DROP VIEW IF EXISTS run_results;",
+        )?;
+        let ddl = schema_sql(conn.dialect());
         conn.batch(&ddl)?;
+    }
+    if from < 4 {
         typed::fill(conn, None)?;
     }
     Ok(())
@@ -503,14 +525,62 @@ mod tests {
         c.prepare("SELECT kind FROM metrics").unwrap();
     }
 
-    /// The schema of version 2: no `metrics.kind`.
+    /// The schema of version 2: no `metrics.kind` (nor what version 5 added).
     fn version_2_schema() -> String {
-        let v2 = SCHEMA.replace(
+        let v2 = version_4_tables().replace(
             "  kind TEXT NOT NULL DEFAULT 'counter' CHECK (kind IN ('counter', 'gauge', 'setting')),\n",
             "",
         );
         assert_ne!(v2, SCHEMA);
         v2
+    }
+
+    /// The tables of version 4: no input fingerprints, no spread of repetitions.
+    fn version_4_tables() -> String {
+        let v4 = SCHEMA
+            .replace(
+                "  owner TEXT,\n  inputs_hash TEXT,\n  inputs_json TEXT\n",
+                "  owner TEXT\n",
+            )
+            .replace(
+                "  rep_median_s REAL, rep_sd_s REAL, rep_ci95_low_s REAL, rep_ci95_high_s REAL,\n",
+                "",
+            )
+            .replace(
+                ", x.rep_median_s, x.rep_sd_s,\n         x.rep_ci95_low_s, x.rep_ci95_high_s, r.inputs_hash\n",
+                "\n",
+            );
+        assert!(!v4.contains("inputs_hash") && !v4.contains("rep_sd_s"));
+        v4
+    }
+
+    #[test]
+    fn version_4_is_upgraded_with_its_runs_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v4.db");
+        let c = Connection::open(&p).unwrap();
+        c.execute_batch(&(version_4_tables() + &typed_schema_v4()))
+            .unwrap();
+        c.execute("INSERT INTO meta VALUES ('schema_version', '4')", [])
+            .unwrap();
+        drop(c);
+        drop(ResultsDb::open(&p).unwrap());
+        let c = Connection::open(&p).unwrap();
+        c.prepare("SELECT inputs_hash, inputs_json FROM runs")
+            .unwrap();
+        c.prepare("SELECT rep_sd_s, inputs_hash FROM run_results")
+            .unwrap();
+        c.prepare("SELECT rep_sd_s, rep_ci95_low_s FROM typed_results")
+            .unwrap();
+    }
+
+    /// The typed view as version 4 made it (without the columns version 5 added).
+    fn typed_schema_v4() -> String {
+        let full = typed::schema_sql(Dialect::Sqlite);
+        let start = full.find("CREATE VIEW").unwrap();
+        // The table as it is; the view over the old `run_results` columns only.
+        full[..start].to_string()
+            + "CREATE VIEW IF NOT EXISTS typed_results AS SELECT v.run_id FROM run_results v;\n"
     }
 
     #[test]

@@ -177,10 +177,15 @@ kind = "construction"
             assert!(o["reads"].is_i64(), "{o:?}");
         }
         drop(db);
-        // A database of version 3: the upgrade adds the view and fills its run columns.
+        // A database of version 3 (without what versions 4 and 5 added): the upgrade adds the
+        // columns and views and fills the run columns.
         let c = Connection::open(&p).unwrap();
         c.execute_batch(
-            "DROP VIEW typed_results; DROP TABLE run_columns;
+            "DROP VIEW typed_results; DROP VIEW run_results; DROP TABLE run_columns;
+             ALTER TABLE runs DROP COLUMN inputs_hash; ALTER TABLE runs DROP COLUMN inputs_json;
+             ALTER TABLE results DROP COLUMN rep_median_s; ALTER TABLE results DROP COLUMN rep_sd_s;
+             ALTER TABLE results DROP COLUMN rep_ci95_low_s;
+             ALTER TABLE results DROP COLUMN rep_ci95_high_s;
              UPDATE meta SET value = '3' WHERE key = 'schema_version';",
         )
         .unwrap();
