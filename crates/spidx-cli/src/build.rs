@@ -318,15 +318,17 @@ fn summary<const D: usize>(
 }
 
 fn print_human(v: &serde_json::Value, c: &PhaseReport, simulated: bool) {
+    // Labels and paths may come from files (a device's `.toml`, a directory's name).
+    let safe = |v: &serde_json::Value| crate::term::safe(v.as_str().unwrap_or("?")).into_owned();
     println!(
         "built {} over {} objects ({}-D) in {}",
-        v["index"].as_str().unwrap_or("?"),
+        safe(&v["index"]),
         v["objects"],
         v["dims"],
-        v["out"].as_str().unwrap_or("?")
+        safe(&v["out"])
     );
     if v["order"].as_str() != Some("as-stored") {
-        println!("order     {}", v["order"].as_str().unwrap_or("?"));
+        println!("order     {}", safe(&v["order"]));
     }
     println!(
         "shape     height {}, {} nodes, page {} bytes",
@@ -388,12 +390,12 @@ fn print_human(v: &serde_json::Value, c: &PhaseReport, simulated: bool) {
     }
     if let Some(placement) = v["store"]["settings"]["log_device"].as_str() {
         if !placement.starts_with("same") {
-            println!("log dev   {placement}");
+            println!("log dev   {}", crate::term::safe(placement));
         }
     }
     if let Some(d) = v["store"]["settings"]["durability"].as_str() {
         if d.starts_with("NOT crash-safe") {
-            println!("WARNING   this index is {d}");
+            println!("WARNING   this index is {}", crate::term::safe(d));
         }
     }
     let f = &v["final_flush"];
@@ -419,7 +421,11 @@ fn print_human(v: &serde_json::Value, c: &PhaseReport, simulated: bool) {
             }
             let mut flat = Vec::new();
             flatten_figures("", figures, &mut flat);
-            println!("{section:<9} {}", flat.join(", "));
+            println!(
+                "{:<9} {}",
+                crate::term::safe(section),
+                crate::term::safe(&flat.join(", "))
+            );
         }
     }
 }

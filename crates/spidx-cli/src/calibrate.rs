@@ -3,7 +3,6 @@
 //! `spidx::calibrate` and docs/devices.md, "Calibrating a model from your drive").
 
 use std::fs::OpenOptions;
-use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -102,7 +101,8 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         (None, None) => bail!("give the drive to probe as file:PATH, or --from-figures FILE"),
     };
     if let Some(path) = &a.save_figures {
-        std::fs::write(path, serde_json::to_string_pretty(&figures)? + "\n")
+        let text = serde_json::to_string_pretty(&figures)? + "\n";
+        crate::own::write_out(path, text.as_bytes(), a.force)
             .with_context(|| format!("writing --save-figures {}", path.display()))?;
     }
     let fitted = fit::fit(&figures)?;
@@ -144,20 +144,10 @@ fn check_out(out: &Path, force: bool) -> Result<()> {
     Ok(())
 }
 
+/// Writes `--out` as every `--out` is written ([`crate::own::write_out`]): a new file, or
+/// with `--force` an existing one replaced; never through a symbolic link.
 fn write_out(out: &Path, force: bool, text: &str) -> Result<()> {
-    let mut o = OpenOptions::new();
-    o.write(true);
-    if force {
-        o.create(true).truncate(true);
-    } else {
-        o.create_new(true);
-    }
-    let mut f = o
-        .open(out)
-        .with_context(|| format!("writing --out {}", out.display()))?;
-    f.write_all(text.as_bytes())
-        .with_context(|| format!("writing --out {}", out.display()))?;
-    Ok(())
+    crate::own::write_out(out, text.as_bytes(), force)
 }
 
 /// Parses a duration: a number of seconds, or a number followed by ms, s, m or h.

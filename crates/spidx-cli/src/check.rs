@@ -135,7 +135,7 @@ fn check<const D: usize>(a: &CheckArgs) -> Result<()> {
     } else {
         println!(
             "{}: {} over {} objects, height {}, {} nodes, page {} bytes",
-            a.dir.display(),
+            crate::term::safe(&a.dir.display().to_string()),
             m.options.kind.label(),
             rep.objects,
             rep.height,
@@ -181,7 +181,10 @@ fn check<const D: usize>(a: &CheckArgs) -> Result<()> {
                 "log: {} committed operations ({} records) would be replayed, {} records of an \
                  unfinished operation dropped; scan ended at: {} (not modified; `spidx recover` \
                  repairs)",
-                r.operations, r.records_replayed, r.records_dropped, r.log_end
+                r.operations,
+                r.records_replayed,
+                r.records_dropped,
+                crate::term::safe(&r.log_end)
             );
         }
         if let Some(j) = store.journal.filter(|j| j.restored > 0) {
@@ -195,7 +198,10 @@ fn check<const D: usize>(a: &CheckArgs) -> Result<()> {
             println!("all invariants hold");
         }
         if let (Some(why), true) = (&crashed, rep.ok()) {
-            println!("crashed, recoverable: {why}; run `spidx recover` before using it");
+            println!(
+                "crashed, recoverable: {}; run `spidx recover` before using it",
+                crate::term::safe(why)
+            );
         }
         for v in &rep.violations {
             eprintln!("violation: {}", crate::term::safe(&v.to_string()));

@@ -398,15 +398,29 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// Writes to a temporary file beside `out`, then renames it, so that a failure never leaves
-/// a half-written dataset under the final name.
+/// a half-written dataset under the final name. The temporary file is created new, never
+/// through a link (the data writers open with `O_EXCL | O_NOFOLLOW`): a file or link already
+/// at its name is refused and left as it is, not followed nor removed.
 fn write_atomically(out: &Path, ds: &Dataset, format: Format) -> Result<()> {
     let name = out
         .file_name()
         .with_context(|| format!("--out {} has no file name", out.display()))?;
     let tmp = out.with_file_name(format!(".{}.partial", name.to_string_lossy()));
+    if std::fs::symlink_metadata(&tmp).is_ok() {
+        bail!(
+            "cannot write --out {}: its temporary file {} exists (left by an interrupted spidx, or not spidx's); spidx does not write through or remove it: remove it yourself, or name another --out",
+            out.display(),
+            tmp.display()
+        );
+    }
     let result = data::write_as(&tmp, ds, format);
     if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
+        // Only a file this call created: not one the writer refused as already there.
+        let refused =
+            matches!(&e, spidx::Error::InvalidOption { what, .. } if what == "output file");
+        if !refused {
+            let _ = std::fs::remove_file(&tmp);
+        }
         return Err(e.into());
     }
     std::fs::rename(&tmp, out)

@@ -99,10 +99,19 @@ pub fn check_devices(options: &impl serde::Serialize, force: bool) -> Result<()>
 /// here, with that file untouched (opening it for writing would grow it to the device's
 /// capacity and replay the log into it).
 pub fn check_index_devices(dir: &Path, manifest: &spidx::spatial::Manifest) -> Result<()> {
+    let options = serde_json::to_value(&manifest.options)?;
     let mut paths = Vec::new();
-    file_devices(&serde_json::to_value(&manifest.options)?, &mut paths);
+    file_devices(&options, &mut paths);
+    // A separate log device's file (in the store's options) has its own claim.
+    let mut logs = Vec::new();
+    file_devices(&options["store"], &mut logs);
     for p in paths {
-        let Some(uuid) = manifest.device_uuid.as_deref() else {
+        let claim = if logs.contains(&p) {
+            &manifest.log_device_uuid
+        } else {
+            &manifest.device_uuid
+        };
+        let Some(uuid) = claim.as_deref() else {
             bail!(
                 "index {}: its manifest names the device file {} but no device UUID claiming it; spidx does not write to a file the index's records do not vouch for",
                 dir.display(),

@@ -100,7 +100,7 @@ fn recover<const D: usize>(a: &RecoverArgs) -> Result<()> {
     }
     println!(
         "recovered {}: {} store ({}), {} objects, checks pass",
-        a.dir.display(),
+        crate::term::safe(&a.dir.display().to_string()),
         report.kind,
         report.settings.durability,
         check.objects
@@ -114,7 +114,9 @@ fn recover<const D: usize>(a: &RecoverArgs) -> Result<()> {
             );
             println!(
                 "dropped   {} records, {} bytes of an unfinished operation; scan ended at: {}",
-                r.records_dropped, r.bytes_dropped, r.log_end
+                r.records_dropped,
+                r.bytes_dropped,
+                crate::term::safe(&r.log_end)
             );
             println!("buffer    {} nodes rebuilt", r.buffered_nodes);
         }
@@ -127,7 +129,7 @@ fn recover<const D: usize>(a: &RecoverArgs) -> Result<()> {
         println!("objects   {objects_found} records found past the last checkpoint");
     }
     if let Some(loss) = &accepted {
-        println!("LOSS ACCEPTED (--accept-loss): {loss}");
+        println!("LOSS ACCEPTED (--accept-loss): {}", crate::term::safe(loss));
     }
     if !orphans.is_empty() {
         println!(

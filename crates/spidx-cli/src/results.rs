@@ -707,48 +707,54 @@ fn export(a: ExportArgs) -> Result<()> {
     if let Some(e) = &a.experiment {
         check_experiment(&db, &path, e)?;
     }
-    let export = if a.metrics {
-        export_table::metrics(&db, a.experiment.as_deref())?
+    let columns = if a.metrics {
+        export_table::metric_columns()
     } else {
-        export_table::results(&db, a.experiment.as_deref(), !a.all)?
+        export_table::results_columns()
     };
-    if a.format == Format::Parquet {
-        let Some(out) = &a.out else {
-            bail!("--format parquet writes a binary file: give it with --out FILE");
-        };
-        return crate::parquet_export::write(out, a.force, &export.columns, &export.rows.rows);
+    if a.format == Format::Parquet && a.out.is_none() {
+        bail!("--format parquet writes a binary file: give it with --out FILE");
     }
-    let rows = export.rows;
+    // A file this export creates is removed again if the export fails part way.
+    let created = a
+        .out
+        .as_ref()
+        .filter(|p| std::fs::symlink_metadata(p).is_err());
+    let result = export_to(&a, &db, &columns);
+    if let (Err(_), Some(p)) = (&result, created) {
+        let _ = std::fs::remove_file(p);
+    }
+    result
+}
+
+/// Streams the table `a` asks for to its output, row by row (see [`export_table`]).
+fn export_to(a: &ExportArgs, db: &ResultsDb, columns: &export_table::Columns) -> Result<()> {
+    use export_table::RowSink;
     // Data written to a file or a pipe stays byte for byte; on a terminal, CSV's text cells
     // are escaped as every other listing is, so a crafted run name cannot drive the terminal
     // (JSON escapes control characters itself).
     let to_terminal = a.out.is_none() && std::io::stdout().is_terminal();
-    let mut out: Box<dyn Write> = match &a.out {
-        Some(p) => Box::new(std::io::BufWriter::new(crate::own::create_out(p, a.force)?)),
-        None => Box::new(std::io::stdout().lock()),
-    };
-    match a.format {
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut out, &rows.objects())?;
-            writeln!(out)?;
-        }
-        Format::Csv => {
-            let mut w = csv::Writer::from_writer(&mut out);
-            w.write_record(&rows.columns)?;
-            // Floats keep their decimal point (`2.0`), so a reader infers the same type
-            // for a column whatever its values.
-            let cell = |v: &Value| match v {
-                Value::Number(n) if n.is_f64() => n.to_string(),
-                other if to_terminal => crate::term::safe(&csv_cell(other)).into_owned(),
-                other => csv_cell(other),
+    let mut sink: Box<dyn RowSink> = match (&a.format, &a.out) {
+        (Format::Parquet, Some(p)) => Box::new(crate::parquet_export::ParquetSink::create(
+            p, a.force, columns,
+        )?),
+        (Format::Parquet, None) => unreachable!("refused by the caller"),
+        (format, out) => {
+            let out: Box<dyn Write> = match out {
+                Some(p) => Box::new(std::io::BufWriter::new(crate::own::create_out(p, a.force)?)),
+                None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
             };
-            for r in &rows.rows {
-                w.write_record(r.iter().map(cell))?;
+            if *format == Format::Json {
+                Box::new(export_table::JsonSink::new(out, columns))
+            } else {
+                Box::new(export_table::CsvSink::new(out, columns, to_terminal)?)
             }
-            w.flush()?;
         }
-        Format::Parquet => unreachable!("written above"),
+    };
+    if a.metrics {
+        export_table::metrics_each(db, a.experiment.as_deref(), |r| sink.row(r))?;
+    } else {
+        export_table::results_each(db, a.experiment.as_deref(), !a.all, |r| sink.row(r))?;
     }
-    out.flush()?;
-    Ok(())
+    sink.finish()
 }

@@ -36,11 +36,14 @@ pub fn resolve(given: Option<&Path>) -> Result<PathBuf> {
     };
     let shown = newest.strip_prefix(&cwd).unwrap_or(&newest).to_path_buf();
     if found.is_empty() {
-        eprintln!("results database: {}", shown.display());
+        eprintln!(
+            "results database: {}",
+            crate::term::safe(&shown.display().to_string())
+        );
     } else {
         eprintln!(
             "results database: {} (the newest of {} found; choose one with --results)",
-            shown.display(),
+            crate::term::safe(&shown.display().to_string()),
             found.len() + 1
         );
     }

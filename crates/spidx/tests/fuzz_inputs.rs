@@ -2,13 +2,115 @@
 //! `SPIDX_LONG_TESTS=1` runs 2,000): every importer and the experiment spec parser, fed
 //! arbitrary bytes and mutations (bit flips, truncation, splices) of valid inputs. Nothing
 //! may panic (a panic fails the test); an importer's error must carry a message, and a spec
-//! error must name the spec file.
+//! error must name the spec file. Every reader's memory is bounded by what the input holds:
+//! the bytes it allocates at its peak (counted per thread by this binary's allocator, see
+//! [`meter`]) stay under [`meter::FIXED`] plus [`meter::PER_BYTE`] times the input's size,
+//! so a header that claims more than the file holds (a count of 2^60 features, a length of
+//! 4 GB) can never size an allocation.
 
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use spidx::data::generate::{generate, Distribution, GenerateOptions};
 use spidx::data::{self, Format, ReadOptions};
+
+/// Bytes allocated by the current thread, counted by this test binary's global allocator:
+/// what one reader allocates at its peak, whatever other tests do on other threads.
+mod meter {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    /// What any reader may allocate beyond its input: read buffers (1 MB) and the
+    /// decoders' tables.
+    pub const FIXED: usize = 4 << 20;
+    /// What a reader may allocate per byte of input (records, their geometries, the id
+    /// index, vectors growing by doubling).
+    pub const PER_BYTE: usize = 64;
+
+    thread_local! {
+        static NOW: Cell<isize> = const { Cell::new(0) };
+        static PEAK: Cell<isize> = const { Cell::new(0) };
+    }
+
+    fn add(delta: isize) {
+        let _ = NOW.try_with(|n| {
+            let v = n.get() + delta;
+            n.set(v);
+            let _ = PEAK.try_with(|p| p.set(p.get().max(v)));
+        });
+    }
+
+    /// The system allocator, counting each thread's bytes.
+    pub struct Counting;
+
+    // SAFETY: every call is forwarded to the system allocator unchanged; the counting
+    // only reads and writes thread-local cells (const-initialised, without destructors).
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+            // SAFETY: forwarded as given.
+            let p = unsafe { System.alloc(l) };
+            if !p.is_null() {
+                add(l.size() as isize);
+            }
+            p
+        }
+
+        unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+            // SAFETY: forwarded as given.
+            let p = unsafe { System.alloc_zeroed(l) };
+            if !p.is_null() {
+                add(l.size() as isize);
+            }
+            p
+        }
+
+        unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+            // SAFETY: forwarded as given.
+            unsafe { System.dealloc(p, l) };
+            add(-(l.size() as isize));
+        }
+
+        unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+            // SAFETY: forwarded as given.
+            let q = unsafe { System.realloc(p, l, new) };
+            if !q.is_null() {
+                add(new as isize - l.size() as isize);
+            }
+            q
+        }
+    }
+
+    /// Runs `f`; asserts that at its peak it allocated at most [`FIXED`] +
+    /// [`PER_BYTE`] × `input` bytes more than when it started (`what` names the reader).
+    pub fn bounded<T>(what: &str, input: usize, f: impl FnOnce() -> T) -> T {
+        let start = NOW.with(Cell::get);
+        PEAK.with(|p| p.set(start));
+        let out = f();
+        let peak = (PEAK.with(Cell::get) - start).max(0) as usize;
+        let bound = FIXED + PER_BYTE * input;
+        assert!(
+            peak <= bound,
+            "{what}: allocated {peak} bytes at its peak for {input} bytes of input (bound {bound})"
+        );
+        out
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: meter::Counting = meter::Counting;
+
+/// The counting allocator sees a large allocation, and the bound refuses it.
+#[test]
+fn the_meter_catches_an_allocation_beyond_the_bound() {
+    let big = std::panic::catch_unwind(|| {
+        meter::bounded("a 64 MB buffer", 100, || vec![1u8; 64 << 20].len())
+    });
+    assert!(big.is_err(), "a 64 MB allocation passed the bound");
+    assert_eq!(
+        meter::bounded("a small buffer", 100, || vec![1u8; 1000].len()),
+        1000
+    );
+}
 
 fn cases() -> u32 {
     if std::env::var("SPIDX_LONG_TESTS").is_ok_and(|v| v == "1") {
@@ -79,7 +181,8 @@ fn read_all_ways(dir: &Path, name: &str, bytes: &[u8]) {
                 renumber,
                 ..Default::default()
             };
-            if let Err(e) = data::read(&path, &opts) {
+            let what = format!("reading {name} as {format:?}");
+            if let Err(e) = meter::bounded(&what, bytes.len(), || data::read(&path, &opts)) {
                 let msg = e.to_string();
                 assert!(!msg.is_empty());
             }
@@ -180,7 +283,7 @@ mod on_disk {
     use spidx::store::log::{Log, LogConfig, LogSync};
     use spidx::store::StoreHeader;
 
-    use super::{cases, mutate};
+    use super::{cases, meter, mutate};
 
     /// The sealed files of a small index: (index.json, store.json).
     fn index_files() -> (Vec<u8>, Vec<u8>) {
@@ -294,14 +397,14 @@ mod on_disk {
             if which == 0 {
                 let good = parse_manifest(&manifest, p).unwrap();
                 let bad = mutate(&manifest, &flips, cut, &splice);
-                match parse_manifest(&bad, p) {
+                match meter::bounded("index.json", bad.len(), || parse_manifest(&bad, p)) {
                     Ok(m) => prop_assert_eq!(m, good),
                     Err(e) => prop_assert!(e.to_string().contains("x.json"), "{}", e),
                 }
             } else {
                 let good = StoreHeader::parse(&header, p).unwrap();
                 let bad = mutate(&header, &flips, cut, &splice);
-                match StoreHeader::parse(&bad, p) {
+                match meter::bounded("store.json", bad.len(), || StoreHeader::parse(&bad, p)) {
                     Ok(h) => prop_assert_eq!(h, good),
                     Err(e) => prop_assert!(e.to_string().contains("x.json"), "{}", e),
                 }
@@ -320,7 +423,7 @@ mod on_disk {
             let p = tmp.path().join("x.journal");
             for candidate in [mutate(&bytes, &flips, cut, &splice), arbitrary.clone()] {
                 std::fs::write(&p, &candidate).unwrap();
-                if let Ok(c) = Journal::read(&p, 512) {
+                if let Ok(c) = meter::bounded("a journal", candidate.len(), || Journal::read(&p, 512)) {
                     prop_assert!(c.images.len() <= images.len());
                     prop_assert_eq!(&c.images[..], &images[..c.images.len()]);
                 }
@@ -355,8 +458,10 @@ mod on_disk {
             }
             save_state(&p, "memory", &a).unwrap();
             let good = std::fs::read(&p).unwrap();
-            std::fs::write(&p, mutate(&good, &flips, cut, &splice)).unwrap();
-            if let Ok(b) = load_state::<PageArray>(&p, "memory") {
+            let bad = mutate(&good, &flips, cut, &splice);
+            std::fs::write(&p, &bad).unwrap();
+            let loaded = meter::bounded("a device state", bad.len(), || load_state::<PageArray>(&p, "memory"));
+            if let Ok(b) = loaded {
                 save_state(&p, "memory", &b).unwrap();
                 prop_assert_eq!(std::fs::read(&p).unwrap(), good);
             }

@@ -385,6 +385,15 @@ fn check_deep_fails_on_every_corrupted_store_header_field() {
         if let Some(n) = u("/log_operations") {
             edits.push(("/log_operations".into(), json!(n + 1)));
         }
+        // The direct store's checkpoint: the journal's or the next (a crash mid-seal) are
+        // states the store leaves; behind it or two ahead are not (see `store::direct`).
+        if let Some(c) = u("/checkpoint") {
+            edits.push(("/checkpoint".into(), json!(c + 2)));
+            edits.push(("/checkpoint".into(), json!(c + 1_000)));
+            if c > 0 {
+                edits.push(("/checkpoint".into(), json!(c - 1)));
+            }
+        }
         if v.pointer("/policy_state").is_some() {
             edits.push(("/policy_state".into(), Value::Null));
         }
@@ -401,5 +410,64 @@ fn check_deep_fails_on_every_corrupted_store_header_field() {
         }
         std::fs::write(&path, &clean).unwrap();
         check_deep(&f.dir).unwrap();
+        if name == "direct" {
+            let c = u("/checkpoint").expect("a journaled direct store numbers its checkpoints");
+            assert!(c > 0, "the flush sealed a checkpoint");
+        }
+    }
+}
+
+/// A direct store's header naming a checkpoint the journal cannot follow from is refused
+/// by readers and writers (naming both files), and opened, rolling nothing back, with
+/// `--accept-loss`; the legitimate "one ahead" (a crash between saving the header and
+/// restarting the journal) opens.
+#[test]
+fn a_direct_store_checkpoint_the_journal_cannot_follow_from_is_refused() {
+    use serde_json::{json, Value};
+    // A crashed index (its journal holds images) whose header names checkpoint `c + delta`.
+    let make = |delta: i64| {
+        let f = files();
+        crashed(&f, StoreConfig::direct(), 300, 600);
+        let path = f.dir.join("store.json");
+        let mut v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let c = v["checkpoint"].as_u64().unwrap();
+        assert!(c > 0, "the flush sealed a checkpoint");
+        let n = c.checked_add_signed(delta).unwrap();
+        v["checkpoint"] = json!(n);
+        std::fs::write(&path, v.to_string()).unwrap();
+        spidx::store::header::reseal_file(&path).unwrap();
+        (f, n)
+    };
+    for delta in [2, -1, 1000] {
+        let (f, n) = make(delta);
+        for e in [
+            SpatialIndex::<2>::open_read_only(&f.dir).err().unwrap(),
+            SpatialIndex::<2>::open(&f.dir).err().unwrap(),
+        ] {
+            let e = e.to_string();
+            assert!(
+                e.contains("store.json")
+                    && e.contains("direct.journal")
+                    && e.contains(&format!("checkpoint {n}"))
+                    && e.contains("--accept-loss"),
+                "{e}"
+            );
+        }
+        let idx = SpatialIndex::<2>::open_accepting_loss(&f.dir).unwrap();
+        let loss = idx.recovery_state().accepted_loss.unwrap();
+        assert!(
+            loss.contains("the header or the journal was changed"),
+            "{loss}"
+        );
+    }
+    // One ahead: the state a crash between saving the header and restarting the journal
+    // leaves, not refused for its number.
+    let (f, _) = make(1);
+    if let Err(e) = SpatialIndex::<2>::open_read_only(&f.dir) {
+        assert!(
+            !e.to_string()
+                .contains("the header or the journal was changed"),
+            "{e}"
+        );
     }
 }

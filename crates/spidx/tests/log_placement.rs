@@ -293,3 +293,58 @@ fn bad_placements_are_refused_before_anything_is_created() {
         assert!(!dir.join("index.json").exists(), "case {i}");
     }
 }
+
+/// A separate log device's file carries an owner record, as the device file does: written
+/// when the index is created (its own UUID, in the manifest too), checked when the index
+/// opens, before the log is read (a record naming another index's device is refused), so
+/// that re-running a spec on the same log file needs no `--force` and an index whose log
+/// file was taken over is not replayed from it.
+#[test]
+fn a_separate_log_file_has_an_owner_record_checked_on_open() {
+    let d = dirs();
+    let dir = d.root.join("idx");
+    let log = d.root.join("log.bin");
+    let cfg = placed(fast_store(), &format!("separate:file:{}", log.display()));
+    let mut idx = SpatialIndex::<2>::create(
+        &dir,
+        options(cfg.clone(), file_device(&d.root.join("pages.bin"))),
+        false,
+    )
+    .unwrap();
+    insert(&mut idx, 0..50);
+    idx.flush().unwrap();
+    let m = idx.manifest().clone();
+    drop(idx);
+    let uuid = m.log_device_uuid.expect("the log file is claimed");
+    assert_ne!(Some(&uuid), m.device_uuid.as_ref());
+    let record = d.root.join("log.bin.owner");
+    let owner: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    assert_eq!(owner["uuid"], uuid.as_str());
+    let mut w = SpatialIndex::<2>::open(&dir).unwrap();
+    assert_eq!(ids(&mut w).len(), 50);
+    drop(w);
+    // Taken over by another index: refused, naming the log file.
+    let theirs =
+        serde_json::json!({"uuid": "0123456789abcdef0123456789abcdef", "index": "/elsewhere"});
+    std::fs::write(&record, theirs.to_string()).unwrap();
+    for e in [
+        SpatialIndex::<2>::open(&dir).err().unwrap(),
+        SpatialIndex::<2>::open_read_only(&dir).err().unwrap(),
+    ] {
+        let e = e.to_string();
+        assert!(e.contains("log.bin") && e.contains("overwritten"), "{e}");
+    }
+    std::fs::remove_file(&record).unwrap();
+    let e = SpatialIndex::<2>::open(&dir).err().unwrap().to_string();
+    assert!(e.contains("log.bin.owner") && e.contains("missing"), "{e}");
+    // A new index on the same files once the first is gone claims the log file anew.
+    std::fs::remove_dir_all(&dir).unwrap();
+    let idx = SpatialIndex::<2>::create(
+        &dir,
+        options(cfg, file_device(&d.root.join("pages.bin"))),
+        false,
+    )
+    .unwrap();
+    assert_ne!(idx.manifest().log_device_uuid.as_ref(), Some(&uuid));
+}

@@ -128,8 +128,22 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
         let new = summary::replace_doc_section(&text, &section, &page.display().to_string())?;
         if a.update_doc.is_some() {
             if new != text {
-                std::fs::write(page, &new)
-                    .with_context(|| format!("writing {}", page.display()))?;
+                // The page is the user's own (it was just read); rewritten in place, never
+                // through a symbolic link.
+                use std::io::Write;
+                use std::os::unix::fs::OpenOptionsExt;
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .truncate(true)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(page)
+                    .and_then(|mut f| f.write_all(new.as_bytes()))
+                    .with_context(|| {
+                        format!(
+                            "writing {} (spidx does not write through a symbolic link)",
+                            page.display()
+                        )
+                    })?;
             }
             eprintln!("{}: scorecard section written", page.display());
         } else if new != text {

@@ -242,7 +242,14 @@ fn time_syscalls(work: &Path, n: usize) -> Result<SyscallCosts> {
     let path = work.join("host-fit-syscalls.bin");
     let page = vec![7u8; 4096];
     {
-        let mut f = File::create(&path).map_err(|e| Error::io(&path, e))?;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| Error::io(&path, e))?;
         for _ in 0..256 {
             f.write_all(&page).map_err(|e| Error::io(&path, e))?;
         }

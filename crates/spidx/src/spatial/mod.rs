@@ -109,6 +109,20 @@ pub struct Manifest {
     /// The UUID claiming a `file:` device (also in `<device file>.owner`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_uuid: Option<String>,
+    /// The UUID claiming a separate log device's file (`log_device = "separate:file:…"`;
+    /// also in `<log file>.owner`), claimed and checked as the device file is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_device_uuid: Option<String>,
+}
+
+/// The file of the separate `file:` log device of `o`'s store, if it has one.
+fn log_file(o: &IndexOptions) -> Option<&Path> {
+    match o.store.log_placement()? {
+        crate::store::buffered::placement::LogPlacement::Separate { config, .. } => {
+            config.file_path()
+        }
+        _ => None,
+    }
 }
 
 /// How an index is opened.
@@ -313,6 +327,11 @@ impl<const D: usize> SpatialIndex<D> {
         let mut store = options
             .store
             .create_in(node_dev, &options.buffer, layout, files)?;
+        // The store opened (created) its log device's file: claimed as the device file is.
+        let log_device_uuid = match log_file(&options) {
+            Some(f) => Some(owner::claim(f, dir)?),
+            None => None,
+        };
         // Every file exists before the manifest does: a crash from here on leaves an index
         // that reopens (empty until its first checkpoint or logged operation).
         store.save_header()?;
@@ -330,6 +349,7 @@ impl<const D: usize> SpatialIndex<D> {
             capacity,
             options,
             device_uuid,
+            log_device_uuid,
         };
         save_manifest(dir, &manifest)?;
         let tree = Tree::create(store, capacity, manifest.options.kind)?;
@@ -419,6 +439,10 @@ impl<const D: usize> SpatialIndex<D> {
         };
         let device = wrap(o.device.open_with(o.page_size, state.as_deref(), access)?);
         if let (Some(f), Some(uuid)) = (o.device.file_path(), &manifest.device_uuid) {
+            owner::verify(f, uuid, dir)?;
+        }
+        // Before the store opens (and may replay into) it.
+        if let (Some(f), Some(uuid)) = (log_file(o), &manifest.log_device_uuid) {
             owner::verify(f, uuid, dir)?;
         }
         let persistent = !o.device.is_simulated();
@@ -733,7 +757,17 @@ fn begin_checkpoint(dir: &Path, files: &[PathBuf]) -> Result<PathBuf> {
         }
     }
     let marker = dir.join(CHECKPOINT_PENDING);
-    std::fs::File::create(&marker).map_err(|e| Error::io(&marker, e))?;
+    {
+        // Never through a link planted at the marker's name.
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&marker)
+            .map_err(|e| Error::io(&marker, e))?;
+    }
     sync_dir(dir)?;
     Ok(marker)
 }

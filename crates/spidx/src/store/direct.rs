@@ -11,6 +11,19 @@
 //! `each-op`; [`DirectStore::with_sync`]) each N-th or every operation is a durable point
 //! too: the same seal as a checkpoint's (pages synced, header saved, journal restarted)
 //! without saving the rest of the index.
+//!
+//! # The header's checkpoint and the journal's
+//! A seal saves the header naming checkpoint `J + 1` only after the device is synced, and
+//! only then restarts the journal (of checkpoint `J`) for `J + 1`. So the header names the
+//! journal's checkpoint, or the next one after a crash between the two steps; any other
+//! pair (the header behind the journal, or ahead by two or more) is no state the store
+//! leaves, and opening refuses it as damage (`spidx check --deep` with it). A header ahead
+//! by exactly one is the legitimate crash-mid-seal state and cannot be told from a header
+//! edited from `J` to `J + 1`: the files hold the same bytes in both cases (the journal
+//! keeps no record of the seal it was cut short in), so no sound rule refuses it. What that
+//! edit costs: over an empty journal (any cleanly closed index) nothing, the number alone
+//! changed; over a journal holding images (a crash between checkpoints) the rollback is
+//! skipped, and the tree checks of `check --deep` see the pages as the crash left them.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -127,7 +140,8 @@ impl DirectStore {
         let what = format!("store header {}", header_path.display());
         header.check_capacity(&what, cache.device().capacity_pages())?;
         header.check_kind(&what, "direct")?;
-        let checkpoint = header.checkpoint.unwrap_or(0);
+        let named = header.checkpoint;
+        let checkpoint = named.unwrap_or(0);
         let mut s = Self::with_header(cache, layout, header, Some(header_path))?;
         let (Journaling::On(path) | Journaling::ReadOnly(path)) = &journaling else {
             return Ok(s);
@@ -141,6 +155,28 @@ impl DirectStore {
             }
             Err(e) => return Err(e),
         };
+        // The header names the journal's checkpoint or the next (see the module header).
+        if let (Some(c), Some(h)) = (&read, named) {
+            if h != c.checkpoint && h != c.checkpoint.saturating_add(1) {
+                let d = format!(
+                    "{what} names checkpoint {h} but the rollback journal {} is of checkpoint {}: \
+                     a header is saved before its journal restarts, so it names the journal's \
+                     checkpoint or the next one; the header or the journal was changed",
+                    path.display(),
+                    c.checkpoint
+                );
+                if !accept_loss {
+                    return Err(Error::corrupted(
+                        "store header",
+                        format!(
+                            "{d}. `spidx recover --accept-loss` opens it without rolling back; \
+                             otherwise restore the index from a copy"
+                        ),
+                    ));
+                }
+                s.accepted_loss = Some(d);
+            }
+        }
         // A journal of an older checkpoint (a crash after the header named the next one)
         // rolls nothing back.
         if let Some(c) = read.filter(|c| c.checkpoint == checkpoint) {

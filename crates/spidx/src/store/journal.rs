@@ -89,11 +89,14 @@ pub struct Journal {
 impl Journal {
     /// Creates (or empties) the journal at `path` for checkpoint `checkpoint`, durably.
     pub fn create(path: &Path, page_size: usize, checkpoint: u64) -> Result<Self> {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Never through a symbolic link planted at the journal's name.
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(path)
             .map_err(|e| Error::io(path, e))?;
         let mut j = Journal {

@@ -243,9 +243,27 @@ pub(crate) fn open_file(path: &Path) -> Result<std::fs::File> {
     std::fs::File::open(path).map_err(|e| Error::io(path, e))
 }
 
-/// Creates `path` for writing, naming it in the error.
+/// Creates `path` for writing, naming it in the error. Only a new file: an existing file
+/// or a symbolic link at `path` is refused (`O_CREAT | O_EXCL | O_NOFOLLOW`), so a writer
+/// never replaces a file spidx did not create nor writes through a link planted at the
+/// name (callers that replace a file write a new one beside it and rename it).
 pub(crate) fn create_file(path: &Path) -> Result<std::io::BufWriter<std::fs::File>> {
-    let f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => Error::invalid(
+                "output file",
+                format!(
+                    "{} already exists (a file, or a link, spidx did not just create); spidx writes datasets only to new files: remove it or name another",
+                    path.display()
+                ),
+            ),
+            _ => Error::io(path, e),
+        })?;
     Ok(std::io::BufWriter::with_capacity(1 << 20, f))
 }
 

@@ -107,6 +107,38 @@ fn writing_checks_format_and_kind() {
     assert!(e.contains("record id 5") && e.contains("not finite"), "{e}");
 }
 
+/// A writer creates only a new file: an existing file, or a link planted at the name (to
+/// an existing file or to none), is refused and left as it was, never followed.
+#[test]
+fn writers_refuse_an_existing_file_or_link() {
+    let dir = tmp();
+    let ds = generate(&GenerateOptions::new(Distribution::Uniform, 20)).unwrap();
+    let theirs = file(&dir, "theirs.txt");
+    std::fs::write(&theirs, b"precious").unwrap();
+    let nowhere = file(&dir, "nowhere.txt");
+    for ext in GEO_FORMATS {
+        let existing = file(&dir, &format!("existing.{ext}"));
+        std::fs::copy(&theirs, &existing).unwrap();
+        let link = file(&dir, &format!("link.{ext}"));
+        std::os::unix::fs::symlink(&theirs, &link).unwrap();
+        let dangling = file(&dir, &format!("dangling.{ext}"));
+        std::os::unix::fs::symlink(&nowhere, &dangling).unwrap();
+        for p in [&existing, &link, &dangling] {
+            let e = write(p, &ds).unwrap_err().to_string();
+            assert!(e.contains("already exists"), "{}: {e}", p.display());
+        }
+        assert_eq!(std::fs::read(&existing).unwrap(), b"precious");
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    }
+    assert_eq!(std::fs::read(&theirs).unwrap(), b"precious");
+    assert!(!nowhere.exists(), "a dangling link was followed");
+    let npy = file(&dir, "v.npy");
+    std::os::unix::fs::symlink(&theirs, &npy).unwrap();
+    let vectors = Dataset::Vectors(Vectors::new(3, vec![0.0; 9]).unwrap());
+    assert!(write(&npy, &vectors).is_err());
+    assert_eq!(std::fs::read(&theirs).unwrap(), b"precious");
+}
+
 #[test]
 fn empty_datasets_round_trip() {
     let dir = tmp();

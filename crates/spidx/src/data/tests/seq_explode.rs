@@ -174,6 +174,7 @@ fn flatgeobuf_ids_are_signed_64_bit_when_they_fit() {
     assert_eq!(read_report(&path).0, recs);
     // An id of 2^63 or more only fits unsigned; spidx still reads it back exactly.
     let huge = vec![GeoRecord::new(u64::MAX, Geometry::Point(Point::new(0.0, 0.0))).unwrap()];
+    std::fs::remove_file(&path).unwrap(); // A writer creates only new files.
     write(&path, &Dataset::Geo(huge.clone())).unwrap();
     assert_eq!(id_column_type(&path), ColumnType::ULong);
     assert_eq!(read_report(&path).0, huge);

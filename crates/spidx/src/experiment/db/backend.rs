@@ -330,6 +330,50 @@ impl Conn {
         }
     }
 
+    /// Runs a query and hands its rows to `f` one at a time, as JSON values, without
+    /// collecting them: memory is bounded by one row whatever the size of the result (a
+    /// PostgreSQL result is read from the server as it streams in). Stops at the first row
+    /// `f` refuses; its error is the inner `Err`, a database error the outer one.
+    pub(crate) fn query_each<E>(
+        &mut self,
+        sql: &str,
+        params: &[Param],
+        mut f: impl FnMut(&[Value]) -> std::result::Result<(), E>,
+    ) -> DbResult<std::result::Result<(), E>> {
+        let sql = self.sql(sql).into_owned();
+        let mut out = Vec::new();
+        match self {
+            Conn::Sqlite(c) => {
+                let mut st = c.prepare_cached(&sql)?;
+                let n = st.column_count();
+                let mut q = st.query(rusqlite::params_from_iter(params))?;
+                while let Some(row) = q.next()? {
+                    out.clear();
+                    for i in 0..n {
+                        out.push(sqlite_value(row.get_ref(i)?));
+                    }
+                    if let Err(e) = f(&out) {
+                        return Ok(Err(e));
+                    }
+                }
+            }
+            Conn::Postgres(c) => {
+                use postgres::fallible_iterator::FallibleIterator;
+                let refs = pg_params(params);
+                let st = c.prepare(&sql)?;
+                let mut rows = c.query_raw(&st, refs)?;
+                while let Some(row) = rows.next()? {
+                    out.clear();
+                    out.extend((0..row.len()).map(|i| pg_value(&row, i)));
+                    if let Err(e) = f(&out) {
+                        return Ok(Err(e));
+                    }
+                }
+            }
+        }
+        Ok(Ok(()))
+    }
+
     /// The first column of the first row, if any.
     pub(crate) fn value(&mut self, sql: &str, params: &[Param]) -> DbResult<Option<Value>> {
         let t = self.query(sql, params)?;
@@ -569,6 +613,20 @@ mod tests {
         assert!(t.rows[0][4].as_str().unwrap().ends_with('Z'));
         assert_eq!(c.columns("t").unwrap(), ["a", "b", "c", "d"]);
         assert_eq!(c.tables().unwrap(), ["t"]);
+        // Row by row: the same rows as `query`, and a refused row stops the query.
+        let mut seen = Vec::new();
+        let done = c
+            .query_each("SELECT a, b, c, d FROM t", &[], |r| {
+                seen.push(r.to_vec());
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+        assert_eq!(done, Ok(()));
+        assert_eq!(seen, c.query("SELECT a, b, c, d FROM t", &[]).unwrap().rows);
+        let stopped = c
+            .query_each("SELECT a FROM t", &[], |_| Err("stop"))
+            .unwrap();
+        assert_eq!(stopped, Err("stop"));
         assert_eq!(Param::of_json(&serde_json::json!(3)), Param::Int(3));
         assert_eq!(Param::of_json(&serde_json::json!(0.5)), Param::Real(0.5));
     }

@@ -483,6 +483,64 @@ impl ResultsDb {
         Ok(t)
     }
 
+    /// The rows of [`ResultsDb::metrics`] (same columns, same order, same values), handed to
+    /// `f` one at a time instead of collected: what `spidx results export --metrics` writes.
+    /// Memory is bounded by one run's names and one metric, not by the result: the long
+    /// format repeats the run's name on every row, and a crafted multi-megabyte name over a
+    /// few thousand metrics would otherwise take gigabytes. Each run's experiment and name
+    /// are read once, then its metrics are streamed from the database (SQLite or
+    /// PostgreSQL alike) in the order `metrics` gives them.
+    pub fn metrics_each<E: From<Error>>(
+        &self,
+        experiment: Option<&str>,
+        run: Option<i64>,
+        mut f: impl FnMut(&[serde_json::Value]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        let runs = self.table(
+            "SELECT r.id FROM runs r JOIN experiments e ON e.id = r.experiment_id
+             WHERE (CAST(?1 AS TEXT) IS NULL OR e.name = ?1) AND (CAST(?2 AS BIGINT) IS NULL OR r.id = ?2)
+             ORDER BY r.id",
+            &[experiment.into(), run.into()],
+        )?;
+        let kind = if self.kinds_stored {
+            "m.kind"
+        } else {
+            "NULL AS kind"
+        };
+        let sql = format!(
+            "SELECT m.workload, m.name, {kind}, m.value FROM metrics m WHERE m.run_id = ?1
+             ORDER BY m.workload, m.name"
+        );
+        // The row handed to `f`: experiment, run id, run name (set once per run), then
+        // workload, name, kind and value (set for every metric).
+        let mut row = vec![serde_json::Value::Null; 7];
+        for id in runs.rows.iter().filter_map(|r| r.first()?.as_i64()) {
+            let names = self.table(
+                "SELECT e.name, r.name FROM runs r JOIN experiments e ON e.id = r.experiment_id WHERE r.id = ?1",
+                &[id.into()],
+            )?;
+            let Some(mut names) = names.rows.into_iter().next() else {
+                continue; // Gone since the list was read.
+            };
+            row[2] = std::mem::take(&mut names[1]);
+            row[0] = std::mem::take(&mut names[0]);
+            row[1] = id.into();
+            let kinds_stored = self.kinds_stored;
+            let done = self.with(|c| {
+                c.query_each(&sql, &[id.into()], |m| {
+                    row[3..7].clone_from_slice(&m[..4]);
+                    if !kinds_stored {
+                        let k = schema::legacy_kind(row[4].as_str().unwrap_or_default());
+                        row[5] = k.as_str().into();
+                    }
+                    f(&row)
+                })
+            })?;
+            done?;
+        }
+        Ok(())
+    }
+
     /// Every metric value of the runs of experiment `experiment`: run id, workload, name and
     /// value only. What a report reads: unlike [`ResultsDb::metrics`] no run name is
     /// repeated on every row, so the memory it takes is bounded by the metrics, not by the

@@ -104,7 +104,18 @@ fn postgres_holds_the_same_schema_runs_and_kinds() {
     assert_eq!(results.len(), 4);
     assert_eq!(results[0]["repetitions"], 3.0);
     assert_eq!(results[0]["write_amplification"], 1.25);
-    let m = db.metrics(Some("pg"), None).unwrap().objects();
+    let collected = db.metrics(Some("pg"), None).unwrap();
+    let mut streamed = Vec::new();
+    db.metrics_each::<crate::Error>(Some("pg"), None, |r| {
+        streamed.push(r.to_vec());
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(
+        streamed, collected.rows,
+        "streamed from the server, the same rows"
+    );
+    let m = collected.objects();
     assert_eq!(m.len(), 4 * 5);
     for row in &m {
         let name = row["name"].as_str().unwrap();

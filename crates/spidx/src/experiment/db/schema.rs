@@ -616,9 +616,16 @@ mod tests {
             ("store.fast.flushing_unit", "setting"),
         ];
         let kinds = |db: &ResultsDb| -> Vec<(String, String)> {
-            db.metrics(None, Some(1))
-                .unwrap()
-                .objects()
+            let t = db.metrics(None, Some(1)).unwrap();
+            // Streamed, the same rows (kinds told from the names too).
+            let mut streamed = Vec::new();
+            db.metrics_each::<crate::Error>(None, Some(1), |r| {
+                streamed.push(r.to_vec());
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(streamed, t.rows);
+            t.objects()
                 .into_iter()
                 .map(|o| {
                     (

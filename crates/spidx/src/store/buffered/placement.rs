@@ -405,11 +405,14 @@ impl UncountedLog {
         }
         let file = match path {
             Some(p) if write_through => {
+                use std::os::unix::fs::OpenOptionsExt;
+                // Never through a symbolic link planted at the log's name.
                 let f = OpenOptions::new()
                     .read(true)
                     .write(true)
                     .create(true)
                     .truncate(create)
+                    .custom_flags(libc::O_NOFOLLOW)
                     .open(p)
                     .map_err(|e| Error::io(p, e))?;
                 Some(f)
