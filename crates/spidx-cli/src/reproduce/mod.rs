@@ -128,22 +128,7 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
         let new = summary::replace_doc_section(&text, &section, &page.display().to_string())?;
         if a.update_doc.is_some() {
             if new != text {
-                // The page is the user's own (it was just read); rewritten in place, never
-                // through a symbolic link.
-                use std::io::Write;
-                use std::os::unix::fs::OpenOptionsExt;
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .truncate(true)
-                    .custom_flags(libc::O_NOFOLLOW)
-                    .open(page)
-                    .and_then(|mut f| f.write_all(new.as_bytes()))
-                    .with_context(|| {
-                        format!(
-                            "writing {} (spidx does not write through a symbolic link)",
-                            page.display()
-                        )
-                    })?;
+                write_page(page, &new)?;
             }
             eprintln!("{}: scorecard section written", page.display());
         } else if new != text {
@@ -189,6 +174,24 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Rewrites a Markdown page in place (it is the user's own: it was just read), never
+/// through a symbolic link.
+fn write_page(page: &std::path::Path, text: &str) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(page)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .with_context(|| {
+            format!(
+                "writing {} (spidx does not write through a symbolic link)",
+                page.display()
+            )
+        })
 }
 
 fn csv(card: &Scorecard) -> String {

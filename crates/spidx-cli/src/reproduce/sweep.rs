@@ -97,8 +97,7 @@ pub fn run(a: &ReproduceArgs, findings: &Findings) -> Result<()> {
                 write_charts(dir, &charts, true)?;
             }
             if new != text {
-                std::fs::write(page, &new)
-                    .with_context(|| format!("writing {}", page.display()))?;
+                super::write_page(page, &new)?;
             }
             eprintln!("{}: sensitivity section written", page.display());
         } else {
