@@ -128,7 +128,7 @@ def test_answers_equal_shapely(tmp_path, name, driver):
     path = tmp_path / name
     _write(path, driver, geoms, fids)
     idx = tmp_path / "idx"
-    b = _run(cli, "build", "--data", str(path), "--out", str(idx), "--explode", "--json")
+    b = _run(cli, "build", "--data", str(path), "--index", "rstar", "--out", str(idx), "--explode", "--json")
     if driver != "CSV":  # CSV carries no CRS
         assert b["crs"]["id"] == "EPSG:3857", b
     tree = shapely.STRtree(geoms)

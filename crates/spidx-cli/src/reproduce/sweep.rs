@@ -231,11 +231,17 @@ fn charts(sweeps: &Sweeps) -> Vec<(String, String)> {
                 continue;
             }
             let title = format!("{} against {} ({})", f.id, f.parameter, f.device);
-            let what = f.contrast.as_deref().unwrap_or("measured");
-            let (y_label, fmt): (String, fn(f64) -> String) = if quantity == "change" {
-                (format!("{what}: change (%)"), pct)
+            let (unit, fmt): (&str, fn(f64) -> String) = if quantity == "change" {
+                ("change (%)", pct)
             } else {
-                (format!("{what}: ratio (×)"), ratio)
+                ("ratio (×)", ratio)
+            };
+            // The comparison named on the axis where it fits the plot's height.
+            let y_label = match f.contrast.as_deref() {
+                Some(what) if what.chars().count() + unit.len() <= 38 => {
+                    format!("{what}: {unit}")
+                }
+                _ => unit.to_string(),
             };
             let svg = Bands {
                 title: &title,

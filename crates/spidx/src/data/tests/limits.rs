@@ -168,6 +168,8 @@ fn fgb_with_count(path: &std::path::Path, n: u64, count: u64) -> Vec<u8> {
     let records: Vec<GeoRecord> = (0..n)
         .map(|i| GeoRecord::new(i, Geometry::Point(Point::new(i as f64, 1.0))).unwrap())
         .collect();
+    // Dataset writers write only new files: the previous case's file goes first.
+    let _ = std::fs::remove_file(path);
     write(path, &Dataset::Geo(records)).unwrap();
     let mut bytes = std::fs::read(path).unwrap();
     let header_end = 12 + u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;

@@ -56,7 +56,7 @@ pub struct FindingSweep {
     /// What the pairs' values are: `change` (relative change) or `ratio`; `None` for tests
     /// without per-pair values.
     pub quantity: Option<&'static str>,
-    /// What the pairs' values compare, `a` against `b` (e.g. `ssd-v300 against
+    /// What the pairs' values compare, `a` against `b` (e.g. `ssd-v300 vs
     /// hdd-wd2tb`): the selector values that differ.
     pub contrast: Option<String>,
     /// The paper's range for the pairs' values, where the finding gives one.
@@ -106,7 +106,7 @@ fn contrast(a: &Selector, b: &Selector) -> String {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    format!("{} against {}", side(a, b), side(b, a))
+    format!("{} vs {}", side(a, b), side(b, a))
 }
 
 /// The per-pair values a change or ratio test decides on.
@@ -401,7 +401,7 @@ direction = "decrease"
             ("f", "hit_overhead_us")
         );
         assert_eq!(f.quantity, Some("change"));
-        assert_eq!(f.contrast.as_deref(), Some("ssd-v300 against hdd-wd2tb"));
+        assert_eq!(f.contrast.as_deref(), Some("ssd-v300 vs hdd-wd2tb"));
         let values: Vec<f64> = f.points.iter().map(|p| p.value).collect();
         assert_eq!(values, vec![50.0, preset_hit, 400.0]);
         let verdicts: Vec<Verdict> = f.points.iter().map(|p| p.decision.verdict).collect();
