@@ -7,8 +7,8 @@
 use std::fmt::Write as _;
 
 pub(crate) use super::lines::Line;
-use super::lines::{legend, x_text};
-use super::svg::{esc, open, text_w, x_axis_close, FONT, PALETTE, PLOT_HEIGHT, WIDTH};
+use super::lines::{draw_lines, legend, x_text, x_ticks};
+use super::svg::{esc, open, text_w, x_axis_close, FONT, PLOT_HEIGHT, WIDTH};
 
 /// A sensitivity chart.
 pub struct Bands<'a> {
@@ -130,26 +130,7 @@ impl Bands<'_> {
             (top + bottom) / 2.0,
             esc(self.y_label)
         );
-        let mut last_end = f64::NEG_INFINITY;
-        for v in &xs {
-            let label = x_text(*v);
-            let w = text_w(&label, FONT);
-            let _ = write!(
-                svg,
-                r#"<line x1="{xx:.1}" x2="{xx:.1}" y1="{bottom:.1}" y2="{:.1}" stroke="black"/>"#,
-                bottom + 4.0,
-                xx = x(*v)
-            );
-            if x(*v) - w / 2.0 > last_end + 4.0 {
-                let _ = write!(
-                    svg,
-                    r#"<text x="{:.1}" y="{:.1}" font-size="{FONT}" text-anchor="middle">{label}</text>"#,
-                    x(*v),
-                    bottom + FONT + 6.0
-                );
-                last_end = x(*v) + w / 2.0;
-            }
-        }
+        x_ticks(&mut svg, &xs, x, bottom);
         if let Some(p) = self.preset {
             let px = x(p.clamp(x_lo, x_hi));
             let (tx, anchor) = if px - left > WIDTH - right - px {
@@ -164,35 +145,7 @@ impl Bands<'_> {
                 x_text(p)
             );
         }
-        for l in self.lines {
-            let colour = PALETTE[l.colour % PALETTE.len()];
-            let path: Vec<String> = l
-                .points
-                .iter()
-                .map(|(px, py)| format!("{:.1},{:.1}", x(*px), y(*py)))
-                .collect();
-            let dash = if l.dashed {
-                r#" stroke-dasharray="6 4""#
-            } else {
-                ""
-            };
-            let _ = write!(
-                svg,
-                r#"<polyline class="line" fill="none" stroke="{colour}" stroke-width="2"{dash} points="{}"/>"#,
-                path.join(" ")
-            );
-            for (px, py) in &l.points {
-                let _ = write!(
-                    svg,
-                    r#"<circle class="point" cx="{:.1}" cy="{:.1}" r="3.5" fill="{colour}"><title>{}, {}: {}</title></circle>"#,
-                    x(*px),
-                    y(*py),
-                    esc(&l.name),
-                    x_text(*px),
-                    esc(&(self.fmt)(*py))
-                );
-            }
-        }
+        draw_lines(&mut svg, self.lines, x, y, |v| esc(&(self.fmt)(v)));
         x_axis_close(&mut svg, left, right, bottom, height, self.x_label);
         svg
     }

@@ -99,6 +99,66 @@ pub(super) fn legend(lines: &[Line]) -> (String, f64) {
     (svg, Y + h + 10.0)
 }
 
+/// x ticks at the values `xs` under a plot whose bottom edge is at `bottom`, each label only
+/// where it clears the previous one.
+pub(super) fn x_ticks(svg: &mut String, xs: &[f64], x: impl Fn(f64) -> f64, bottom: f64) {
+    let mut last_end = f64::NEG_INFINITY;
+    for v in xs {
+        let label = x_text(*v);
+        let w = text_w(&label, FONT);
+        let _ = write!(
+            svg,
+            r#"<line x1="{xx:.1}" x2="{xx:.1}" y1="{bottom:.1}" y2="{:.1}" stroke="black"/>"#,
+            bottom + 4.0,
+            xx = x(*v)
+        );
+        if x(*v) - w / 2.0 > last_end + 4.0 {
+            let _ = write!(
+                svg,
+                r#"<text x="{:.1}" y="{:.1}" font-size="{FONT}" text-anchor="middle">{label}</text>"#,
+                x(*v),
+                bottom + FONT + 6.0
+            );
+            last_end = x(*v) + w / 2.0;
+        }
+    }
+}
+
+/// Each line as a polyline with a mark per point whose tooltip writes its y with `value`.
+pub(super) fn draw_lines(
+    svg: &mut String,
+    lines: &[Line],
+    x: impl Fn(f64) -> f64,
+    y: impl Fn(f64) -> f64,
+    value: impl Fn(f64) -> String,
+) {
+    for l in lines {
+        let colour = PALETTE[l.colour % PALETTE.len()];
+        let path: Vec<String> = l
+            .points
+            .iter()
+            .map(|(px, py)| format!("{:.1},{:.1}", x(*px), y(*py)))
+            .collect();
+        let _ = write!(
+            svg,
+            r#"<polyline class="line" fill="none" stroke="{colour}" stroke-width="2"{} points="{}"/>"#,
+            dash(l.dashed),
+            path.join(" ")
+        );
+        for (px, py) in &l.points {
+            let _ = write!(
+                svg,
+                r#"<circle class="point" cx="{:.1}" cy="{:.1}" r="3.5" fill="{colour}"><title>{}, {}: {}</title></circle>"#,
+                x(*px),
+                y(*py),
+                esc(&l.name),
+                x_text(*px),
+                value(*py)
+            );
+        }
+    }
+}
+
 impl Lines<'_> {
     /// The chart as an SVG element.
     pub fn svg(&self) -> String {
@@ -134,52 +194,8 @@ impl Lines<'_> {
         open(&mut svg, height, self.title);
         svg.push_str(&legend_svg);
         y_axis(&mut svg, &axis, left, right, top, bottom);
-        // x ticks at the measured values, each label only where it clears the previous one.
-        let mut last_end = f64::NEG_INFINITY;
-        for v in &xs {
-            let label = x_text(*v);
-            let w = text_w(&label, FONT);
-            let _ = write!(
-                svg,
-                r#"<line x1="{xx:.1}" x2="{xx:.1}" y1="{bottom:.1}" y2="{:.1}" stroke="black"/>"#,
-                bottom + 4.0,
-                xx = x(*v)
-            );
-            if x(*v) - w / 2.0 > last_end + 4.0 {
-                let _ = write!(
-                    svg,
-                    r#"<text x="{:.1}" y="{:.1}" font-size="{FONT}" text-anchor="middle">{label}</text>"#,
-                    x(*v),
-                    bottom + FONT + 6.0
-                );
-                last_end = x(*v) + w / 2.0;
-            }
-        }
-        for l in self.lines {
-            let colour = PALETTE[l.colour % PALETTE.len()];
-            let path: Vec<String> = l
-                .points
-                .iter()
-                .map(|(px, py)| format!("{:.1},{:.1}", x(*px), y(*py)))
-                .collect();
-            let _ = write!(
-                svg,
-                r#"<polyline class="line" fill="none" stroke="{colour}" stroke-width="2"{} points="{}"/>"#,
-                dash(l.dashed),
-                path.join(" ")
-            );
-            for (px, py) in &l.points {
-                let _ = write!(
-                    svg,
-                    r#"<circle class="point" cx="{:.1}" cy="{:.1}" r="3.5" fill="{colour}"><title>{}, {}: {}</title></circle>"#,
-                    x(*px),
-                    y(*py),
-                    esc(&l.name),
-                    x_text(*px),
-                    axis.value(*py)
-                );
-            }
-        }
+        x_ticks(&mut svg, &xs, x, bottom);
+        draw_lines(&mut svg, self.lines, x, y, |v| axis.value(v));
         // Markers: a dotted vertical line; labels stacked from the plot's top, on the side
         // with more room.
         for (i, m) in self.markers.iter().enumerate() {
